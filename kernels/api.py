@@ -1,0 +1,323 @@
+"""The contract every backend keeps: state, per-simulation tables, and the integer arithmetic.
+
+Numbers that must agree bit for bit across backends (see docs/model.md):
+
+- Headings are integers on a circle of ``HEADINGS`` steps (12 bits).
+- Positions are int32 fixed point with ``FRAC_BITS`` fractional bits (16.16); cells are
+  ``position >> FRAC_BITS``. Wrap-around is a compare and an add, never a float modulo.
+- Sensor offsets and step vectors are per-simulation integer lookup tables, built once from an
+  exactly computed unit circle (Decimal Taylor series, independent of the platform's libm).
+- Randomness is ``lowbias32`` (a 32-bit integer hash) of (seed, step, agent), never torch.rand.
+- Deposits are int32 counts; the trail is float32, updated in one fixed order of operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from decimal import Decimal, getcontext
+from fractions import Fraction
+from functools import lru_cache
+from typing import Sequence
+
+import torch
+
+HEADING_BITS = 12
+HEADINGS = 1 << HEADING_BITS
+HEADING_MASK = HEADINGS - 1
+FRAC_BITS = 16
+ONE = 1 << FRAC_BITS
+UNIT_BITS = 30  # fixed point of the exact unit circle
+MAX_CANVAS = 16384  # keeps (canvas + offsets) << FRAC_BITS inside int32
+MAX_DISTANCE = 255.0  # sensor distance and step size, pixels
+U32 = 0xFFFFFFFF
+
+# Trail values below this are flushed to zero, so no backend ever meets a subnormal float
+# (GPUs may flush them, CPUs do not). Coefficients are 0 or >= MIN_COEFFICIENT, which keeps
+# every intermediate product of normal trail values normal.
+TRAIL_FLOOR = 2.0**-100
+MIN_COEFFICIENT = 2.0**-20
+
+SPAWN_STREAM = 0x5EED0001
+SPAWN_RADIUS_STREAM = 0x5EED0002
+SPAWN_ANGLE_STREAM = 0x5EED0003
+SPAWN_HEADING_STREAM = 0x5EED0004
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """One simulation's parameters in the model's own units (degrees, pixels)."""
+
+    sensor_angle: float
+    sensor_distance: float
+    turn_angle: float
+    step_size: float
+    deposit: float
+    diffuse: float
+    decay: float
+    seed: int
+
+
+@dataclass
+class State:
+    """The whole simulated world of B simulations sharing one canvas size.
+
+    position: [B, 2, N] int32, fixed point 16.16, row 0 is x, row 1 is y, in [0, size << 16)
+    heading:  [B, N] int16, integer angle in [0, HEADINGS)
+    trail:    [B, H, W] float32, >= 0, no subnormals
+    step:     [] int64, steps taken so far (kept on the device so graph replays stay correct)
+    """
+
+    position: torch.Tensor
+    heading: torch.Tensor
+    trail: torch.Tensor
+    step: torch.Tensor
+
+    @property
+    def batch(self) -> int:
+        return self.trail.shape[0]
+
+    @property
+    def agents(self) -> int:
+        return self.heading.shape[1]
+
+    @property
+    def height(self) -> int:
+        return self.trail.shape[1]
+
+    @property
+    def width(self) -> int:
+        return self.trail.shape[2]
+
+    def to(self, device: torch.device | str) -> "State":
+        return State(*(t.to(device) for t in (self.position, self.heading, self.trail, self.step)))
+
+    def clone(self) -> "State":
+        return State(*(t.clone() for t in (self.position, self.heading, self.trail, self.step)))
+
+
+@dataclass
+class Tables:
+    """Per-simulation constants derived once from ModelParams.
+
+    sense_offset: [B, HEADINGS, 2] int32, sensor offset (dx, dy) in 16.16 for each heading
+    step_offset:  [B, HEADINGS, 2] int32, step vector (dx, dy) in 16.16 for each heading
+    sensor_turn:  [B] int32, sensor angle in heading units
+    turn:         [B] int32, turn angle in heading units
+    deposit:      [B] float32, trail added per agent in a cell
+    keep:         [B] float32, 1 - diffuse
+    spread:       [B] float32, diffuse / 9 (weight of each of the nine neighbours)
+    retain:       [B] float32, 1 - decay
+    seed_key:     [B] int64, lowbias32(seed), in [0, 2^32)
+    """
+
+    sense_offset: torch.Tensor
+    step_offset: torch.Tensor
+    sensor_turn: torch.Tensor
+    turn: torch.Tensor
+    deposit: torch.Tensor
+    keep: torch.Tensor
+    spread: torch.Tensor
+    retain: torch.Tensor
+    seed_key: torch.Tensor
+
+    def to(self, device: torch.device | str) -> "Tables":
+        return replace(self, **{k: v.to(device) for k, v in self.__dict__.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact integer helpers shared by every backend's host side.
+
+
+def lowbias32_int(x: int) -> int:
+    """The 32-bit integer hash (Chris Wellons' lowbias32) on a Python int."""
+    x &= U32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & U32
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & U32
+    x ^= x >> 16
+    return x
+
+
+def _mul32(x: torch.Tensor, constant: int) -> torch.Tensor:
+    """(x * constant) mod 2^32 for int64 tensors in [0, 2^32), without int64 overflow."""
+    low = x * (constant & 0xFFFF)
+    high = ((x * (constant >> 16)) & 0xFFFF) << 16
+    return (low + high) & U32
+
+
+def lowbias32(x: torch.Tensor) -> torch.Tensor:
+    """lowbias32 on an int64 tensor of values in [0, 2^32); the Triton kernels use uint32."""
+    x = x & U32
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = _mul32(x, 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def step_key(seed_key: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+    """[B] int64 key of one step of each simulation: lowbias32(seed_key ^ lowbias32(step))."""
+    return lowbias32(seed_key ^ lowbias32(step.to(torch.int64) & U32))
+
+
+def turn_bits(seed_key: torch.Tensor, step: torch.Tensor, agents: int) -> torch.Tensor:
+    """[B, N] bool, the random turn direction of every agent in this step (True: turn +)."""
+    key = step_key(seed_key, step)[:, None]
+    agent = torch.arange(agents, dtype=torch.int64, device=seed_key.device)[None, :]
+    return (lowbias32(agent ^ key) >> 31) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The exact unit circle and the lookup tables built on it.
+
+
+def _decimal_cos_sin(turns: Fraction) -> tuple[Decimal, Decimal]:
+    """cos and sin of an angle given in turns, to ~50 digits, by Taylor series."""
+    getcontext().prec = 60
+    pi = Decimal("3.14159265358979323846264338327950288419716939937510582097494")
+    x = Decimal(turns.numerator) * 2 * pi / Decimal(turns.denominator)
+    cos, sin, term_c, term_s = Decimal(0), Decimal(0), Decimal(1), x
+    for n in range(40):
+        cos += term_c
+        sin += term_s
+        term_c = -term_c * x * x / ((2 * n + 1) * (2 * n + 2))
+        term_s = -term_s * x * x / ((2 * n + 2) * (2 * n + 3))
+    return cos, sin
+
+
+@lru_cache(maxsize=1)
+def unit_circle() -> tuple[tuple[int, int], ...]:
+    """(cos, sin) of every heading, rounded to UNIT_BITS fixed point, platform independent.
+
+    Only the first octant is summed; the rest follows from symmetry so that the table is
+    exactly symmetric (a heading and its mirror move agents by exactly mirrored vectors).
+    """
+    octant = HEADINGS // 8
+    first = []
+    for h in range(octant + 1):
+        cos, sin = _decimal_cos_sin(Fraction(h, HEADINGS))
+        first.append((int((cos * (1 << UNIT_BITS)).to_integral_value()),
+                      int((sin * (1 << UNIT_BITS)).to_integral_value())))
+    table = []
+    for h in range(HEADINGS):
+        quadrant, r = divmod(h, HEADINGS // 4)
+        c, s = first[r] if r <= octant else first[HEADINGS // 4 - r][::-1]
+        for _ in range(quadrant):
+            c, s = -s, c
+        table.append((c, s))
+    return tuple(table)
+
+
+def _round_half_even(value: Fraction) -> int:
+    return round(value)  # Fraction.__round__ rounds half to even, exactly
+
+
+def vector_table(distance: float) -> list[tuple[int, int]]:
+    """16.16 (dx, dy) of a vector of `distance` pixels at every heading, exactly rounded."""
+    scale = Fraction(distance) * ONE / (1 << UNIT_BITS)
+    return [(_round_half_even(c * scale), _round_half_even(s * scale)) for c, s in unit_circle()]
+
+
+def degrees_to_heading(degrees: float) -> int:
+    """An angle in degrees as a whole number of heading steps (round half to even)."""
+    return _round_half_even(Fraction(degrees) * HEADINGS / 360)
+
+
+def _float32(value: Fraction | float) -> float:
+    """Round a value to float32 once, on the host; result is a Python float holding it."""
+    return torch.tensor(float(value), dtype=torch.float64).to(torch.float32).item()
+
+
+def coefficients(params: ModelParams) -> tuple[float, float, float, float]:
+    """(deposit, keep, spread, retain) rounded to float32; tiny values snap to 0."""
+
+    def snap(value: Fraction) -> float:
+        v = _float32(value)
+        return 0.0 if v < MIN_COEFFICIENT else v
+
+    diffuse, decay = Fraction(params.diffuse), Fraction(params.decay)
+    return (snap(Fraction(params.deposit)), snap(1 - diffuse), snap(diffuse / 9), snap(1 - decay))
+
+
+def build_tables(params: Sequence[ModelParams], device: torch.device | str = "cpu") -> Tables:
+    """Lookup tables and float32 coefficients for a batch of simulations."""
+    sense = [vector_table(p.sensor_distance) for p in params]
+    step = [vector_table(p.step_size) for p in params]
+    coeff = [coefficients(p) for p in params]
+    f32 = dict(dtype=torch.float32)
+    tables = Tables(
+        sense_offset=torch.tensor(sense, dtype=torch.int32),
+        step_offset=torch.tensor(step, dtype=torch.int32),
+        sensor_turn=torch.tensor([degrees_to_heading(p.sensor_angle) for p in params], dtype=torch.int32),
+        turn=torch.tensor([degrees_to_heading(p.turn_angle) for p in params], dtype=torch.int32),
+        deposit=torch.tensor([c[0] for c in coeff], **f32),
+        keep=torch.tensor([c[1] for c in coeff], **f32),
+        spread=torch.tensor([c[2] for c in coeff], **f32),
+        retain=torch.tensor([c[3] for c in coeff], **f32),
+        seed_key=torch.tensor([lowbias32_int(p.seed) for p in params], dtype=torch.int64),
+    )
+    return tables.to(device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spawning: the initial state, computed on the CPU in integers and correctly rounded float64.
+
+SPAWNS = ("random", "disk", "ring", "center")
+
+
+def _stream(seed: int, stream: int, agents: int) -> torch.Tensor:
+    """[N] int64 uniform 32-bit integers of one named random stream of one seed."""
+    key = lowbias32_int(lowbias32_int(seed) ^ stream)
+    return lowbias32(torch.arange(agents, dtype=torch.int64) ^ key)
+
+
+def _spawn_one(seed: int, agents: int, width: int, height: int, spawn: str,
+               radius: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """position [2, N] int32 and heading [N] int16 of one simulation."""
+    heading = _stream(seed, SPAWN_HEADING_STREAM, agents) >> (32 - HEADING_BITS)
+    if spawn == "random":
+        x = (_stream(seed, SPAWN_STREAM, agents) * (width << FRAC_BITS)) >> 32
+        y = (_stream(seed, SPAWN_RADIUS_STREAM, agents) * (height << FRAC_BITS)) >> 32
+        return torch.stack([x, y]).to(torch.int32), heading.to(torch.int16)
+    circle = torch.tensor(unit_circle(), dtype=torch.float64) / (1 << UNIT_BITS)
+    angle = _stream(seed, SPAWN_ANGLE_STREAM, agents) >> (32 - HEADING_BITS)
+    r_max = radius * min(width, height)
+    if spawn == "disk":
+        # float64 sqrt, multiply and round are correctly rounded by IEEE 754: exact everywhere
+        u = _stream(seed, SPAWN_RADIUS_STREAM, agents).to(torch.float64) / 2.0**32
+        r = r_max * torch.sqrt(u)
+    elif spawn == "ring":
+        r = torch.full((agents,), r_max, dtype=torch.float64)
+        heading = (angle + HEADINGS // 2) & HEADING_MASK  # facing the centre
+    else:  # center
+        r = torch.zeros(agents, dtype=torch.float64)
+    x = torch.round((width / 2 + r * circle[angle, 0]) * ONE).to(torch.int64) % (width << FRAC_BITS)
+    y = torch.round((height / 2 + r * circle[angle, 1]) * ONE).to(torch.int64) % (height << FRAC_BITS)
+    return torch.stack([x, y]).to(torch.int32), heading.to(torch.int16)
+
+
+def spawn(seeds: Sequence[int], agents: int, width: int, height: int, spawn: str = "random",
+          radius: float = 0.35, device: torch.device | str = "cpu") -> State:
+    """The initial state of a batch: agents placed by `spawn`, an empty trail, step 0.
+
+    radius is a fraction of the canvas's short side (disk and ring spawns).
+    """
+    if spawn not in SPAWNS:
+        raise ValueError(f"spawn must be one of {', '.join(SPAWNS)}, not {spawn!r}")
+    parts = [_spawn_one(s, agents, width, height, spawn, radius) for s in seeds]
+    state = State(
+        position=torch.stack([p for p, _ in parts]),
+        heading=torch.stack([h for _, h in parts]),
+        trail=torch.zeros((len(seeds), height, width), dtype=torch.float32),
+        step=torch.zeros((), dtype=torch.int64),
+    )
+    return state.to(device)
+
+
+def state_bytes(batch: int, agents: int, width: int, height: int) -> int:
+    """Device bytes a simulation holds at once (state, step temporaries, counts, frame)."""
+    per_agent = 4 * 2 + 2  # position and heading
+    per_cell = 4 * 2 + 4 * 2 + 1  # trail twice, deposit counts twice, index frame
+    return batch * (agents * per_agent * 3 + width * height * per_cell) + batch * HEADINGS * 16
+

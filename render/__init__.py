@@ -1,0 +1,1 @@
+"""Everything between a preset and a file."""
