@@ -1,0 +1,126 @@
+"""The `physarum` command. Thin: parse flags, build a Preset, call one function.
+
+Every flag defaults to None so that it layers over the preset file's value. Mistakes in the
+input end in one message on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from physarum.render.encode import read_embedded
+from physarum.render.preset import PresetError, build_preset, load_preset
+from physarum.render.runner import RenderError, version
+
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="physarum", description="Render Physarum slime-mould animations.")
+    parser.add_argument("--version", action="version", version=f"physarum {version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    render = commands.add_parser("render", help="render a preset to GIF, MP4 and PNG")
+    source = render.add_mutually_exclusive_group(required=True)
+    source.add_argument("preset", nargs="?", help="a preset YAML file, or the name of a curated preset")
+    source.add_argument("--from", dest="from_file", metavar="FILE",
+                        help="render again from what a GIF, MP4, PNG or JSON output carries")
+    render.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a preset key, e.g. --set model.decay=0.05 (repeatable)")
+    render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
+    render.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
+    render.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+    render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
+
+    commands.add_parser("presets", help="list the curated presets")
+
+    validate = commands.add_parser("validate", help="check preset files without rendering")
+    validate.add_argument("presets", nargs="+", metavar="PRESET")
+    return parser
+
+
+def resolve_preset_path(name: str) -> Path:
+    """A path as given, or a curated preset's file when only its name is given."""
+    path = Path(name)
+    if path.exists() or path.suffix in (".yaml", ".yml"):
+        return path
+    curated = PRESETS_DIR / f"{name}.yaml"
+    return curated if curated.exists() else path
+
+
+def _load_for_render(args) -> "Preset":  # noqa: F821
+    overrides = {"seed": args.seed}
+    if args.from_file:
+        path = Path(args.from_file)
+        try:
+            text = read_embedded(path)
+        except FileNotFoundError:
+            raise PresetError([f"{path}: no such file"]) from None
+        except Exception as error:
+            raise PresetError([f"{path}: carries no physarum preset ({type(error).__name__}: {error})"]) from None
+        data = yaml.safe_load(text)
+        return build_preset(data if isinstance(data, dict) else {}, str(path), args.settings, overrides)
+    return load_preset(resolve_preset_path(args.preset), args.settings, overrides)
+
+
+def cmd_render(args) -> int:
+    from physarum.render.runner import render
+
+    preset = _load_for_render(args)
+    result = render(preset, backend=args.backend, device=args.device, out_dir=args.out, quiet=args.quiet)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for fmt, path in result.outputs.items():
+        size = path.stat().st_size
+        print(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}")
+    if not args.quiet:
+        t = result.timings
+        print(f"{result.backend} on {result.device}: {t['total_s']:.1f} s "
+              f"(simulate {t['simulate_s']:.1f} s, colour {t['colour_s']:.1f} s)", file=sys.stderr)
+    return 0
+
+
+def cmd_presets(args) -> int:
+    for path in sorted(PRESETS_DIR.glob("*.yaml")):
+        preset = load_preset(path)
+        size = f"{preset.canvas.width}x{preset.canvas.height}"
+        print(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    problems = []
+    for name in args.presets:
+        try:
+            preset = load_preset(resolve_preset_path(name))
+            print(f"ok  {name}  ({preset.name}: {preset.frames} frames, {preset.canvas.width}x{preset.canvas.height})")
+        except PresetError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise PresetError(problems)
+    return 0
+
+
+COMMANDS = {"render": cmd_render, "presets": cmd_presets, "validate": cmd_validate}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (PresetError, RenderError) as error:
+        print(f"error: {error}".replace("\n", "\nerror: "), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted; no partial output was left", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

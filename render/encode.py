@@ -1,0 +1,157 @@
+"""Encoders: GIF from index frames with the exact palette, H.264 MP4, PNG still, JSON sidecar.
+
+Every writer writes to a hidden temporary file beside its target and renames it only when the
+file is complete, so a killed render never leaves a truncated file under the final name. Every
+output carries the resolved preset (GIF comment, PNG text chunk, MP4 metadata) so that
+`physarum render --from FILE` renders it again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+from PIL import GifImagePlugin, Image, PngImagePlugin
+
+EMBED_KEY = "physarum"
+MP4_THREADS = 4  # fixed: x264 output is deterministic for a given thread count, not across counts
+MP4_CRF = 18
+
+
+class PartialFile:
+    """A file written under a temporary name and moved to `path` on commit."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+
+    def commit(self) -> None:
+        os.replace(self.temporary, self.path)
+
+    def abort(self) -> None:
+        self.temporary.unlink(missing_ok=True)
+
+
+class GifWriter(PartialFile):
+    """Streams index frames into a GIF89a: one global colour table for the first palette and
+    a local table on every frame shown with another; no re-quantization, no frame merging."""
+
+    def __init__(self, path: Path, width: int, height: int, fps: int, loop: int, comment: str,
+                 palette: np.ndarray):
+        super().__init__(path)
+        self.global_palette = palette.tobytes()
+        self.duration_ms = 10 * max(1, round(100 / fps))  # GIF delays are whole centiseconds
+        self.file = open(self.temporary, "wb")
+        self.file.write(b"GIF89a" + struct.pack("<HHBBB", width, height, 0xF7, 0, 0))
+        self.file.write(self.global_palette)
+        self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", loop) + b"\x00")
+        data = comment.encode("utf-8")
+        blocks = b"".join(bytes([len(data[i:i + 255])]) + data[i:i + 255] for i in range(0, len(data), 255))
+        self.file.write(b"!\xfe" + blocks + b"\x00")
+
+    def write(self, index: np.ndarray, palette: np.ndarray) -> None:
+        image = Image.fromarray(index, mode="P")
+        image.putpalette(palette.tobytes())
+        local = palette.tobytes() != self.global_palette
+        for chunk in GifImagePlugin.getdata(image, duration=self.duration_ms, include_color_table=local):
+            self.file.write(chunk)
+
+    def commit(self) -> None:
+        self.file.write(b";")
+        self.file.close()
+        super().commit()
+
+    def abort(self) -> None:
+        self.file.close()
+        super().abort()
+
+
+def even_size(width: int, height: int) -> tuple[int, int]:
+    """The size an H.264 yuv420p stream of a canvas takes: odd sides are padded by one pixel."""
+    return width + width % 2, height + height % 2
+
+
+class Mp4Writer(PartialFile):
+    """H.264, yuv420p, faststart, with the preset in the container's comment tag.
+
+    Odd canvas sides are padded by repeating the last row or column (yuv420p needs even sizes).
+    """
+
+    def __init__(self, path: Path, width: int, height: int, fps: int, comment: str):
+        super().__init__(path)
+        self.size = even_size(width, height)
+        self.container = av.open(str(self.temporary), mode="w", format="mp4",
+                                  options={"movflags": "+faststart"})
+        self.container.metadata["comment"] = comment
+        stream = self.container.add_stream("libx264", rate=Fraction(fps))
+        stream.width, stream.height = self.size
+        stream.pix_fmt = "yuv420p"
+        stream.options = {"crf": str(MP4_CRF), "preset": "medium"}
+        stream.codec_context.thread_count = MP4_THREADS
+        self.stream = stream
+
+    def write(self, rgb: np.ndarray) -> None:
+        pad_y, pad_x = self.size[1] - rgb.shape[0], self.size[0] - rgb.shape[1]
+        if pad_x or pad_y:
+            rgb = np.pad(rgb, ((0, pad_y), (0, pad_x), (0, 0)), mode="edge")
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+        for packet in self.stream.encode(frame):
+            self.container.mux(packet)
+
+    def commit(self) -> None:
+        for packet in self.stream.encode():
+            self.container.mux(packet)
+        self.container.close()
+        super().commit()
+
+    def abort(self) -> None:
+        try:
+            self.container.close()
+        except Exception:  # a broken container is being thrown away anyway
+            pass
+        super().abort()
+
+
+class PngWriter(PartialFile):
+    """A PNG still of the last frame written, with the preset in a text chunk."""
+
+    def __init__(self, path: Path, comment: str):
+        super().__init__(path)
+        self.comment = comment
+        self.last: np.ndarray | None = None
+
+    def write(self, rgb: np.ndarray) -> None:
+        self.last = rgb
+
+    def commit(self) -> None:
+        info = PngImagePlugin.PngInfo()
+        info.add_itxt(EMBED_KEY, self.comment)
+        Image.fromarray(self.last, mode="RGB").save(self.temporary, format="PNG", pnginfo=info)
+        super().commit()
+
+
+def write_json(path: Path, document: dict) -> None:
+    """A JSON file, written under a temporary name and renamed."""
+    partial = PartialFile(path)
+    partial.temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    partial.commit()
+
+
+def read_embedded(path: Path) -> str:
+    """The preset text a rendered file carries (GIF, MP4, PNG or JSON sidecar)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return json.loads(path.read_text(encoding="utf-8"))["preset_yaml"]
+    if suffix == ".mp4":
+        with av.open(str(path)) as container:
+            return container.metadata["comment"]
+    with Image.open(path) as image:
+        if suffix == ".gif":
+            return image.info["comment"].decode("utf-8")
+        return image.text[EMBED_KEY]
