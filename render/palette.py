@@ -64,10 +64,9 @@ def _table(entry: str | tuple[str, ...]) -> np.ndarray:
         table = _smooth(stops) if kind == "smooth" else _bands(stops)
     else:
         table = _smooth([parse_hex(c) for c in entry])
-    table.setflags(write=False)
     return table
 
 
 def palette_table(entry: str | list[str]) -> np.ndarray:
-    """[256, 3] uint8 RGB table of a palette name or a list of hex colour stops."""
-    return _table(entry if isinstance(entry, str) else tuple(entry))
+    """[256, 3] uint8 RGB table of a palette name or a list of hex colour stops (a copy)."""
+    return _table(entry if isinstance(entry, str) else tuple(entry)).copy()

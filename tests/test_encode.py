@@ -1,0 +1,164 @@
+"""Encoders, read back by independent readers: FFmpeg's decoders (through PyAV) for pixels and a
+hand-written block parser for GIF and PNG metadata."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from physarum.render.encode import GifWriter, Mp4Writer, PngWriter, read_embedded
+from physarum.render.palette import palette_table
+
+COMMENT = "# physarum test\nname: tiny\nseed: 3\n" + "x" * 600  # longer than one GIF sub-block
+
+
+def parse_gif(path: Path) -> dict:
+    """Blocks of a GIF file: size, global table, loop, comment, and per frame delay and table."""
+    data = path.read_bytes()
+    assert data[:6] == b"GIF89a"
+    width, height, packed = struct.unpack("<HHB", data[6:11])
+    at, result = 13, {"size": (width, height), "frames": [], "loop": None, "comment": b""}
+    if packed & 0x80:
+        size = 3 << ((packed & 7) + 1)
+        result["global"], at = data[at:at + size], at + size
+    delay = None
+    while data[at] != 0x3B:
+        kind = data[at]
+        if kind == 0x21:
+            label, at = data[at + 1], at + 2
+            blocks = []
+            while data[at]:
+                blocks.append(data[at + 1:at + 1 + data[at]])
+                at += 1 + data[at]
+            at += 1
+            if label == 0xF9:
+                delay = struct.unpack("<H", blocks[0][1:3])[0]
+            elif label == 0xFF and blocks[0] == b"NETSCAPE2.0":
+                result["loop"] = struct.unpack("<H", blocks[1][1:3])[0]
+            elif label == 0xFE:
+                result["comment"] += b"".join(blocks)
+        elif kind == 0x2C:
+            flags, at = data[at + 9], at + 10
+            table = None
+            if flags & 0x80:
+                size = 3 << ((flags & 7) + 1)
+                table, at = data[at:at + size], at + size
+            at += 1  # LZW minimum code size
+            while data[at]:
+                at += 1 + data[at]
+            at += 1
+            result["frames"].append({"delay": delay, "table": table})
+        else:
+            raise AssertionError(f"unexpected GIF block {kind:#x} at {at}")
+    return result
+
+
+def png_chunks(path: Path) -> dict[bytes, bytes]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, at = {}, 8
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + length]
+        assert zlib.crc32(kind + body) == struct.unpack(">I", data[at + 8 + length:at + 12 + length])[0]
+        chunks[kind] = body
+        at += 12 + length
+    return chunks
+
+
+def decoded_frames(path: Path) -> list[np.ndarray]:
+    with av.open(str(path)) as container:
+        return [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+
+
+def index_frames(count: int, height: int = 21, width: int = 34) -> list[np.ndarray]:
+    rng = np.random.default_rng(4)
+    return [rng.integers(0, 256, (height, width), dtype=np.uint8) for _ in range(count)]
+
+
+def test_gif_exact_palette_loop_duration_comment(tmp_path):
+    path = tmp_path / "a.gif"
+    magma, ice = palette_table("magma"), palette_table("ice")
+    frames, tables = index_frames(5), [magma, magma, ice, ice, magma]
+    writer = GifWriter(path, 34, 21, fps=25, loop=3, comment=COMMENT, palette=magma)
+    for index, table in zip(frames, tables):
+        writer.write(index, table)
+    writer.commit()
+
+    blocks = parse_gif(path)
+    assert blocks["size"] == (34, 21) and blocks["loop"] == 3
+    assert blocks["global"] == magma.tobytes()
+    assert [f["delay"] for f in blocks["frames"]] == [4] * 5  # centiseconds at 25 fps
+    assert [f["table"] for f in blocks["frames"]] == [None, None, ice.tobytes(), ice.tobytes(), None]
+    assert blocks["comment"].decode() == COMMENT == read_embedded(path)
+    decoded = decoded_frames(path)
+    assert len(decoded) == 5
+    for got, index, table in zip(decoded, frames, tables):
+        np.testing.assert_array_equal(got, table[index])
+
+
+def test_gif_identical_frames_are_kept(tmp_path):
+    path = tmp_path / "still.gif"
+    frame, table = index_frames(1)[0], palette_table("gray")
+    writer = GifWriter(path, 34, 21, fps=10, loop=0, comment="c", palette=table)
+    for _ in range(4):
+        writer.write(frame, table)
+    writer.commit()
+    assert len(parse_gif(path)["frames"]) == 4 and len(decoded_frames(path)) == 4
+
+
+def test_mp4_is_h264_yuv420p_faststart_with_metadata(tmp_path):
+    path = tmp_path / "a.mp4"
+    ramp = np.add.outer(np.arange(33) * 3, np.arange(49) * 2)  # smooth: chroma survives 4:2:0
+    rgb = [palette_table("viridis")[(ramp + t) % 256] for t in range(12)]
+    writer = Mp4Writer(path, 49, 33, fps=24, comment=COMMENT)
+    for frame in rgb:
+        writer.write(frame)
+    writer.commit()
+
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        assert stream.codec_context.name == "h264"
+        assert stream.codec_context.pix_fmt == "yuv420p"
+        assert (stream.codec_context.width, stream.codec_context.height) == (50, 34)
+        assert stream.average_rate == 24
+        assert container.metadata["comment"] == COMMENT
+    decoded = decoded_frames(path)
+    assert len(decoded) == 12
+    error = np.abs(decoded[5][:33, :49].astype(int) - rgb[5].astype(int)).mean()
+    assert error < 4  # lossy, but the picture is the one that was written
+    data = path.read_bytes()
+    assert data.index(b"moov") < data.index(b"mdat")  # faststart: playable while downloading
+
+
+def test_png_is_the_last_frame_with_the_preset(tmp_path):
+    path = tmp_path / "a.png"
+    rgb = [palette_table("fire")[index] for index in index_frames(3)]
+    writer = PngWriter(path, COMMENT)
+    for frame in rgb:
+        writer.write(frame)
+    writer.commit()
+    (decoded,) = decoded_frames(path)
+    np.testing.assert_array_equal(decoded, rgb[-1])
+    itxt = png_chunks(path)[b"iTXt"]
+    assert itxt.startswith(b"physarum\x00") and itxt.endswith(COMMENT.encode())
+    assert read_embedded(path) == COMMENT
+
+
+@pytest.mark.parametrize("writer_class", [GifWriter, Mp4Writer])
+def test_abort_leaves_nothing(tmp_path, writer_class):
+    path = tmp_path / "x.out"
+    if writer_class is GifWriter:
+        writer = GifWriter(path, 34, 21, 10, 0, "c", palette_table("gray"))
+    else:
+        writer = Mp4Writer(path, 34, 21, 10, "c")
+        for _ in range(80):  # the file appears when x264 first has output (after its lookahead)
+            writer.write(palette_table("gray")[index_frames(1)[0]])
+    assert writer.temporary.exists() and not path.exists()
+    writer.abort()
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,108 @@
+"""Whole renders: determinism, the --from round trip, safe writes under failure and kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from physarum.render import runner
+from physarum.render.cli import main
+from physarum.render.encode import Mp4Writer
+from physarum.render.preset import build_preset
+from conftest import ROOT, tiny_data
+
+
+def render_tiny(out, **sections):
+    preset = build_preset(tiny_data(**sections), "tiny.yaml")
+    return runner.render(preset, backend="torch", device="cpu", out_dir=out, quiet=True)
+
+
+def test_render_writes_every_format_and_a_sidecar(tmp_path):
+    result = render_tiny(tmp_path)
+    assert sorted(result.outputs) == ["gif", "json", "mp4", "png"]
+    sidecar = json.loads(result.outputs["json"].read_text())
+    assert sidecar["seed"] == 3 and sidecar["backend"] == "torch" and sidecar["frames"] == 8
+    assert sidecar["outputs"]["gif"]["bytes"] == result.outputs["gif"].stat().st_size
+    assert result.outputs["gif"] == tmp_path / "tiny" / "tiny-s3.gif"
+    assert not list(tmp_path.rglob(".*.part"))
+
+
+def test_same_preset_and_seed_give_identical_bytes(tmp_path):
+    first = render_tiny(tmp_path / "a").outputs
+    second = render_tiny(tmp_path / "b").outputs
+    for fmt in ("gif", "mp4", "png"):
+        assert first[fmt].read_bytes() == second[fmt].read_bytes(), fmt
+    other_seed = render_tiny(tmp_path / "c", seed=4).outputs
+    assert other_seed["png"].read_bytes() != first["png"].read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["gif", "mp4", "png", "json"])
+def test_render_from_an_output_reproduces_it(tmp_path, fmt):
+    original = render_tiny(tmp_path / "a").outputs
+    code = main(["render", "--from", str(original[fmt]), "--out", str(tmp_path / "b"), "--quiet",
+                 "--backend", "torch"])
+    assert code == 0
+    again = tmp_path / "b" / "tiny"
+    for kind in ("gif", "mp4", "png"):
+        assert (again / original[kind].name).read_bytes() == original[kind].read_bytes()
+
+
+def test_from_a_file_without_a_preset_is_a_clear_error(tmp_path, capsys):
+    stray = tmp_path / "stray.png"
+    from PIL import Image
+    Image.new("RGB", (4, 4)).save(stray)
+    assert main(["render", "--from", str(stray), "--out", str(tmp_path / "o")]) == 2
+    assert "carries no physarum preset" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_encoder_failure_stops_the_render_and_removes_partial_files(tmp_path, monkeypatch):
+    def broken(self, rgb):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Mp4Writer, "write", broken)
+    with pytest.raises(runner.RenderError, match="tiny-s3.mp4: encoder failed: disk full"):
+        render_tiny(tmp_path, run={"steps": 60, "steps_per_frame": 1})
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_interruption_leaves_no_output(tmp_path, monkeypatch, capsys):
+    calls = {"n": 0}
+    advance = runner.get_backend("torch").advance
+
+    def interrupted(self, steps):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        advance(self, steps)
+
+    monkeypatch.setattr(runner.get_backend("torch"), "advance", interrupted)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_data()))
+    assert main(["render", str(path), "--out", str(tmp_path / "o"), "--quiet", "--backend", "torch"]) == 130
+    assert [p for p in (tmp_path / "o").rglob("*") if p.is_file()] == []
+
+
+def test_killed_render_leaves_no_truncated_file(tmp_path):
+    preset = tmp_path / "slow.yaml"
+    preset.write_text(yaml.safe_dump(tiny_data(name="slow", canvas={"width": 256, "height": 256},
+                                               agents={"count": 50000}, run={"steps": 4000, "steps_per_frame": 2})))
+    out = tmp_path / "o"
+    process = subprocess.Popen([sys.executable, "-m", "physarum.render.cli", "render", str(preset),
+                                "--out", str(out), "--quiet", "--backend", "torch"], cwd=ROOT)
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(out.rglob(".*.part")):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert list(out.rglob(".*.part")), "the render never started writing"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    finals = [p for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    assert finals == []
