@@ -14,11 +14,12 @@ Numbers that must agree bit for bit across backends (see docs/model.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from decimal import Decimal, getcontext
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
 from typing import Sequence
 
+import numpy as np
 import torch
 
 HEADING_BITS = 12
@@ -37,8 +38,8 @@ U32 = 0xFFFFFFFF
 TRAIL_FLOOR = 2.0**-100
 MIN_COEFFICIENT = 2.0**-20
 
-SPAWN_STREAM = 0x5EED0001
-SPAWN_RADIUS_STREAM = 0x5EED0002
+SPAWN_X_STREAM = 0x5EED0001
+SPAWN_Y_STREAM = 0x5EED0002  # also the disk spawn's radius
 SPAWN_ANGLE_STREAM = 0x5EED0003
 SPAWN_HEADING_STREAM = 0x5EED0004
 
@@ -174,16 +175,17 @@ def turn_bits(seed_key: torch.Tensor, step: torch.Tensor, agents: int) -> torch.
 
 def _decimal_cos_sin(turns: Fraction) -> tuple[Decimal, Decimal]:
     """cos and sin of an angle given in turns, to ~50 digits, by Taylor series."""
-    getcontext().prec = 60
-    pi = Decimal("3.14159265358979323846264338327950288419716939937510582097494")
-    x = Decimal(turns.numerator) * 2 * pi / Decimal(turns.denominator)
-    cos, sin, term_c, term_s = Decimal(0), Decimal(0), Decimal(1), x
-    for n in range(40):
-        cos += term_c
-        sin += term_s
-        term_c = -term_c * x * x / ((2 * n + 1) * (2 * n + 2))
-        term_s = -term_s * x * x / ((2 * n + 2) * (2 * n + 3))
-    return cos, sin
+    with localcontext() as context:  # never the caller's precision or rounding
+        context.prec, context.rounding = 60, ROUND_HALF_EVEN
+        pi = Decimal("3.14159265358979323846264338327950288419716939937510582097494")
+        x = Decimal(turns.numerator) * 2 * pi / Decimal(turns.denominator)
+        cos, sin, term_c, term_s = Decimal(0), Decimal(0), Decimal(1), x
+        for n in range(40):
+            cos += term_c
+            sin += term_s
+            term_c = -term_c * x * x / ((2 * n + 1) * (2 * n + 2))
+            term_s = -term_s * x * x / ((2 * n + 2) * (2 * n + 3))
+        return +cos, +sin
 
 
 @lru_cache(maxsize=1)
@@ -197,8 +199,9 @@ def unit_circle() -> tuple[tuple[int, int], ...]:
     first = []
     for h in range(octant + 1):
         cos, sin = _decimal_cos_sin(Fraction(h, HEADINGS))
-        first.append((int((cos * (1 << UNIT_BITS)).to_integral_value()),
-                      int((sin * (1 << UNIT_BITS)).to_integral_value())))
+        scale = 1 << UNIT_BITS
+        first.append((int((cos * scale).to_integral_value(rounding=ROUND_HALF_EVEN)),
+                       int((sin * scale).to_integral_value(rounding=ROUND_HALF_EVEN))))
     table = []
     for h in range(HEADINGS):
         quadrant, r = divmod(h, HEADINGS // 4)
@@ -224,9 +227,12 @@ def degrees_to_heading(degrees: float) -> int:
     return _round_half_even(Fraction(degrees) * HEADINGS / 360)
 
 
-def _float32(value: Fraction | float) -> float:
-    """Round a value to float32 once, on the host; result is a Python float holding it."""
-    return torch.tensor(float(value), dtype=torch.float64).to(torch.float32).item()
+def _float32(value: Fraction) -> float:
+    """The float32 nearest to an exact value (ties to even), as a Python float holding it."""
+    guess = np.float32(float(value))
+    candidates = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))]
+    best = min(candidates, key=lambda c: (abs(Fraction(float(c)) - value), int(c.view(np.int32)) & 1))
+    return float(best)
 
 
 def coefficients(params: ModelParams) -> tuple[float, float, float, float]:
@@ -277,15 +283,15 @@ def _spawn_one(seed: int, agents: int, width: int, height: int, spawn: str,
     """position [2, N] int32 and heading [N] int16 of one simulation."""
     heading = _stream(seed, SPAWN_HEADING_STREAM, agents) >> (32 - HEADING_BITS)
     if spawn == "random":
-        x = (_stream(seed, SPAWN_STREAM, agents) * (width << FRAC_BITS)) >> 32
-        y = (_stream(seed, SPAWN_RADIUS_STREAM, agents) * (height << FRAC_BITS)) >> 32
+        x = (_stream(seed, SPAWN_X_STREAM, agents) * (width << FRAC_BITS)) >> 32
+        y = (_stream(seed, SPAWN_Y_STREAM, agents) * (height << FRAC_BITS)) >> 32
         return torch.stack([x, y]).to(torch.int32), heading.to(torch.int16)
     circle = torch.tensor(unit_circle(), dtype=torch.float64) / (1 << UNIT_BITS)
     angle = _stream(seed, SPAWN_ANGLE_STREAM, agents) >> (32 - HEADING_BITS)
     r_max = radius * min(width, height)
     if spawn == "disk":
         # float64 sqrt, multiply and round are correctly rounded by IEEE 754: exact everywhere
-        u = _stream(seed, SPAWN_RADIUS_STREAM, agents).to(torch.float64) / 2.0**32
+        u = _stream(seed, SPAWN_Y_STREAM, agents).to(torch.float64) / 2.0**32
         r = r_max * torch.sqrt(u)
     elif spawn == "ring":
         r = torch.full((agents,), r_max, dtype=torch.float64)

@@ -42,6 +42,22 @@ def _parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check preset files without rendering")
     validate.add_argument("presets", nargs="+", metavar="PRESET")
+
+    prof = commands.add_parser("profile", help="time each phase and kernel of a step; write a Perfetto trace")
+    prof.add_argument("preset")
+    prof.add_argument("--backend", default="auto", help="auto, torch or triton")
+    prof.add_argument("--device", default=None)
+    prof.add_argument("--steps", type=int, default=20, help="steps recorded (default 20)")
+    prof.add_argument("--warmup", type=int, default=50, help="steps before the record (default 50)")
+    prof.add_argument("--trace", default=None, help="trace file (default outputs/<name>/<name>-<backend>.trace.json)")
+
+    bench = commands.add_parser("bench", help="step timings of every implementation against the memory floor")
+    bench.add_argument("--configs", default=None,
+                       help="comma-separated of S, L, XL, X, CPU (default: S,L,XL,X on a GPU, CPU otherwise)")
+    bench.add_argument("--device", default=None)
+    bench.add_argument("--develop", type=int, default=500, help="steps that develop the state first (default 500)")
+    bench.add_argument("--skip", default="", help="implementations to leave out, e.g. prototype,torch.compile")
+    bench.add_argument("--out", default=None, help="results JSON (default benchmarks/<device>.json)")
     return parser
 
 
@@ -107,7 +123,52 @@ def cmd_validate(args) -> int:
     return 0
 
 
-COMMANDS = {"render": cmd_render, "presets": cmd_presets, "validate": cmd_validate}
+def _positive(value: int, flag: str) -> int:
+    if value < 1:
+        raise RenderError(f"{flag} must be a positive number of steps, got {value}")
+    return value
+
+
+def cmd_profile(args) -> int:
+    from physarum.render.profile import profile_preset
+    from physarum.render.runner import resolve_backend, resolve_device
+
+    preset = load_preset(resolve_preset_path(args.preset))
+    device = resolve_device(args.device)
+    backend = resolve_backend(args.backend, device)
+    trace = Path(args.trace or f"outputs/{preset.name}/{preset.name}-{backend}.trace.json")
+    profile_preset(preset, backend, device, _positive(args.steps, "--steps"), args.warmup, trace)
+    print(f"trace: {trace} (open it in https://ui.perfetto.dev)")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from physarum.render.bench import CONFIGS, run_bench
+    from physarum.render.runner import resolve_device
+
+    device = resolve_device(args.device)
+    default = "S,L,XL,X" if device.type == "cuda" else "CPU"
+    configs = [c.strip() for c in (args.configs or default).split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        raise RenderError(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
+    if device.type != "cuda" and any(CONFIGS[c].gpu_only for c in configs):
+        raise RenderError("--configs: S, L, XL and X are GPU configurations; on a CPU use --configs CPU")
+    name = (torch_device_name(device)).lower().replace(" ", "-")
+    out = Path(args.out or f"benchmarks/{name}.json")
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    run_bench(configs, device, out, _positive(args.develop, "--develop"), skip)
+    return 0
+
+
+def torch_device_name(device) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+COMMANDS = {"render": cmd_render, "presets": cmd_presets, "validate": cmd_validate,
+            "profile": cmd_profile, "bench": cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,6 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ import torch
 from tqdm import tqdm
 
 from physarum.kernels import get_backend
+from physarum.render import __version__
 from physarum.kernels.api import build_tables, spawn
 from physarum.render.colour import Colourist
 from physarum.render.encode import GifWriter, Mp4Writer, PngWriter, even_size, write_json
@@ -34,10 +34,7 @@ class RenderError(Exception):
 
 
 def version() -> str:
-    try:
-        return metadata.version("physarum")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    return __version__
 
 
 def embedded_text(preset: Preset) -> str:

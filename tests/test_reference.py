@@ -11,9 +11,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from fractions import Fraction
 
-import mpmath
 import numpy as np
 import pytest
 import torch
@@ -22,6 +20,7 @@ from physarum.kernels import api, reference
 
 HEADINGS = 4096
 FRAC = 16
+ONE_CELL = 1 << FRAC
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +156,7 @@ def assert_same(state: api.State, sims: list[Sim], step: int) -> None:
         expected = np.array(sim.trail, dtype=np.float32).view(np.int32)
         got = state.trail[b].numpy().view(np.int32)
         mismatch = np.argwhere(expected != got)
-        assert mismatch.size == 0, f"trail differs in simulation {b} at cells {mismatch[:5].tolist()}"
+        assert mismatch.size == 0, f"trail differs in simulation {b} at {mismatch[:5].tolist()}"
 
 
 def run_both(state: api.State, tables: api.Tables, steps: int) -> tuple[api.State, dict]:
@@ -202,9 +201,6 @@ def make_state(rng: random.Random, batch: int, agents: int, width: int, height: 
                 if rng.random() < trail_density:
                     trail[b, j, i] = rng.uniform(0.01, 8.0)
     return api.State(position, heading, trail, torch.tensor(step, dtype=torch.int64))
-
-
-ONE_CELL = 1 << FRAC
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,7 +322,7 @@ def test_each_steering_branch_turns_as_the_rule_says():
     assert run(1.0, 2.0, 2.0) == run(1.0, 2.0, 5.0)  # forward weakest: the hash decides alone
     randomly = run(1.0, 2.0, 2.0)
     assert set(randomly) == {turn_steps, HEADINGS - turn_steps}
-    key = hash32(hash32(hash32(21)) ^ hash32(0))
+    key = hash32(hash32(21) ^ hash32(0))  # seed key 21, step 0
     assert randomly == [turn_steps if hash32(a ^ key) >> 31 else HEADINGS - turn_steps
                         for a in range(agents)]
 
@@ -359,11 +355,12 @@ def test_unit_circle_is_exactly_symmetric_and_exact():
         assert table[(HEADINGS // 4 - h) % HEADINGS] == (s, c)  # mirror in the diagonal
         assert table[(h + HEADINGS // 4) % HEADINGS] == (-s, c)  # quarter turn
         assert abs(math.hypot(c, s) - 2**30) <= 1.0
-    mpmath.mp.dps = 40
-    for h in range(0, HEADINGS // 8 + 1):
-        angle = 2 * mpmath.pi * h / HEADINGS
-        assert table[h] == (int(mpmath.nint(mpmath.cos(angle) * 2**30)),
-                            int(mpmath.nint(mpmath.sin(angle) * 2**30))), h
+    mpmath = pytest.importorskip("mpmath")  # installed with torch (through sympy)
+    with mpmath.workdps(40):  # the first octant, independently; symmetry gives the rest
+        for h in range(0, HEADINGS // 8 + 1):
+            angle = 2 * mpmath.pi * h / HEADINGS
+            assert table[h] == (int(mpmath.nint(mpmath.cos(angle) * 2**30)),
+                                int(mpmath.nint(mpmath.sin(angle) * 2**30))), h
 
 
 def test_vector_table_rounds_the_circle_half_to_even():
@@ -403,7 +400,8 @@ def test_tables_coefficients_are_float32_and_snap_tiny_values():
         params(deposit=2.0**-20, diffuse=9 * 2.0**-20, decay=0.0, seed=3),
     ])
     assert tables.deposit.tolist() == [0.0, float(np.float32(0.1)), 2.0**-20]
-    assert tables.keep.tolist() == [0.0, float(np.float32(1 - 9 * tiny)), float(np.float32(1 - 9 * 2.0**-20))]
+    assert tables.keep.tolist() == [0.0, float(np.float32(1 - 9 * tiny)),
+                                    float(np.float32(1 - 9 * 2.0**-20))]
     assert tables.spread.tolist() == [float(np.float32(1 / 9)), 0.0, 2.0**-20]
     assert tables.retain.tolist() == [0.0, 0.75, 1.0]
     for name in ("deposit", "keep", "spread", "retain"):
@@ -411,7 +409,8 @@ def test_tables_coefficients_are_float32_and_snap_tiny_values():
         assert values.dtype == torch.float32
         assert all(v == 0.0 or v >= api.MIN_COEFFICIENT for v in values.tolist())
     assert tables.seed_key.tolist() == [hash32(1), hash32(2), hash32(3)]
-    assert tables.sense_offset.shape == (3, HEADINGS, 2) and tables.sense_offset.dtype == torch.int32
+    assert tables.sense_offset.shape == (3, HEADINGS, 2)
+    assert tables.sense_offset.dtype == torch.int32
 
 
 # ---------------------------------------------------------------------------------------------
@@ -441,9 +440,10 @@ def test_spawn_inside_canvas_and_reproducible(how):
 
 def test_random_spawn_covers_the_canvas():
     state = api.spawn([9], 2000, 7, 5, "random")
-    cells = set(zip((state.position[0, 0] >> FRAC).tolist(), (state.position[0, 1] >> FRAC).tolist()))
+    cells = set(zip((state.position[0, 0] >> FRAC).tolist(),
+                    (state.position[0, 1] >> FRAC).tolist()))
     assert len(cells) == 35
-    assert len(set(state.heading[0].tolist())) > 1500
+    assert len(set(state.heading[0].tolist())) > 1400  # about 1580 expected
 
 
 def _offsets_from_centre(state, width, height):

@@ -1,0 +1,146 @@
+"""The Triton backend behind the common simulation interface (see kernels/__init__).
+
+A step is two launches (kernels/triton_kernels.py): the agent kernel, then the diffuse kernel.
+The trail and the deposit counts are double-buffered and alternate by step parity: the step with
+parity p reads trail[p], counts into counts[p], writes trail[1 - p] and zeroes counts[1 - p]
+for the next step, so no launch clears a buffer another program of it reads. The step counter
+lives on the device and is incremented by the diffuse kernel, so a CUDA graph of a chunk of
+steps replays correctly. Results are byte-identical to kernels/reference.py.
+
+On CUDA, chunks of steps are captured once per (chunk length, start parity) and replayed. With
+TRITON_INTERPRET=1 (set before Python starts) the kernels run on CPU tensors, without graphs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+
+import torch
+
+from physarum.kernels.api import HEADINGS, State, Tables
+from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents
+
+# Steps per captured CUDA graph: long enough that launch overhead vanishes (two launches a
+# step would otherwise cost ~5 us each on small canvases), short enough that capturing one is
+# quick. Not tuned by measurement yet.
+GRAPH_CHUNK = 64
+# Remainders shorter than this run as eager launches instead of getting a graph of their own.
+GRAPH_MIN_STEPS = 2
+
+_TABLE_DTYPES = {
+    "sense_offset": torch.int32, "step_offset": torch.int32, "sensor_turn": torch.int32,
+    "turn": torch.int32, "deposit": torch.float32, "keep": torch.float32,
+    "spread": torch.float32, "retain": torch.float32, "seed_key": torch.int64,
+}
+
+
+def interpreter_mode() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _prepare_tables(tables: Tables, batch: int, device: torch.device) -> Tables:
+    """The tables on `device`, contiguous, after checking their dtypes and batch size."""
+    prepared = {}
+    for name, dtype in _TABLE_DTYPES.items():
+        value = getattr(tables, name)
+        if value.dtype != dtype or value.shape[0] != batch:
+            raise ValueError(f"tables.{name}: expected [{batch}, ...] {dtype}, "
+                             f"got {list(value.shape)} {value.dtype}")
+        prepared[name] = value.to(device).contiguous()
+    for name in ("sense_offset", "step_offset"):
+        if prepared[name].shape != (batch, HEADINGS, 2):
+            raise ValueError(f"tables.{name}: expected [{batch}, {HEADINGS}, 2], "
+                             f"got {list(prepared[name].shape)}")
+    return Tables(**prepared)
+
+
+class TritonSimulation:
+    """B simulations advanced by the Triton kernels; same interface as TorchSimulation."""
+
+    name = "triton"
+
+    def __init__(self, state: State, tables: Tables):
+        device = state.trail.device
+        if device.type != "cuda" and not interpreter_mode():
+            raise RuntimeError("the triton backend needs CUDA tensors, or TRITON_INTERPRET=1 "
+                               "set before Python starts to run its kernels on the CPU")
+        if state.batch > MAX_GRID_YZ:
+            raise ValueError(f"at most {MAX_GRID_YZ} simulations per batch, got {state.batch}")
+        self._tables = _prepare_tables(tables, state.batch, device)
+        self._position = state.position.to(device, torch.int32).contiguous().clone()
+        self._heading = state.heading.to(device, torch.int16).contiguous().clone()
+        trail = state.trail.to(device, torch.float32).contiguous().clone()
+        self._trails = (trail, torch.empty_like(trail))
+        self._counts = (torch.zeros(trail.shape, dtype=torch.int32, device=device),
+                        torch.zeros(trail.shape, dtype=torch.int32, device=device))
+        self._step = state.step.to(device, torch.int64).reshape(()).clone()
+        self._parity = 0  # index of the buffers holding the current trail and next counts
+        self._use_graphs = device.type == "cuda" and not interpreter_mode()
+        self._compiled = False  # kernels are compiled (by an eager step) before any capture
+        self._graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
+
+    def advance(self, steps: int) -> None:
+        """Advance every simulation by `steps` steps (asynchronously on CUDA)."""
+        if steps < 0:
+            raise ValueError(f"steps must be >= 0, got {steps}")
+        with self._on_device():
+            self._advance(steps)
+
+    def _on_device(self):
+        """Triton launches (and graph captures) go to the current CUDA device: make it ours."""
+        device = self._step.device
+        return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+    def _advance(self, steps: int) -> None:
+        while steps > 0:
+            chunk = min(steps, GRAPH_CHUNK)
+            graph = self._graph(chunk) if chunk >= GRAPH_MIN_STEPS else None
+            if graph is None:
+                self._launch_step(self._parity)
+                self._parity ^= 1
+                self._compiled = True
+                steps -= 1
+            else:
+                graph.replay()
+                self._parity ^= chunk & 1
+                steps -= chunk
+
+    @property
+    def trail(self) -> torch.Tensor:
+        """[B, H, W] float32 current trail; the live buffer, overwritten two steps later."""
+        return self._trails[self._parity]
+
+    @property
+    def state(self) -> State:
+        """A snapshot of the current state, equal to what the reference would hold."""
+        return State(position=self._position.clone(), heading=self._heading.clone(),
+                     trail=self.trail.clone(), step=self._step.clone())
+
+    def _launch_step(self, parity: int) -> None:
+        """The two launches of one step whose buffers have the given parity."""
+        trail, next_trail = self._trails[parity], self._trails[parity ^ 1]
+        counts, next_counts = self._counts[parity], self._counts[parity ^ 1]
+        move_agents(self._position, self._heading, trail, counts, self._step, self._tables)
+        diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables)
+
+    def _graph(self, chunk: int) -> torch.cuda.CUDAGraph | None:
+        """The CUDA graph of `chunk` steps from the current parity, captured on first use;
+        None where graphs are off, the kernels are not compiled yet, or capture failed."""
+        if not (self._use_graphs and self._compiled):
+            return None
+        key = (chunk, self._parity)
+        if key not in self._graphs:
+            graph = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(graph):
+                    for offset in range(chunk):
+                        self._launch_step(self._parity ^ (offset & 1))
+            except RuntimeError as error:  # capture does not run the launches: state unchanged
+                warnings.warn(f"CUDA graph capture failed, using eager launches: {error}")
+                self._use_graphs = False
+                return None
+            self._graphs[key] = graph
+        return self._graphs[key]

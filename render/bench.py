@@ -1,0 +1,191 @@
+"""`physarum bench`: honest step timings of every implementation, against the memory floor.
+
+Protocol (DESIGN.md section 7): develop the state >= 500 steps with the fastest backend, then
+time each implementation from a copy of that developed state, with CUDA events after warm-up,
+median of >= 7 repeats. The floor is the bytes a step must move (agent state and trail, each read
+and written once) over the device-to-device copy bandwidth measured in the same process.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from physarum.kernels import get_backend
+from physarum.kernels.api import ModelParams, State, build_tables, spawn
+from physarum.kernels.prototype import PrototypeSimulation
+from physarum.kernels import reference
+
+BENCH_PARAMS = ModelParams(sensor_angle=22.5, sensor_distance=9, turn_angle=45, step_size=1,
+                           deposit=5, diffuse=1.0, decay=0.1, seed=7)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    batch: int
+    agents: int  # per simulation
+    width: int
+    height: int
+    gpu_only: bool = False
+
+    @property
+    def agent_steps(self) -> int:
+        return self.batch * self.agents
+
+    def floor_bytes(self) -> int:
+        """Agent state (16.16 x, y and an int16 heading) and the float32 trail, read and written."""
+        return 2 * self.batch * (self.agents * 10 + self.width * self.height * 4)
+
+
+CONFIGS = {
+    "S": Config("S", 1, 1_000_000, 1024, 1024, gpu_only=True),
+    "L": Config("L", 1, 16_000_000, 4096, 4096, gpu_only=True),
+    "XL": Config("XL", 1, 256_000_000, 16384, 16384, gpu_only=True),
+    "X": Config("X", 64, 65_536, 256, 256, gpu_only=True),
+    "CPU": Config("CPU", 1, 250_000, 512, 512),
+}
+
+
+def copy_bandwidth(device: torch.device) -> float:
+    """Bytes per second of a large device-to-device copy, counting bytes read and written."""
+    size = (1 << 30) if device.type == "cuda" else (1 << 27)
+    source = torch.empty(size, dtype=torch.uint8, device=device).random_()
+    target = torch.empty_like(source)
+    return 2 * size / median_seconds(lambda: target.copy_(source), device, repeats=9)
+
+
+def median_seconds(run: Callable[[], object], device: torch.device, repeats: int = 7) -> float:
+    run()  # warm-up
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1000)
+        else:
+            began = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
+def launches_per_step(advance: Callable[[int], None], device: torch.device, steps: int = 4) -> float | None:
+    """Kernels launched per step, counted by torch.profiler (CUDA only)."""
+    if device.type != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    advance(1)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        advance(steps)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+               and "memcpy" not in e.name.lower() and "memset" not in e.name.lower()]
+    return len(kernels) / steps
+
+
+class CompiledReference:
+    """torch.compile of the reference step, behind the simulation interface."""
+
+    name = "torch.compile"
+
+    def __init__(self, state: State, tables):
+        self.state, self.tables = state, tables
+        self.step = torch.compile(reference.step, dynamic=False)
+
+    def advance(self, steps: int) -> None:
+        for _ in range(steps):
+            self.state = self.step(self.state, self.tables)
+
+
+def _implementations(device: torch.device, skip: set[str]) -> dict[str, Callable]:
+    params = [BENCH_PARAMS]
+    impls = {
+        "prototype": lambda state, tables: PrototypeSimulation(state, params * state.batch),
+        "torch.compile": CompiledReference,
+        "torch": get_backend("torch"),
+    }
+    if device.type == "cuda":
+        impls["triton"] = get_backend("triton")
+    return {k: v for k, v in impls.items() if k not in skip}
+
+
+def develop(config: Config, device: torch.device, steps: int) -> tuple[State, object]:
+    seeds = [BENCH_PARAMS.seed + i for i in range(config.batch)]
+    params = [ModelParams(**{**BENCH_PARAMS.__dict__, "seed": s}) for s in seeds]
+    tables = build_tables(params, device=device)
+    state = spawn(seeds, config.agents, config.width, config.height, "random", device=device)
+    backend = get_backend("triton" if device.type == "cuda" else "torch")
+    simulation = backend(state, tables)
+    simulation.advance(steps)
+    return simulation.state.clone(), tables
+
+
+def bench_config(config: Config, device: torch.device, bandwidth: float, develop_steps: int,
+                 skip: set[str], steps_per_repeat: int = 10, log=print) -> list[dict]:
+    state, tables = develop(config, device, develop_steps)
+    floor = config.floor_bytes() / bandwidth
+    rows = []
+    for name, make in _implementations(device, skip).items():
+        try:
+            simulation = make(state.clone(), tables)
+            launches = launches_per_step(simulation.advance, device)
+            seconds = median_seconds(lambda: simulation.advance(steps_per_repeat), device) / steps_per_repeat
+        except (torch.OutOfMemoryError, RuntimeError) as error:
+            log(f"{config.name} {name}: skipped ({type(error).__name__}: {str(error).splitlines()[0]})")
+            continue
+        rows.append({
+            "config": config.name, "implementation": name, "batch": config.batch,
+            "agents": config.agents, "width": config.width, "height": config.height,
+            "ms_per_step": seconds * 1e3, "agent_steps_per_s": config.agent_steps / seconds,
+            "launches_per_step": launches, "achieved_gb_per_s": config.floor_bytes() / seconds / 1e9,
+            "ratio_to_floor": seconds / floor,
+        })
+        log(f"{config.name:>3} {name:<14} {seconds * 1e3:9.3f} ms/step  "
+            f"{config.agent_steps / seconds:10.3e} agent-steps/s  x{seconds / floor:6.2f} floor  "
+            f"launches/step {launches}")
+        del simulation
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return rows
+
+
+def environment(device: torch.device, bandwidth: float) -> dict:
+    info = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+            "torch": torch.__version__, "python": platform.python_version(),
+            "copy_bandwidth_gb_per_s": bandwidth / 1e9, "cpu_threads": torch.get_num_threads()}
+    try:
+        import triton
+        info["triton"] = triton.__version__
+    except ImportError:
+        info["triton"] = None
+    return info
+
+
+def run_bench(configs: list[str], device: torch.device, out: Path | None, develop_steps: int = 500,
+              skip: set[str] = frozenset(), log=print) -> dict:
+    bandwidth = copy_bandwidth(device)
+    log(f"copy bandwidth {bandwidth / 1e9:.0f} GB/s on {device}")
+    rows = []
+    for name in configs:
+        rows += bench_config(CONFIGS[name], device, bandwidth, develop_steps, set(skip), log=log)
+    document = {"environment": environment(device, bandwidth), "develop_steps": develop_steps,
+                "protocol": "median of 7 CUDA-event-timed repeats of 10 steps after warm-up",
+                "results": rows}
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(document, indent=2) + "\n")
+        log(f"wrote {out}")
+    return document

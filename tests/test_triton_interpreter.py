@@ -1,0 +1,206 @@
+"""The Triton backend against the PyTorch reference, byte for byte, in Triton's CPU interpreter.
+
+Run with TRITON_INTERPRET=1 set before Python starts:
+    TRITON_INTERPRET=1 python -m pytest tests/test_triton_interpreter.py
+Canvases are small and odd so that every mask, tile edge and wrap-around is exercised.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+import torch
+
+from physarum.kernels import api, reference
+
+pytestmark = [
+    pytest.mark.interpreter,
+    pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed"),
+    pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                       reason="needs TRITON_INTERPRET=1 set before Python starts "
+                              "(Triton reads it at import)"),
+]
+
+VEINS = api.ModelParams(sensor_angle=22.5, sensor_distance=9, turn_angle=45, step_size=1,
+                        deposit=5, diffuse=1.0, decay=0.1, seed=7)
+# Per-simulation variety: angles, distances, sub-pixel and long steps, no diffusion, no decay,
+# fast decay, zero sensor angle (all ties).
+VARIED = [
+    VEINS,
+    api.ModelParams(40.0, 5.5, 30.0, 2.75, 1.5, 0.3, 0.05, 8),
+    api.ModelParams(11.25, 3.0, 90.0, 0.4, 0.25, 0.0, 0.0, 2**32 - 1),
+    api.ModelParams(0.0, 7.0, 180.0, 3.3, 2.0, 0.75, 0.99, 123456789),
+]
+
+
+def _simulation(state: api.State, tables: api.Tables):
+    from physarum.kernels.triton_backend import TritonSimulation
+
+    return TritonSimulation(state.clone(), tables)
+
+
+def _assert_same(expected: api.State, actual: api.State, context: str = "") -> None:
+    """Byte-for-byte equality of two states (trail compared as int32 bit patterns)."""
+    assert actual.position.dtype == torch.int32 and actual.heading.dtype == torch.int16
+    assert actual.trail.dtype == torch.float32 and actual.step.dtype == torch.int64
+    assert actual.step.shape == ()
+    assert torch.equal(expected.step, actual.step), context
+    assert torch.equal(expected.position, actual.position), f"position differs {context}"
+    assert torch.equal(expected.heading, actual.heading), f"heading differs {context}"
+    different = expected.trail.view(torch.int32) != actual.trail.view(torch.int32)
+    assert not different.any(), (f"trail differs in {int(different.sum())} cells {context}, "
+                                 f"first at {different.nonzero()[0].tolist()}")
+
+
+def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_step: bool = False):
+    """Advance the reference and the Triton backend from `state`; compare; return the states."""
+    expected = reference.TorchSimulation(state.clone(), tables)
+    actual = _simulation(state, tables)
+    if every_step:
+        for index in range(steps):
+            expected.advance(1)
+            actual.advance(1)
+            _assert_same(expected.state, actual.state, f"after step {index + 1}")
+    else:
+        expected.advance(steps)
+        actual.advance(steps)
+        _assert_same(expected.state, actual.state, f"after {steps} steps")
+    return expected.state, actual.state
+
+
+def _random_trail(batch: int, height: int, width: int, seed: int) -> torch.Tensor:
+    """A non-zero trail with exact ties (quantized values) and empty cells."""
+    generator = torch.Generator().manual_seed(seed)
+    trail = torch.randint(0, 8, (batch, height, width), generator=generator).to(torch.float32)
+    return trail * 0.75
+
+
+def test_single_steps_match_on_odd_canvas():
+    state = api.spawn([VEINS.seed], 1000, 37, 23, "random")
+    _run_and_compare(state, api.build_tables([VEINS]), steps=3, every_step=True)
+
+
+def test_thirty_steps_match_batch_with_varied_parameters():
+    seeds = [p.seed for p in VARIED]
+    state = api.spawn(seeds, 700, 61, 45, "random")
+    _run_and_compare(state, api.build_tables(VARIED), steps=30)
+
+
+def test_trail_values_below_the_floor_flush_to_zero():
+    state = api.spawn([21], 30, 37, 23, "random")
+    generator = torch.Generator().manual_seed(21)
+    scale = 1.0 + 3.0 * torch.rand((1, 23, 37), generator=generator)
+    state.trail = (scale * api.TRAIL_FLOOR * 2.0).to(torch.float32)
+    params = api.ModelParams(22.5, 5.0, 45.0, 1.0, 1.0, 0.5, 0.5, 21)
+    expected, _ = _run_and_compare(state, api.build_tables([params]), steps=2, every_step=True)
+    flushed = expected.trail == 0
+    assert flushed.any() and not flushed.all(), "the test should flush some cells, not all"
+
+
+@pytest.mark.parametrize("pattern", api.SPAWNS)
+def test_spawn_patterns_match(pattern):
+    params = [VEINS, VARIED[1]]
+    state = api.spawn([p.seed for p in params], 600, 37, 23, pattern)
+    _run_and_compare(state, api.build_tables(params), steps=12)
+
+
+@pytest.mark.parametrize("agents", [1, 1000, 2500])
+def test_agent_counts_not_a_multiple_of_the_block(agents):
+    state = api.spawn([5], agents, 37, 23, "disk")
+    _run_and_compare(state, api.build_tables([VEINS]), steps=8)
+
+
+def test_canvas_wider_than_a_diffuse_tile():
+    # 131 columns span two column tiles; 11 rows fit neither tile height evenly.
+    state = api.spawn([3], 900, 131, 11, "random")
+    params = api.ModelParams(30.0, 4.0, 45.0, 1.5, 3.0, 0.6, 0.1, 3)
+    _run_and_compare(state, api.build_tables([params]), steps=10)
+
+
+def _edge_state(width: int, height: int) -> api.State:
+    """Agents exactly on the canvas edges and corners, facing every axis and diagonal."""
+    xs = [0, 1, api.ONE - 1, (width << api.FRAC_BITS) - 1, (width - 1) << api.FRAC_BITS,
+          (width // 2) << api.FRAC_BITS]
+    ys = [0, 1, (height << api.FRAC_BITS) - 1, (height - 1) << api.FRAC_BITS,
+          ((height - 1) << api.FRAC_BITS) + api.ONE - 1]
+    headings = [0, 1, 511, 512, 1024, 1536, 2048, 2560, 3072, 3584, api.HEADINGS - 1]
+    rows = [(x, y, h) for x in xs for y in ys for h in headings]
+    position = torch.tensor([[x for x, _, _ in rows], [y for _, y, _ in rows]], dtype=torch.int32)
+    heading = torch.tensor([h for _, _, h in rows], dtype=torch.int16)
+    return api.State(position=position[None], heading=heading[None],
+                     trail=_random_trail(1, height, width, seed=1), step=torch.tensor(0))
+
+
+def test_agents_on_the_edges():
+    state = _edge_state(37, 23)
+    assert state.agents == 6 * 5 * 11
+    # Long steps and sensors (under half the short side) cross the edges in one move.
+    params = api.ModelParams(45.0, 11.0, 45.0, 9.5, 4.0, 0.5, 0.2, 99)
+    _run_and_compare(state, api.build_tables([params]), steps=4, every_step=True)
+
+
+def test_nonzero_initial_trail_exercises_random_turns():
+    params = [VEINS, VARIED[2]]
+    state = api.spawn([p.seed for p in params], 1000, 37, 23, "random")
+    state.trail = _random_trail(2, 23, 37, seed=4)
+    tables = api.build_tables(params)
+    # Make sure the test can catch a wrong hash: some agents must take the random turn.
+    x, y = state.position[:, 0], state.position[:, 1]
+    heading = state.heading.to(torch.int32)
+    turn = tables.sensor_turn[:, None]
+    forward = reference.sense(state.trail, x, y, heading, tables)
+    left = reference.sense(state.trail, x, y, (heading - turn) & api.HEADING_MASK, tables)
+    right = reference.sense(state.trail, x, y, (heading + turn) & api.HEADING_MASK, tables)
+    assert ((forward < left) & (forward < right)).sum() > 50
+    _run_and_compare(state, tables, steps=15)
+
+
+def test_step_counter_near_two_to_the_32():
+    # The hash uses step mod 2^32; the counter itself keeps counting in int64.
+    state = api.spawn([11], 800, 37, 23, "random")
+    state.trail = _random_trail(1, 23, 37, seed=2)
+    state.step = torch.tensor(2**32 - 2, dtype=torch.int64)
+    expected, actual = _run_and_compare(state, api.build_tables([VEINS]), steps=4,
+                                        every_step=True)
+    assert int(actual.step) == 2**32 + 2
+
+
+def test_step_counter_advances_on_the_device():
+    from physarum.kernels import triton_kernels
+
+    state = api.spawn([1], 50, 37, 23, "random")
+    simulation = _simulation(state, api.build_tables([VEINS]))
+    simulation.advance(3)
+    assert int(simulation.state.step) == 3
+    # The diffuse kernel alone increments the counter the agent kernel reads.
+    sim_step = simulation._step
+    triton_kernels.diffuse_and_decay(simulation._trails[1], simulation._counts[1],
+                                     simulation._counts[0], simulation._trails[0], sim_step,
+                                     simulation._tables)
+    assert int(sim_step) == 4
+
+
+def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
+    tables = api.build_tables([VARIED[1]])
+    state = api.spawn([VARIED[1].seed], 400, 37, 23, "ring")
+    stepped, chunked = _simulation(state, tables), _simulation(state, tables)
+    for _ in range(7):
+        stepped.advance(1)
+    chunked.advance(0)
+    chunked.advance(7)
+    snapshot = chunked.state
+    _assert_same(stepped.state, snapshot)
+    assert torch.equal(chunked.trail, snapshot.trail)
+    chunked.advance(2)
+    _assert_same(stepped.state, snapshot)  # the snapshot did not change with the simulation
+
+
+def test_rejects_bad_tables():
+    from physarum.kernels.triton_backend import TritonSimulation
+
+    state = api.spawn([1], 10, 37, 23, "random")
+    tables = api.build_tables([VEINS, VEINS])
+    with pytest.raises(ValueError, match="tables.sense_offset"):
+        TritonSimulation(state, tables)
