@@ -99,14 +99,22 @@ class TritonSimulation:
             chunk = min(steps, GRAPH_CHUNK)
             graph = self._graph(chunk) if chunk >= GRAPH_MIN_STEPS else None
             if graph is None:
-                self._launch_step(self._parity)
-                self._parity ^= 1
-                self._compiled = True
+                self._eager_step()
                 steps -= 1
             else:
                 graph.replay()
                 self._parity ^= chunk & 1
                 steps -= chunk
+
+    def eager_step(self) -> None:
+        """One step as two plain launches, never a graph replay (profilers see each kernel)."""
+        with self._on_device():
+            self._eager_step()
+
+    def _eager_step(self) -> None:
+        self._launch_step(self._parity)
+        self._parity ^= 1
+        self._compiled = True
 
     @property
     def trail(self) -> torch.Tensor:

@@ -7,6 +7,7 @@ Canvases are small and odd so that every mask, tile edge and wrap-around is exer
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 
@@ -186,8 +187,9 @@ def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     tables = api.build_tables([VARIED[1]])
     state = api.spawn([VARIED[1].seed], 400, 37, 23, "ring")
     stepped, chunked = _simulation(state, tables), _simulation(state, tables)
-    for _ in range(7):
+    for _ in range(6):
         stepped.advance(1)
+    stepped.eager_step()
     chunked.advance(0)
     chunked.advance(7)
     snapshot = chunked.state
@@ -195,6 +197,60 @@ def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     assert torch.equal(chunked.trail, snapshot.trail)
     chunked.advance(2)
     _assert_same(stepped.state, snapshot)  # the snapshot did not change with the simulation
+
+
+class _RecordingGraph:
+    """Stands in for torch.cuda.CUDAGraph: launches made while capturing are recorded, not
+    run, and replay runs them again with the same arguments, as a CUDA graph does."""
+
+    capturing = None
+
+    def __init__(self):
+        self.launches = []
+
+    def replay(self):
+        for launch, args in self.launches:
+            launch(*args)
+
+
+@contextlib.contextmanager
+def _capture(graph):
+    _RecordingGraph.capturing = graph
+    try:
+        yield
+    finally:
+        _RecordingGraph.capturing = None
+
+
+def _recorded(launch):
+    def run_or_record(*args):
+        if _RecordingGraph.capturing is None:
+            launch(*args)
+        else:
+            _RecordingGraph.capturing.launches.append((launch, args))
+    return run_or_record
+
+
+def test_graph_chunks_keep_buffer_parity(monkeypatch):
+    # The graph bookkeeping (chunk lengths, start parities, remainders) with CUDA graphs
+    # emulated on the CPU; the real capture is exercised by the GPU tests.
+    from physarum.kernels import triton_backend, triton_kernels
+
+    for name in ("move_agents", "diffuse_and_decay"):
+        monkeypatch.setattr(triton_backend, name, _recorded(getattr(triton_kernels, name)))
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _RecordingGraph)
+    monkeypatch.setattr(torch.cuda, "graph", _capture)
+    monkeypatch.setattr(triton_backend, "GRAPH_CHUNK", 8)
+    tables = api.build_tables([VARIED[1]])
+    state = api.spawn([VARIED[1].seed], 300, 37, 23, "random")
+    expected = reference.TorchSimulation(state.clone(), tables)
+    actual = _simulation(state, tables)
+    actual._use_graphs = True
+    for steps in (1, 5, 3, 19, 5, 1, 8):
+        expected.advance(steps)
+        actual.advance(steps)
+        _assert_same(expected.state, actual.state, f"after advance({steps})")
+    assert {(5, 1), (3, 0), (8, 1), (8, 0), (5, 0)} <= set(actual._graphs)
 
 
 def test_rejects_bad_tables():
