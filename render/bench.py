@@ -80,16 +80,18 @@ def median_seconds(run: Callable[[], object], device: torch.device, repeats: int
     return statistics.median(times)
 
 
-def launches_per_step(advance: Callable[[int], None], device: torch.device, steps: int = 4) -> float | None:
-    """Kernels launched per step, counted by torch.profiler (CUDA only)."""
+def launches_per_step(simulation, device: torch.device, steps: int = 4) -> float | None:
+    """Kernels launched per step, counted by torch.profiler over plain (not graph) steps."""
     if device.type != "cuda":
         return None
     from torch.profiler import ProfilerActivity, profile
 
-    advance(1)
+    step = getattr(simulation, "eager_step", None) or (lambda: simulation.advance(1))
+    step()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        advance(steps)
+        for _ in range(steps):
+            step()
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
                and "memcpy" not in e.name.lower() and "memset" not in e.name.lower()]
@@ -141,7 +143,7 @@ def bench_config(config: Config, device: torch.device, bandwidth: float, develop
     for name, make in _implementations(device, skip).items():
         try:
             simulation = make(state.clone(), tables)
-            launches = launches_per_step(simulation.advance, device)
+            launches = launches_per_step(simulation, device)
             seconds = median_seconds(lambda: simulation.advance(steps_per_repeat), device) / steps_per_repeat
         except (torch.OutOfMemoryError, RuntimeError) as error:
             log(f"{config.name} {name}: skipped ({type(error).__name__}: {str(error).splitlines()[0]})")
@@ -159,7 +161,47 @@ def bench_config(config: Config, device: torch.device, bandwidth: float, develop
         del simulation
         if device.type == "cuda":
             torch.cuda.empty_cache()
+    if config.batch > 1 and "triton" in _implementations(device, skip):
+        rows.append(_one_after_another(config, state, tables, device, floor, steps_per_repeat, log))
     return rows
+
+
+def _one_after_another(config: Config, state: State, tables, device: torch.device, floor: float,
+                       steps_per_repeat: int, log) -> dict:
+    """The batch's simulations run one after another with the Triton backend, for comparison
+    with the batched run: each timed alone, times added."""
+    seconds = 0.0
+    for b in range(config.batch):
+        one = State(state.position[b:b + 1].clone(), state.heading[b:b + 1].clone(),
+                    state.trail[b:b + 1].clone(), state.step.clone())
+        one_tables = type(tables)(**{k: v[b:b + 1] for k, v in tables.__dict__.items()})
+        simulation = get_backend("triton")(one, one_tables)
+        seconds += median_seconds(lambda: simulation.advance(steps_per_repeat), device) / steps_per_repeat
+    log(f"{config.name:>3} {'triton 1-by-1':<14} {seconds * 1e3:9.3f} ms/step  "
+        f"{config.agent_steps / seconds:10.3e} agent-steps/s  x{seconds / floor:6.2f} floor")
+    return {"config": config.name, "implementation": "triton, one after another", "batch": config.batch,
+            "agents": config.agents, "width": config.width, "height": config.height,
+            "ms_per_step": seconds * 1e3, "agent_steps_per_s": config.agent_steps / seconds,
+            "launches_per_step": 2.0 * config.batch, "achieved_gb_per_s": config.floor_bytes() / seconds / 1e9,
+            "ratio_to_floor": seconds / floor}
+
+
+def triton_peak_memory(config: Config, device: torch.device, steps: int = 20) -> int:
+    """Peak bytes allocated on the GPU by spawning a Triton simulation and running it."""
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    base = torch.cuda.memory_allocated(device)
+    seeds = [BENCH_PARAMS.seed + i for i in range(config.batch)]
+    tables = build_tables([ModelParams(**{**BENCH_PARAMS.__dict__, "seed": s}) for s in seeds], device=device)
+    state = spawn(seeds, config.agents, config.width, config.height, "random", device=device)
+    simulation = get_backend("triton")(state, tables)
+    del state
+    simulation.advance(steps)
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device) - base
+    del simulation
+    torch.cuda.empty_cache()
+    return peak
 
 
 def environment(device: torch.device, bandwidth: float) -> dict:
@@ -178,14 +220,18 @@ def run_bench(configs: list[str], device: torch.device, out: Path | None, develo
               skip: set[str] = frozenset(), log=print) -> dict:
     bandwidth = copy_bandwidth(device)
     log(f"copy bandwidth {bandwidth / 1e9:.0f} GB/s on {device}")
-    rows = []
-    for name in configs:
-        rows += bench_config(CONFIGS[name], device, bandwidth, develop_steps, set(skip), log=log)
     document = {"environment": environment(device, bandwidth), "develop_steps": develop_steps,
                 "protocol": "median of 7 CUDA-event-timed repeats of 10 steps after warm-up",
-                "results": rows}
+                "triton_peak_memory_bytes": {}, "results": []}
+    for name in configs:  # saved after each configuration, so a cut-off run keeps what it did
+        document["results"] += bench_config(CONFIGS[name], device, bandwidth, develop_steps, set(skip), log=log)
+        if device.type == "cuda" and "triton" not in skip:
+            peak = triton_peak_memory(CONFIGS[name], device)
+            document["triton_peak_memory_bytes"][name] = peak
+            log(f"{name:>3} triton peak GPU memory of a run from spawn: {peak / 1e9:.2f} GB")
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(document, indent=2) + "\n")
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(document, indent=2) + "\n")
         log(f"wrote {out}")
     return document

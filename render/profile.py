@@ -8,6 +8,7 @@ backend's phases are its kernels (sense/steer/move/deposit fused in one, diffuse
 from __future__ import annotations
 
 import time
+import warnings
 from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,6 +60,7 @@ def profile_preset(preset: Preset, backend: str, device: torch.device, steps: in
     simulation.advance(warmup)
     _sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
     with _phase_ranges(), profile(activities=activities) as prof:
         with record_function("steps"):
             for _ in range(steps):
@@ -72,7 +74,9 @@ def profile_preset(preset: Preset, backend: str, device: torch.device, steps: in
 def summarise(prof, steps: int, device: torch.device, first_step: float, backend: str, log) -> dict:
     events = prof.events()
     on_gpu = device.type == "cuda"
-    kernels = [e for e in events if on_gpu and e.device_type == torch.autograd.DeviceType.CUDA]
+    ranges = {"steps", "sense/steer/move", "deposit", "diffuse"}
+    kernels = [e for e in events if on_gpu and e.device_type == torch.autograd.DeviceType.CUDA
+               and e.name not in ranges]
     per_kernel = defaultdict(float)
     for event in kernels:
         per_kernel[event.name] += event.device_time / 1e3 / steps  # ms per step

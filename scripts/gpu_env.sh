@@ -1,0 +1,12 @@
+# Sourced by the GPU scripts: puts the carried wheels and this checkout on the Python path of
+# the GPU machine's own python3 (torch and triton come with its image) and defines `physarum`.
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+fi
+# The package maps render/ and kernels/ to physarum.*; a link tree stands in for an install.
+mkdir -p .pyroot/physarum && ln -sfn "$PWD/render" .pyroot/physarum/render && ln -sfn "$PWD/kernels" .pyroot/physarum/kernels
+export PYTHONPATH=/tmp/site:$PWD/.pyroot
+export PYTHONUNBUFFERED=1
+physarum() { python3 -m physarum.render.cli "$@"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
