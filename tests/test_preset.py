@@ -178,3 +178,20 @@ def test_curated_presets_validate(path: Path):
     preset = load_preset(path)
     assert preset.name == path.stem
     assert preset.description and len(preset.description.splitlines()) == 1
+
+
+@pytest.mark.parametrize("path", CURATED, ids=[p.stem for p in CURATED])
+def test_curated_presets_render_a_few_steps(path: Path, tmp_path):
+    from physarum.render.runner import render
+
+    preset = load_preset(path, ["run.steps=2", "run.steps_per_frame=1", "run.warmup=0"])
+    result = render(preset, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
+    for fmt in preset.output.formats:
+        assert result.outputs[fmt].stat().st_size > 0
+    assert json_frames(result.outputs["json"]) == 2
+
+
+def json_frames(path: Path) -> int:
+    import json
+
+    return json.loads(path.read_text())["frames"]
