@@ -7,8 +7,17 @@ for the next step, so no launch clears a buffer another program of it reads. The
 lives on the device and is incremented by the diffuse kernel, so a CUDA graph of a chunk of
 steps replays correctly. Results are byte-identical to kernels/reference.py.
 
-On CUDA, chunks of steps are captured once per (chunk length, start parity) and replayed. With
-TRITON_INTERPRET=1 (set before Python starts) the kernels run on CPU tensors, without graphs.
+Agents are stored in spawn order at first, which is random in space, so neighbouring lanes of a
+warp would sense and deposit all over the canvas. Every `sort_every` steps (SORT_EVERY by
+default) the agents of each simulation are reordered by the cell they stand in (tiled order,
+triton_kernels.sort_agents), between steps and outside any graph. Nothing in a step depends on
+the order of the agents except the random turn bit, which hashes the agent's index in spawn
+order; an `agent_id` buffer [B, N] int32 keeps that index for every lane, and `state` scatters
+the agents back into spawn order. Deposits are integer counts, so the trail is order-free too.
+
+On CUDA, chunks of steps are captured once per (chunk length, start parity) and replayed; chunks
+end where a sort is due. With TRITON_INTERPRET=1 (set before Python starts) the kernels run on
+CPU tensors, without graphs.
 """
 
 from __future__ import annotations
@@ -20,7 +29,8 @@ import warnings
 import torch
 
 from physarum.kernels.api import HEADINGS, State, Tables
-from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents
+from physarum.kernels.triton_kernels import (MAX_GRID_YZ, diffuse_and_decay, move_agents,
+                                             sort_agents)
 
 # Steps per captured CUDA graph: long enough that launch overhead vanishes (two launches a
 # step would otherwise cost ~5 us each on small canvases), short enough that capturing one is
@@ -28,6 +38,12 @@ from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move
 GRAPH_CHUNK = 64
 # Remainders shorter than this run as eager launches instead of getting a graph of their own.
 GRAPH_MIN_STEPS = 2
+# Steps between spatial sorts of the agents (0: never sort). A sort costs about as much as a few
+# steps of memory traffic (a radix sort of [B, N] int32 keys, a gather and a copy of 14 bytes per
+# agent, about ten launches), so sorting every 64 steps adds well under one launch and a few
+# percent of a step's time per step, while agents (moving about a pixel a step) stay within a
+# few tiles of where the sort put them. Not tuned by measurement yet.
+SORT_EVERY = 64
 
 _TABLE_DTYPES = {
     "sense_offset": torch.int32, "step_offset": torch.int32, "sensor_turn": torch.int32,
@@ -62,7 +78,11 @@ class TritonSimulation:
 
     name = "triton"
 
-    def __init__(self, state: State, tables: Tables):
+    def __init__(self, state: State, tables: Tables, sort_every: int = SORT_EVERY):
+        """sort_every: steps between spatial sorts of the agents, 0 never sorts (results are
+        the same either way; only the speed differs)."""
+        if sort_every < 0:
+            raise ValueError(f"sort_every must be >= 0, got {sort_every}")
         device = state.trail.device
         if device.type != "cuda" and not interpreter_mode():
             raise RuntimeError("the triton backend needs CUDA tensors, or TRITON_INTERPRET=1 "
@@ -77,6 +97,11 @@ class TritonSimulation:
         self._counts = (torch.zeros(trail.shape, dtype=torch.int32, device=device),
                         torch.zeros(trail.shape, dtype=torch.int32, device=device))
         self._step = state.step.to(device, torch.int64).reshape(()).clone()
+        self._sort_every = sort_every
+        # The spawn-order index of the agent in each lane; None where agents never change lanes.
+        self._agent_id = (torch.arange(state.agents, dtype=torch.int32, device=device)
+                          .repeat(state.batch, 1) if sort_every else None)
+        self._steps_since_sort = sort_every  # due at once: spawns are random in space
         self._parity = 0  # index of the buffers holding the current trail and next counts
         self._use_graphs = device.type == "cuda" and not interpreter_mode()
         self._compiled = False  # kernels are compiled (by an eager step) before any capture
@@ -96,7 +121,8 @@ class TritonSimulation:
 
     def _advance(self, steps: int) -> None:
         while steps > 0:
-            chunk = min(steps, GRAPH_CHUNK)
+            self._sort_if_due()
+            chunk = min(steps, GRAPH_CHUNK, self._steps_before_sort())
             graph = self._graph(chunk) if chunk >= GRAPH_MIN_STEPS else None
             if graph is None:
                 self._eager_step()
@@ -104,17 +130,32 @@ class TritonSimulation:
             else:
                 graph.replay()
                 self._parity ^= chunk & 1
+                self._steps_since_sort += chunk
                 steps -= chunk
 
     def eager_step(self) -> None:
-        """One step as two plain launches, never a graph replay (profilers see each kernel)."""
+        """One step as two plain launches, never a graph replay (profilers see each kernel),
+        preceded by the sort's launches when one is due."""
         with self._on_device():
+            self._sort_if_due()
             self._eager_step()
 
     def _eager_step(self) -> None:
         self._launch_step(self._parity)
         self._parity ^= 1
+        self._steps_since_sort += 1
         self._compiled = True
+
+    def _steps_before_sort(self) -> int:
+        """Steps that may run before the next sort (any number where sorting is off)."""
+        return self._sort_every - self._steps_since_sort if self._sort_every else GRAPH_CHUNK
+
+    def _sort_if_due(self) -> None:
+        """Reorder the agents by cell when sort_every steps have passed since the last sort;
+        in place, so the buffers captured graphs point at stay the live ones."""
+        if self._sort_every and self._steps_since_sort >= self._sort_every:
+            sort_agents(self._position, self._heading, self._agent_id, self.trail.shape[2])
+            self._steps_since_sort = 0
 
     @property
     def trail(self) -> torch.Tensor:
@@ -123,15 +164,24 @@ class TritonSimulation:
 
     @property
     def state(self) -> State:
-        """A snapshot of the current state, equal to what the reference would hold."""
-        return State(position=self._position.clone(), heading=self._heading.clone(),
-                     trail=self.trail.clone(), step=self._step.clone())
+        """A snapshot of the current state, equal to what the reference would hold (agents in
+        spawn order, whatever order the lanes hold them in)."""
+        if self._agent_id is None:
+            position, heading = self._position.clone(), self._heading.clone()
+        else:
+            lane_agent = self._agent_id.to(torch.int64)
+            position = torch.empty_like(self._position).scatter_(
+                2, lane_agent[:, None, :].expand_as(self._position), self._position)
+            heading = torch.empty_like(self._heading).scatter_(1, lane_agent, self._heading)
+        return State(position=position, heading=heading, trail=self.trail.clone(),
+                     step=self._step.clone())
 
     def _launch_step(self, parity: int) -> None:
         """The two launches of one step whose buffers have the given parity."""
         trail, next_trail = self._trails[parity], self._trails[parity ^ 1]
         counts, next_counts = self._counts[parity], self._counts[parity ^ 1]
-        move_agents(self._position, self._heading, trail, counts, self._step, self._tables)
+        move_agents(self._position, self._heading, self._agent_id, trail, counts, self._step,
+                    self._tables)
         diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables)
 
     def _graph(self, chunk: int) -> torch.cuda.CUDAGraph | None:

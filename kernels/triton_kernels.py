@@ -1,19 +1,25 @@
-"""Triton kernels of one simulation step and their launchers: two launches per step.
+"""Triton kernels of one simulation step and their launchers: two launches per step, plus the
+occasional spatial sort of the agents.
 
 1. ``_agent_kernel``: per agent, sense (three trail gathers), steer, move, write position and
    heading, and add 1 to the agent's cell in an int32 count map (relaxed atomics; integer sums
-   do not depend on order).
+   do not depend on order). Its random turn bit hashes the agent's id, not its lane, so agents
+   may be stored in any order.
 2. ``_diffuse_kernel``: per cell, T' = T + deposit * count over the 3x3 wrap-around
    neighbourhood, the nine-neighbour sum in the reference's order, decay, the subnormal flush;
    it writes the other trail buffer, zeroes the other count buffer (the next step's) and
    increments the step counter on the device.
+3. ``_sort_key_kernel`` and ``_permute_agents_kernel`` (every so many steps, see
+   kernels/triton_backend.py): the cell of each agent as a key in tiled order, and the agents
+   gathered into key order, so that neighbouring lanes sense and deposit in nearby memory.
 
-Both follow kernels/reference.py operation for operation, in float32 mul and add only, and are
-launched with FMA contraction off, so their results are bit-identical to the reference
-(kernels/api.py states the contract). Callers never see grids, strides or block sizes.
+The step kernels follow kernels/reference.py operation for operation, in float32 mul and add
+only, and are launched with FMA contraction off, so their results are bit-identical to the
+reference (kernels/api.py states the contract). Callers never see grids, strides or block sizes.
 
-Index arithmetic that can exceed 2^31 (flat cell and agent indices of a batch, e.g. 256M agents
-on 16384^2) is done in int64; in-canvas coordinates and 16.16 positions stay int32, which
+Index arithmetic that can exceed 2^31 (offsets of a simulation within the batch, e.g. 256M agents
+on 16384^2) is done once per program, in int64, on the base pointers; per-lane offsets within one
+simulation (agent < N < 2^31, cell < MAX_CANVAS^2 = 2^28) and 16.16 positions stay int32, which
 api.MAX_CANVAS and api.MAX_DISTANCE keep in range.
 """
 
@@ -23,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from physarum.kernels.api import FRAC_BITS, HEADING_MASK, HEADINGS, TRAIL_FLOOR, Tables
+from physarum.kernels.api import FRAC_BITS, HEADING_MASK, HEADINGS, MAX_CANVAS, TRAIL_FLOOR, Tables
 
 # Model constants as compile-time values the kernels can read.
 _FRAC_BITS = tl.constexpr(FRAC_BITS)
@@ -39,8 +45,18 @@ AGENT_WARPS = 4
 DIFFUSE_BLOCK_H = 8  # rows per diffuse tile
 DIFFUSE_BLOCK_W = 128  # columns per diffuse tile
 DIFFUSE_WARPS = 4
+# Side of the square tiles of cells the sort key walks in row-major order (of tiles, and of cells
+# within a tile); 1 is plain row-major order of cells. Not chosen by measurement yet: 16 x 16
+# cells hold about one agent program's worth of agents where agents are dense, and a block's
+# sensors then read a compact patch instead of a thin strip of rows.
+SORT_TILE = 16
+SORT_BLOCK = 1024  # agents per program of the sort key and permutation kernels
+SORT_WARPS = 4
 
 MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (the batch axis here)
+
+# Sort keys are int32: the padded tile grid of the largest canvas must fit.
+assert (MAX_CANVAS + SORT_TILE) ** 2 < 2**31
 
 
 def _launch_options(num_warps: int) -> dict:
@@ -72,19 +88,27 @@ def _wrap(value, size):
 
 
 @triton.jit
-def _sense(trail_ptr, map_row, x, y, heading, sense_offset_ptr, table_base, mask, height, width):
-    """Trail at the nearest cell one sensor offset ahead of 16.16 (x, y) along `heading`."""
-    offset_ptr = sense_offset_ptr + table_base + heading * 2
-    dx = tl.load(offset_ptr, mask=mask, other=0)
-    dy = tl.load(offset_ptr + 1, mask=mask, other=0)
+def _lookup(table_ptr, heading, mask):
+    """(dx, dy) int32 at `heading` of one simulation's table, read as int64 pairs: one gather
+    of 8 bytes instead of two of 4. dx is the low half (every target is little-endian)."""
+    pair = tl.load(table_ptr + heading, mask=mask, other=0)
+    return pair.to(tl.int32), (pair >> 32).to(tl.int32)
+
+
+@triton.jit
+def _sense(trail_ptr, x, y, heading, sense_offset_ptr, mask, height, width):
+    """Trail at the nearest cell one sensor offset ahead of 16.16 (x, y) along `heading`;
+    trail_ptr and sense_offset_ptr point at this simulation's map and table."""
+    dx, dy = _lookup(sense_offset_ptr, heading, mask)
     cell_x = _wrap((x + dx) >> _FRAC_BITS, width)
     cell_y = _wrap((y + dy) >> _FRAC_BITS, height)
-    return tl.load(trail_ptr + (map_row + cell_y) * width + cell_x, mask=mask, other=0.0)
+    return tl.load(trail_ptr + (cell_y * width + cell_x), mask=mask, other=0.0)
 
 
 @triton.jit
 def _deposited(trail_ptr, counts_ptr, row_start, column, mask, deposit):
-    """T' = T + deposit * count on a tile of cells (rows start at row_start, int64)."""
+    """T' = T + deposit * count on a tile of cells of one simulation's maps (rows start at
+    row_start, int32)."""
     index = row_start[:, None] + column[None, :]
     trail = tl.load(trail_ptr + index, mask=mask, other=0.0)
     count = tl.load(counts_ptr + index, mask=mask, other=0)
@@ -99,11 +123,12 @@ def _deposited(trail_ptr, counts_ptr, row_start, column, mask, deposit):
 def _agent_kernel(
     position_ptr,  # [B, 2, N] int32, 16.16 fixed point (row 0 x, row 1 y); updated in place
     heading_ptr,  # [B, N] int16, heading in [0, HEADINGS); updated in place
+    agent_id_ptr,  # [B, N] int32, each lane's agent (index in spawn order); None: the lane's own
     trail_ptr,  # [B, H, W] float32, trail T_t read by the sensors
     counts_ptr,  # [B, H, W] int32, this step's deposit counts; zero on entry
     step_ptr,  # [] int64, steps taken so far (read only here)
-    sense_offset_ptr,  # [B, HEADINGS, 2] int32, sensor offset (dx, dy) in 16.16 per heading
-    step_offset_ptr,  # [B, HEADINGS, 2] int32, step vector (dx, dy) in 16.16 per heading
+    sense_offset_ptr,  # [B, HEADINGS] int64, sensor offset (dx, dy) per heading, int32 pairs
+    step_offset_ptr,  # [B, HEADINGS] int64, step vector (dx, dy) per heading, int32 pairs
     sensor_turn_ptr,  # [B] int32, sensor angle in heading units
     turn_ptr,  # [B] int32, turn angle in heading units
     seed_key_ptr,  # [B] int64, lowbias32(seed), in [0, 2^32)
@@ -113,28 +138,34 @@ def _agent_kernel(
     BLOCK: tl.constexpr,  # agents per program
 ):
     batch = tl.program_id(1).to(tl.int64)
-    agent = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: N < 2^31
-    mask = agent < agents
-    x_ptr = position_ptr + batch * 2 * agents + agent
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: N < 2^31
+    mask = lane < agents
+    # This simulation's slices: int64 base pointers once per program, int32 offsets per lane.
+    x_ptr = position_ptr + batch * 2 * agents + lane
     y_ptr = x_ptr + agents
+    heading_ptr += batch * agents
+    trail_ptr += batch * height * width
+    counts_ptr += batch * height * width
+    sense_offset_ptr += batch * _HEADINGS
+    step_offset_ptr += batch * _HEADINGS
     x = tl.load(x_ptr, mask=mask, other=0)
     y = tl.load(y_ptr, mask=mask, other=0)
-    heading = tl.load(heading_ptr + batch * agents + agent, mask=mask, other=0).to(tl.int32)
-    table_base = batch * (_HEADINGS * 2)
-    map_row = batch * height  # first row of this simulation's maps, int64
+    heading = tl.load(heading_ptr + lane, mask=mask, other=0).to(tl.int32)
 
     # Sense: forward, left, right on T_t.
     sensor_turn = tl.load(sensor_turn_ptr + batch)
     left_heading = (heading - sensor_turn) & _HEADING_MASK
     right_heading = (heading + sensor_turn) & _HEADING_MASK
-    forward = _sense(trail_ptr, map_row, x, y, heading, sense_offset_ptr, table_base, mask,
-                     height, width)
-    left = _sense(trail_ptr, map_row, x, y, left_heading, sense_offset_ptr, table_base, mask,
-                  height, width)
-    right = _sense(trail_ptr, map_row, x, y, right_heading, sense_offset_ptr, table_base, mask,
-                   height, width)
+    forward = _sense(trail_ptr, x, y, heading, sense_offset_ptr, mask, height, width)
+    left = _sense(trail_ptr, x, y, left_heading, sense_offset_ptr, mask, height, width)
+    right = _sense(trail_ptr, x, y, right_heading, sense_offset_ptr, mask, height, width)
 
-    # Random turn direction: lowbias32(agent ^ lowbias32(seed_key ^ lowbias32(step))) >> 31.
+    # Random turn direction: lowbias32(agent ^ lowbias32(seed_key ^ lowbias32(step))) >> 31,
+    # where agent is the index in spawn order, whatever lane the agent sits in now.
+    if agent_id_ptr is None:
+        agent = lane
+    else:
+        agent = tl.load(agent_id_ptr + batch * agents + lane, mask=mask, other=0)
     step = tl.load(step_ptr).to(tl.uint32)  # truncation: step mod 2^32, as api.step_key
     seed_key = tl.load(seed_key_ptr + batch).to(tl.uint32)
     key = _lowbias32(seed_key ^ _lowbias32(step))
@@ -149,15 +180,15 @@ def _agent_kernel(
     heading = (heading + change) & _HEADING_MASK
 
     # Move and wrap onto the torus.
-    step_vector_ptr = step_offset_ptr + table_base + heading * 2
-    x = _wrap(x + tl.load(step_vector_ptr, mask=mask, other=0), width << _FRAC_BITS)
-    y = _wrap(y + tl.load(step_vector_ptr + 1, mask=mask, other=0), height << _FRAC_BITS)
+    step_x, step_y = _lookup(step_offset_ptr, heading, mask)
+    x = _wrap(x + step_x, width << _FRAC_BITS)
+    y = _wrap(y + step_y, height << _FRAC_BITS)
     tl.store(x_ptr, x, mask=mask)
     tl.store(y_ptr, y, mask=mask)
-    tl.store(heading_ptr + batch * agents + agent, heading.to(tl.int16), mask=mask)
+    tl.store(heading_ptr + lane, heading.to(tl.int16), mask=mask)
 
     # Deposit: count agents per cell.
-    cell = (map_row + (y >> _FRAC_BITS)) * width + (x >> _FRAC_BITS)
+    cell = (y >> _FRAC_BITS) * width + (x >> _FRAC_BITS)
     one = tl.full([BLOCK], 1, tl.int32)
     tl.atomic_add(counts_ptr + cell, one, mask=mask, sem="relaxed")
 
@@ -186,10 +217,15 @@ def _diffuse_kernel(
     column_right = tl.where(column == width - 1, 0, column + 1)
     row_above = tl.where(row == 0, height - 1, row - 1)
     row_below = tl.where(row == height - 1, 0, row + 1)
-    map_row = batch * height
-    start_above = (map_row + row_above) * width
-    start_here = (map_row + row) * width
-    start_below = (map_row + row_below) * width
+    # This simulation's maps: an int64 base once per program, int32 offsets within the canvas.
+    plane = batch * height * width
+    trail_ptr += plane
+    counts_ptr += plane
+    next_counts_ptr += plane
+    next_trail_ptr += plane
+    start_above = row_above * width
+    start_here = row * width
+    start_below = row_below * width
 
     deposit = tl.load(deposit_ptr + batch)
     keep = tl.load(keep_ptr + batch)
@@ -220,15 +256,75 @@ def _diffuse_kernel(
         tl.store(step_ptr, tl.load(step_ptr) + 1)
 
 
+@triton.jit
+def _sort_key_kernel(
+    position_ptr,  # [B, 2, N] int32, 16.16 fixed point (row 0 x, row 1 y)
+    key_ptr,  # [B, N] int32, written: the agent's cell in tiled row-major order
+    agents,  # N, agents per simulation
+    width,  # W, canvas columns
+    TILE: tl.constexpr,  # side of a square tile of cells
+    BLOCK: tl.constexpr,  # agents per program
+):
+    batch = tl.program_id(1).to(tl.int64)
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = lane < agents
+    x_ptr = position_ptr + batch * 2 * agents + lane
+    column = tl.load(x_ptr, mask=mask, other=0) >> _FRAC_BITS
+    row = tl.load(x_ptr + agents, mask=mask, other=0) >> _FRAC_BITS
+    # Tiles in row-major order, cells in row-major order within a tile; edge tiles are padded
+    # (keys may skip values, which sorting does not mind). Cells are >= 0: // and % are exact.
+    tiles_across = (width + TILE - 1) // TILE
+    tile = (row // TILE) * tiles_across + column // TILE
+    key = (tile * TILE + row % TILE) * TILE + column % TILE
+    tl.store(key_ptr + batch * agents + lane, key, mask=mask)
+
+
+@triton.jit
+def _permute_agents_kernel(
+    order_ptr,  # [B, N] int64, the lane each lane takes its agent from (a permutation)
+    position_ptr,  # [B, 2, N] int32, 16.16 positions (read)
+    heading_ptr,  # [B, N] int16, headings (read)
+    agent_id_ptr,  # [B, N] int32, agent ids (read)
+    sorted_position_ptr,  # [B, 2, N] int32, position in the new order (written)
+    sorted_heading_ptr,  # [B, N] int16, heading in the new order (written)
+    sorted_agent_id_ptr,  # [B, N] int32, agent id in the new order (written)
+    agents,  # N, agents per simulation
+    BLOCK: tl.constexpr,  # agents per program
+):
+    batch = tl.program_id(1).to(tl.int64)
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = lane < agents
+    row_base = batch * agents  # [B, N] tensors
+    x_base = batch * 2 * agents  # [B, 2, N] tensors
+    source = tl.load(order_ptr + row_base + lane, mask=mask, other=0).to(tl.int32)
+    x = tl.load(position_ptr + x_base + source, mask=mask)
+    y = tl.load(position_ptr + x_base + agents + source, mask=mask)
+    heading = tl.load(heading_ptr + row_base + source, mask=mask)
+    agent_id = tl.load(agent_id_ptr + row_base + source, mask=mask)
+    tl.store(sorted_position_ptr + x_base + lane, x, mask=mask)
+    tl.store(sorted_position_ptr + x_base + agents + lane, y, mask=mask)
+    tl.store(sorted_heading_ptr + row_base + lane, heading, mask=mask)
+    tl.store(sorted_agent_id_ptr + row_base + lane, agent_id, mask=mask)
+
+
 # ---------------------------------------------------------------------------------------------
-# Launchers. They allocate nothing, so a sequence of them can be captured in a CUDA graph.
+# Launchers. The step's launchers allocate nothing, so a sequence of them can be captured in a
+# CUDA graph; sort_agents allocates its temporaries and runs outside graphs.
 
 
-def move_agents(position: torch.Tensor, heading: torch.Tensor, trail: torch.Tensor,
-                counts: torch.Tensor, step: torch.Tensor, tables: Tables) -> None:
+def _pairs(table: torch.Tensor) -> torch.Tensor:
+    """A [B, HEADINGS, 2] int32 table viewed as [B, HEADINGS, 1] int64 (dx, dy) pairs."""
+    return table.view(torch.int64)
+
+
+def move_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor | None,
+                trail: torch.Tensor, counts: torch.Tensor, step: torch.Tensor,
+                tables: Tables) -> None:
     """Sense, steer, move and count every agent of every simulation, in place.
 
     position: [B, 2, N] int32 16.16, heading: [B, N] int16 (both updated in place);
+    agent_id: [B, N] int32, the spawn-order index of the agent in each lane (the random turn
+    hashes it), or None when every agent is still in its spawn-order lane;
     trail: [B, H, W] float32 T_t; counts: [B, H, W] int32, zero on entry, receives the counts;
     step: [] int64 on the device; tables: contiguous, on the same device.
     """
@@ -238,8 +334,9 @@ def move_agents(position: torch.Tensor, heading: torch.Tensor, trail: torch.Tens
         return
     grid = (triton.cdiv(agents, AGENT_BLOCK), batch)
     _agent_kernel[grid](
-        position, heading, trail, counts, step,
-        tables.sense_offset, tables.step_offset, tables.sensor_turn, tables.turn, tables.seed_key,
+        position, heading, agent_id, trail, counts, step,
+        _pairs(tables.sense_offset), _pairs(tables.step_offset), tables.sensor_turn, tables.turn,
+        tables.seed_key,
         agents, height, width,
         BLOCK=AGENT_BLOCK, **_launch_options(AGENT_WARPS),
     )
@@ -260,3 +357,35 @@ def diffuse_and_decay(trail: torch.Tensor, counts: torch.Tensor, next_counts: to
         height, width,
         BLOCK_H=DIFFUSE_BLOCK_H, BLOCK_W=DIFFUSE_BLOCK_W, **_launch_options(DIFFUSE_WARPS),
     )
+
+
+def sort_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor,
+                width: int) -> None:
+    """Reorder each simulation's agents by their cell, in SORT_TILE tiles, in place.
+
+    position: [B, 2, N] int32 16.16, heading: [B, N] int16, agent_id: [B, N] int32, permuted
+    together (the model does not depend on the order: see kernels/triton_backend.py); width: W.
+    Stable, so the order is deterministic. Launches: the key kernel, torch.argsort (a radix sort
+    of [B, N] int32 keys), the permutation kernel, three copies back into the given buffers (a
+    captured graph holds their addresses). Temporaries: 4 + 8 + 14 bytes per agent, plus the
+    radix sort's own.
+    """
+    batch, agents = heading.shape
+    if agents < 2:
+        return
+    grid = (triton.cdiv(agents, SORT_BLOCK), batch)
+    key = torch.empty_like(agent_id)
+    _sort_key_kernel[grid](position, key, agents, width, TILE=SORT_TILE, BLOCK=SORT_BLOCK,
+                           **_launch_options(SORT_WARPS))
+    order = torch.argsort(key, dim=1, stable=True)
+    del key
+    sorted_position = torch.empty_like(position)
+    sorted_heading = torch.empty_like(heading)
+    sorted_agent_id = torch.empty_like(agent_id)
+    _permute_agents_kernel[grid](
+        order, position, heading, agent_id, sorted_position, sorted_heading, sorted_agent_id,
+        agents, BLOCK=SORT_BLOCK, **_launch_options(SORT_WARPS),
+    )
+    position.copy_(sorted_position)
+    heading.copy_(sorted_heading)
+    agent_id.copy_(sorted_agent_id)

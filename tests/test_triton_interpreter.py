@@ -36,10 +36,10 @@ VARIED = [
 ]
 
 
-def _simulation(state: api.State, tables: api.Tables):
+def _simulation(state: api.State, tables: api.Tables, **options):
     from physarum.kernels.triton_backend import TritonSimulation
 
-    return TritonSimulation(state.clone(), tables)
+    return TritonSimulation(state.clone(), tables, **options)
 
 
 def _assert_same(expected: api.State, actual: api.State, context: str = "") -> None:
@@ -55,10 +55,11 @@ def _assert_same(expected: api.State, actual: api.State, context: str = "") -> N
                                  f"first at {different.nonzero()[0].tolist()}")
 
 
-def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_step: bool = False):
+def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_step: bool = False,
+                     **options):
     """Advance the reference and the Triton backend from `state`; compare; return the states."""
     expected = reference.TorchSimulation(state.clone(), tables)
-    actual = _simulation(state, tables)
+    actual = _simulation(state, tables, **options)
     if every_step:
         for index in range(steps):
             expected.advance(1)
@@ -107,10 +108,12 @@ def test_spawn_patterns_match(pattern):
     _run_and_compare(state, api.build_tables(params), steps=12)
 
 
+@pytest.mark.parametrize("sort_every", [0, 1])
 @pytest.mark.parametrize("agents", [1, 1000, 2500])
-def test_agent_counts_not_a_multiple_of_the_block(agents):
+def test_agent_counts_not_a_multiple_of_the_block(agents, sort_every):
+    # sort_every=0: lanes hold agents in spawn order (no agent_id); 1: sorted before every step.
     state = api.spawn([5], agents, 37, 23, "disk")
-    _run_and_compare(state, api.build_tables([VEINS]), steps=8)
+    _run_and_compare(state, api.build_tables([VEINS]), steps=8, sort_every=sort_every)
 
 
 def test_canvas_wider_than_a_diffuse_tile():
@@ -186,7 +189,8 @@ def test_step_counter_advances_on_the_device():
 def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     tables = api.build_tables([VARIED[1]])
     state = api.spawn([VARIED[1].seed], 400, 37, 23, "ring")
-    stepped, chunked = _simulation(state, tables), _simulation(state, tables)
+    stepped, chunked = (_simulation(state, tables, sort_every=3),
+                        _simulation(state, tables, sort_every=3))
     for _ in range(6):
         stepped.advance(1)
     stepped.eager_step()
@@ -194,6 +198,7 @@ def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     chunked.advance(7)
     snapshot = chunked.state
     _assert_same(stepped.state, snapshot)
+    assert torch.equal(stepped._agent_id, chunked._agent_id)  # eager_step keeps the schedule
     assert torch.equal(chunked.trail, snapshot.trail)
     chunked.advance(2)
     _assert_same(stepped.state, snapshot)  # the snapshot did not change with the simulation
@@ -231,26 +236,110 @@ def _recorded(launch):
     return run_or_record
 
 
-def test_graph_chunks_keep_buffer_parity(monkeypatch):
-    # The graph bookkeeping (chunk lengths, start parities, remainders) with CUDA graphs
-    # emulated on the CPU; the real capture is exercised by the GPU tests.
+@pytest.mark.parametrize("sort_every", [0, 5])
+def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_every):
+    # The graph bookkeeping (chunk lengths, start parities, remainders, chunks cut at sorts)
+    # with CUDA graphs emulated on the CPU; the real capture is exercised by the GPU tests.
     from physarum.kernels import triton_backend, triton_kernels
 
     for name in ("move_agents", "diffuse_and_decay"):
         monkeypatch.setattr(triton_backend, name, _recorded(getattr(triton_kernels, name)))
+    sorted_at = []
+
+    def sort_agents(*args):
+        assert _RecordingGraph.capturing is None, "sorts run between graphs, never inside"
+        sorted_at.append(int(actual._step))
+        triton_kernels.sort_agents(*args)
+
+    monkeypatch.setattr(triton_backend, "sort_agents", sort_agents)
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _RecordingGraph)
     monkeypatch.setattr(torch.cuda, "graph", _capture)
     monkeypatch.setattr(triton_backend, "GRAPH_CHUNK", 8)
     tables = api.build_tables([VARIED[1]])
     state = api.spawn([VARIED[1].seed], 300, 37, 23, "random")
     expected = reference.TorchSimulation(state.clone(), tables)
-    actual = _simulation(state, tables)
+    actual = _simulation(state, tables, sort_every=sort_every)
     actual._use_graphs = True
     for steps in (1, 5, 3, 19, 5, 1, 8):
         expected.advance(steps)
         actual.advance(steps)
         _assert_same(expected.state, actual.state, f"after advance({steps})")
-    assert {(5, 1), (3, 0), (8, 1), (8, 0), (5, 0)} <= set(actual._graphs)
+    if sort_every:
+        assert sorted_at == list(range(0, 42, sort_every))
+        assert {(5, 1), (4, 1), (5, 0), (2, 0), (3, 0)} <= set(actual._graphs)
+        assert max(chunk for chunk, _ in actual._graphs) <= sort_every
+    else:
+        assert sorted_at == []
+        assert {(5, 1), (3, 0), (8, 1), (8, 0), (5, 0)} <= set(actual._graphs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spatial sorting: agents change lanes, the results do not change.
+
+
+def _tile_order(position: torch.Tensor, tile: int) -> torch.Tensor:
+    """[B, N] int64 rank-preserving key of (tile row, tile column, row, column in the tile),
+    packed with room to spare rather than with the kernel's tiles-across count."""
+    column, row = position[:, 0] >> api.FRAC_BITS, position[:, 1] >> api.FRAC_BITS
+    key = (row // tile).to(torch.int64) << 40
+    key |= (column // tile).to(torch.int64) << 20
+    return key | ((row % tile) * tile + column % tile).to(torch.int64)
+
+
+@pytest.mark.parametrize("tile", [1, 7, 16])
+def test_sort_agents_orders_lanes_by_tile_and_moves_whole_agents(monkeypatch, tile):
+    from physarum.kernels import triton_kernels
+
+    monkeypatch.setattr(triton_kernels, "SORT_TILE", tile)
+    batch, agents, width, height = 2, 2500, 61, 45
+    state = api.spawn([1, 2], agents, width, height, "random")
+    position, heading = state.position.clone(), state.heading.clone()
+    identity = torch.arange(agents, dtype=torch.int32).repeat(batch, 1)
+    agent_id = identity.clone()
+    triton_kernels.sort_agents(position, heading, agent_id, width)
+
+    assert torch.equal(agent_id.sort(dim=1).values, identity), "not a permutation"
+    assert (agent_id != identity).float().mean() > 0.9, "the order barely changed"
+    lane_agent = agent_id.to(torch.int64)
+    assert torch.equal(position, state.position.gather(2, lane_agent[:, None].expand(-1, 2, -1)))
+    assert torch.equal(heading, state.heading.gather(1, lane_agent))
+    key = _tile_order(position, tile)
+    assert (key[:, 1:] >= key[:, :-1]).all(), "lanes are not in tile order"
+    ties = key[:, 1:] == key[:, :-1]
+    assert ties.any() and (agent_id[:, 1:] > agent_id[:, :-1])[ties].all(), "not stable"
+
+
+def test_sorted_runs_match_reference_and_resume_from_snapshots():
+    # Three simulations, an odd canvas, agents spanning two blocks, a trail with ties so that
+    # many agents take the random turn (whose hash must follow the agent, not its lane).
+    params = VARIED[:3]
+    agents, width, height = 1500, 53, 29
+    state = api.spawn([p.seed for p in params], agents, width, height, "random")
+    state.trail = _random_trail(3, height, width, seed=9)
+    tables = api.build_tables(params)
+    expected = reference.TorchSimulation(state.clone(), tables)
+    actual = _simulation(state, tables, sort_every=3)
+    for steps in (1, 4, 2, 5):
+        expected.advance(steps)
+        actual.advance(steps)
+        _assert_same(expected.state, actual.state, f"at step {int(expected.state.step)}")
+    identity = torch.arange(agents, dtype=torch.int32).repeat(3, 1)
+    assert torch.equal(actual._agent_id.sort(dim=1).values, identity), "not a permutation"
+    assert (actual._agent_id != identity).float().mean() > 0.9, "the sort did not reorder"
+
+    resumed = _simulation(actual.state, tables, sort_every=3)
+    assert torch.equal(resumed._agent_id, identity)  # a State holds agents in spawn order
+    expected.advance(3)
+    resumed.advance(3)
+    _assert_same(expected.state, resumed.state, "after resuming")
+
+
+def test_rejects_negative_sort_every():
+    from physarum.kernels.triton_backend import TritonSimulation
+
+    state = api.spawn([1], 10, 37, 23, "random")
+    with pytest.raises(ValueError, match="sort_every"):
+        TritonSimulation(state, api.build_tables([VEINS]), sort_every=-1)
 
 
 def test_rejects_bad_tables():
