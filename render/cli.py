@@ -37,6 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
     render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
+    render.add_argument("--scale", type=float, default=None,
+                        help="GIF size as a fraction of the canvas, for previews of large canvases (0 < S <= 1)")
+    render.add_argument("--frames-dir", default=None, metavar="DIR",
+                        help="also write every frame as a numbered PNG into DIR")
 
     commands.add_parser("presets", help="list the curated presets")
 
@@ -86,10 +90,16 @@ def _load_for_render(args) -> "Preset":  # noqa: F821
 
 
 def cmd_render(args) -> int:
-    from physarum.render.runner import render
+    from physarum.render.runner import RenderOptions, render
 
     preset = _load_for_render(args)
-    result = render(preset, backend=args.backend, device=args.device, out_dir=args.out, quiet=args.quiet)
+    scale = 1.0 if args.scale is None else args.scale
+    if not 0 < scale <= 1:
+        raise RenderError(f"--scale {args.scale}: must be a fraction of the canvas, 0 < scale <= 1")
+    options = RenderOptions(backend=args.backend, device=args.device, out_dir=Path(args.out),
+                            quiet=args.quiet, gif_scale=scale,
+                            frames_dir=Path(args.frames_dir) if args.frames_dir else None)
+    result = render(preset, options)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     for fmt, path in result.outputs.items():
@@ -97,8 +107,9 @@ def cmd_render(args) -> int:
         print(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}")
     if not args.quiet:
         t = result.timings
-        print(f"{result.backend} on {result.device}: {t['total_s']:.1f} s "
-              f"(simulate {t['simulate_s']:.1f} s, colour {t['colour_s']:.1f} s)", file=sys.stderr)
+        encoders = ", ".join(f"{k[7:-2]} {v:.1f} s" for k, v in t.items() if k.startswith("encode_"))
+        print(f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})",
+              file=sys.stderr)
     return 0
 
 

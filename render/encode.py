@@ -126,13 +126,50 @@ class PngWriter(PartialFile):
         self.last: np.ndarray | None = None
 
     def write(self, rgb: np.ndarray) -> None:
-        self.last = rgb
+        if self.last is None or self.last.shape != rgb.shape:
+            self.last = np.empty_like(rgb)
+        np.copyto(self.last, rgb)  # the caller reuses its buffer
 
     def commit(self) -> None:
-        info = PngImagePlugin.PngInfo()
-        info.add_itxt(EMBED_KEY, self.comment)
-        Image.fromarray(self.last, mode="RGB").save(self.temporary, format="PNG", pnginfo=info)
+        save_png(self.temporary, self.last, self.comment)
         super().commit()
+
+
+def save_png(path: Path, rgb: np.ndarray, comment: str, compress_level: int = 6) -> None:
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt(EMBED_KEY, comment)
+    Image.fromarray(rgb, mode="RGB").save(path, format="PNG", pnginfo=info, compress_level=compress_level)
+
+
+class FramesDirWriter:
+    """Every frame as a numbered PNG (<stem>-00001.png, ...) for editing in other tools.
+
+    Each file appears under its name only when complete; on abort the frames written so far
+    stay (each is whole) and the render's error says where it stopped.
+    """
+
+    COMPRESS_LEVEL = 1  # a sequence is an intermediate: fast to write matters more than size
+
+    def __init__(self, folder: Path, stem: str, comment: str):
+        self.folder, self.stem, self.comment = Path(folder), stem, comment
+        self.path = self.folder / f"{stem}-%05d.png"
+        self.count = 0
+
+    def write(self, rgb: np.ndarray) -> None:
+        self.count += 1
+        partial = PartialFile(self.folder / f"{self.stem}-{self.count:05d}.png")
+        try:
+            save_png(partial.temporary, rgb, self.comment, self.COMPRESS_LEVEL)
+        except BaseException:
+            partial.abort()
+            raise
+        partial.commit()
+
+    def commit(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
 
 
 def write_json(path: Path, document: dict) -> None:

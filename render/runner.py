@@ -22,8 +22,9 @@ from tqdm import tqdm
 from physarum.kernels import get_backend
 from physarum.render import __version__
 from physarum.kernels.api import build_tables, spawn
-from physarum.render.colour import Colourist
-from physarum.render.encode import GifWriter, Mp4Writer, PngWriter, even_size, write_json
+from physarum.render.colour import Colourist, downscale, preview_size
+from physarum.render.encode import (FramesDirWriter, GifWriter, Mp4Writer, PngWriter, even_size,
+                                    write_json)
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
@@ -137,38 +138,73 @@ def check_formats(preset: Preset) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Encoder workers
+# Frames on their way to the encoders
+
+
+@dataclass
+class Frame:
+    """One frame on the host: what the encoders need, in host (pinned where possible) memory.
+
+    index: [H, W] uint8 palette indices; preview: the GIF's (scaled) index frame; rgb: [H, W, 3]
+    uint8. Arrays a frame does not need are None. They are slots of a ring that is reused
+    QUEUE_FRAMES + 2 frames later, by which time every worker has finished with them.
+    """
+
+    number: int
+    index: np.ndarray | None
+    preview: np.ndarray | None
+    rgb: np.ndarray | None
+
+
+class HostRing:
+    """Device-to-host copies into a ring of reusable (pinned, on CUDA) host buffers."""
+
+    def __init__(self, device: torch.device, slots: int):
+        self.device, self.slots = device, slots
+        self.buffers: dict[tuple[str, int], torch.Tensor] = {}
+
+    def copy(self, name: str, frame: int, tensor: torch.Tensor) -> torch.Tensor:
+        """Start copying `tensor` into the ring slot of `frame`; returns the host tensor."""
+        key = (name, frame % self.slots)
+        buffer = self.buffers.get(key)
+        if buffer is None or buffer.shape != tensor.shape:
+            pin = self.device.type == "cuda"
+            buffer = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=pin)
+            self.buffers[key] = buffer
+        buffer.copy_(tensor, non_blocking=self.device.type == "cuda")
+        return buffer
 
 
 class EncoderWorker:
-    """One output format encoded in a background thread behind a bounded queue."""
+    """One output encoded in a background thread behind a bounded queue."""
 
-    def __init__(self, writer, wants_rgb: bool, colourist: Colourist):
-        self.writer, self.wants_rgb, self.colourist = writer, wants_rgb, colourist
+    def __init__(self, name: str, writer, needs: str, colourist: Colourist):
+        self.name, self.writer, self.needs, self.colourist = name, writer, needs, colourist
         self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
         self.error: BaseException | None = None
         self.seconds = 0.0
+        self.frames = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        while (item := self.queue.get()) is not None:
+        while (frame := self.queue.get()) is not None:
             if self.error is not None:
                 continue  # drain so that the producer never blocks on a dead worker
-            frame, index, rgb = item
             started = time.perf_counter()
             try:
-                if self.wants_rgb:
-                    self.writer.write(rgb)
+                if self.needs == "rgb":
+                    self.writer.write(frame.rgb)
                 else:
-                    self.writer.write(index, self.colourist.table(frame))
+                    self.writer.write(getattr(frame, self.needs), self.colourist.table(frame.number))
             except BaseException as error:  # reported to the main thread at the next put
                 self.error = error
             self.seconds += time.perf_counter() - started
+            self.frames += 1
 
-    def put(self, frame: int, index: np.ndarray, rgb: np.ndarray | None) -> None:
+    def put(self, frame: Frame) -> None:
         self.raise_error()
-        self.queue.put((frame, index, rgb))
+        self.queue.put(frame)
 
     def raise_error(self) -> None:
         if self.error is not None:
@@ -186,9 +222,25 @@ class EncoderWorker:
         self.thread.join()
         self.writer.abort()
 
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds else 0.0
+
 
 # ---------------------------------------------------------------------------------------------
 # Rendering
+
+
+@dataclass
+class RenderOptions:
+    """How to render, beside what to render (the preset). Defaults suit a command-line render."""
+
+    backend: str = "auto"
+    device: str | None = None
+    out_dir: Path = Path("outputs")
+    quiet: bool = False
+    gif_scale: float = 1.0  # GIF preview size as a fraction of the canvas
+    frames_dir: Path | None = None  # also write every frame as a numbered PNG here
 
 
 @dataclass
@@ -214,19 +266,42 @@ def make_simulation(preset: Preset, backend: str, device: torch.device):
     return get_backend(backend)(state, tables)
 
 
-def _open_writers(preset: Preset, paths: dict[str, Path], colourist: Colourist) -> list[EncoderWorker]:
+def _writer(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colourist,
+            options: RenderOptions) -> tuple[object, str]:
     text, out = embedded_text(preset), preset.output
     width, height = preset.canvas.width, preset.canvas.height
+    if fmt == "gif":
+        size = preview_size(width, height, options.gif_scale)
+        return GifWriter(paths[fmt], *size, out.fps, out.loop, text, colourist.table(0)), "preview"
+    if fmt == "mp4":
+        return Mp4Writer(paths[fmt], width, height, out.fps, text), "rgb"
+    if fmt == "png":
+        return PngWriter(paths[fmt], text), "rgb"
+    return FramesDirWriter(options.frames_dir, f"{preset.name}-s{preset.seed}", text), "rgb"
+
+
+def _open_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
+                  options: RenderOptions) -> list[EncoderWorker]:
+    formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
     workers = []
-    for fmt in out.formats:
-        if fmt == "gif":
-            writer = GifWriter(paths[fmt], width, height, out.fps, out.loop, text, colourist.table(0))
-        elif fmt == "mp4":
-            writer = Mp4Writer(paths[fmt], width, height, out.fps, text)
-        else:
-            writer = PngWriter(paths[fmt], text)
-        workers.append(EncoderWorker(writer, wants_rgb=fmt != "gif", colourist=colourist))
+    try:
+        for fmt in formats:
+            writer, needs = _writer(fmt, preset, paths, colourist, options)
+            workers.append(EncoderWorker(fmt, writer, needs, colourist))
+    except BaseException:
+        for worker in workers:
+            worker.abort()
+        raise
     return workers
+
+
+def share_cpu_with_encoders() -> None:
+    """Leave half the cores to the encoder threads on a CPU render.
+
+    Torch's OpenMP threads spin while they wait; competing with x264 and the GIF encoder for
+    every core, a render on 2 cores measured 40 s instead of 7 s (quickstart)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), cores // 2)))
 
 
 def _device_name(device: torch.device) -> str:
@@ -235,52 +310,104 @@ def _device_name(device: torch.device) -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
-def render(preset: Preset, backend: str = "auto", device: str | None = None,
-           out_dir: str | Path = "outputs", quiet: bool = False) -> RenderResult:
-    """Render a preset to its output files; returns where they are and how long it took."""
-    torch_device = resolve_device(device)
-    backend = resolve_backend(backend, torch_device)
+class FramePipeline:
+    """Colours frames on the device, copies them to the host and feeds the encoder workers.
+
+    A frame's copy is started and the next frame's simulation is queued before the frame is
+    handed over, so on a GPU the copy overlaps the simulation; workers encode in the background.
+    """
+
+    def __init__(self, preset: Preset, colourist: Colourist, workers: list[EncoderWorker],
+                 device: torch.device, gif_scale: float):
+        self.colourist, self.workers = colourist, workers
+        self.needs = {w.needs for w in workers}
+        self.preview = preview_size(preset.canvas.width, preset.canvas.height, gif_scale)
+        self.ring = HostRing(device, QUEUE_FRAMES + 2)
+        self.pending: list[tuple[Frame, torch.cuda.Event | None]] = []
+        self.device = device
+
+    def submit(self, number: int, trail: torch.Tensor) -> None:
+        index = self.colourist.index_frame(trail)
+        arrays = {}
+        if "index" in self.needs:
+            arrays["index"] = self.ring.copy("index", number, index)
+        if "preview" in self.needs:
+            arrays["preview"] = self.ring.copy("preview", number, downscale(index, self.preview))
+        if "rgb" in self.needs:
+            arrays["rgb"] = self.ring.copy("rgb", number, self.colourist.rgb(index, number))
+        event = None
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+        frame = Frame(number, *(arrays.get(k) for k in ("index", "preview", "rgb")))
+        self.pending.append((frame, event))
+
+    def hand_over(self, keep: int = 0) -> None:
+        """Give every pending frame but the last `keep` to the workers, once it is on the host."""
+        while len(self.pending) > keep:
+            frame, event = self.pending.pop(0)
+            if event is not None:
+                event.synchronize()
+            frame = Frame(frame.number, *(None if a is None else a.numpy()
+                                          for a in (frame.index, frame.preview, frame.rgb)))
+            for worker in self.workers:
+                worker.put(frame)
+
+
+def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> RenderResult:
+    """Render a preset to its output files; returns where they are and how long it took.
+
+    Options come as a RenderOptions or as its fields by keyword (backend="torch", ...).
+    """
+    options = options or RenderOptions(**kwargs)
+    torch_device = resolve_device(options.device)
+    if torch_device.type == "cpu":
+        share_cpu_with_encoders()
+    backend = resolve_backend(options.backend, torch_device)
     notes = check_formats(preset)
     check_memory(preset, backend, torch_device)
-    paths = output_paths(preset, Path(out_dir))
+    paths = output_paths(preset, Path(options.out_dir))
     paths["json"].parent.mkdir(parents=True, exist_ok=True)
+    if options.frames_dir:
+        Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     simulation = make_simulation(preset, backend, torch_device)
     colourist = Colourist(preset.palette)
-    workers = _open_writers(preset, paths, colourist)
-    wants_rgb = any(w.wants_rgb for w in workers)
-    simulate = colour = 0.0
+    workers = _open_workers(preset, paths, colourist, options)
+    pipeline = FramePipeline(preset, colourist, workers, torch_device, options.gif_scale)
     try:
         simulation.advance(preset.run.warmup)
-        remaining = preset.run.steps
-        with tqdm(total=preset.frames, unit="frame", disable=quiet, leave=False,
-                  desc=preset.name, dynamic_ncols=True) as bar:
-            for frame in range(preset.frames):
-                t0 = time.perf_counter()
-                steps = min(preset.run.steps_per_frame, remaining)
-                simulation.advance(steps)
-                remaining -= steps
-                trail = simulation.trail[0]
-                t1 = time.perf_counter()
-                index = colourist.index_frame(trail)
-                rgb = colourist.rgb(index, frame).cpu().numpy() if wants_rgb else None
-                index = index.cpu().numpy()
-                t2 = time.perf_counter()
-                simulate, colour = simulate + t1 - t0, colour + t2 - t1
-                for worker in workers:
-                    worker.put(frame, index, rgb)
-                bar.update(1)
+        _frame_loop(preset, simulation, pipeline, options.quiet)
         for worker in workers:
             worker.finish()
     except BaseException:
         for worker in workers:
             worker.abort()
         raise
-    timings = {"simulate_s": simulate, "colour_s": colour, "total_s": time.perf_counter() - started}
-    timings.update({f"encode_{w.writer.path.suffix[1:]}_s": w.seconds for w in workers})
+    timings = {"total_s": time.perf_counter() - started}
+    timings.update({f"encode_{w.name}_s": w.seconds for w in workers})
     result = RenderResult(paths, backend, _device_name(torch_device), timings, notes)
     write_json(paths["json"], sidecar(preset, result))
     return result
+
+
+def _frame_loop(preset: Preset, simulation, pipeline: FramePipeline, quiet: bool) -> None:
+    remaining, steps_done = preset.run.steps, 0
+    began = time.perf_counter()
+    with tqdm(total=preset.frames, unit="frame", disable=quiet, leave=False, desc=preset.name,
+              dynamic_ncols=True) as bar:
+        for number in range(preset.frames):
+            steps = min(preset.run.steps_per_frame, remaining)
+            simulation.advance(steps)
+            remaining, steps_done = remaining - steps, steps_done + steps
+            pipeline.submit(number, simulation.trail[0])
+            pipeline.hand_over(keep=1)
+            bar.update(1)
+            if not quiet and number % 10 == 0:
+                encode = min((w.fps for w in pipeline.workers), default=0.0)
+                bar.set_postfix_str(f"{steps_done / (time.perf_counter() - began):.0f} steps/s, "
+                                    f"encoder {encode:.1f} fps", refresh=False)
+        pipeline.hand_over()
 
 
 def sidecar(preset: Preset, result: RenderResult) -> dict:

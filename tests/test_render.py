@@ -106,3 +106,26 @@ def test_killed_render_leaves_no_truncated_file(tmp_path):
     process.wait()
     finals = [p for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")]
     assert finals == []
+
+
+def test_gif_preview_scale_and_frames_dir(tmp_path):
+    from PIL import Image
+
+    preset = build_preset(tiny_data(canvas={"width": 64, "height": 40}), "tiny.yaml")
+    frames = tmp_path / "frames"
+    result = runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path / "o", quiet=True,
+                           gif_scale=0.5, frames_dir=frames)
+    with Image.open(result.outputs["gif"]) as gif:
+        assert gif.size == (32, 20) and gif.n_frames == 8
+    sequence = sorted(frames.iterdir())
+    assert [p.name for p in sequence] == [f"tiny-s3-{i:05d}.png" for i in range(1, 9)]
+    with Image.open(sequence[-1]) as last, Image.open(result.outputs["png"]) as still:
+        assert last.size == (64, 40)
+        assert last.tobytes() == still.tobytes()
+
+
+def test_cli_rejects_a_bad_scale(tmp_path, capsys):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_data()))
+    assert main(["render", str(path), "--scale", "0", "--out", str(tmp_path / "o")]) == 2
+    assert "--scale 0.0: must be a fraction" in capsys.readouterr().err

@@ -1,0 +1,80 @@
+"""Turn `physarum bench` JSON into the README's results table and plot.
+
+Usage: python scripts/bench_report.py benchmarks/h200.json [benchmarks/cpu.json ...]
+Writes benchmarks/figures/bench.png and replaces the README section between the
+<!-- bench --> markers with a table of every result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+ORDER = ["prototype", "torch", "torch.compile", "triton", "triton, unsorted", "triton, one after another"]
+
+
+def load(paths: list[str]) -> list[tuple[dict, dict]]:
+    rows = []
+    for path in paths:
+        document = json.loads(Path(path).read_text())
+        rows += [(document["environment"], row) for row in document["results"]]
+    return rows
+
+
+def table(rows: list[tuple[dict, dict]]) -> str:
+    lines = ["| device | config | implementation | ms/step | agent-steps/s | launches/step | GB/s | x floor |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for env, r in rows:
+        size = f"{r['config']}: {r['batch']}x{r['agents']:,} on {r['width']}x{r['height']}"
+        launches = "" if r["launches_per_step"] is None else f"{r['launches_per_step']:.0f}"
+        lines.append(f"| {env['device']} | {size} | {r['implementation']} | {r['ms_per_step']:.3f} | "
+                     f"{r['agent_steps_per_s']:.2e} | {launches} | {r['achieved_gb_per_s']:.0f} | "
+                     f"{r['ratio_to_floor']:.1f} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[tuple[dict, dict]], out: Path) -> None:
+    configs = list(dict.fromkeys(f"{r['config']}\n{env['device']}" for env, r in rows))
+    impls = [i for i in ORDER if any(r["implementation"] == i for _, r in rows)]
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
+    width = 0.8 / max(1, len(impls))
+    for k, impl in enumerate(impls):
+        xs, ys = [], []
+        for c, config in enumerate(configs):
+            for env, r in rows:
+                if r["implementation"] == impl and f"{r['config']}\n{env['device']}" == config:
+                    xs.append(c + (k - (len(impls) - 1) / 2) * width)
+                    ys.append(r["agent_steps_per_s"])
+        ax.bar(xs, ys, width, label=impl)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(configs)), configs, fontsize=8)
+    ax.set_ylabel("agent-steps per second")
+    ax.set_title("physarum bench: agent-steps/s by configuration and implementation")
+    ax.legend(fontsize=8, ncol=3)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+
+
+def main(paths: list[str]) -> None:
+    rows = load(paths)
+    plot(rows, ROOT / "benchmarks" / "figures" / "bench.png")
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    section = f"<!-- bench -->\n{table(rows)}\n<!-- /bench -->"
+    text = re.sub(r"<!-- bench -->.*<!-- /bench -->", lambda _: section, text, flags=re.S)
+    readme.write_text(text)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
