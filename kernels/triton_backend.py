@@ -38,12 +38,14 @@ from physarum.kernels.triton_kernels import (MAX_GRID_YZ, diffuse_and_decay, mov
 GRAPH_CHUNK = 64
 # Remainders shorter than this run as eager launches instead of getting a graph of their own.
 GRAPH_MIN_STEPS = 2
-# Steps between spatial sorts of the agents (0: never sort). A sort costs about as much as a few
-# steps of memory traffic (a radix sort of [B, N] int32 keys, a gather and a copy of 14 bytes per
-# agent, about ten launches), so sorting every 64 steps adds well under one launch and a few
-# percent of a step's time per step, while agents (moving about a pixel a step) stay within a
-# few tiles of where the sort put them. Not tuned by measurement yet.
-SORT_EVERY = 64
+# Steps between spatial sorts of the agents (0: never sort). On an H200, 16M agents on 4096^2
+# (BENCH_PARAMS, developed 512 steps, median of 7 runs of 512 steps): 0.839 ms/step unsorted,
+# 0.326 / 0.325 / 0.330 / 0.339 ms sorting every 64 / 128 / 256 / 512 steps (1M agents on 1024^2:
+# 0.052 unsorted, 0.028 sorted). Locality fades slowly: 1, 16, 64 and 127 steps after a sort the
+# 32 agents of a warp stand in 5, 7, 10 and 12 distinct cells. One sort of 16M agents takes about
+# 1.1-1.2 ms (torch's radix sort 0.8, the permutation 0.2, copies 0.13) and ~35 bytes per agent of
+# temporaries: every 128 steps that is ~9 us and 0.15 launches per step.
+SORT_EVERY = 128
 
 _TABLE_DTYPES = {
     "sense_offset": torch.int32, "step_offset": torch.int32, "sensor_turn": torch.int32,

@@ -3,8 +3,8 @@ occasional spatial sort of the agents.
 
 1. ``_agent_kernel``: per agent, sense (three trail gathers), steer, move, write position and
    heading, and add 1 to the agent's cell in an int32 count map (relaxed atomics; integer sums
-   do not depend on order). Its random turn bit hashes the agent's id, not its lane, so agents
-   may be stored in any order.
+   do not depend on order; on sorted agents, one atomic per cell per warp). Its random turn bit
+   hashes the agent's id, not its lane, so agents may be stored in any order.
 2. ``_diffuse_kernel``: per cell, T' = T + deposit * count over the 3x3 wrap-around
    neighbourhood, the nine-neighbour sum in the reference's order, decay, the subnormal flush;
    it writes the other trail buffer, zeroes the other count buffer (the next step's) and
@@ -37,18 +37,25 @@ _HEADINGS = tl.constexpr(HEADINGS)
 _HEADING_MASK = tl.constexpr(HEADING_MASK)
 _TRAIL_FLOOR = tl.constexpr(TRAIL_FLOOR)
 
-# Tuning constants. Not chosen by measurement yet: the conventional 1024 elements and 4 warps per
-# program (8 cells per thread in the diffuse tile, rows of 128 cells for coalesced loads).
-# Re-tune on the target GPU with `physarum bench` and record the numbers here.
+# Tuning constants, timed on an H200 (Triton 3.6) with CUDA events, 16M agents on 4096^2 after
+# 640 steps (BENCH_PARAMS), agents sorted every 128 steps; re-tune with `physarum bench`.
+# Agent kernel: 512, 1024 and 2048 agents per program (4 or 8 warps) all took 0.30-0.31 ms.
 AGENT_BLOCK = 1024  # agents per program of the agent kernel
 AGENT_WARPS = 4
-DIFFUSE_BLOCK_H = 8  # rows per diffuse tile
-DIFFUSE_BLOCK_W = 128  # columns per diffuse tile
+# Diffuse kernel, rows x columns per tile: 1 x 512 0.110 ms, 1 x 1024 0.115, 2 x 512 0.131,
+# 4 x 512 (8 warps) 0.194, 8 x 128 0.271 ms. Single long rows load whole lines per neighbour.
+DIFFUSE_BLOCK_H = 1  # rows per diffuse tile
+DIFFUSE_BLOCK_W = 512  # columns per diffuse tile
 DIFFUSE_WARPS = 4
+# Deposits of lanes of one warp that share a cell go out as one atomic add of their number (PTX
+# match.any, NVIDIA only; plain atomics elsewhere and in the interpreter). Only on sorted agents,
+# where lanes share cells: agent kernel 0.307 -> 0.248 ms sorted (0.750 -> 0.775 ms unsorted);
+# whole steps sorted every 128 steps 0.489 -> 0.325 ms.
+WARP_AGGREGATED_DEPOSITS = True
 # Side of the square tiles of cells the sort key walks in row-major order (of tiles, and of cells
-# within a tile); 1 is plain row-major order of cells. Not chosen by measurement yet: 16 x 16
-# cells hold about one agent program's worth of agents where agents are dense, and a block's
-# sensors then read a compact patch instead of a thin strip of rows.
+# within a tile); 1 is plain row-major order of cells. Whole steps (sorting every 128 steps, with
+# 8 x 128 diffuse tiles and plain atomics) took 0.608 ms with tiles of 16, 32 or 64 cells, 0.625
+# ms with row-major order (tile 1).
 SORT_TILE = 16
 SORT_BLOCK = 1024  # agents per program of the sort key and permutation kernels
 SORT_WARPS = 4
@@ -57,6 +64,9 @@ MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (the batch axis here)
 
 # Sort keys are int32: the padded tile grid of the largest canvas must fit.
 assert (MAX_CANVAS + SORT_TILE) ** 2 < 2**31
+# Warp-aggregated deposits count the lanes holding each element: no element may sit in two
+# threads, which a block at least as large as the program's threads guarantees.
+assert AGENT_BLOCK % (32 * AGENT_WARPS) == 0
 
 
 def _launch_options(num_warps: int) -> dict:
@@ -106,6 +116,34 @@ def _sense(trail_ptr, x, y, heading, sense_offset_ptr, mask, height, width):
 
 
 @triton.jit
+def _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED: tl.constexpr):
+    """Add 1 per agent to counts_ptr[cell] (relaxed int32 atomics: the sums are order-free).
+
+    WARP_AGGREGATED: the lanes of a warp whose agents stand in one cell find each other with
+    match.any, and the lowest of them adds their number; the others add nothing.
+    """
+    if WARP_AGGREGATED:
+        group = tl.where(mask, cell, -1 - lane)  # lanes past the end: a group of one each
+        count = tl.inline_asm_elementwise(
+            asm="""{
+            .reg .b32 peers, lower;
+            .reg .pred follower;
+            match.any.sync.b32 peers, $1, 0xffffffff;
+            mov.u32 lower, %lanemask_lt;
+            and.b32 lower, peers, lower;
+            setp.ne.u32 follower, lower, 0;
+            popc.b32 $0, peers;
+            @follower mov.u32 $0, 0;
+            }""",
+            constraints="=r,r", args=[group], dtype=tl.int32, is_pure=True, pack=1,
+        )
+        tl.atomic_add(counts_ptr + cell, count, mask=mask & (count > 0), sem="relaxed")
+    else:
+        one = tl.full(cell.shape, 1, tl.int32)
+        tl.atomic_add(counts_ptr + cell, one, mask=mask, sem="relaxed")
+
+
+@triton.jit
 def _deposited(trail_ptr, counts_ptr, row_start, column, mask, deposit):
     """T' = T + deposit * count on a tile of cells of one simulation's maps (rows start at
     row_start, int32)."""
@@ -136,6 +174,7 @@ def _agent_kernel(
     height,  # H, canvas rows
     width,  # W, canvas columns
     BLOCK: tl.constexpr,  # agents per program
+    WARP_AGGREGATED: tl.constexpr,  # one atomic per cell per warp (NVIDIA PTX), see _deposit
 ):
     batch = tl.program_id(1).to(tl.int64)
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: N < 2^31
@@ -189,8 +228,7 @@ def _agent_kernel(
 
     # Deposit: count agents per cell.
     cell = (y >> _FRAC_BITS) * width + (x >> _FRAC_BITS)
-    one = tl.full([BLOCK], 1, tl.int32)
-    tl.atomic_add(counts_ptr + cell, one, mask=mask, sem="relaxed")
+    _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED)
 
 
 @triton.jit
@@ -332,13 +370,16 @@ def move_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.T
     agents = heading.shape[1]
     if agents == 0:
         return
+    # Lanes share cells only once agents are sorted (agent_id given); match.any is NVIDIA PTX.
+    warp_aggregated = (WARP_AGGREGATED_DEPOSITS and agent_id is not None and trail.is_cuda
+                       and torch.version.hip is None)
     grid = (triton.cdiv(agents, AGENT_BLOCK), batch)
     _agent_kernel[grid](
         position, heading, agent_id, trail, counts, step,
         _pairs(tables.sense_offset), _pairs(tables.step_offset), tables.sensor_turn, tables.turn,
         tables.seed_key,
         agents, height, width,
-        BLOCK=AGENT_BLOCK, **_launch_options(AGENT_WARPS),
+        BLOCK=AGENT_BLOCK, WARP_AGGREGATED=warp_aggregated, **_launch_options(AGENT_WARPS),
     )
 
 

@@ -36,6 +36,18 @@ VARIED = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def few_diffuse_programs(monkeypatch):
+    """The interpreter runs a launch's programs one after another, so most tests use diffuse
+    tiles of 16 x 64 cells (a few programs a step) instead of the tuned rows of 1 x 512 (one a
+    row); it is the same kernel with other block sizes. test_canvas_wider_than_a_diffuse_tile
+    runs the tuned tiles."""
+    from physarum.kernels import triton_kernels
+
+    monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_H", 16)
+    monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_W", 64)
+
+
 def _simulation(state: api.State, tables: api.Tables, **options):
     from physarum.kernels.triton_backend import TritonSimulation
 
@@ -116,8 +128,17 @@ def test_agent_counts_not_a_multiple_of_the_block(agents, sort_every):
     _run_and_compare(state, api.build_tables([VEINS]), steps=8, sort_every=sort_every)
 
 
-def test_canvas_wider_than_a_diffuse_tile():
-    # 131 columns span two column tiles; 11 rows fit neither tile height evenly.
+@pytest.mark.parametrize("tile", ["tuned", (4, 32)])
+def test_canvas_wider_than_a_diffuse_tile(monkeypatch, tile):
+    # With 4 x 32 tiles, 131 columns span five column tiles, the last of 3 columns, and 11 rows
+    # three row tiles, the last of 3 rows; the tuned tiles are rows of 512 columns.
+    from physarum.kernels import triton_kernels
+
+    if tile == "tuned":
+        monkeypatch.undo()  # the module's own tile sizes, not the fixture's
+        tile = (triton_kernels.DIFFUSE_BLOCK_H, triton_kernels.DIFFUSE_BLOCK_W)
+    monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_H", tile[0])
+    monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_W", tile[1])
     state = api.spawn([3], 900, 131, 11, "random")
     params = api.ModelParams(30.0, 4.0, 45.0, 1.5, 3.0, 0.6, 0.1, 3)
     _run_and_compare(state, api.build_tables([params]), steps=10)
