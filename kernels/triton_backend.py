@@ -46,6 +46,7 @@ GRAPH_MIN_STEPS = 2
 # 1.1-1.2 ms (torch's radix sort 0.8, the permutation 0.2, copies 0.13) and ~35 bytes per agent of
 # temporaries: every 128 steps that is ~9 us and 0.15 launches per step.
 SORT_EVERY = 128
+COUNTS_DOUBLE_BUFFER_BYTES = 512 << 20
 
 _TABLE_DTYPES = {
     "sense_offset": torch.int32, "step_offset": torch.int32, "sensor_turn": torch.int32,
@@ -75,29 +76,40 @@ def _prepare_tables(tables: Tables, batch: int, device: torch.device) -> Tables:
     return Tables(**prepared)
 
 
+def _own(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """A contiguous copy on `device` that nothing else holds: moving or converting already made
+    one (a state spawned on the host costs no second copy on the GPU); otherwise clone."""
+    owned = tensor.to(device, dtype).contiguous()
+    return owned.clone() if owned.data_ptr() == tensor.data_ptr() else owned
+
+
 class TritonSimulation:
     """B simulations advanced by the Triton kernels; same interface as TorchSimulation."""
 
     name = "triton"
 
-    def __init__(self, state: State, tables: Tables, sort_every: int = SORT_EVERY):
+    def __init__(self, state: State, tables: Tables, sort_every: int = SORT_EVERY,
+                 device: torch.device | str | None = None):
         """sort_every: steps between spatial sorts of the agents, 0 never sorts (results are
         the same either way; only the speed differs)."""
         if sort_every < 0:
             raise ValueError(f"sort_every must be >= 0, got {sort_every}")
-        device = state.trail.device
+        device = torch.device(device) if device is not None else state.trail.device
         if device.type != "cuda" and not interpreter_mode():
             raise RuntimeError("the triton backend needs CUDA tensors, or TRITON_INTERPRET=1 "
                                "set before Python starts to run its kernels on the CPU")
         if state.batch > MAX_GRID_YZ:
             raise ValueError(f"at most {MAX_GRID_YZ} simulations per batch, got {state.batch}")
         self._tables = _prepare_tables(tables, state.batch, device)
-        self._position = state.position.to(device, torch.int32).contiguous().clone()
-        self._heading = state.heading.to(device, torch.int16).contiguous().clone()
-        trail = state.trail.to(device, torch.float32).contiguous().clone()
+        self._position = _own(state.position, device, torch.int32)
+        self._heading = _own(state.heading, device, torch.int16)
+        trail = _own(state.trail, device, torch.float32)
         self._trails = (trail, torch.empty_like(trail))
-        self._counts = (torch.zeros(trail.shape, dtype=torch.int32, device=device),
-                        torch.zeros(trail.shape, dtype=torch.int32, device=device))
+        counts = torch.zeros(trail.shape, dtype=torch.int32, device=device)
+        # Two count maps let the diffuse kernel clear the next step's while it reads this
+        # step's; past COUNTS_DOUBLE_BUFFER_BYTES one map and a memset save the memory.
+        single = counts.numel() * 4 > COUNTS_DOUBLE_BUFFER_BYTES
+        self._counts = (counts, counts if single else torch.zeros_like(counts))
         self._step = state.step.to(device, torch.int64).reshape(()).clone()
         self._sort_every = sort_every
         # The spawn-order index of the agent in each lane; None where agents never change lanes.

@@ -59,6 +59,11 @@ WARP_AGGREGATED_DEPOSITS = True
 SORT_TILE = 16
 SORT_BLOCK = 1024  # agents per program of the sort key and permutation kernels
 SORT_WARPS = 4
+# Agents per simulation sorted in one pass. Sorting segments instead of the whole population
+# bounds the sort's temporaries (about 40 bytes per agent of a segment: 0.7 GB here), which is
+# what lets 256M agents run in under 8 GB; within a segment a warp's lanes are still
+# neighbours in space, which is what the gathers and atomics need.
+SORT_SEGMENT = 1 << 24
 
 MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (the batch axis here)
 
@@ -235,7 +240,7 @@ def _agent_kernel(
 def _diffuse_kernel(
     trail_ptr,  # [B, H, W] float32, trail T_t (read)
     counts_ptr,  # [B, H, W] int32, this step's deposit counts (read)
-    next_counts_ptr,  # [B, H, W] int32, the next step's count buffer (zeroed here)
+    next_counts_ptr,  # [B, H, W] int32, the next step's count buffer (zeroed here if CLEAR_NEXT)
     next_trail_ptr,  # [B, H, W] float32, trail T_{t+1} (written)
     step_ptr,  # [] int64, steps taken so far; incremented once by program (0, 0, 0)
     deposit_ptr,  # [B] float32, trail added per agent in a cell
@@ -246,6 +251,7 @@ def _diffuse_kernel(
     width,  # W, canvas columns
     BLOCK_H: tl.constexpr,  # rows per tile
     BLOCK_W: tl.constexpr,  # columns per tile
+    CLEAR_NEXT: tl.constexpr,  # zero next_counts (False when the caller clears a single buffer)
 ):
     batch = tl.program_id(2).to(tl.int64)
     column = tl.program_id(0) * BLOCK_W + tl.arange(0, BLOCK_W)
@@ -287,7 +293,8 @@ def _diffuse_kernel(
     updated = tl.where(updated < _TRAIL_FLOOR, 0.0, updated)
     index = start_here[:, None] + column[None, :]
     tl.store(next_trail_ptr + index, updated, mask=mask)
-    tl.store(next_counts_ptr + index, tl.zeros([BLOCK_H, BLOCK_W], tl.int32), mask=mask)
+    if CLEAR_NEXT:
+        tl.store(next_counts_ptr + index, tl.zeros([BLOCK_H, BLOCK_W], tl.int32), mask=mask)
 
     # No program of this launch reads the counter; the next step's agent kernel does.
     if (tl.program_id(0) == 0) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
@@ -297,15 +304,18 @@ def _diffuse_kernel(
 @triton.jit
 def _sort_key_kernel(
     position_ptr,  # [B, 2, N] int32, 16.16 fixed point (row 0 x, row 1 y)
-    key_ptr,  # [B, N] int32, written: the agent's cell in tiled row-major order
-    agents,  # N, agents per simulation
+    key_ptr,  # [B, count] int32, written: the agent's cell in tiled row-major order
+    agents,  # N, agents per simulation (the row stride of position)
+    start,  # first lane of the segment being sorted
+    count,  # lanes in the segment
     width,  # W, canvas columns
     TILE: tl.constexpr,  # side of a square tile of cells
     BLOCK: tl.constexpr,  # agents per program
 ):
     batch = tl.program_id(1).to(tl.int64)
-    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = lane < agents
+    offset = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offset < count
+    lane = start + offset
     x_ptr = position_ptr + batch * 2 * agents + lane
     column = tl.load(x_ptr, mask=mask, other=0) >> _FRAC_BITS
     row = tl.load(x_ptr + agents, mask=mask, other=0) >> _FRAC_BITS
@@ -314,35 +324,37 @@ def _sort_key_kernel(
     tiles_across = (width + TILE - 1) // TILE
     tile = (row // TILE) * tiles_across + column // TILE
     key = (tile * TILE + row % TILE) * TILE + column % TILE
-    tl.store(key_ptr + batch * agents + lane, key, mask=mask)
+    tl.store(key_ptr + batch * count + offset, key, mask=mask)
 
 
 @triton.jit
 def _permute_agents_kernel(
-    order_ptr,  # [B, N] int64, the lane each lane takes its agent from (a permutation)
+    order_ptr,  # [B, count] int64, the segment lane each lane takes its agent from
     position_ptr,  # [B, 2, N] int32, 16.16 positions (read)
     heading_ptr,  # [B, N] int16, headings (read)
     agent_id_ptr,  # [B, N] int32, agent ids (read)
-    sorted_position_ptr,  # [B, 2, N] int32, position in the new order (written)
-    sorted_heading_ptr,  # [B, N] int16, heading in the new order (written)
-    sorted_agent_id_ptr,  # [B, N] int32, agent id in the new order (written)
-    agents,  # N, agents per simulation
+    sorted_position_ptr,  # [B, 2, count] int32, the segment's positions in the new order
+    sorted_heading_ptr,  # [B, count] int16, the segment's headings in the new order
+    sorted_agent_id_ptr,  # [B, count] int32, the segment's agent ids in the new order
+    agents,  # N, agents per simulation (the row stride of the inputs)
+    start,  # first lane of the segment
+    count,  # lanes in the segment
     BLOCK: tl.constexpr,  # agents per program
 ):
     batch = tl.program_id(1).to(tl.int64)
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = lane < agents
-    row_base = batch * agents  # [B, N] tensors
-    x_base = batch * 2 * agents  # [B, 2, N] tensors
-    source = tl.load(order_ptr + row_base + lane, mask=mask, other=0).to(tl.int32)
+    mask = lane < count
+    row_base = batch * agents + start  # [B, N] inputs
+    x_base = batch * 2 * agents + start  # [B, 2, N] inputs
+    source = tl.load(order_ptr + batch * count + lane, mask=mask, other=0).to(tl.int32)
     x = tl.load(position_ptr + x_base + source, mask=mask)
     y = tl.load(position_ptr + x_base + agents + source, mask=mask)
     heading = tl.load(heading_ptr + row_base + source, mask=mask)
     agent_id = tl.load(agent_id_ptr + row_base + source, mask=mask)
-    tl.store(sorted_position_ptr + x_base + lane, x, mask=mask)
-    tl.store(sorted_position_ptr + x_base + agents + lane, y, mask=mask)
-    tl.store(sorted_heading_ptr + row_base + lane, heading, mask=mask)
-    tl.store(sorted_agent_id_ptr + row_base + lane, agent_id, mask=mask)
+    tl.store(sorted_position_ptr + batch * 2 * count + lane, x, mask=mask)
+    tl.store(sorted_position_ptr + batch * 2 * count + count + lane, y, mask=mask)
+    tl.store(sorted_heading_ptr + batch * count + lane, heading, mask=mask)
+    tl.store(sorted_agent_id_ptr + batch * count + lane, agent_id, mask=mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,16 +400,21 @@ def diffuse_and_decay(trail: torch.Tensor, counts: torch.Tensor, next_counts: to
     """Deposit, diffuse and decay: next_trail = T_{t+1}; zero next_counts; step += 1.
 
     trail, next_trail: [B, H, W] float32 (distinct buffers); counts, next_counts: [B, H, W] int32
-    (distinct buffers); step: [] int64 on the device.
+    (distinct buffers, or one buffer twice: then it is cleared by a memset after the kernel,
+    a third launch that saves a whole count map of memory); step: [] int64 on the device.
     """
     batch, height, width = trail.shape
+    single = counts.data_ptr() == next_counts.data_ptr()
     grid = (triton.cdiv(width, DIFFUSE_BLOCK_W), triton.cdiv(height, DIFFUSE_BLOCK_H), batch)
     _diffuse_kernel[grid](
         trail, counts, next_counts, next_trail, step,
         tables.deposit, tables.keep, tables.spread, tables.retain,
         height, width,
-        BLOCK_H=DIFFUSE_BLOCK_H, BLOCK_W=DIFFUSE_BLOCK_W, **_launch_options(DIFFUSE_WARPS),
+        BLOCK_H=DIFFUSE_BLOCK_H, BLOCK_W=DIFFUSE_BLOCK_W, CLEAR_NEXT=not single,
+        **_launch_options(DIFFUSE_WARPS),
     )
+    if single:
+        counts.zero_()
 
 
 def sort_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor,
@@ -412,21 +429,30 @@ def sort_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.T
     radix sort's own.
     """
     batch, agents = heading.shape
-    if agents < 2:
+    for start in range(0, agents, SORT_SEGMENT):
+        _sort_segment(position, heading, agent_id, width, start, min(SORT_SEGMENT, agents - start))
+
+
+def _sort_segment(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor,
+                  width: int, start: int, count: int) -> None:
+    """Sort lanes [start, start + count) of every simulation by cell, in place."""
+    batch, agents = heading.shape
+    if count < 2:
         return
-    grid = (triton.cdiv(agents, SORT_BLOCK), batch)
-    key = torch.empty_like(agent_id)
-    _sort_key_kernel[grid](position, key, agents, width, TILE=SORT_TILE, BLOCK=SORT_BLOCK,
-                           **_launch_options(SORT_WARPS))
+    grid = (triton.cdiv(count, SORT_BLOCK), batch)
+    key = torch.empty((batch, count), dtype=torch.int32, device=heading.device)
+    _sort_key_kernel[grid](position, key, agents, start, count, width, TILE=SORT_TILE,
+                           BLOCK=SORT_BLOCK, **_launch_options(SORT_WARPS))
     order = torch.argsort(key, dim=1, stable=True)
     del key
-    sorted_position = torch.empty_like(position)
-    sorted_heading = torch.empty_like(heading)
-    sorted_agent_id = torch.empty_like(agent_id)
+    sorted_position = torch.empty((batch, 2, count), dtype=position.dtype, device=position.device)
+    sorted_heading = torch.empty((batch, count), dtype=heading.dtype, device=heading.device)
+    sorted_agent_id = torch.empty((batch, count), dtype=agent_id.dtype, device=agent_id.device)
     _permute_agents_kernel[grid](
         order, position, heading, agent_id, sorted_position, sorted_heading, sorted_agent_id,
-        agents, BLOCK=SORT_BLOCK, **_launch_options(SORT_WARPS),
+        agents, start, count, BLOCK=SORT_BLOCK, **_launch_options(SORT_WARPS),
     )
-    position.copy_(sorted_position)
-    heading.copy_(sorted_heading)
-    agent_id.copy_(sorted_agent_id)
+    end = start + count
+    position[:, :, start:end].copy_(sorted_position)
+    heading[:, start:end].copy_(sorted_heading)
+    agent_id[:, start:end].copy_(sorted_agent_id)

@@ -94,12 +94,12 @@ def resolve_backend(requested: str, device: torch.device) -> str:
 def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
     """Peak device bytes of a render, counted from the backend's own tensors and temporaries."""
     agents, cells = preset.agents.count, preset.canvas.width * preset.canvas.height
-    if backend == "triton":
-        per_agent, per_cell = 10, 4 * 2 + 4 * 2 + 8
+    if backend == "triton":  # state, agent ids, and a sort segment's temporaries (<= 16M agents)
+        per_agent, per_cell = 14 + 40 * min(1.0, (1 << 24) / max(1, agents)), 4 * 2 + 4 * 2 + 8
     else:  # the reference's int64 index and gather temporaries
         per_agent, per_cell = 160, 4 * 14 + 8
     frame = cells * 8  # kthvalue copy, index and RGB frames
-    return batch * (agents * per_agent + cells * per_cell) + frame
+    return int(batch * (agents * per_agent + cells * per_cell) + frame)
 
 
 def available_bytes(device: torch.device) -> int:
@@ -261,9 +261,11 @@ def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
 def make_simulation(preset: Preset, backend: str, device: torch.device):
     """The chosen backend's simulation of one preset, spawned on `device`."""
     state = spawn([preset.seed], preset.agents.count, preset.canvas.width, preset.canvas.height,
-                  preset.agents.spawn, preset.agents.radius, device=device)
+                  preset.agents.spawn, preset.agents.radius)
     tables = build_tables([preset.model_params()], device=device)
-    return get_backend(backend)(state, tables)
+    if backend == "triton":  # moves the host state to the device itself: one copy there, not two
+        return get_backend(backend)(state, tables, device=device)
+    return get_backend(backend)(state.to(device), tables)
 
 
 def _writer(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colourist,

@@ -370,3 +370,33 @@ def test_rejects_bad_tables():
     tables = api.build_tables([VEINS, VEINS])
     with pytest.raises(ValueError, match="tables.sense_offset"):
         TritonSimulation(state, tables)
+
+
+def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
+    # Large runs sort in segments and keep one count map cleared by a memset, to save memory;
+    # both must leave results unchanged. Segments of 700 lanes over 1500 agents: three, the
+    # last one short.
+    from physarum.kernels import triton_backend, triton_kernels
+
+    monkeypatch.setattr(triton_kernels, "SORT_SEGMENT", 700)
+    monkeypatch.setattr(triton_backend, "COUNTS_DOUBLE_BUFFER_BYTES", 0)
+    params = VARIED[:2]
+    state = api.spawn([p.seed for p in params], 1500, 41, 27, "random")
+    state.trail = _random_trail(2, 27, 41, seed=4)
+    tables = api.build_tables(params)
+    simulation = _simulation(state, tables, sort_every=2)
+    assert simulation._counts[0] is simulation._counts[1]
+    expected = reference.TorchSimulation(state.clone(), tables)
+    for steps in (1, 3, 4):
+        expected.advance(steps)
+        simulation.advance(steps)
+        _assert_same(expected.state, simulation.state, f"at step {int(expected.state.step)}")
+    position, heading = state.position.clone(), state.heading.clone()
+    agent_id = torch.arange(1500, dtype=torch.int32).repeat(2, 1)
+    triton_kernels.sort_agents(position, heading, agent_id, 41)
+    key = _tile_order(position, triton_kernels.SORT_TILE)
+    for start, end in ((0, 700), (700, 1400), (1400, 1500)):
+        segment = key[:, start:end]
+        assert (segment[:, 1:] >= segment[:, :-1]).all(), f"lanes {start}..{end} not in order"
+        ids = agent_id[:, start:end].sort(dim=1).values
+        assert torch.equal(ids, torch.arange(start, end, dtype=torch.int32).repeat(2, 1))
