@@ -160,7 +160,10 @@ def test_cli_missing_preset(tmp_path, capsys):
 
 
 def test_cli_triton_without_gpu_is_a_clear_error(write_yaml, capsys, monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    # not by unsetting TRITON_INTERPRET: Triton reads it once, at import, for the whole process
+    from physarum.render import runner
+
+    monkeypatch.setattr(runner, "interpreter_mode", lambda: False)
     path = write_yaml(yaml.safe_dump(TINY))
     code = main(["render", str(path), "--backend", "triton", "--device", "cpu"])
     assert code == 2 and "needs a CUDA GPU" in capsys.readouterr().err
