@@ -1,117 +1,310 @@
 """The PyTorch reference backend: the model of docs/model.md as plain tensor code.
 
-Runs on CPU and CUDA. Every other backend is tested against it byte for byte, so it is written
-for clarity first; each phase of a step is one function in the model's words.
+Runs on CPU and CUDA. Every other backend is tested against it byte for byte, and it against a
+naive per-agent loop (tests/test_reference.py). Each phase of a step is one method in the model's
+words, written as few whole-tensor passes as it allows (on a CPU each operation is a trip through
+memory). Every shortcut is exact, and the comment at each says why it gives the same bits:
+
+- per-agent values are laid out [B, k, N], agents innermost, and pairs (x, y) travel together as
+  one [B, 2, ...] tensor, so one pass serves both coordinates and all three sensors;
+- the three sensor offsets of a heading come from one combined per-simulation table, gathered
+  once (no heading sums per step);
+- wrap-around is a mask on power-of-two canvases, else two sign-bit corrections;
+- the turn bit's hash runs on 32-bit words (int32 multiplication keeps the low 32 bits);
+- the 3x3 sum adds nine slices of one wrap-padded copy, in the contract's order.
+
+Index arithmetic is int32 where it fits (16.16 positions and cells of one simulation always do,
+see api.MAX_CANVAS; batch offsets while B * H * W < 2^31) and int64 beyond.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 
-from physarum.kernels.api import (FRAC_BITS, HEADING_MASK, HEADINGS, TRAIL_FLOOR, State, Tables,
-                                  turn_bits)
+from physarum.kernels.api import (FRAC_BITS, HEADING_MASK, HEADINGS, TRAIL_FLOOR, U32, State,
+                                  Tables, lowbias32_int, step_key)
+
+# lowbias32's multipliers as int32 values with the same low 32 bits.
+_HASH_MUL_1 = 0x7FEB352D
+_HASH_MUL_2 = 0x846CA68B - (1 << 32)
+# The largest float32 below TRAIL_FLOOR: "x <= _BELOW_FLOOR" is exactly "x < TRAIL_FLOOR".
+_BELOW_FLOOR = float(np.nextafter(np.float32(TRAIL_FLOOR), np.float32(0)))
 
 
-def _wrap(value: torch.Tensor, size: int) -> torch.Tensor:
-    """Wrap values in (-size, 2 * size) into [0, size) with compares, not a modulo."""
-    value = torch.where(value < 0, value + size, value)
-    return torch.where(value >= size, value - size, value)
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
 
 
-def _lookup(table: torch.Tensor, heading: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(dx, dy) [B, N] int32 from a [B, HEADINGS, 2] table at headings [B, N]."""
-    batch = torch.arange(table.shape[0], device=table.device)[:, None]
-    row = table.reshape(-1, 2)[batch * HEADINGS + heading]
-    return row[..., 0], row[..., 1]
+def _wrap_(value: torch.Tensor, size: int | torch.Tensor) -> torch.Tensor:
+    """Wrap int32 values in (-size, 2 * size) into [0, size) in place, as
+    `if v < 0: v += size; if v >= size: v -= size` does.
+
+    (v >> 31) is -1 exactly where v < 0, so v + ((v >> 31) & size) is the first correction; the
+    second subtracts size and adds it back where that went negative. `size` may be a tensor
+    that broadcasts against `value`.
+    """
+    value += (value >> 31) & size
+    value -= size
+    value += (value >> 31) & size
+    return value
 
 
-def _cell_index(x: torch.Tensor, y: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Flat [B, N] index into a [B, H, W] map of the cells holding 16.16 positions x, y."""
-    batch = torch.arange(x.shape[0], device=x.device)[:, None]
-    return (batch * height + (y >> FRAC_BITS)) * width + (x >> FRAC_BITS)
+def _pair(x: int, y: int, device) -> torch.Tensor:
+    """[1, 2, 1] int32 constants, one for the x row and one for the y row of a [B, 2, N] pair."""
+    return torch.tensor([[[x], [y]]], dtype=torch.int32, device=device)
+
+
+@dataclass
+class _Grid:
+    """Cell arithmetic of one canvas on int32 [B, 2, ...] pairs (x row, y row) of 16.16 values.
+
+    On a canvas whose sides are powers of two, wrapping is a mask (two's complement: v & (n - 1)
+    is v mod n for every v), and (y_cell mod H) * W is one shift and one mask: y >> (16 - log2 W)
+    is (y >> 16) * W plus the top log2 W fractional bits, which the mask clears along with
+    everything above the cell. Other canvases use _wrap_ and a multiply-add.
+    """
+
+    width: int
+    sizes: torch.Tensor  # [1, 2, 1]: W, H
+    shifts: torch.Tensor | None  # [1, 2, 1]: 16, 16 - log2 W, if W is a power of two
+    masks: torch.Tensor | None  # [1, 2, 1]: W - 1, (H - 1) << log2 W, if W and H are
+
+    @staticmethod
+    def build(height: int, width: int, device) -> "_Grid":
+        log_w = width.bit_length() - 1
+        shifts = _pair(FRAC_BITS, FRAC_BITS - log_w, device) if _power_of_two(width) else None
+        masks = (_pair(width - 1, (height - 1) << log_w, device)
+                 if _power_of_two(width) and _power_of_two(height) else None)
+        return _Grid(width, _pair(width, height, device), shifts, masks)
+
+    def wrapped_cells_(self, xy: torch.Tensor) -> torch.Tensor:
+        """Flat cell (y_cell * W + x_cell) [B, ...] of 16.16 pairs xy [B, 2, ...] whose cells lie
+        in (-W, 2W) x (-H, 2H), wrapped onto the torus. Overwrites xy."""
+        rows = (1, 2) + (1,) * (xy.dim() - 2)
+        if self.masks is not None:
+            xy >>= self.shifts.view(rows)
+            xy &= self.masks.view(rows)
+            xy[:, 1] += xy[:, 0]
+            return xy[:, 1]
+        xy >>= FRAC_BITS
+        _wrap_(xy, self.sizes.view(rows))
+        return torch.add(xy[:, 0], xy[:, 1], alpha=self.width)  # integer: exact
+
+    def cells(self, position: torch.Tensor) -> torch.Tensor:
+        """Flat cell [B, N] of positions [B, 2, N] on the canvas (no wrap needed)."""
+        if self.shifts is not None:
+            xy = position >> self.shifts
+            xy[:, 1] &= -self.width  # clears the fractional bits below the cell row
+            return xy[:, 0] + xy[:, 1]
+        xy = position >> FRAC_BITS
+        return torch.add(xy[:, 0], xy[:, 1], alpha=self.width)
+
+    def wrapped_positions_(self, position: torch.Tensor) -> torch.Tensor:
+        """16.16 positions [B, 2, N] in (-size, 2 * size) wrapped onto the canvas, in place."""
+        if self.masks is not None:  # (n << 16) - 1: the mask n - 1 and 16 fractional bits
+            return position.bitwise_and_((self.sizes << FRAC_BITS) - 1)
+        return _wrap_(position, self.sizes << FRAC_BITS)
+
+
+def _batch_offsets(batch: int, stride: int, device) -> torch.Tensor | None:
+    """[B, 1, 1] start of each simulation in a flat batch of `stride` elements each (None for
+    B = 1); int32 when the whole batch fits, else int64 (sums with it are then int64)."""
+    if batch == 1:
+        return None
+    dtype = torch.int32 if batch * stride < 2**31 else torch.int64
+    return (torch.arange(batch, device=device, dtype=dtype) * stride)[:, None, None]
+
+
+@dataclass
+class _Plan:
+    """What a step needs besides the state, derived once per (tables, batch, agents, canvas).
+
+    sensors:   [B, 6, HEADINGS] int32, for every heading the 16.16 dx of the forward, left and
+               right sensors, then their dy (left and right taken at h -+ sensor_turn).
+    steps:     [B, 2, HEADINGS] int32, the step vector (dx, dy) of every heading.
+    cell_base: [B, 1, 1] offset of each simulation in a flat [B * H * W] map (None if B = 1).
+    agent_mix: [1, N] int32, a ^ (a >> 16) for agent a: the first xorshift of lowbias32(a ^ key)
+               is agent_mix ^ (key ^ (key >> 16)), as shifts distribute over xor.
+    turn:      [B, 1] int16, turn & 0xFFF, which gives the same heading after the final mask.
+    """
+
+    sensors: torch.Tensor
+    steps: torch.Tensor
+    cell_base: torch.Tensor | None
+    agent_mix: torch.Tensor
+    turn: torch.Tensor
+    deposit: torch.Tensor  # [B, 1, 1] float32, like keep, spread and retain
+    keep: torch.Tensor
+    spread: torch.Tensor
+    retain: torch.Tensor
+    seed_key: torch.Tensor  # [B] int64
+    grid: _Grid
+    shape: tuple[int, int, int, int]  # B, N, H, W
+
+    @staticmethod
+    def build(tables: Tables, batch: int, agents: int, height: int, width: int) -> "_Plan":
+        device = tables.sense_offset.device
+        heading = torch.arange(HEADINGS, device=device)
+        turn = tables.sensor_turn.to(torch.int64)[:, None]
+        sensor_heading = torch.stack([heading.expand(batch, HEADINGS),
+                                      (heading - turn) & HEADING_MASK,
+                                      (heading + turn) & HEADING_MASK], dim=1)  # [B, 3, HEADINGS]
+        offset = tables.sense_offset.transpose(1, 2)  # [B, 2, HEADINGS]: the dx row, the dy row
+        sensors = torch.cat([offset[:, i:i + 1].expand(batch, 3, HEADINGS).gather(2, sensor_heading)
+                             for i in (0, 1)], dim=1)
+        agent = torch.arange(agents, device=device, dtype=torch.int64)
+        return _Plan(
+            sensors=sensors.contiguous(),
+            steps=tables.step_offset.transpose(1, 2).contiguous(),
+            cell_base=_batch_offsets(batch, height * width, device),
+            agent_mix=(agent ^ (agent >> 16)).to(torch.int32)[None, :],  # a < N < 2^31
+            turn=(tables.turn[:, None] & HEADING_MASK).to(torch.int16),
+            deposit=tables.deposit[:, None, None], keep=tables.keep[:, None, None],
+            spread=tables.spread[:, None, None], retain=tables.retain[:, None, None],
+            seed_key=tables.seed_key, grid=_Grid.build(height, width, device),
+            shape=(batch, agents, height, width))
+
+    @staticmethod
+    def lookup(table: torch.Tensor, heading: torch.Tensor) -> torch.Tensor:
+        """[B, k, N] entries of a [B, k, HEADINGS] table at int64 headings [B, N] (a new tensor)."""
+        batch, rows, _ = table.shape
+        return table.gather(2, heading[:, None, :].expand(batch, rows, heading.shape[1]))
+
+    # -- the phases of one step (docs/model.md section 6) ------------------------------------
+
+    def sense(self, trail: torch.Tensor, position: torch.Tensor,
+              heading: torch.Tensor) -> torch.Tensor:
+        """[B, 3, N] trail at the forward, left and right sensors (section 6.1); int64 headings."""
+        batch, agents, _, _ = self.shape
+        xy = self.lookup(self.sensors, heading).view(batch, 2, 3, agents)  # (dx, dy) of 3 sensors
+        xy += position[:, :, None, :]  # x + dx and y + dy
+        cell = self.grid.wrapped_cells_(xy)
+        if self.cell_base is not None:
+            cell = cell + self.cell_base
+        return trail.reshape(-1).index_select(0, cell.reshape(-1)).view(batch, 3, agents)
+
+    def key_mix(self, step: torch.Tensor) -> torch.Tensor:
+        """[B, 1] int32 holding the 32 bits of k ^ (k >> 16) for each simulation's step key
+        k = api.step_key(seed_key, step).
+
+        On the CPU the B scalars are hashed as Python ints by api.lowbias32_int, the same
+        function, instead of by some thirty tiny tensor operations.
+        """
+        if self.seed_key.device.type == "cpu" and not torch.compiler.is_compiling():
+            step_hash = lowbias32_int(int(step) & U32)
+            keys = [lowbias32_int(seed_key ^ step_hash) for seed_key in self.seed_key.tolist()]
+            mixed = [k ^ (k >> 16) for k in keys]
+            return torch.tensor([[m - (m >> 31 << 32)] for m in mixed], dtype=torch.int32)
+        key = step_key(self.seed_key, step)[:, None]
+        key = key ^ (key >> 16)
+        return ((key + 2**31 & U32) - 2**31).to(torch.int32)
+
+    def turn_bit(self, step: torch.Tensor) -> torch.Tensor:
+        """[B, N] int8, minus the turn bit of every agent (-1: turn +, 0: turn -), that is
+        -(bit 31 of lowbias32(agent ^ key)) as api.turn_bits gives it, on 32-bit words.
+
+        The int32 tensors hold the hash's uint32 words in two's complement. Xor does not care;
+        int32 multiplication keeps the low 32 bits of the product (it wraps around, as the
+        uint32 multiply of the Triton kernels does); the logical shift x >> 15 is the arithmetic
+        one with the 15 copied sign bits masked off. The hash's last step x ^= x >> 16 leaves
+        bit 31 alone, so the bit is the sign of the word before it, and x >> 31 is -1 or 0.
+        """
+        x = self.agent_mix ^ self.key_mix(step)
+        x *= _HASH_MUL_1
+        x ^= (x >> 15) & 0x1FFFF
+        x *= _HASH_MUL_2
+        x >>= 31
+        return x.to(torch.int8)
+
+    def steer(self, readings: torch.Tensor, turn_bit: torch.Tensor) -> torch.Tensor:
+        """[B, N] int16 heading change (section 6.2) from [B, 3, N] readings F, L, R and the
+        negated turn bits, in int8 arithmetic on the rule's float32 comparisons:
+
+            side   = (R > L) - (L > R)                      (the rule's last three rows)
+            sign   = side + random * (random_sign - side)   (random: F < L and F < R)
+            change = sign * (1 - keep) * turn               (keep: F > L and F > R)
+        """
+        above = (readings[:, 1:3] > readings[:, 0:1]).view(torch.int8)  # L > F, R > F
+        below = (readings[:, 1:3] < readings[:, 0:1]).view(torch.int8)  # L < F, R < F
+        left, right = readings[:, 1], readings[:, 2]
+        sign = (right > left).view(torch.int8) - (left > right).view(torch.int8)
+        random = above[:, 0] & above[:, 1]
+        sign -= random * (sign + 1 + 2 * turn_bit)  # random_sign = 2 * bit - 1 = -2 * turn_bit - 1
+        sign *= 1 - (below[:, 0] & below[:, 1])
+        return sign * self.turn
+
+    def move(self, position: torch.Tensor, heading: torch.Tensor) -> torch.Tensor:
+        """[B, 2, N] int32 positions one step along the new (int64) headings (section 6.3)."""
+        moved = self.lookup(self.steps, heading)
+        moved += position
+        return self.grid.wrapped_positions_(moved)
+
+    def deposit_counts(self, position: torch.Tensor) -> torch.Tensor:
+        """[B, H, W] int64 number of agents in each cell (section 6.4; integers, order-free)."""
+        batch, _, height, width = self.shape
+        cell = self.grid.cells(position)
+        if self.cell_base is not None:
+            cell = cell + self.cell_base[:, :, 0]
+        counts = torch.bincount(cell.reshape(-1), minlength=batch * height * width)
+        return counts.view(batch, height, width)
+
+    def diffuse_and_decay(self, trail: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        """T_{t+1} = retain * (keep * T' + spread * sum3x3(T')), T' = T + deposit * counts, then
+        the flush to 0 below TRAIL_FLOOR (section 6.5); every product and sum rounded on its own,
+        with its operands in the contract's order."""
+        batch, _, height, width = self.shape
+        # T' into the middle of a copy padded by one wrapped-around cell on every side.
+        padded = trail.new_empty((batch, height + 2, width + 2))
+        deposited = padded[:, 1:-1, 1:-1]
+        # deposit * float32(count): the product's float32 type converts each count, as .to() does
+        torch.add(trail, self.deposit * counts, out=deposited)
+        padded[:, 0, 1:-1] = padded[:, height, 1:-1]
+        padded[:, -1, 1:-1] = padded[:, 1, 1:-1]
+        padded[:, :, 0] = padded[:, :, width]
+        padded[:, :, -1] = padded[:, :, 1]
+        # The left fold of the nine neighbours, row by row, left to right: each += is one float32
+        # addition of the running sum and the next neighbour.
+        total = padded[:, 0:height, 0:width] + padded[:, 0:height, 1:width + 1]
+        for dy, dx in ((0, 2), (1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)):
+            total += padded[:, dy:dy + height, dx:dx + width]
+        total *= self.spread  # one finite factor: its order does not matter, not even for NaN
+        blended = self.keep * deposited
+        blended += total  # keep * T' + spread * S in this order (it decides which NaN a sum keeps)
+        blended *= self.retain
+        # threshold replaces x <= _BELOW_FLOOR, i.e. x < TRAIL_FLOOR, by +0 and keeps NaN.
+        return torch.threshold_(blended, _BELOW_FLOOR, 0.0)
+
+    def step(self, state: State) -> State:
+        readings = self.sense(state.trail, state.position, state.heading.to(torch.int64))
+        heading = state.heading + self.steer(readings, self.turn_bit(state.step))
+        heading &= HEADING_MASK
+        position = self.move(state.position, heading.to(torch.int64))
+        counts = self.deposit_counts(position)
+        return State(position=position, heading=heading,
+                     trail=self.diffuse_and_decay(state.trail, counts), step=state.step + 1)
+
+
+def _plan(state: State, tables: Tables) -> _Plan:
+    return _Plan.build(tables, state.batch, state.agents, state.height, state.width)
 
 
 def sense(trail: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heading: torch.Tensor,
           tables: Tables) -> torch.Tensor:
-    """Trail [B, N] float32 at the nearest cell one sensor offset ahead along `heading`."""
-    _, height, width = trail.shape
-    dx, dy = _lookup(tables.sense_offset, heading)
-    cx = _wrap((x + dx) >> FRAC_BITS, width)
-    cy = _wrap((y + dy) >> FRAC_BITS, height)
-    batch = torch.arange(x.shape[0], device=x.device)[:, None]
-    return trail.reshape(-1)[(batch * height + cy) * width + cx]
-
-
-def steer(forward: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
-          turn_positive: torch.Tensor, turn: torch.Tensor) -> torch.Tensor:
-    """Heading change [B, N] int32 from the three readings (DESIGN.md section 3, step 2)."""
-    turn = turn[:, None]
-    zero = torch.zeros_like(turn)
-    random_turn = torch.where(turn_positive, turn, -turn)
-    side_turn = torch.where(left > right, -turn, torch.where(right > left, turn, zero))
-    change = torch.where((forward < left) & (forward < right), random_turn, side_turn)
-    return torch.where((forward > left) & (forward > right), zero, change)
-
-
-def move(x: torch.Tensor, y: torch.Tensor, heading: torch.Tensor, tables: Tables,
-         height: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Positions after one step along `heading`, wrapped onto the torus."""
-    dx, dy = _lookup(tables.step_offset, heading)
-    return _wrap(x + dx, width << FRAC_BITS), _wrap(y + dy, height << FRAC_BITS)
-
-
-def deposit_counts(x: torch.Tensor, y: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """[B, H, W] int32 number of agents in each cell (integer, so order does not matter)."""
-    batch = x.shape[0]
-    index = _cell_index(x, y, height, width).reshape(-1)
-    counts = torch.bincount(index, minlength=batch * height * width)
-    return counts.to(torch.int32).reshape(batch, height, width)
-
-
-def neighbour_sum(trail: torch.Tensor) -> torch.Tensor:
-    """Sum of each cell's 3x3 wrap-around neighbourhood, added row by row, left to right.
-
-    The order is part of the contract: (((T[y-1,x-1] + T[y-1,x]) + T[y-1,x+1]) + T[y,x-1]) ...
-    """
-    total = None
-    for dy in (-1, 0, 1):
-        for dx in (-1, 0, 1):
-            shifted = torch.roll(trail, shifts=(-dy, -dx), dims=(1, 2))
-            total = shifted if total is None else total + shifted
-    return total
-
-
-def diffuse_and_decay(trail: torch.Tensor, counts: torch.Tensor, tables: Tables) -> torch.Tensor:
-    """T_{t+1} = retain * (keep * T' + spread * sum3x3(T')), T' = T + deposit * counts."""
-    deposit = tables.deposit[:, None, None]
-    keep = tables.keep[:, None, None]
-    spread = tables.spread[:, None, None]
-    retain = tables.retain[:, None, None]
-    deposited = trail + deposit * counts.to(torch.float32)
-    blended = keep * deposited + spread * neighbour_sum(deposited)
-    updated = retain * blended
-    return torch.where(updated < TRAIL_FLOOR, torch.zeros_like(updated), updated)
+    """Trail [B, N] float32 at the nearest cell one sensor offset ahead along `heading` [B, N]."""
+    batch, height, width = trail.shape
+    offset = _Plan.lookup(tables.sense_offset.transpose(1, 2), heading.to(torch.int64))
+    cell = _Grid.build(height, width, trail.device).wrapped_cells_(offset + torch.stack([x, y], 1))
+    batch_start = torch.arange(batch, device=trail.device)[:, None] * (height * width)
+    cell = cell.to(torch.int64) + batch_start
+    return trail.reshape(-1)[cell]
 
 
 def step(state: State, tables: Tables) -> State:
     """One step of every simulation in the batch; returns the new state."""
-    _, height, width = state.trail.shape
-    x, y = state.position[:, 0], state.position[:, 1]
-    heading = state.heading.to(torch.int32)
-    sensor_turn = tables.sensor_turn[:, None]
-    forward = sense(state.trail, x, y, heading, tables)
-    left = sense(state.trail, x, y, (heading - sensor_turn) & HEADING_MASK, tables)
-    right = sense(state.trail, x, y, (heading + sensor_turn) & HEADING_MASK, tables)
-    turn_positive = turn_bits(tables.seed_key, state.step, state.agents)
-    heading = (heading + steer(forward, left, right, turn_positive, tables.turn)) & HEADING_MASK
-    x, y = move(x, y, heading, tables, height, width)
-    counts = deposit_counts(x, y, height, width)
-    return State(
-        position=torch.stack([x, y], dim=1),
-        heading=heading.to(torch.int16),
-        trail=diffuse_and_decay(state.trail, counts, tables),
-        step=state.step + 1,
-    )
+    return _plan(state, tables).step(state)
 
 
 class TorchSimulation:
@@ -122,10 +315,18 @@ class TorchSimulation:
     def __init__(self, state: State, tables: Tables):
         self.state = state
         self.tables = tables
+        self._plan: _Plan | None = None
+        self._plan_key = None
 
     def advance(self, steps: int) -> None:
+        state = self.state
+        key = (id(self.tables), state.batch, state.agents, state.height, state.width,
+               state.trail.device)
+        if self._plan_key != key:  # built once, again only if the state's shape or tables change
+            self._plan, self._plan_key = _plan(state, self.tables), key
         for _ in range(steps):
-            self.state = step(self.state, self.tables)
+            state = self._plan.step(state)
+        self.state = state
 
     @property
     def trail(self) -> torch.Tensor:

@@ -340,6 +340,62 @@ def test_trail_below_floor_is_flushed():
     assert after.trail[0, 2, 2].item() == 2.0**-100
 
 
+@pytest.mark.parametrize("width,height", [(16, 8), (16, 5), (5, 16), (8, 8)])
+def test_step_matches_naive_on_power_of_two_sides(width, height):
+    # Power-of-two sides take the reference's mask paths (wrap, cell rows), the others its
+    # sign-bit wraps. Sensors and steps of almost half the short side cross the edges in one
+    # move; a negative sensor angle and a turn of more than 360 degrees wrap the headings.
+    short = min(width, height)
+    batch = [params(sensor_angle=30.0, sensor_distance=short / 2 - 0.01, turn_angle=45.0,
+                    step_size=short / 2 - 0.3, seed=5),
+             params(sensor_angle=-67.5, sensor_distance=1.3, turn_angle=400.0, step_size=0.9,
+                    deposit=2.5, diffuse=0.6, decay=0.2, seed=2**31)]
+    tables = api.build_tables(batch)
+    state = make_state(random.Random(width * 31 + height), batch=2, agents=50, width=width,
+                       height=height, step=2**31 - 3)
+    _, branches = run_both(state, tables, steps=5)
+    assert branches.get("random", 0) > 0 and branches.get("left", 0) + branches.get("right", 0) > 0
+
+
+@pytest.mark.parametrize("on_host", [True, False])
+def test_turn_bits_of_the_step_match_the_contract(monkeypatch, on_host):
+    # The reference hashes 32-bit words in int32 (its products wrap mod 2^32) and, on the CPU,
+    # the step keys as Python ints; api.turn_bits (int64, no overflow) is the contract.
+    if not on_host:  # the tensor path that CUDA and torch.compile take
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    seeds = [0, 1, 7, 2**31 - 1, 2**31, 2**32 - 1, 0xDEADBEEF]
+    tables = api.build_tables([params(seed=s) for s in seeds])
+    agents = 70_000  # past 2^16, where agent ^ (agent >> 16) differs from agent
+    plan = reference._plan(api.spawn(seeds, agents, 8, 8), tables)
+    for step in (0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40 + 3):
+        expected = api.turn_bits(tables.seed_key, torch.tensor(step), agents)
+        assert torch.equal(plan.turn_bit(torch.tensor(step)), -expected.to(torch.int8))
+
+
+def test_simulation_equals_steps_and_follows_a_replaced_state():
+    tables = api.build_tables([params(seed=1), params(seed=2, sensor_angle=45.0)])
+
+    def same(a: api.State, b: api.State) -> bool:
+        return (torch.equal(a.position, b.position) and torch.equal(a.heading, b.heading)
+                and torch.equal(a.trail.view(torch.int32), b.trail.view(torch.int32))
+                and torch.equal(a.step, b.step))
+
+    def stepped(state: api.State, steps: int) -> api.State:
+        for _ in range(steps):
+            state = reference.step(state, tables)
+        return state
+
+    state = make_state(random.Random(8), batch=2, agents=40, width=16, height=8)
+    simulation = reference.TorchSimulation(state.clone(), tables)
+    simulation.advance(2)
+    simulation.advance(1)
+    assert same(simulation.state, stepped(state, 3))
+    other = make_state(random.Random(9), batch=2, agents=25, width=13, height=11, step=7)
+    simulation.state = other.clone()  # another shape: the simulation must not reuse its plan
+    simulation.advance(2)
+    assert same(simulation.state, stepped(other, 2))
+
+
 # ---------------------------------------------------------------------------------------------
 # Tables.
 
