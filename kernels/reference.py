@@ -227,10 +227,10 @@ class _Plan:
             sign   = side + random * (random_sign - side)   (random: F < L and F < R)
             change = sign * (1 - keep) * turn               (keep: F > L and F > R)
         """
-        above = (readings[:, 1:3] > readings[:, 0:1]).view(torch.int8)  # L > F, R > F
-        below = (readings[:, 1:3] < readings[:, 0:1]).view(torch.int8)  # L < F, R < F
+        above = (readings[:, 1:3] > readings[:, 0:1]).to(torch.int8)  # L > F, R > F
+        below = (readings[:, 1:3] < readings[:, 0:1]).to(torch.int8)  # L < F, R < F
         left, right = readings[:, 1], readings[:, 2]
-        sign = (right > left).view(torch.int8) - (left > right).view(torch.int8)
+        sign = (right > left).to(torch.int8) - (left > right).to(torch.int8)
         random = above[:, 0] & above[:, 1]
         sign -= random * (sign + 1 + 2 * turn_bit)  # random_sign = 2 * bit - 1 = -2 * turn_bit - 1
         sign *= 1 - (below[:, 0] & below[:, 1])

@@ -405,12 +405,16 @@ def diffuse_and_decay(trail: torch.Tensor, counts: torch.Tensor, next_counts: to
     """
     batch, height, width = trail.shape
     single = counts.data_ptr() == next_counts.data_ptr()
-    grid = (triton.cdiv(width, DIFFUSE_BLOCK_W), triton.cdiv(height, DIFFUSE_BLOCK_H), batch)
+    # Narrow canvases (the batched 256-wide sweeps) get tiles of several shorter rows instead of
+    # one mostly masked-off 512-wide row.
+    block_w = min(DIFFUSE_BLOCK_W, triton.next_power_of_2(width))
+    block_h = DIFFUSE_BLOCK_H * max(1, DIFFUSE_BLOCK_W // block_w)
+    grid = (triton.cdiv(width, block_w), triton.cdiv(height, block_h), batch)
     _diffuse_kernel[grid](
         trail, counts, next_counts, next_trail, step,
         tables.deposit, tables.keep, tables.spread, tables.retain,
         height, width,
-        BLOCK_H=DIFFUSE_BLOCK_H, BLOCK_W=DIFFUSE_BLOCK_W, CLEAR_NEXT=not single,
+        BLOCK_H=block_h, BLOCK_W=block_w, CLEAR_NEXT=not single,
         **_launch_options(DIFFUSE_WARPS),
     )
     if single:

@@ -25,10 +25,10 @@ PHASE_OF_KERNEL = (("agent", "sense/steer/move+deposit"), ("diffuse", "diffuse")
 
 @contextmanager
 def _phase_ranges():
-    """Wrap the reference's phase functions in record_function ranges while profiling."""
-    phases = {"sense": "sense/steer/move", "steer": "sense/steer/move", "move": "sense/steer/move",
-              "deposit_counts": "deposit", "diffuse_and_decay": "diffuse"}
-    originals = {name: getattr(reference, name) for name in phases}
+    """Wrap the reference's phase methods in record_function ranges while profiling."""
+    phases = {"sense": "sense/steer/move", "turn_bit": "sense/steer/move", "steer": "sense/steer/move",
+              "move": "sense/steer/move", "deposit_counts": "deposit", "diffuse_and_decay": "diffuse"}
+    originals = {name: getattr(reference._Plan, name) for name in phases}
 
     def wrap(name, function):
         def ranged(*args, **kwargs):
@@ -37,12 +37,12 @@ def _phase_ranges():
         return ranged
 
     for name, function in originals.items():
-        setattr(reference, name, wrap(name, function))
+        setattr(reference._Plan, name, wrap(name, function))
     try:
         yield
     finally:
         for name, function in originals.items():
-            setattr(reference, name, function)
+            setattr(reference._Plan, name, function)
 
 
 def _sync(device: torch.device) -> None:
