@@ -147,7 +147,7 @@ class Frame:
 
     index: [H, W] uint8 palette indices; preview: the GIF's (scaled) index frame; rgb: [H, W, 3]
     uint8. Arrays a frame does not need are None. They are slots of a ring that is reused
-    QUEUE_FRAMES + 2 frames later, by which time every worker has finished with them.
+    QUEUE_FRAMES + 3 frames later, by which time every worker has finished with them.
     """
 
     number: int
@@ -324,7 +324,11 @@ class FramePipeline:
         self.colourist, self.workers = colourist, workers
         self.needs = {w.needs for w in workers}
         self.preview = preview_size(preset.canvas.width, preset.canvas.height, gif_scale)
-        self.ring = HostRing(device, QUEUE_FRAMES + 2)
+        # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
+        # been handed over (the pipeline lags one frame), so each worker holds at most
+        # QUEUE_FRAMES of them queued plus one in hand, the oldest f - 2 - QUEUE_FRAMES: every
+        # frame up to f - 3 - QUEUE_FRAMES is done with, hence QUEUE_FRAMES + 3 slots.
+        self.ring = HostRing(device, QUEUE_FRAMES + 3)
         self.pending: list[tuple[Frame, torch.cuda.Event | None]] = []
         self.device = device
 

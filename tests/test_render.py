@@ -129,3 +129,22 @@ def test_cli_rejects_a_bad_scale(tmp_path, capsys):
     path.write_text(yaml.safe_dump(tiny_data()))
     assert main(["render", str(path), "--scale", "0", "--out", str(tmp_path / "o")]) == 2
     assert "--scale 0.0: must be a fraction" in capsys.readouterr().err
+
+
+def test_slow_encoders_get_the_frames_they_were_given(tmp_path, monkeypatch):
+    # Frame buffers are reused from a ring; an encoder that falls behind must still read each
+    # frame before its slot is refilled. A delay before encoding makes the producer lap it.
+    import time
+
+    from physarum.render.encode import GifWriter
+
+    quick = render_tiny(tmp_path / "quick", run={"steps": 40, "steps_per_frame": 1}).outputs
+    write = GifWriter.write
+
+    def slow(self, index, palette):
+        time.sleep(0.02)
+        return write(self, index, palette)
+
+    monkeypatch.setattr(GifWriter, "write", slow)
+    slow_outputs = render_tiny(tmp_path / "slow", run={"steps": 40, "steps_per_frame": 1}).outputs
+    assert slow_outputs["gif"].read_bytes() == quick["gif"].read_bytes()
