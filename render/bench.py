@@ -9,6 +9,7 @@ and written once) over the device-to-device copy bandwidth measured in the same 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import time
@@ -116,8 +117,9 @@ def _implementations(device: torch.device, skip: set[str]) -> dict[str, Callable
     params = [BENCH_PARAMS]
     impls = {
         "prototype": lambda state, tables: PrototypeSimulation(state, params * state.batch),
-        "torch.compile": CompiledReference,
         "torch": get_backend("torch"),
+        # after the reference: the compiler's worker processes linger and take CPU time
+        "torch.compile": CompiledReference,
     }
     if device.type == "cuda":
         impls["triton"] = get_backend("triton")
@@ -212,7 +214,8 @@ def triton_peak_memory(config: Config, device: torch.device, steps: int = 20) ->
 
 
 def environment(device: torch.device, bandwidth: float) -> dict:
-    info = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+    cpu = f"{os.cpu_count()}-core {platform.machine()} CPU"
+    info = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
             "torch": torch.__version__, "python": platform.python_version(),
             "copy_bandwidth_gb_per_s": bandwidth / 1e9, "cpu_threads": torch.get_num_threads()}
     try:

@@ -22,11 +22,19 @@ ORDER = ["prototype", "torch", "torch.compile", "triton", "triton, unsorted", "t
 
 
 def load(paths: list[str]) -> list[tuple[dict, dict]]:
-    rows = []
+    """Every result of the files; where two files measured the same (device, configuration,
+    implementation), the later file's row replaces the earlier one."""
+    rows: dict[tuple, tuple[dict, dict]] = {}
     for path in paths:
         document = json.loads(Path(path).read_text())
-        rows += [(document["environment"], row) for row in document["results"]]
-    return rows
+        for row in document["results"]:
+            key = (document["environment"]["device"], row["config"], row["implementation"])
+            rows[key] = (document["environment"], row)
+    order = {name: i for i, name in enumerate(["S", "L", "XL", "X", "CPU"])}
+    return sorted(rows.values(), key=lambda er: ("CPU" in er[0]["device"],
+                                                 order.get(er[1]["config"], 9),
+                                                 ORDER.index(er[1]["implementation"])
+                                                 if er[1]["implementation"] in ORDER else 9))
 
 
 def table(rows: list[tuple[dict, dict]]) -> str:
@@ -44,7 +52,7 @@ def table(rows: list[tuple[dict, dict]]) -> str:
 def plot(rows: list[tuple[dict, dict]], out: Path) -> None:
     configs = list(dict.fromkeys(f"{r['config']}\n{env['device']}" for env, r in rows))
     impls = [i for i in ORDER if any(r["implementation"] == i for _, r in rows)]
-    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
+    fig, ax = plt.subplots(figsize=(9, 4.8), dpi=110)
     width = 0.8 / max(1, len(impls))
     for k, impl in enumerate(impls):
         xs, ys = [], []
@@ -58,7 +66,7 @@ def plot(rows: list[tuple[dict, dict]], out: Path) -> None:
     ax.set_xticks(range(len(configs)), configs, fontsize=8)
     ax.set_ylabel("agent-steps per second")
     ax.set_title("physarum bench: agent-steps/s by configuration and implementation")
-    ax.legend(fontsize=8, ncol=3)
+    ax.legend(fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
