@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
     render.add_argument("--scale", type=float, default=None,
-                        help="GIF size as a fraction of the canvas, for previews of large canvases (0 < S <= 1)")
+                        help="GIF size as a fraction of the canvas (output.gif_scale), for previews of large canvases")
     render.add_argument("--frames-dir", default=None, metavar="DIR",
                         help="also write every frame as a numbered PNG into DIR")
 
@@ -76,6 +76,8 @@ def resolve_preset_path(name: str) -> Path:
 
 def _load_for_render(args) -> "Preset":  # noqa: F821
     overrides = {"seed": args.seed}
+    if args.scale is not None:  # a flag for output.gif_scale, so outputs carry it
+        args.settings = [*args.settings, f"output.gif_scale={args.scale!r}"]
     if args.from_file:
         path = Path(args.from_file)
         try:
@@ -93,11 +95,8 @@ def cmd_render(args) -> int:
     from physarum.render.runner import RenderOptions, render
 
     preset = _load_for_render(args)
-    scale = 1.0 if args.scale is None else args.scale
-    if not 0 < scale <= 1:
-        raise RenderError(f"--scale {args.scale}: must be a fraction of the canvas, 0 < scale <= 1")
     options = RenderOptions(backend=args.backend, device=args.device, out_dir=Path(args.out),
-                            quiet=args.quiet, gif_scale=scale,
+                            quiet=args.quiet,
                             frames_dir=Path(args.frames_dir) if args.frames_dir else None)
     result = render(preset, options)
     for note in result.notes:

@@ -101,6 +101,7 @@ class Output(_Section):
     formats: list[Literal["gif", "mp4", "png"]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
     fps: int = Field(30, ge=1, le=100)
     loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
+    gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
 
 
 class Preset(_Section):

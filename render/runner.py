@@ -239,7 +239,6 @@ class RenderOptions:
     device: str | None = None
     out_dir: Path = Path("outputs")
     quiet: bool = False
-    gif_scale: float = 1.0  # GIF preview size as a fraction of the canvas
     frames_dir: Path | None = None  # also write every frame as a numbered PNG here
 
 
@@ -273,7 +272,7 @@ def _writer(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colouri
     text, out = embedded_text(preset), preset.output
     width, height = preset.canvas.width, preset.canvas.height
     if fmt == "gif":
-        size = preview_size(width, height, options.gif_scale)
+        size = preview_size(width, height, out.gif_scale)
         return GifWriter(paths[fmt], *size, out.fps, out.loop, text, colourist.table(0)), "preview"
     if fmt == "mp4":
         return Mp4Writer(paths[fmt], width, height, out.fps, text), "rgb"
@@ -320,10 +319,10 @@ class FramePipeline:
     """
 
     def __init__(self, preset: Preset, colourist: Colourist, workers: list[EncoderWorker],
-                 device: torch.device, gif_scale: float):
+                 device: torch.device):
         self.colourist, self.workers = colourist, workers
         self.needs = {w.needs for w in workers}
-        self.preview = preview_size(preset.canvas.width, preset.canvas.height, gif_scale)
+        self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
         # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
         # been handed over (the pipeline lags one frame), so each worker holds at most
         # QUEUE_FRAMES of them queued plus one in hand, the oldest f - 2 - QUEUE_FRAMES: every
@@ -380,7 +379,7 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     simulation = make_simulation(preset, backend, torch_device)
     colourist = Colourist(preset.palette)
     workers = _open_workers(preset, paths, colourist, options)
-    pipeline = FramePipeline(preset, colourist, workers, torch_device, options.gif_scale)
+    pipeline = FramePipeline(preset, colourist, workers, torch_device)
     try:
         simulation.advance(preset.run.warmup)
         _frame_loop(preset, simulation, pipeline, options.quiet)

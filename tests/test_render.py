@@ -111,10 +111,11 @@ def test_killed_render_leaves_no_truncated_file(tmp_path):
 def test_gif_preview_scale_and_frames_dir(tmp_path):
     from PIL import Image
 
-    preset = build_preset(tiny_data(canvas={"width": 64, "height": 40}), "tiny.yaml")
+    preset = build_preset(tiny_data(canvas={"width": 64, "height": 40}, output={"gif_scale": 0.5}),
+                          "tiny.yaml")
     frames = tmp_path / "frames"
     result = runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path / "o", quiet=True,
-                           gif_scale=0.5, frames_dir=frames)
+                           frames_dir=frames)
     with Image.open(result.outputs["gif"]) as gif:
         assert gif.size == (32, 20) and gif.n_frames == 8
     sequence = sorted(frames.iterdir())
@@ -128,7 +129,7 @@ def test_cli_rejects_a_bad_scale(tmp_path, capsys):
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny_data()))
     assert main(["render", str(path), "--scale", "0", "--out", str(tmp_path / "o")]) == 2
-    assert "--scale 0.0: must be a fraction" in capsys.readouterr().err
+    assert "output.gif_scale: Input should be greater than 0 (got 0.0)" in capsys.readouterr().err
 
 
 def test_slow_encoders_get_the_frames_they_were_given(tmp_path, monkeypatch):
