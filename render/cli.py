@@ -17,6 +17,7 @@ from physarum.render.preset import PresetError, build_preset, load_preset
 from physarum.render.runner import RenderError, version
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
+SWEEPS_DIR = Path(__file__).resolve().parent.parent / "sweeps"
 EXIT_USAGE = 2
 
 
@@ -41,6 +42,23 @@ def _parser() -> argparse.ArgumentParser:
                         help="GIF size as a fraction of the canvas (output.gif_scale), for previews of large canvases")
     render.add_argument("--frames-dir", default=None, metavar="DIR",
                         help="also write every frame as a numbered PNG into DIR")
+    render.add_argument("--stats", action="store_true",
+                        help="also write per-step trail statistics as CSV (<name>-s<seed>.stats.csv)")
+
+    sweep = commands.add_parser("sweep", help="render every job of a sweep file, batched and resumable")
+    sweep.add_argument("sweep", metavar="SWEEP", help="a sweep YAML file, or the name of one in sweeps/")
+    sweep.add_argument("--dry-run", action="store_true", help="list the jobs (id, values, state); write nothing")
+    sweep.add_argument("--devices", default=None,
+                       help="all (every GPU, else the CPU; default), cpu, or a list like cuda:0,cuda:1")
+    sweep.add_argument("--ray", default=None, metavar="auto|local|ADDRESS",
+                       help="run batches as Ray tasks: auto joins the running cluster, local starts one here")
+    sweep.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
+    sweep.add_argument("--out", default="outputs", help="output folder; the sweep writes into OUT/<sweep>/")
+    sweep.add_argument("--retry-failed", action="store_true", help="run jobs that failed before again")
+    sweep.add_argument("--batch", type=int, default=None,
+                       help="at most this many simulations per batch (default 64; memory may lower it)")
+    sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
 
     commands.add_parser("presets", help="list the curated presets")
 
@@ -62,6 +80,25 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--develop", type=int, default=500, help="steps that develop the state first (default 500)")
     bench.add_argument("--skip", default="", help="implementations to leave out, e.g. prototype,torch.compile")
     bench.add_argument("--out", default=None, help="results JSON (default benchmarks/<device>.json)")
+
+    sens = commands.add_parser("sensitivity", help="divergence of minimally perturbed twins: Lyapunov "
+                               "exponents, saturation, parameter planes")
+    sens.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
+    sens.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                      help="override a preset key, e.g. --set canvas.width=256 (repeatable)")
+    sens.add_argument("--steps", type=int, default=None, help="steps after the perturbation (default: run.steps)")
+    sens.add_argument("--twins", type=int, default=None,
+                      help="twins per simulation, alternately agent and trail (default 8; 4 with --plane)")
+    sens.add_argument("--at", type=int, default=1, help="the step whose state is perturbed (default 1)")
+    sens.add_argument("--plane", nargs=2, default=None, metavar="KEY=LO:HI:N",
+                      help="measure over a grid of two model parameters, e.g. --plane "
+                           "model.deposit=1:10:16 model.decay=0.01:0.3:16")
+    sens.add_argument("--threshold", type=float, default=None,
+                      help="with --plane: exponent (per step) above which a point counts as unstable (default 0)")
+    sens.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
+    sens.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+    sens.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    sens.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -95,10 +132,19 @@ def cmd_render(args) -> int:
     from physarum.render.runner import RenderOptions, render
 
     preset = _load_for_render(args)
+    stats = None
+    if args.stats:
+        from physarum.render.runner import output_paths
+        from physarum.render.stats import StatsRecorder
+
+        stats = StatsRecorder(output_paths(preset, Path(args.out))["json"].with_suffix(".stats.csv"))
     options = RenderOptions(backend=args.backend, device=args.device, out_dir=Path(args.out),
                             quiet=args.quiet,
-                            frames_dir=Path(args.frames_dir) if args.frames_dir else None)
+                            frames_dir=Path(args.frames_dir) if args.frames_dir else None,
+                            on_step=stats)
     result = render(preset, options)
+    if stats is not None:
+        result.outputs["stats"] = stats.write()
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     for fmt, path in result.outputs.items():
@@ -110,6 +156,41 @@ def cmd_render(args) -> int:
         print(f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})",
               file=sys.stderr)
     return 0
+
+
+def resolve_sweep_path(name: str) -> Path:
+    """A path as given, or an example sweep's file when only its name is given."""
+    path = Path(name)
+    if path.exists() or path.suffix in (".yaml", ".yml"):
+        return path
+    example = SWEEPS_DIR / f"{name}.yaml"
+    return example if example.exists() else path
+
+
+def cmd_sweep(args) -> int:
+    from physarum.render import sweep as sweeps
+
+    sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
+    max_batch = sweeps.DEFAULT_MAX_BATCH if args.batch is None else args.batch
+    if args.dry_run:
+        print("\n".join(sweeps.dry_run_lines(sweep, Path(args.out), max(1, max_batch))))
+        return 0
+    options = sweeps.SweepOptions(backend=args.backend, devices=args.devices, ray=args.ray,
+                                  out_dir=Path(args.out), retry_failed=args.retry_failed,
+                                  max_batch=max_batch, quiet=args.quiet, gallery=not args.no_gallery)
+    summary = sweeps.run_sweep(sweep, options)
+    failed = summary.failed
+    print(f"{sweep.name}: {len(sweep.jobs)} jobs: {len(sweep.jobs) - len(failed)} done "
+          f"({summary.ran} run now, {summary.skipped} done before), {len(failed)} failed, "
+          f"{summary.seconds:.1f} s; manifest {summary.sweep_dir / 'manifest.jsonl'}")
+    if summary.gallery:
+        print(f"gallery: {summary.gallery}")
+    for record in failed:
+        error = (record.get("error") or "").splitlines()[0] if record.get("error") else record.get("status")
+        print(f"failed: {record['name']} {record['id']} ({sweeps.format_params(record['params'])}): {error}")
+    if failed:
+        print(f"{len(failed)} jobs failed; run again with --retry-failed to retry them", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_presets(args) -> int:
@@ -177,8 +258,37 @@ def torch_device_name(device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
+def cmd_sensitivity(args) -> int:
+    from physarum.render import analysis
+    from physarum.render.runner import resolve_backend, resolve_device
+
+    axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
+    preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    twins = 4 if axes and args.twins is None else 8 if args.twins is None else args.twins
+    if not 1 <= twins <= 64:
+        raise RenderError(f"--twins must be from 1 to 64, got {twins}")
+    if args.at < 1:
+        raise RenderError(f"--at must be at least 1 (the trail is empty before the first step), got {args.at}")
+    steps = _positive(preset.run.steps if args.steps is None else args.steps, "--steps")
+    device = resolve_device(args.device)
+    options = analysis.RunOptions(steps=steps, at=args.at, twins=analysis.twin_kinds(twins),
+                                  backend=resolve_backend(args.backend, device), device=device,
+                                  quiet=args.quiet)
+    threshold = analysis.GROWTH_THRESHOLD if args.threshold is None else args.threshold
+    if axes:
+        document = analysis.sensitivity_plane(preset, axes, options, Path(args.out), threshold,
+                                              torch_device_name(device))
+    else:
+        document = analysis.sensitivity(preset, options, Path(args.out), torch_device_name(device))
+    print("\n".join(analysis.summary_lines(document)))
+    for path in document["outputs"].values():
+        print(Path(args.out) / preset.name / path)
+    return 0
+
+
 COMMANDS = {"render": cmd_render, "presets": cmd_presets, "validate": cmd_validate,
-            "profile": cmd_profile, "bench": cmd_bench}
+            "profile": cmd_profile, "bench": cmd_bench, "sweep": cmd_sweep,
+            "sensitivity": cmd_sensitivity}
 
 
 def main(argv: list[str] | None = None) -> int:

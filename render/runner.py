@@ -12,8 +12,10 @@ import platform
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -21,7 +23,7 @@ from tqdm import tqdm
 
 from physarum.kernels import get_backend
 from physarum.render import __version__
-from physarum.kernels.api import build_tables, spawn
+from physarum.kernels.api import State, build_tables, spawn
 from physarum.render.colour import Colourist, downscale, preview_size
 from physarum.render.encode import (FramesDirWriter, GifWriter, Mp4Writer, PngWriter, even_size,
                                     write_json)
@@ -240,6 +242,8 @@ class RenderOptions:
     out_dir: Path = Path("outputs")
     quiet: bool = False
     frames_dir: Path | None = None  # also write every frame as a numbered PNG here
+    # called with the simulation after every step (--stats); steps then run one at a time
+    on_step: Callable[[object], None] | None = None
 
 
 @dataclass
@@ -249,6 +253,7 @@ class RenderResult:
     device: str
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    error: str | None = None  # render_batch: why this job failed (its files were removed)
 
 
 def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
@@ -381,8 +386,8 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     workers = _open_workers(preset, paths, colourist, options)
     pipeline = FramePipeline(preset, colourist, workers, torch_device)
     try:
-        simulation.advance(preset.run.warmup)
-        _frame_loop(preset, simulation, pipeline, options.quiet)
+        advance(simulation, preset.run.warmup, options.on_step)
+        _frame_loop(preset, simulation, pipeline, options.quiet, options.on_step)
         for worker in workers:
             worker.finish()
     except BaseException:
@@ -396,14 +401,26 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     return result
 
 
-def _frame_loop(preset: Preset, simulation, pipeline: FramePipeline, quiet: bool) -> None:
+def advance(simulation, steps: int, on_step: Callable[[object], None] | None = None) -> None:
+    """Advance `steps` steps; with on_step, one step at a time, calling on_step(simulation) after
+    each (on CUDA this gives up the Triton backend's graph chunks)."""
+    if on_step is None:
+        simulation.advance(steps)
+        return
+    for _ in range(steps):
+        simulation.advance(1)
+        on_step(simulation)
+
+
+def _frame_loop(preset: Preset, simulation, pipeline: FramePipeline, quiet: bool,
+                on_step: Callable[[object], None] | None = None) -> None:
     remaining, steps_done = preset.run.steps, 0
     began = time.perf_counter()
     with tqdm(total=preset.frames, unit="frame", disable=quiet, leave=False, desc=preset.name,
               dynamic_ncols=True) as bar:
         for number in range(preset.frames):
             steps = min(preset.run.steps_per_frame, remaining)
-            simulation.advance(steps)
+            advance(simulation, steps, on_step)
             remaining, steps_done = remaining - steps, steps_done + steps
             pipeline.submit(number, simulation.trail[0])
             pipeline.hand_over(keep=1)
@@ -431,3 +448,195 @@ def sidecar(preset: Preset, result: RenderResult) -> dict:
         "outputs": {fmt: {"file": p.name, "bytes": p.stat().st_size}
                     for fmt, p in result.outputs.items() if fmt != "json"},
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Batches: several presets of one shape advanced as one simulation (sweeps)
+
+
+def batch_key(preset: Preset) -> tuple:
+    """What presets must share to run as one batched simulation: canvas, agent count, run length.
+
+    Everything else may differ per simulation: model, seed, spawn pattern and radius (each
+    simulation is spawned on its own), palette and outputs (each has its own colouring and files).
+    """
+    return (preset.canvas.width, preset.canvas.height, preset.agents.count,
+            preset.run.steps, preset.run.steps_per_frame, preset.run.warmup)
+
+
+def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch.device):
+    """One simulation of B = len(presets): each preset spawned alone, then stacked on dim 0.
+
+    Spawning one at a time gives each simulation exactly the state make_simulation gives it, and
+    the model is batch-independent, so simulation b evolves as the preset rendered alone would."""
+    states = [spawn([p.seed], p.agents.count, p.canvas.width, p.canvas.height, p.agents.spawn,
+                    p.agents.radius) for p in presets]
+    state = State(position=torch.cat([s.position for s in states]),
+                  heading=torch.cat([s.heading for s in states]),
+                  trail=torch.cat([s.trail for s in states]),
+                  step=states[0].step)
+    tables = build_tables([p.model_params() for p in presets], device=device)
+    if backend == "triton":
+        return get_backend(backend)(state, tables, device=device)
+    return get_backend(backend)(state.to(device), tables)
+
+
+@dataclass
+class _BatchJob:
+    """One simulation of a batch on its way to its own files."""
+
+    index: int
+    preset: Preset
+    paths: dict[str, Path]
+    notes: list[str]
+    workers: list[EncoderWorker] = field(default_factory=list)
+    pipeline: FramePipeline | None = None
+    error: str | None = None
+
+    def fail(self, error: BaseException) -> None:
+        """Stop this job: abort its encoders, remove its files (finished ones too: a failed job
+        keeps no outputs that could pass for a complete set)."""
+        self.error = self.error or str(error)
+        for worker in self.workers:
+            worker.abort()
+        for path in self.paths.values():
+            path.unlink(missing_ok=True)
+
+    def hand_over(self, keep: int = 0) -> None:
+        if self.error is None:
+            try:
+                self.pipeline.hand_over(keep)
+            except RenderError as error:
+                self.fail(error)
+
+    def finish(self) -> None:
+        if self.error is None:
+            try:
+                for worker in self.workers:
+                    worker.finish()
+            except (RenderError, OSError) as error:
+                self.fail(error)
+
+
+def _check_distinct_outputs(presets: Sequence[Preset], paths: list[dict[str, Path]]) -> None:
+    seen = set()
+    for preset, job_paths in zip(presets, paths):
+        if job_paths["json"] in seen:
+            raise RenderError(f"{preset.name}: two presets of the batch would write the same files "
+                              f"({job_paths['json'].with_suffix('')}.*); give them different names or seeds")
+        seen.add(job_paths["json"])
+
+
+def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None,
+                 **kwargs) -> list[RenderResult]:
+    """Render several presets as one batched simulation (B = len(presets)); one result each.
+
+    The presets must share batch_key(). Each keeps its own colouring, encoders and files, byte for
+    byte those render() writes for it alone. A job whose encoder fails is stopped and its files
+    removed while the others go on; its result carries the error and no outputs. A failure of the
+    simulation itself (or an interruption) stops every job and is raised.
+    """
+    options = options or RenderOptions(**kwargs)
+    presets = list(presets)
+    if not presets:
+        return []
+    if getattr(options, "on_step", None) is not None:
+        raise ValueError("render_batch: per-step callbacks (--stats) are for single renders")
+    if len({batch_key(p) for p in presets}) > 1:
+        raise ValueError("render_batch: the presets differ in canvas, agent count or run length; "
+                         "group them by batch_key()")
+    torch_device = resolve_device(options.device)
+    if torch_device.type == "cpu":
+        share_cpu_with_encoders()
+    backend = resolve_backend(options.backend, torch_device)
+    notes = [check_formats(p) for p in presets]
+    check_memory(presets[0], backend, torch_device, batch=len(presets))
+    paths = [output_paths(p, Path(options.out_dir)) for p in presets]
+    _check_distinct_outputs(presets, paths)
+    for job_paths in paths:
+        job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
+    if options.frames_dir:
+        Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    simulation = make_batch_simulation(presets, backend, torch_device)
+    jobs = [_BatchJob(b, p, job_paths, job_notes)
+            for b, (p, job_paths, job_notes) in enumerate(zip(presets, paths, notes))]
+    try:
+        for job in jobs:
+            colourist = Colourist(job.preset.palette)
+            job.workers = _open_batch_workers(job.preset, job.paths, colourist, options)
+            job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
+        simulation.advance(presets[0].run.warmup)
+        _batch_frame_loop(presets[0], simulation, jobs, options.quiet)
+        for job in jobs:
+            job.finish()
+    except BaseException:
+        for job in jobs:
+            for worker in job.workers:
+                worker.abort()
+        raise
+    elapsed = time.perf_counter() - started
+    return [_batch_result(job, backend, torch_device, elapsed, len(jobs)) for job in jobs]
+
+
+def _open_batch_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
+                        options: RenderOptions) -> list[EncoderWorker]:
+    """_open_workers, with the MP4 encoded in a process of its own: the bytes x264 writes in a
+    process that has run other encoders, or runs them at once, can differ from those of a fresh
+    `physarum render` (see render/mp4_process.py)."""
+    from physarum.render.mp4_process import Mp4Process
+
+    formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
+    workers = []
+    try:
+        for fmt in formats:
+            if fmt == "mp4":
+                writer, needs = Mp4Process(paths[fmt], preset.canvas.width, preset.canvas.height,
+                                           preset.output.fps, embedded_text(preset)), "rgb"
+            else:
+                writer, needs = _writer(fmt, preset, paths, colourist, options)
+            workers.append(EncoderWorker(fmt, writer, needs, colourist))
+    except BaseException:
+        for worker in workers:
+            worker.abort()
+        raise
+    return workers
+
+
+def _batch_frame_loop(run: Preset, simulation, jobs: list[_BatchJob], quiet: bool) -> None:
+    remaining, steps_done = run.run.steps, 0
+    began = time.perf_counter()
+    with tqdm(total=run.frames, unit="frame", disable=quiet, leave=False,
+              desc=f"{len(jobs)} simulations", dynamic_ncols=True) as bar:
+        for number in range(run.frames):
+            if all(job.error for job in jobs):
+                break
+            steps = min(run.run.steps_per_frame, remaining)
+            simulation.advance(steps)
+            remaining, steps_done = remaining - steps, steps_done + steps
+            trail = simulation.trail
+            for job in jobs:
+                if job.error is None:
+                    job.pipeline.submit(number, trail[job.index])
+            for job in jobs:
+                job.hand_over(keep=1)
+            bar.update(1)
+            if not quiet and number % 10 == 0:
+                rate = steps_done * len(jobs) / (time.perf_counter() - began)
+                bar.set_postfix_str(f"{rate:.0f} simulation-steps/s", refresh=False)
+        for job in jobs:
+            job.hand_over()
+
+
+def _batch_result(job: _BatchJob, backend: str, device: torch.device, elapsed: float,
+                  batch: int) -> RenderResult:
+    notes = list(job.notes)
+    if batch > 1:
+        notes.append(f"rendered as one of {batch} simulations of a batch (total_s is the batch's)")
+    timings = {"total_s": elapsed}
+    timings.update({f"encode_{w.name}_s": w.seconds for w in job.workers})
+    if job.error is not None:
+        return RenderResult({}, backend, _device_name(device), timings, notes, error=job.error)
+    result = RenderResult(job.paths, backend, _device_name(device), timings, notes)
+    write_json(job.paths["json"], sidecar(job.preset, result))
+    return result

@@ -1,0 +1,430 @@
+"""The gallery of a sweep: index.html to browse every job, contact.png to see them all at once.
+
+The page is one static file that works from the file system with no server and no network: its
+CSS and script are inline, previews are relative links to each job's GIF (or PNG), and every
+job's preset YAML is embedded for the copy button. Sorting and filtering happen in the page;
+`index.html?filter=model.decay=0.1&sort=model.sensor_angle&order=desc` opens it filtered.
+
+Records are the sweep manifest's last record of each job (sweep.job_record): id, name, index,
+status, params, preset, and for done jobs outputs (paths relative to the sweep folder).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+
+import yaml
+from PIL import Image, ImageDraw, ImageFont
+
+from physarum.render.encode import PartialFile
+
+TILE = 160  # contact-sheet tile side for the picture, pixels
+TILE_SMALL = 96  # ... for sweeps of more than MANY_JOBS jobs, so the sheet stays a sane size
+MANY_JOBS = 256
+MAX_COLUMNS = 8
+SELECT_VALUES = 24  # a parameter with at most this many distinct values is filtered by a list
+LABEL_FONT_SIZE = 11
+BACKGROUND = (16, 16, 20)
+TEXT = (225, 225, 230)
+FAILED = (200, 70, 70)
+
+
+def write_gallery(sweep_dir: Path, records: list[dict]) -> Path:
+    """Write sweep_dir/index.html and sweep_dir/contact.png for these job records; returns the page."""
+    sweep_dir = Path(sweep_dir)
+    page = sweep_dir / "index.html"
+    partial = PartialFile(page)
+    partial.temporary.write_text(gallery_html(sweep_dir, records), encoding="utf-8")
+    partial.commit()
+    write_contact_sheet(sweep_dir, records)
+    return page
+
+
+# ---------------------------------------------------------------------------------------------
+# The page
+
+
+def _label(value) -> str:
+    from physarum.render.sweep import format_value
+
+    return format_value(value)
+
+
+def _preview(record: dict) -> str | None:
+    outputs = record.get("outputs") or {}
+    if record.get("status") != "done":
+        return None
+    return outputs.get("gif") or outputs.get("png")
+
+
+def _script_json(value) -> str:
+    """JSON safe inside a <script> element (no '<', '>' or '&' to end it early)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def preset_yaml(record: dict) -> str:
+    header = f"# physarum sweep job {record['name']} ({record['id']})\n"
+    return header + yaml.safe_dump(record["preset"], sort_keys=False)
+
+
+def gallery_html(sweep_dir: Path, records: list[dict]) -> str:
+    keys = list(dict.fromkeys(key for record in records for key in record.get("params", {})))
+    title = sweep_dir.name
+    done = sum(1 for r in records if r.get("status") == "done")
+    cards = "\n".join(_card(record, keys) for record in records)
+    presets = {record["id"]: preset_yaml(record) for record in records}
+    sort_options = "".join(f'<option value="{html.escape(k)}">{html.escape(k)}</option>' for k in keys)
+    filters = "".join(_filter_control(key, [r.get("params", {}).get(key) for r in records]) for key in keys)
+    statuses = sorted({r.get("status", "?") for r in records})
+    filters += _select("status", statuses)
+    return PAGE.format(
+        title=html.escape(title), count=len(records), done=done, failed=len(records) - done,
+        sort_options=sort_options, filters=filters, cards=cards,
+        presets=_script_json(presets), script=SCRIPT, style=STYLE)
+
+
+def _select(key: str, values: list[str]) -> str:
+    options = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
+    return (f'<label>{html.escape(key)} <select data-filter="{html.escape(key)}">'
+            f'<option value="">any</option>{options}</select></label>')
+
+
+def _filter_control(key: str, values: list) -> str:
+    labels = list(dict.fromkeys(_label(v) for v in values if v is not None))
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values if v is not None)
+    if numbers:
+        labels.sort(key=float)
+    if len(labels) <= SELECT_VALUES:
+        return _select(key, labels)
+    if numbers:  # many distinct numbers (random sweeps): a range
+        k = html.escape(key)
+        return (f'<label>{k} <input type="number" step="any" data-min="{k}" placeholder="min"> '
+                f'<input type="number" step="any" data-max="{k}" placeholder="max"></label>')
+    return (f'<label>{html.escape(key)} <input type="search" data-contains="{html.escape(key)}" '
+            f'placeholder="contains"></label>')
+
+
+def _card(record: dict, keys: list[str]) -> str:
+    params = record.get("params", {})
+    values = {key: _label(params[key]) for key in keys if key in params}
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in values.items())
+    preview = _preview(record)
+    preset = record.get("preset", {})
+    width, height = _preview_size(preset)
+    name = html.escape(record["name"])
+    if preview:
+        picture = (f'<a href="{html.escape(preview)}"><img src="{html.escape(preview)}" alt="{name}" '
+                   f'width="{width}" height="{height}" loading="eager"></a>')
+    else:
+        error = html.escape((record.get("error") or record.get("status", "")).strip())
+        picture = f'<div class="missing"><b>{html.escape(record.get("status", "?"))}</b><pre>{error}</pre></div>'
+    links = "".join(f' <a href="{html.escape(path)}">{html.escape(fmt)}</a>'
+                    for fmt, path in (record.get("outputs") or {}).items())
+    return (f'<figure class="card {html.escape(record.get("status", ""))}" id="job-{record["id"]}" '
+            f'data-index="{record.get("index", 0)}" data-status="{html.escape(record.get("status", ""))}" '
+            f'data-values="{html.escape(json.dumps(values))}" data-numbers="{html.escape(json.dumps(_numbers(params, keys)))}">'
+            f'{picture}<figcaption><div class="name"><b>{name}</b> <code>{record["id"]}</code>{links}</div>'
+            f'<table>{rows}</table>'
+            f'<button type="button" class="copy" data-id="{record["id"]}">copy preset YAML</button>'
+            f'</figcaption></figure>')
+
+
+def _numbers(params: dict, keys: list[str]) -> dict:
+    return {k: params[k] for k in keys
+            if isinstance(params.get(k), (int, float)) and not isinstance(params.get(k), bool)}
+
+
+def _preview_size(preset: dict) -> tuple[int, int]:
+    canvas, output = preset.get("canvas", {}), preset.get("output", {})
+    scale = output.get("gif_scale", 1.0) if "gif" in output.get("formats", []) else 1.0
+    width, height = canvas.get("width", 256), canvas.get("height", 256)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+STYLE = """
+:root { color-scheme: dark; --bg: #101014; --card: #1b1b22; --text: #e1e1e6; --dim: #9a9aa6; }
+body { margin: 0; font: 14px/1.4 system-ui, sans-serif; background: var(--bg); color: var(--text); }
+header { position: sticky; top: 0; z-index: 1; background: #16161ccc; backdrop-filter: blur(6px);
+         padding: 10px 16px; border-bottom: 1px solid #2a2a33; }
+h1 { margin: 0 0 4px; font-size: 18px; }
+header p { margin: 0 0 8px; color: var(--dim); }
+a { color: #8ab4ff; }
+#controls { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center; }
+#controls label { white-space: nowrap; color: var(--dim); }
+select, input, button { background: #24242c; color: var(--text); border: 1px solid #3a3a46;
+                        border-radius: 4px; padding: 2px 6px; font: inherit; }
+input[type=number] { width: 6em; }
+button { cursor: pointer; }
+main { display: grid; grid-template-columns: repeat(auto-fill, minmax(272px, 1fr)); gap: 12px; padding: 16px; }
+.card { margin: 0; background: var(--card); border-radius: 6px; padding: 8px; }
+.card[hidden] { display: none; }
+.card img { display: block; width: 256px; max-width: 100%; height: auto; image-rendering: pixelated;
+            margin: 0 auto; background: #000; }
+.card .missing { height: 160px; overflow: auto; color: #e07070; }
+.card .missing pre { white-space: pre-wrap; font-size: 11px; }
+.card table { border-collapse: collapse; margin: 4px 0; font-size: 12px; }
+.card th { text-align: left; font-weight: normal; color: var(--dim); padding-right: 8px; }
+.card .name { margin-top: 6px; }
+.card .name a { font-size: 12px; }
+code { color: var(--dim); }
+#clip { position: fixed; left: -9999px; top: 0; }
+"""
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+  var body = document.body;
+  var errorLog = document.getElementById("errors");
+  function recordError(message) {
+    body.dataset.errors = String(Number(body.dataset.errors || 0) + 1);
+    errorLog.hidden = false;
+    errorLog.textContent += message + "\n";
+  }
+  window.onerror = function (message, source, line) { recordError(message + " (" + source + ":" + line + ")"); };
+  window.addEventListener("unhandledrejection", function (event) { recordError("unhandled: " + event.reason); });
+  var consoleError = console.error;
+  console.error = function () {
+    recordError(Array.prototype.join.call(arguments, " "));
+    consoleError.apply(console, arguments);
+  };
+
+  var presets = JSON.parse(document.getElementById("presets").textContent);
+  var grid = document.getElementById("cards");
+  var cards = Array.prototype.slice.call(grid.querySelectorAll(".card"));
+  cards.forEach(function (card) {
+    card.values = JSON.parse(card.dataset.values);
+    card.numbers = JSON.parse(card.dataset.numbers);
+  });
+  var filters = {};  // key -> {equals: label} | {min: n} | {max: n} | {contains: text}
+  var sortKey = "index", descending = false;
+
+  function valueOf(card, key) { return key === "status" ? card.dataset.status : card.values[key]; }
+  function sameValue(label, wanted) {
+    if (label === undefined) return false;
+    var a = Number(label), b = Number(wanted);
+    if (label !== "" && wanted !== "" && !isNaN(a) && !isNaN(b)) return a === b;
+    return label === wanted;
+  }
+  function matches(card) {
+    return Object.keys(filters).every(function (key) {
+      var rule = filters[key], label = valueOf(card, key), number = card.numbers[key];
+      if (rule.equals !== undefined && rule.equals !== "" && !sameValue(label, rule.equals)) return false;
+      if (rule.min !== undefined && !(number >= rule.min)) return false;
+      if (rule.max !== undefined && !(number <= rule.max)) return false;
+      if (rule.contains && (label || "").indexOf(rule.contains) < 0) return false;
+      return true;
+    });
+  }
+  function apply() {
+    var shown = 0;
+    cards.forEach(function (card) { card.hidden = !matches(card); if (!card.hidden) shown++; });
+    document.getElementById("shown").textContent = shown + " of " + cards.length + " shown";
+    body.dataset.shown = String(shown);
+  }
+  function compare(a, b) {  // 0 for ties, which keep job order either way
+    if (sortKey === "index") return Number(a.dataset.index) - Number(b.dataset.index);
+    var x = sortKey in a.numbers ? a.numbers[sortKey] : valueOf(a, sortKey);
+    var y = sortKey in b.numbers ? b.numbers[sortKey] : valueOf(b, sortKey);
+    if (x === y) return 0;
+    if (x === undefined) return 1;
+    if (y === undefined) return -1;
+    return x < y ? -1 : 1;
+  }
+  function sort() {
+    cards.sort(function (a, b) {
+      var order = compare(a, b);
+      if (order === 0) return Number(a.dataset.index) - Number(b.dataset.index);
+      return descending ? -order : order;
+    });
+    cards.forEach(function (card) { grid.appendChild(card); });
+    document.getElementById("order").textContent = descending ? "descending" : "ascending";
+    document.getElementById("sort").value = sortKey;
+  }
+  function rule(key) { return filters[key] || (filters[key] = {}); }
+
+  document.querySelectorAll("[data-filter]").forEach(function (select) {
+    select.addEventListener("change", function () { rule(select.dataset.filter).equals = select.value; apply(); });
+  });
+  document.querySelectorAll("[data-min],[data-max]").forEach(function (input) {
+    input.addEventListener("input", function () {
+      var key = input.dataset.min || input.dataset.max, bound = input.dataset.min ? "min" : "max";
+      var value = input.value === "" ? undefined : Number(input.value);
+      rule(key)[bound] = value;
+      apply();
+    });
+  });
+  document.querySelectorAll("[data-contains]").forEach(function (input) {
+    input.addEventListener("input", function () { rule(input.dataset.contains).contains = input.value; apply(); });
+  });
+  document.getElementById("sort").addEventListener("change", function (event) { sortKey = event.target.value; sort(); });
+  document.getElementById("order").addEventListener("click", function () { descending = !descending; sort(); });
+
+  function copyText(text, done) {
+    function fallback() {  // also where the text stays, shown, if the browser refuses to copy
+      var area = document.getElementById("clip");
+      area.textContent = text;
+      area.value = text;
+      area.select();
+      var ok = false;
+      try { ok = document.execCommand("copy"); } catch (error) { ok = false; }
+      done(ok ? "execCommand" : "failed");
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () { done("clipboard"); }, fallback);
+    } else {
+      fallback();
+    }
+  }
+  grid.addEventListener("click", function (event) {
+    var button = event.target.closest("button.copy");
+    if (!button) return;
+    var text = presets[button.dataset.id];
+    copyText(text, function (method) {
+      button.textContent = method === "failed" ? "copy failed: select it below" : "copied";
+      body.dataset.copyMethod = method;
+      body.dataset.copyChars = String(text.length);
+      if (method === "failed") { var area = document.getElementById("clip"); area.style.position = "static"; }
+      setTimeout(function () { button.textContent = "copy preset YAML"; }, 1500);
+    });
+  });
+
+  var images = Array.prototype.slice.call(document.images), settled = 0, loaded = 0;
+  function settle(image, ok) {
+    image.dataset.loaded = ok ? "1" : "0";
+    image.dataset.naturalWidth = String(image.naturalWidth);
+    if (ok) loaded++;
+    if (++settled === images.length) { body.dataset.imagesLoaded = String(loaded); body.dataset.ready = "1"; }
+  }
+  images.forEach(function (image) {
+    if (image.complete) { settle(image, image.naturalWidth > 0); return; }
+    image.addEventListener("load", function () { settle(image, image.naturalWidth > 0); });
+    image.addEventListener("error", function () { settle(image, false); });
+  });
+  if (!images.length) { body.dataset.imagesLoaded = "0"; body.dataset.ready = "1"; }
+
+  var query = new URLSearchParams(location.search);
+  query.getAll("filter").forEach(function (item) {
+    item.split(",").forEach(function (pair) {
+      var at = pair.indexOf("=");
+      if (at < 1) return;
+      var key = pair.slice(0, at), value = pair.slice(at + 1);
+      rule(key).equals = value;
+      var select = document.querySelector('[data-filter="' + CSS.escape(key) + '"]');
+      if (select) select.value = value;
+    });
+  });
+  if (query.get("sort")) sortKey = query.get("sort");
+  descending = query.get("order") === "desc";
+  sort();
+  apply();
+  if (query.get("selftest") === "copy") {
+    var first = grid.querySelector(".card:not([hidden]) button.copy");
+    if (first) first.click();
+  }
+})();
+"""
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>physarum sweep {title}</title>
+<style>{style}</style>
+</head>
+<body data-errors="0" data-jobs="{count}">
+<header>
+<h1>physarum sweep {title}</h1>
+<p>{count} jobs: {done} done, {failed} not done &middot; <a href="contact.png">contact sheet</a>
+&middot; <a href="manifest.jsonl">manifest</a></p>
+<div id="controls">
+<label>sort by <select id="sort"><option value="index">job</option>{sort_options}<option value="status">status</option></select></label>
+<button type="button" id="order">ascending</button>
+{filters}
+<span id="shown"></span>
+</div>
+</header>
+<main id="cards">
+{cards}
+</main>
+<textarea id="clip" readonly aria-hidden="true"></textarea>
+<pre id="errors" hidden></pre>
+<script type="application/json" id="presets">{presets}</script>
+<script>{script}</script>
+</body>
+</html>
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# The contact sheet
+
+
+def _last_frame(sweep_dir: Path, record: dict) -> Image.Image | None:
+    """The job's last frame: its PNG still, else the GIF's last frame."""
+    outputs = record.get("outputs") or {}
+    if record.get("status") != "done":
+        return None
+    try:
+        if "png" in outputs:
+            with Image.open(sweep_dir / outputs["png"]) as image:
+                return image.convert("RGB")
+        if "gif" in outputs:
+            with Image.open(sweep_dir / outputs["gif"]) as image:
+                image.seek(image.n_frames - 1)
+                return image.convert("RGB")
+    except OSError:
+        return None
+    return None
+
+
+def _fit(image: Image.Image, side: int) -> Image.Image:
+    scale = side / max(image.size)
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    return image.resize(size, Image.NEAREST if scale >= 1 else Image.LANCZOS)
+
+
+def _clip(text: str, font, width: int) -> str:
+    while text and font.getlength(text) > width:
+        text = text[:-2] + "\u2026" if len(text) > 2 else ""
+    return text
+
+
+def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
+    """Every job's last frame in a grid, each labelled with its name and parameter values."""
+    side = TILE if len(records) <= MANY_JOBS else TILE_SMALL
+    font = ImageFont.load_default(size=LABEL_FONT_SIZE)
+    line = LABEL_FONT_SIZE + 3
+    lines = 1 + max((len(r.get("params", {})) for r in records), default=0)
+    pad = 6
+    cell_w, cell_h = side + 2 * pad, side + 2 * pad + lines * line
+    columns = max(1, min(MAX_COLUMNS, math.ceil(math.sqrt(len(records)))))
+    rows = max(1, math.ceil(len(records) / columns))
+    sheet = Image.new("RGB", (columns * cell_w, rows * cell_h), BACKGROUND)
+    draw = ImageDraw.Draw(sheet)
+    for number, record in enumerate(records):
+        x, y = (number % columns) * cell_w + pad, (number // columns) * cell_h + pad
+        frame = _last_frame(sweep_dir, record)
+        if frame is None:
+            draw.rectangle([x, y, x + side - 1, y + side - 1], outline=FAILED)
+            draw.text((x + 6, y + 6), record.get("status", "?"), fill=FAILED, font=font)
+        else:
+            tile = _fit(frame, side)
+            sheet.paste(tile, (x + (side - tile.width) // 2, y + (side - tile.height) // 2))
+        labels = [record["name"]] + [f"{k}={_label(v)}" for k, v in record.get("params", {}).items()]
+        for row, text in enumerate(labels):
+            draw.text((x, y + side + 2 + row * line), _clip(text, font, side), fill=TEXT, font=font)
+    return sheet
+
+
+def write_contact_sheet(sweep_dir: Path, records: list[dict]) -> Path:
+    path = Path(sweep_dir) / "contact.png"
+    partial = PartialFile(path)
+    image = contact_sheet(Path(sweep_dir), records)
+    image.save(partial.temporary, format="PNG", optimize=False)
+    partial.commit()
+    return path
