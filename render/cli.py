@@ -102,13 +102,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_preset_path(name: str) -> Path:
-    """A path as given, or a curated preset's file when only its name is given."""
+def _path_or_named(name: str, folder: Path) -> Path:
+    """A path as given, or the file `folder/<name>.yaml` when only a name is given."""
     path = Path(name)
     if path.exists() or path.suffix in (".yaml", ".yml"):
         return path
-    curated = PRESETS_DIR / f"{name}.yaml"
-    return curated if curated.exists() else path
+    named = folder / f"{name}.yaml"
+    return named if named.exists() else path
+
+
+def resolve_preset_path(name: str) -> Path:
+    """A path as given, or a curated preset's file when only its name is given."""
+    return _path_or_named(name, PRESETS_DIR)
 
 
 def _load_for_render(args) -> "Preset":  # noqa: F821
@@ -160,11 +165,7 @@ def cmd_render(args) -> int:
 
 def resolve_sweep_path(name: str) -> Path:
     """A path as given, or an example sweep's file when only its name is given."""
-    path = Path(name)
-    if path.exists() or path.suffix in (".yaml", ".yml"):
-        return path
-    example = SWEEPS_DIR / f"{name}.yaml"
-    return example if example.exists() else path
+    return _path_or_named(name, SWEEPS_DIR)
 
 
 def cmd_sweep(args) -> int:

@@ -287,12 +287,21 @@ def _writer(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colouri
 
 
 def _open_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
-                  options: RenderOptions) -> list[EncoderWorker]:
+                  options: RenderOptions, mp4_in_process: bool = False) -> list[EncoderWorker]:
+    """One encoder worker per output. mp4_in_process (batches) encodes the MP4 in a process of
+    its own: x264's bytes in a process that has run other encoders, or runs them at once, were
+    seen to differ from a fresh `physarum render` (render/mp4_process.py)."""
     formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
     workers = []
     try:
         for fmt in formats:
-            writer, needs = _writer(fmt, preset, paths, colourist, options)
+            if fmt == "mp4" and mp4_in_process:
+                from physarum.render.mp4_process import Mp4Process
+
+                writer, needs = Mp4Process(paths[fmt], preset.canvas.width, preset.canvas.height,
+                                           preset.output.fps, embedded_text(preset)), "rgb"
+            else:
+                writer, needs = _writer(fmt, preset, paths, colourist, options)
             workers.append(EncoderWorker(fmt, writer, needs, colourist))
     except BaseException:
         for worker in workers:
@@ -564,7 +573,7 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
     try:
         for job in jobs:
             colourist = Colourist(job.preset.palette)
-            job.workers = _open_batch_workers(job.preset, job.paths, colourist, options)
+            job.workers = _open_workers(job.preset, job.paths, colourist, options, mp4_in_process=True)
             job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
         simulation.advance(presets[0].run.warmup)
         _batch_frame_loop(presets[0], simulation, jobs, options.quiet)
@@ -577,30 +586,6 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
         raise
     elapsed = time.perf_counter() - started
     return [_batch_result(job, backend, torch_device, elapsed, len(jobs)) for job in jobs]
-
-
-def _open_batch_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
-                        options: RenderOptions) -> list[EncoderWorker]:
-    """_open_workers, with the MP4 encoded in a process of its own: the bytes x264 writes in a
-    process that has run other encoders, or runs them at once, can differ from those of a fresh
-    `physarum render` (see render/mp4_process.py)."""
-    from physarum.render.mp4_process import Mp4Process
-
-    formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
-    workers = []
-    try:
-        for fmt in formats:
-            if fmt == "mp4":
-                writer, needs = Mp4Process(paths[fmt], preset.canvas.width, preset.canvas.height,
-                                           preset.output.fps, embedded_text(preset)), "rgb"
-            else:
-                writer, needs = _writer(fmt, preset, paths, colourist, options)
-            workers.append(EncoderWorker(fmt, writer, needs, colourist))
-    except BaseException:
-        for worker in workers:
-            worker.abort()
-        raise
-    return workers
 
 
 def _batch_frame_loop(run: Preset, simulation, jobs: list[_BatchJob], quiet: bool) -> None:
