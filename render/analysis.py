@@ -125,8 +125,8 @@ def raise_trail(values: torch.Tensor) -> torch.Tensor:
 
 def decisive_cells(state: State, tables: Tables) -> list[torch.Tensor]:
     """For each simulation, the sorted cells whose raise to the next trail value (raise_trail)
-    changes the turn of at least one agent at the next step, so that the twin's agents part at
-    once. [k] int64 each."""
+    changes the heading of at least one agent at the next step, so that the twin's agents part
+    at once. [k] int64 each (none where turn_angle rounds to 0 heading steps)."""
     batch, agents = state.batch, state.agents
     cells = sensor_cells(state, tables)
     readings = state.trail.reshape(batch, -1).gather(1, cells.reshape(batch, -1))
@@ -134,11 +134,12 @@ def decisive_cells(state: State, tables: Tables) -> list[torch.Tensor]:
     turn_plus = turn_bits(tables.seed_key, state.step, agents)
     sign = _turn_sign(readings, turn_plus)
     raised = raise_trail(readings)
+    turns = ((tables.turn & HEADING_MASK) != 0)[:, None]  # a turn of 0 changes no heading
     found = []
     for sensor in range(3):
         shared = cells == cells[:, sensor:sensor + 1]  # every sensor reading the same cell rises
         changed = _turn_sign(torch.where(shared, raised, readings), turn_plus) != sign
-        found.append(torch.where(changed, cells[:, sensor], -1))
+        found.append(torch.where(changed & turns, cells[:, sensor], -1))
     found = torch.stack(found, dim=1).reshape(batch, -1)
     return [torch.unique(row[row >= 0]) for row in found]
 
@@ -190,8 +191,11 @@ def choose_agent_twins(simulation, wanted: int, seed: int, lookahead: int) -> li
     for agents_found in found:
         generator = torch.Generator().manual_seed(seed)
         twins = [Twin("agent", a) for a in agents_found]
-        spare = torch.tensor(sorted(set(range(agents)) - set(agents_found)), dtype=torch.int64)
-        twins += [Twin("agent", a, False) for a in _pick(spare, wanted - len(twins), generator)]
+        if len(twins) < wanted:
+            spare = torch.ones(agents, dtype=torch.bool)
+            spare[agents_found] = False
+            spare = torch.nonzero(spare).flatten()
+            twins += [Twin("agent", a, False) for a in _pick(spare, wanted - len(twins), generator)]
         chosen.append(twins)
     return chosen
 

@@ -357,3 +357,13 @@ def test_triton_twins_match_the_reference(monkeypatch):
     triton_series = run_twins([tiny()], options)
     assert triton_series.twins == torch_series.twins
     assert np.array_equal(triton_series.metrics, torch_series.metrics)
+
+
+def test_no_cell_is_decisive_where_agents_cannot_turn():
+    preset = tiny(turn_angle=0.0)
+    tables = build_tables([preset.model_params()])
+    simulation = reference.TorchSimulation(spawn([preset.seed], preset.agents.count, 48, 32), tables)
+    simulation.advance(1)
+    assert len(analysis.decisive_cells(simulation.state, tables)[0]) == 0
+    twins = analysis.choose_trail_twins(simulation.state, tables, 2, preset.seed)[0]
+    assert [t.found for t in twins] == [False, False]
