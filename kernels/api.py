@@ -319,11 +319,3 @@ def spawn(seeds: Sequence[int], agents: int, width: int, height: int, spawn: str
         step=torch.zeros((), dtype=torch.int64),
     )
     return state.to(device)
-
-
-def state_bytes(batch: int, agents: int, width: int, height: int) -> int:
-    """Device bytes a simulation holds at once (state, step temporaries, counts, frame)."""
-    per_agent = 4 * 2 + 2  # position and heading
-    per_cell = 4 * 2 + 4 * 2 + 1  # trail twice, deposit counts twice, index frame
-    return batch * (agents * per_agent * 3 + width * height * per_cell) + batch * HEADINGS * 16
-
