@@ -198,3 +198,13 @@ def json_frames(path: Path) -> int:
     import json
 
     return json.loads(path.read_text())["frames"]
+
+
+def test_a_closed_pipe_is_not_a_traceback():
+    import subprocess
+    import sys
+
+    command = f"{sys.executable} -m physarum.render.cli presets | head -1"
+    done = subprocess.run(command, shell=True, capture_output=True, text=True, cwd=ROOT)
+    assert done.stdout.count("\n") == 1
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
