@@ -264,12 +264,7 @@ def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
 
 def make_simulation(preset: Preset, backend: str, device: torch.device):
     """The chosen backend's simulation of one preset, spawned on `device`."""
-    state = spawn([preset.seed], preset.agents.count, preset.canvas.width, preset.canvas.height,
-                  preset.agents.spawn, preset.agents.radius)
-    tables = build_tables([preset.model_params()], device=device)
-    if backend == "triton":  # moves the host state to the device itself: one copy there, not two
-        return get_backend(backend)(state, tables, device=device)
-    return get_backend(backend)(state.to(device), tables)
+    return make_batch_simulation([preset], backend, device)
 
 
 def _writer(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colourist,
@@ -485,7 +480,7 @@ def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch
                   trail=torch.cat([s.trail for s in states]),
                   step=states[0].step)
     tables = build_tables([p.model_params() for p in presets], device=device)
-    if backend == "triton":
+    if backend == "triton":  # moves the host state to the device itself: one copy there, not two
         return get_backend(backend)(state, tables, device=device)
     return get_backend(backend)(state.to(device), tables)
 
@@ -549,7 +544,7 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
     presets = list(presets)
     if not presets:
         return []
-    if getattr(options, "on_step", None) is not None:
+    if options.on_step is not None:
         raise ValueError("render_batch: per-step callbacks (--stats) are for single renders")
     if len({batch_key(p) for p in presets}) > 1:
         raise ValueError("render_batch: the presets differ in canvas, agent count or run length; "

@@ -508,12 +508,15 @@ def _offsets_from_centre(state, width, height):
     return x, y
 
 
-def test_disk_spawn_within_radius():
-    width, height, radius = 64, 48, 0.3
-    state = api.spawn([4], 3000, width, height, "disk", radius=radius)
+def _spawn_distances(kind, seed, agents, width, height, radius):
+    """A spawned state, each agent's distance from the centre, and the spawn radius in pixels."""
+    state = api.spawn([seed], agents, width, height, kind, radius=radius)
     x, y = _offsets_from_centre(state, width, height)
-    distance = torch.hypot(x, y)
-    r_max = radius * min(width, height)
+    return state, x, y, torch.hypot(x, y), radius * min(width, height)
+
+
+def test_disk_spawn_within_radius():
+    _, _, _, distance, r_max = _spawn_distances("disk", 4, 3000, 64, 48, 0.3)
     assert float(distance.max()) <= r_max + 2.0**-15
     assert float(distance.max()) > 0.95 * r_max
     assert float(distance.min()) < 0.1 * r_max
@@ -522,11 +525,7 @@ def test_disk_spawn_within_radius():
 
 
 def test_ring_spawn_on_radius_facing_centre():
-    width, height, radius = 64, 48, 0.35
-    state = api.spawn([5], 1000, width, height, "ring", radius=radius)
-    x, y = _offsets_from_centre(state, width, height)
-    distance = torch.hypot(x, y)
-    r_max = radius * min(width, height)
+    state, x, y, distance, r_max = _spawn_distances("ring", 5, 1000, 64, 48, 0.35)
     assert float((distance - r_max).abs().max()) < 2.0**-15
     circle = torch.tensor(api.unit_circle(), dtype=torch.float64) / 2**30
     facing = circle[state.heading[0].long()]

@@ -201,15 +201,20 @@ def test_a_batch_renders_each_job_byte_for_byte_as_physarum_render_alone(tmp_pat
                             backend="torch", device="cpu", out_dir=tmp_path / "mixed", quiet=True)
 
 
-def test_one_failing_encoder_fails_only_its_job(tmp_path, monkeypatch):
+def fail_gif_writes(monkeypatch, name_part: str, message: str) -> None:
+    """Make the GIF writer of every file whose name contains name_part fail with OSError."""
     write = GifWriter.write
 
-    def fail_for_job1(self, index, palette):
-        if "job1" in self.path.name:
-            raise OSError("disk full")
+    def failing(self, index, palette):
+        if name_part in self.path.name:
+            raise OSError(message)
         return write(self, index, palette)
 
-    monkeypatch.setattr(GifWriter, "write", fail_for_job1)
+    monkeypatch.setattr(GifWriter, "write", failing)
+
+
+def test_one_failing_encoder_fails_only_its_job(tmp_path, monkeypatch):
+    fail_gif_writes(monkeypatch, "job1", "disk full")
     presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(3)]
     results = runner.render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
     assert [r.error is None for r in results] == [True, False, True]
@@ -257,13 +262,7 @@ def test_failures_are_listed_kept_and_retried_on_request(tmp_path, monkeypatch, 
     path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.2, 0.3]})
     out = tmp_path / "out"
     write = GifWriter.write
-
-    def fail_for_one(self, index, palette):
-        if "s-0001" in self.path.name:
-            raise OSError("no space left")
-        return write(self, index, palette)
-
-    monkeypatch.setattr(GifWriter, "write", fail_for_one)
+    fail_gif_writes(monkeypatch, "s-0001", "no space left")
     args = ["sweep", str(path), "--out", str(out), "--devices", "cpu", "--quiet"]
     assert main(args) == 1
     printed = capsys.readouterr()
