@@ -42,6 +42,12 @@ SPAWN_X_STREAM = 0x5EED0001
 SPAWN_Y_STREAM = 0x5EED0002  # also the disk spawn's radius
 SPAWN_ANGLE_STREAM = 0x5EED0003
 SPAWN_HEADING_STREAM = 0x5EED0004
+SPAWN_CELL_STREAM = 0x5EED0005  # the cell of `image` spawns and of agents moved off walls
+SPAWN_SUBCELL_STREAM = 0x5EED0006  # where in that cell (16 bits of x, 16 of y)
+SPECIES_STREAM = 0x5BEC1E50  # seeds of species 1, 2, 3 of a simulation
+
+BOUNDARIES = ("wrap", "reflect", "clamp")
+MAX_SPECIES = 4
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,52 @@ class Tables:
 
     def to(self, device: torch.device | str) -> "Tables":
         return replace(self, **{k: v.to(device) for k, v in self.__dict__.items()})
+
+
+@dataclass
+class World:
+    """What a batch's world adds to the empty torus (docs/model.md section 12).
+
+    With S species per simulation, every (simulation b, species s) pair is a *group*
+    g = b * S + s: State and Tables hold one entry per group (State.batch = B * S), so a group's
+    agents, trail map, deposit counts and parameters are those of one species of one simulation,
+    and groups b * S .. b * S + S - 1 make up simulation b. With S = 1 a group is a simulation.
+
+    species:  S, species per simulation, 1 .. MAX_SPECIES.
+    boundary: 'wrap' (a torus), 'reflect' (mirror at the edges) or 'clamp' (held at the edges).
+    mix:      [G, S] float32 or None. mix[g, j]: the weight group g gives species j's trail of
+              its own simulation when sensing (negative repels). None: S = 1, the trail itself.
+    wall:     [B, H, W] uint8 or None. 1: a wall; agents never enter it and its trail is 0.
+    food:     [G, H, W] float32 or None. Trail added to each group's map every step, with the
+              deposits, before diffusion; 0 or >= TRAIL_FLOOR (see food_table).
+    """
+
+    species: int = 1
+    boundary: str = "wrap"
+    mix: torch.Tensor | None = None
+    wall: torch.Tensor | None = None
+    food: torch.Tensor | None = None
+
+    def __post_init__(self):
+        if self.boundary not in BOUNDARIES:
+            raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}, not {self.boundary!r}")
+        if not 1 <= self.species <= MAX_SPECIES:
+            raise ValueError(f"species must be 1 to {MAX_SPECIES}, not {self.species}")
+        if (self.mix is None) != (self.species == 1):
+            raise ValueError("mix is [G, S] for S > 1 species and None for one species")
+
+    def to(self, device: torch.device | str) -> "World":
+        return replace(self, **{k: v.to(device) for k, v in self.__dict__.items()
+                                if isinstance(v, torch.Tensor)})
+
+    def simulations(self, groups: int) -> int:
+        """B, the number of simulations of a batch of `groups` groups."""
+        if groups % self.species:
+            raise ValueError(f"{groups} groups are not whole simulations of {self.species} species")
+        return groups // self.species
+
+
+EMPTY_WORLD = World()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,7 +321,22 @@ def build_tables(params: Sequence[ModelParams], device: torch.device | str = "cp
 # ---------------------------------------------------------------------------------------------
 # Spawning: the initial state, computed on the CPU in integers and correctly rounded float64.
 
-SPAWNS = ("random", "disk", "ring", "center")
+SPAWNS = ("random", "disk", "ring", "center", "image")
+
+
+def species_seed(seed: int, species: int) -> int:
+    """The seed of one species of a simulation: the simulation's own seed for species 0 (so one
+    species is exactly the plain model), a hash of it for the others."""
+    if species == 0:
+        return seed
+    return lowbias32_int(seed ^ lowbias32_int(SPECIES_STREAM + species))
+
+
+def brightness_table(scale: float) -> torch.Tensor:
+    """[256] float32: an 8-bit brightness v as trail, float32(v / 255 * scale) exactly rounded,
+    0 below TRAIL_FLOOR (so image trails and food keep the no-subnormal rule)."""
+    values = [_float32(Fraction(v, 255) * Fraction(scale)) for v in range(256)]
+    return torch.tensor([0.0 if v < TRAIL_FLOOR else v for v in values], dtype=torch.float32)
 
 
 def _stream(seed: int, stream: int, agents: int) -> torch.Tensor:
@@ -278,10 +345,31 @@ def _stream(seed: int, stream: int, agents: int) -> torch.Tensor:
     return lowbias32(torch.arange(agents, dtype=torch.int64) ^ key)
 
 
-def _spawn_one(seed: int, agents: int, width: int, height: int, spawn: str,
-               radius: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _weighted_cells(seed: int, weights: torch.Tensor, agents: int) -> torch.Tensor:
+    """[2, N] int32 16.16 positions of N agents placed with probability proportional to the
+    integer weights [H, W] of the cells, in integers only: agent i's cell is the first whose
+    running total of weights exceeds (u * total) >> 32, and its place in the cell 32 more bits."""
+    height, width = weights.shape
+    running = torch.cumsum(weights.reshape(-1).to(torch.int64), 0)
+    total = int(running[-1])
+    if total <= 0:
+        raise ValueError("no cell has weight: nothing to place agents on")
+    u = _stream(seed, SPAWN_CELL_STREAM, agents)
+    # (u * total) >> 32 without overflowing int64: u = hi * 2^16 + lo
+    target = ((u >> 16) * total + (((u & 0xFFFF) * total) >> 16)) >> 16
+    cell = torch.searchsorted(running, target, right=True)
+    within = _stream(seed, SPAWN_SUBCELL_STREAM, agents)
+    x = (cell % width) << FRAC_BITS | (within & 0xFFFF)
+    y = (cell // width) << FRAC_BITS | (within >> 16)
+    return torch.stack([x, y]).to(torch.int32)
+
+
+def _spawn_one(seed: int, agents: int, width: int, height: int, spawn: str, radius: float,
+               density: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """position [2, N] int32 and heading [N] int16 of one simulation."""
     heading = _stream(seed, SPAWN_HEADING_STREAM, agents) >> (32 - HEADING_BITS)
+    if spawn == "image":
+        return _weighted_cells(seed, density, agents), heading.to(torch.int16)
     if spawn == "random":
         x = (_stream(seed, SPAWN_X_STREAM, agents) * (width << FRAC_BITS)) >> 32
         y = (_stream(seed, SPAWN_Y_STREAM, agents) * (height << FRAC_BITS)) >> 32
@@ -303,15 +391,33 @@ def _spawn_one(seed: int, agents: int, width: int, height: int, spawn: str,
     return torch.stack([x, y]).to(torch.int32), heading.to(torch.int16)
 
 
+def _off_walls(seed: int, position: torch.Tensor, wall: torch.Tensor) -> torch.Tensor:
+    """position [2, N] with every agent that stands on a wall moved to a free cell, chosen
+    uniformly (by the same integer method as `image` spawns); the others stay."""
+    width = wall.shape[1]
+    on_wall = wall.reshape(-1)[(position[1] >> FRAC_BITS) * width + (position[0] >> FRAC_BITS)] != 0
+    if not bool(on_wall.any()):
+        return position
+    free = _weighted_cells(seed ^ 0x3A11, (wall == 0).to(torch.int64), position.shape[1])
+    return torch.where(on_wall[None, :], free, position)
+
+
 def spawn(seeds: Sequence[int], agents: int, width: int, height: int, spawn: str = "random",
-          radius: float = 0.35, device: torch.device | str = "cpu") -> State:
+          radius: float = 0.35, device: torch.device | str = "cpu",
+          density: torch.Tensor | None = None, wall: torch.Tensor | None = None) -> State:
     """The initial state of a batch: agents placed by `spawn`, an empty trail, step 0.
 
-    radius is a fraction of the canvas's short side (disk and ring spawns).
+    radius is a fraction of the canvas's short side (disk and ring spawns). density: [H, W]
+    integer weights of the `image` spawn (agents per cell in proportion). wall: [H, W], non-zero
+    on walls; agents spawned on a wall are moved to a free cell.
     """
     if spawn not in SPAWNS:
         raise ValueError(f"spawn must be one of {', '.join(SPAWNS)}, not {spawn!r}")
-    parts = [_spawn_one(s, agents, width, height, spawn, radius) for s in seeds]
+    if spawn == "image" and (density is None or tuple(density.shape) != (height, width)):
+        raise ValueError(f"the image spawn needs density weights of shape [{height}, {width}]")
+    parts = [_spawn_one(s, agents, width, height, spawn, radius, density) for s in seeds]
+    if wall is not None:
+        parts = [(_off_walls(s, p, wall), h) for s, (p, h) in zip(seeds, parts)]
     state = State(
         position=torch.stack([p for p, _ in parts]),
         heading=torch.stack([h for _, h in parts]),

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from physarum.kernels.api import (FRAC_BITS, HEADING_MASK, HEADINGS, TRAIL_FLOOR, U32, State,
-                                  Tables, lowbias32_int, step_key)
+from physarum.kernels.api import (EMPTY_WORLD, FRAC_BITS, HEADING_MASK, HEADINGS, TRAIL_FLOOR, U32,
+                                  State, Tables, World, lowbias32_int, step_key)
 
 # lowbias32's multipliers as int32 values with the same low 32 bits.
 _HASH_MUL_1 = 0x7FEB352D
@@ -52,6 +52,15 @@ def _wrap_(value: torch.Tensor, size: int | torch.Tensor) -> torch.Tensor:
     return value
 
 
+def _reflect(value: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
+    """Mirror int32 values in (-size, 2 * size) into [0, size) at the edges: v < 0 gives -1 - v,
+    v >= size gives (size - 1) - (v - size) (never 2 * size - 1 - v, which overflows int32 on
+    the largest canvases in 16.16). The same rule serves cells and 16.16 positions."""
+    low = torch.bitwise_not(value)
+    high = (size - 1) - (value - size)
+    return torch.where(value < 0, low, torch.where(value >= size, high, value))
+
+
 def _pair(x: int, y: int, device) -> torch.Tensor:
     """[1, 2, 1] int32 constants, one for the x row and one for the y row of a [B, 2, N] pair."""
     return torch.tensor([[[x], [y]]], dtype=torch.int32, device=device)
@@ -70,19 +79,20 @@ class _Grid:
     width: int
     sizes: torch.Tensor  # [1, 2, 1]: W, H
     shifts: torch.Tensor | None  # [1, 2, 1]: 16, 16 - log2 W, if W is a power of two
-    masks: torch.Tensor | None  # [1, 2, 1]: W - 1, (H - 1) << log2 W, if W and H are
+    masks: torch.Tensor | None  # [1, 2, 1]: W - 1, (H - 1) << log2 W, if W and H are (and wrap)
+    boundary: str = "wrap"
 
     @staticmethod
-    def build(height: int, width: int, device) -> "_Grid":
+    def build(height: int, width: int, device, boundary: str = "wrap") -> "_Grid":
         log_w = width.bit_length() - 1
         shifts = _pair(FRAC_BITS, FRAC_BITS - log_w, device) if _power_of_two(width) else None
         masks = (_pair(width - 1, (height - 1) << log_w, device)
-                 if _power_of_two(width) and _power_of_two(height) else None)
-        return _Grid(width, _pair(width, height, device), shifts, masks)
+                 if _power_of_two(width) and _power_of_two(height) and boundary == "wrap" else None)
+        return _Grid(width, _pair(width, height, device), shifts, masks, boundary)
 
     def wrapped_cells_(self, xy: torch.Tensor) -> torch.Tensor:
         """Flat cell (y_cell * W + x_cell) [B, ...] of 16.16 pairs xy [B, 2, ...] whose cells lie
-        in (-W, 2W) x (-H, 2H), wrapped onto the torus. Overwrites xy."""
+        in (-W, 2W) x (-H, 2H), brought onto the canvas by the boundary. Overwrites xy."""
         rows = (1, 2) + (1,) * (xy.dim() - 2)
         if self.masks is not None:
             xy >>= self.shifts.view(rows)
@@ -90,7 +100,12 @@ class _Grid:
             xy[:, 1] += xy[:, 0]
             return xy[:, 1]
         xy >>= FRAC_BITS
-        _wrap_(xy, self.sizes.view(rows))
+        if self.boundary == "wrap":
+            _wrap_(xy, self.sizes.view(rows))
+        elif self.boundary == "reflect":
+            xy = _reflect(xy, self.sizes.view(rows))
+        else:
+            xy = torch.minimum(xy.clamp_(min=0), self.sizes.view(rows) - 1)
         return torch.add(xy[:, 0], xy[:, 1], alpha=self.width)  # integer: exact
 
     def cells(self, position: torch.Tensor) -> torch.Tensor:
@@ -143,10 +158,26 @@ class _Plan:
     seed_key: torch.Tensor  # [B] int64
     grid: _Grid
     shape: tuple[int, int, int, int]  # B, N, H, W
+    # The world (api.World; B counts groups). species: S. mix: [B, S, 1, 1] float32 or None.
+    # species_base: [B, 1, 1] offset of each group's simulation's first map in the flat trail.
+    # wall: [B, H, W] bool per group or None; food: [B, H, W] float32 (0 on walls) or None.
+    species: int = 1
+    mix: torch.Tensor | None = None
+    species_base: torch.Tensor | None = None
+    wall: torch.Tensor | None = None
+    food: torch.Tensor | None = None
 
     @staticmethod
-    def build(tables: Tables, batch: int, agents: int, height: int, width: int) -> "_Plan":
+    def build(tables: Tables, batch: int, agents: int, height: int, width: int,
+              world: World = EMPTY_WORLD) -> "_Plan":
         device = tables.sense_offset.device
+        world = world.to(device)
+        species = world.species
+        group = torch.arange(batch, device=device)
+        wall = None if world.wall is None else (world.wall != 0)[group // species]
+        food = world.food
+        if food is not None and wall is not None:
+            food = torch.where(wall, 0.0, food)  # walls hold no trail, food included
         heading = torch.arange(HEADINGS, device=device)
         turn = tables.sensor_turn.to(torch.int64)[:, None]
         sensor_heading = torch.stack([heading.expand(batch, HEADINGS),
@@ -164,8 +195,12 @@ class _Plan:
             turn=(tables.turn[:, None] & HEADING_MASK).to(torch.int16),
             deposit=tables.deposit[:, None, None], keep=tables.keep[:, None, None],
             spread=tables.spread[:, None, None], retain=tables.retain[:, None, None],
-            seed_key=tables.seed_key, grid=_Grid.build(height, width, device),
-            shape=(batch, agents, height, width))
+            seed_key=tables.seed_key, grid=_Grid.build(height, width, device, world.boundary),
+            shape=(batch, agents, height, width),
+            species=species,
+            mix=None if world.mix is None else world.mix.to(torch.float32)[:, :, None, None],
+            species_base=(group - group % species).mul(height * width)[:, None, None],
+            wall=wall, food=food)
 
     @staticmethod
     def lookup(table: torch.Tensor, heading: torch.Tensor) -> torch.Tensor:
@@ -182,9 +217,19 @@ class _Plan:
         xy = self.lookup(self.sensors, heading).view(batch, 2, 3, agents)  # (dx, dy) of 3 sensors
         xy += position[:, :, None, :]  # x + dx and y + dy
         cell = self.grid.wrapped_cells_(xy)
-        if self.cell_base is not None:
-            cell = cell + self.cell_base
-        return trail.reshape(-1).index_select(0, cell.reshape(-1)).view(batch, 3, agents)
+        if self.mix is None:
+            if self.cell_base is not None:
+                cell = cell + self.cell_base
+            return trail.reshape(-1).index_select(0, cell.reshape(-1)).view(batch, 3, agents)
+        # Species: the weighted sum of the S maps of the group's simulation, species 0 first,
+        # each product and sum rounded on its own.
+        cell = (cell + self.species_base).reshape(-1)
+        flat, plane = trail.reshape(-1), trail.shape[1] * trail.shape[2]
+        reading = None
+        for j in range(self.species):
+            term = self.mix[:, j] * flat.index_select(0, cell + j * plane).view(batch, 3, agents)
+            reading = term if reading is None else reading.add_(term)
+        return reading
 
     def key_mix(self, step: torch.Tensor) -> torch.Tensor:
         """[B, 1] int32 holding the 32 bits of k ^ (k >> 16) for each simulation's step key
@@ -212,12 +257,24 @@ class _Plan:
         one with the 15 copied sign bits masked off. The hash's last step x ^= x >> 16 leaves
         bit 31 alone, so the bit is the sign of the word before it, and x >> 31 is -1 or 0.
         """
+        x = self.hash_before_last(step)
+        x >>= 31
+        return x.to(torch.int8)
+
+    def hash_before_last(self, step: torch.Tensor) -> torch.Tensor:
+        """[B, N] int32 words of lowbias32(agent ^ key) before its last x ^= x >> 16."""
         x = self.agent_mix ^ self.key_mix(step)
         x *= _HASH_MUL_1
         x ^= (x >> 15) & 0x1FFFF
         x *= _HASH_MUL_2
-        x >>= 31
-        return x.to(torch.int8)
+        return x
+
+    def random_heading(self, step: torch.Tensor) -> torch.Tensor:
+        """[B, N] int16, the low 12 bits of lowbias32(agent ^ key): where an agent turns when a
+        wall stops it (the same hash as its turn bit, whose top bit that is)."""
+        x = self.hash_before_last(step)
+        x ^= (x >> 16) & 0xFFFF
+        return (x & HEADING_MASK).to(torch.int16)
 
     def steer(self, readings: torch.Tensor, turn_bit: torch.Tensor) -> torch.Tensor:
         """[B, N] int16 heading change (section 6.2) from [B, 3, N] readings F, L, R and the
@@ -236,11 +293,28 @@ class _Plan:
         sign *= 1 - (below[:, 0] & below[:, 1])
         return sign * self.turn
 
-    def move(self, position: torch.Tensor, heading: torch.Tensor) -> torch.Tensor:
-        """[B, 2, N] int32 positions one step along the new (int64) headings (section 6.3)."""
-        moved = self.lookup(self.steps, heading)
+    def move(self, position: torch.Tensor, heading: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """[B, 2, N] int32 positions one step along the new headings [B, N] int16 (section 6.3),
+        and the headings after the boundary (reflect mirrors the ones that hit an edge)."""
+        moved = self.lookup(self.steps, heading.to(torch.int64))
         moved += position
-        return self.grid.wrapped_positions_(moved)
+        if self.grid.boundary == "wrap":
+            return self.grid.wrapped_positions_(moved), heading
+        size = self.grid.sizes << FRAC_BITS
+        if self.grid.boundary == "clamp":
+            return torch.minimum(moved.clamp_(min=0), size - 1), heading
+        hit = (moved < 0) | (moved >= size)
+        heading = torch.where(hit[:, 0], (HEADINGS // 2 - heading) & HEADING_MASK, heading)
+        heading = torch.where(hit[:, 1], (-heading) & HEADING_MASK, heading)
+        return _reflect(moved, size), heading
+
+    def stop_at_walls(self, old: torch.Tensor, moved: torch.Tensor, heading: torch.Tensor,
+                      step: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Agents whose move ends on a wall stay where they were and take a random heading."""
+        batch, agents, height, width = self.shape
+        blocked = self.wall.view(batch, -1).gather(1, self.grid.cells(moved).to(torch.int64))
+        position = torch.where(blocked[:, None, :], old, moved)
+        return position, torch.where(blocked, self.random_heading(step), heading)
 
     def deposit_counts(self, position: torch.Tensor) -> torch.Tensor:
         """[B, H, W] int64 number of agents in each cell (section 6.4; integers, order-free)."""
@@ -261,10 +335,18 @@ class _Plan:
         deposited = padded[:, 1:-1, 1:-1]
         # deposit * float32(count): the product's float32 type converts each count, as .to() does
         torch.add(trail, self.deposit * counts, out=deposited)
-        padded[:, 0, 1:-1] = padded[:, height, 1:-1]
-        padded[:, -1, 1:-1] = padded[:, 1, 1:-1]
-        padded[:, :, 0] = padded[:, :, width]
-        padded[:, :, -1] = padded[:, :, 1]
+        if self.food is not None:
+            deposited += self.food  # (T + deposit * count) + food
+        if self.grid.boundary == "wrap":
+            padded[:, 0, 1:-1] = padded[:, height, 1:-1]
+            padded[:, -1, 1:-1] = padded[:, 1, 1:-1]
+            padded[:, :, 0] = padded[:, :, width]
+            padded[:, :, -1] = padded[:, :, 1]
+        else:  # reflect and clamp both repeat the edge cell beyond the edge
+            padded[:, 0, 1:-1] = padded[:, 1, 1:-1]
+            padded[:, -1, 1:-1] = padded[:, height, 1:-1]
+            padded[:, :, 0] = padded[:, :, 1]
+            padded[:, :, -1] = padded[:, :, width]
         # The left fold of the nine neighbours, row by row, left to right: each += is one float32
         # addition of the running sum and the next neighbour.
         total = padded[:, 0:height, 0:width] + padded[:, 0:height, 1:width + 1]
@@ -275,20 +357,23 @@ class _Plan:
         blended += total  # keep * T' + spread * S in this order (it decides which NaN a sum keeps)
         blended *= self.retain
         # threshold replaces x <= _BELOW_FLOOR, i.e. x < TRAIL_FLOOR, by +0 and keeps NaN.
-        return torch.threshold_(blended, _BELOW_FLOOR, 0.0)
+        torch.threshold_(blended, _BELOW_FLOOR, 0.0)
+        return blended if self.wall is None else blended.masked_fill_(self.wall, 0.0)
 
     def step(self, state: State) -> State:
         readings = self.sense(state.trail, state.position, state.heading.to(torch.int64))
         heading = state.heading + self.steer(readings, self.turn_bit(state.step))
         heading &= HEADING_MASK
-        position = self.move(state.position, heading.to(torch.int64))
+        position, heading = self.move(state.position, heading)
+        if self.wall is not None:
+            position, heading = self.stop_at_walls(state.position, position, heading, state.step)
         counts = self.deposit_counts(position)
         return State(position=position, heading=heading,
                      trail=self.diffuse_and_decay(state.trail, counts), step=state.step + 1)
 
 
-def _plan(state: State, tables: Tables) -> _Plan:
-    return _Plan.build(tables, state.batch, state.agents, state.height, state.width)
+def _plan(state: State, tables: Tables, world: World = EMPTY_WORLD) -> _Plan:
+    return _Plan.build(tables, state.batch, state.agents, state.height, state.width, world)
 
 
 def sense(trail: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heading: torch.Tensor,
@@ -302,9 +387,9 @@ def sense(trail: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heading: torch.
     return trail.reshape(-1)[cell]
 
 
-def step(state: State, tables: Tables) -> State:
+def step(state: State, tables: Tables, world: World = EMPTY_WORLD) -> State:
     """One step of every simulation in the batch; returns the new state."""
-    return _plan(state, tables).step(state)
+    return _plan(state, tables, world).step(state)
 
 
 class TorchSimulation:
@@ -312,9 +397,11 @@ class TorchSimulation:
 
     name = "torch"
 
-    def __init__(self, state: State, tables: Tables):
+    def __init__(self, state: State, tables: Tables, world: World | None = None):
         self.state = state
         self.tables = tables
+        self.world = world or EMPTY_WORLD
+        self.world.simulations(state.batch)  # checks the groups make whole simulations
         self._plan: _Plan | None = None
         self._plan_key = None
 
@@ -323,7 +410,7 @@ class TorchSimulation:
         key = (id(self.tables), state.batch, state.agents, state.height, state.width,
                state.trail.device)
         if self._plan_key != key:  # built once, again only if the state's shape or tables change
-            self._plan, self._plan_key = _plan(state, self.tables), key
+            self._plan, self._plan_key = _plan(state, self.tables, self.world), key
         for _ in range(steps):
             state = self._plan.step(state)
         self.state = state

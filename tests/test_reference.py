@@ -473,10 +473,16 @@ def test_tables_coefficients_are_float32_and_snap_tiny_values():
 # Spawning.
 
 
+def density(height: int, width: int) -> torch.Tensor:
+    """Weights for `image` spawns: uneven, with empty cells."""
+    return (torch.arange(height * width).reshape(height, width) * 7919) % 11
+
+
 @pytest.mark.parametrize("how", api.SPAWNS)
 def test_spawn_inside_canvas_and_reproducible(how):
     width, height, agents = 13, 11, 500
-    state = api.spawn([1, 2], agents, width, height, how)
+    extra = dict(density=density(height, width)) if how == "image" else {}
+    state = api.spawn([1, 2], agents, width, height, how, **extra)
     assert state.position.shape == (2, 2, agents) and state.position.dtype == torch.int32
     assert state.heading.shape == (2, agents) and state.heading.dtype == torch.int16
     assert state.trail.shape == (2, height, width) and float(state.trail.abs().sum()) == 0.0
@@ -485,13 +491,13 @@ def test_spawn_inside_canvas_and_reproducible(how):
     assert int(x.min()) >= 0 and int(x.max()) < width << FRAC
     assert int(y.min()) >= 0 and int(y.max()) < height << FRAC
     assert int(state.heading.min()) >= 0 and int(state.heading.max()) < HEADINGS
-    again = api.spawn([1, 2], agents, width, height, how)
+    again = api.spawn([1, 2], agents, width, height, how, **extra)
     assert torch.equal(again.position, state.position) and torch.equal(again.heading, state.heading)
     # a different seed changes the headings (and, except for 'center', the positions)
     assert not torch.equal(state.heading[0], state.heading[1])
     if how != "center":
         assert not torch.equal(state.position[0], state.position[1])
-    assert torch.equal(api.spawn([2], agents, width, height, how).heading[0], state.heading[1])
+    assert torch.equal(api.spawn([2], agents, width, height, how, **extra).heading[0], state.heading[1])
 
 
 def test_random_spawn_covers_the_canvas():
