@@ -28,7 +28,7 @@ import warnings
 
 import torch
 
-from physarum.kernels.api import HEADINGS, State, Tables
+from physarum.kernels.api import EMPTY_WORLD, HEADINGS, State, Tables, World
 from physarum.kernels.triton_kernels import (MAX_GRID_YZ, diffuse_and_decay, move_agents,
                                              sort_agents)
 
@@ -76,6 +76,29 @@ def _prepare_tables(tables: Tables, batch: int, device: torch.device) -> Tables:
     return Tables(**prepared)
 
 
+def _prepare_world(world: World, groups: int, height: int, width: int,
+                   device: torch.device) -> World:
+    """The world's tensors on `device`, contiguous, in the kernels' dtypes, food 0 on walls."""
+    simulations = world.simulations(groups)
+    mix = wall = food = None
+    if world.mix is not None:
+        mix = world.mix.to(device, torch.float32).contiguous()
+        if mix.shape != (groups, world.species):
+            raise ValueError(f"world.mix: expected [{groups}, {world.species}], got {list(mix.shape)}")
+    if world.wall is not None:
+        wall = (world.wall != 0).to(device, torch.uint8).contiguous()
+        if wall.shape != (simulations, height, width):
+            raise ValueError(f"world.wall: expected [{simulations}, {height}, {width}], got {list(wall.shape)}")
+    if world.food is not None:
+        food = world.food.to(device, torch.float32)
+        if food.shape != (groups, height, width):
+            raise ValueError(f"world.food: expected [{groups}, {height}, {width}], got {list(food.shape)}")
+        if wall is not None:
+            food = torch.where(wall.repeat_interleave(world.species, 0) != 0, 0.0, food)
+        food = food.contiguous()
+    return World(species=world.species, boundary=world.boundary, mix=mix, wall=wall, food=food)
+
+
 def _own(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     """A contiguous copy on `device` that nothing else holds: moving or converting already made
     one (a state spawned on the host costs no second copy on the GPU); otherwise clone."""
@@ -89,9 +112,10 @@ class TritonSimulation:
     name = "triton"
 
     def __init__(self, state: State, tables: Tables, sort_every: int = SORT_EVERY,
-                 device: torch.device | str | None = None):
+                 device: torch.device | str | None = None, world: World | None = None):
         """sort_every: steps between spatial sorts of the agents, 0 never sorts (results are
-        the same either way; only the speed differs)."""
+        the same either way; only the speed differs). world: api.World (None: the empty torus),
+        with state and tables holding one entry per group."""
         if sort_every < 0:
             raise ValueError(f"sort_every must be >= 0, got {sort_every}")
         device = torch.device(device) if device is not None else state.trail.device
@@ -101,6 +125,8 @@ class TritonSimulation:
         if state.batch > MAX_GRID_YZ:
             raise ValueError(f"at most {MAX_GRID_YZ} simulations per batch, got {state.batch}")
         self._tables = _prepare_tables(tables, state.batch, device)
+        self._world = _prepare_world(world or EMPTY_WORLD, state.batch, state.height, state.width,
+                                     device)
         self._position = _own(state.position, device, torch.int32)
         self._heading = _own(state.heading, device, torch.int16)
         trail = _own(state.trail, device, torch.float32)
@@ -195,8 +221,9 @@ class TritonSimulation:
         trail, next_trail = self._trails[parity], self._trails[parity ^ 1]
         counts, next_counts = self._counts[parity], self._counts[parity ^ 1]
         move_agents(self._position, self._heading, self._agent_id, trail, counts, self._step,
-                    self._tables)
-        diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables)
+                    self._tables, self._world)
+        diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables,
+                          self._world)
 
     def _graph(self, chunk: int) -> torch.cuda.CUDAGraph | None:
         """The CUDA graph of `chunk` steps from the current parity, captured on first use;

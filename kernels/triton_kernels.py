@@ -29,7 +29,8 @@ import torch
 import triton
 import triton.language as tl
 
-from physarum.kernels.api import FRAC_BITS, HEADING_MASK, HEADINGS, MAX_CANVAS, TRAIL_FLOOR, Tables
+from physarum.kernels.api import (BOUNDARIES, EMPTY_WORLD, FRAC_BITS, HEADING_MASK, HEADINGS,
+                                  MAX_CANVAS, TRAIL_FLOOR, Tables, World)
 
 # Model constants as compile-time values the kernels can read.
 _FRAC_BITS = tl.constexpr(FRAC_BITS)
@@ -103,6 +104,18 @@ def _wrap(value, size):
 
 
 @triton.jit
+def _edge(value, size, BOUNDARY: tl.constexpr):
+    """int32 values in (-size, 2 * size) brought into [0, size) by the boundary (0 wrap,
+    1 reflect, 2 clamp), as reference._wrap_, reference._reflect and a clamp do."""
+    if BOUNDARY == 0:
+        return _wrap(value, size)
+    elif BOUNDARY == 1:
+        return tl.where(value < 0, -1 - value, tl.where(value >= size, (size - 1) - (value - size), value))
+    else:
+        return tl.minimum(tl.maximum(value, 0), size - 1)
+
+
+@triton.jit
 def _lookup(table_ptr, heading, mask):
     """(dx, dy) int32 at `heading` of one simulation's table, read as int64 pairs: one gather
     of 8 bytes instead of two of 4. dx is the low half (every target is little-endian)."""
@@ -111,13 +124,22 @@ def _lookup(table_ptr, heading, mask):
 
 
 @triton.jit
-def _sense(trail_ptr, x, y, heading, sense_offset_ptr, mask, height, width):
+def _sense(trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, width,
+           SPECIES: tl.constexpr, BOUNDARY: tl.constexpr):
     """Trail at the nearest cell one sensor offset ahead of 16.16 (x, y) along `heading`;
-    trail_ptr and sense_offset_ptr point at this simulation's map and table."""
+    sense_offset_ptr points at this group's table, trail_ptr at its own map (one species) or at
+    its simulation's first map (several: then the mix_ptr-weighted sum over species, species 0
+    first, each product and sum rounded on its own)."""
     dx, dy = _lookup(sense_offset_ptr, heading, mask)
-    cell_x = _wrap((x + dx) >> _FRAC_BITS, width)
-    cell_y = _wrap((y + dy) >> _FRAC_BITS, height)
-    return tl.load(trail_ptr + (cell_y * width + cell_x), mask=mask, other=0.0)
+    cell_x = _edge((x + dx) >> _FRAC_BITS, width, BOUNDARY)
+    cell_y = _edge((y + dy) >> _FRAC_BITS, height, BOUNDARY)
+    cell = cell_y * width + cell_x
+    if SPECIES == 1:
+        return tl.load(trail_ptr + cell, mask=mask, other=0.0)
+    reading = tl.load(mix_ptr) * tl.load(trail_ptr + cell, mask=mask, other=0.0)
+    for j in tl.static_range(1, SPECIES):
+        reading += tl.load(mix_ptr + j) * tl.load(trail_ptr + j * height * width + cell, mask=mask, other=0.0)
+    return reading
 
 
 @triton.jit
@@ -149,13 +171,32 @@ def _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED: tl.constexpr):
 
 
 @triton.jit
-def _deposited(trail_ptr, counts_ptr, row_start, column, mask, deposit):
-    """T' = T + deposit * count on a tile of cells of one simulation's maps (rows start at
-    row_start, int32)."""
+def _deposited(trail_ptr, counts_ptr, food_ptr, row_start, column, mask, deposit):
+    """T' = T + deposit * count (+ food, when there is food) on a tile of cells of one group's
+    maps (rows start at row_start, int32)."""
     index = row_start[:, None] + column[None, :]
     trail = tl.load(trail_ptr + index, mask=mask, other=0.0)
     count = tl.load(counts_ptr + index, mask=mask, other=0)
-    return trail + deposit * count.to(tl.float32)
+    deposited = trail + deposit * count.to(tl.float32)
+    if food_ptr is not None:
+        deposited += tl.load(food_ptr + index, mask=mask, other=0.0)
+    return deposited
+
+
+@triton.jit
+def _neighbour(index, size, step: tl.constexpr, BOUNDARY: tl.constexpr):
+    """The row or column next to `index` (step -1 or +1): wrapping on a torus, else the edge
+    cell itself (what reflect and clamp both give one cell past the edge)."""
+    if step < 0:
+        if BOUNDARY == 0:
+            return tl.where(index == 0, size - 1, index - 1)
+        else:
+            return tl.where(index == 0, 0, index - 1)
+    else:
+        if BOUNDARY == 0:
+            return tl.where(index == size - 1, 0, index + 1)
+        else:
+            return tl.where(index == size - 1, size - 1, index + 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,11 +216,15 @@ def _agent_kernel(
     sensor_turn_ptr,  # [B] int32, sensor angle in heading units
     turn_ptr,  # [B] int32, turn angle in heading units
     seed_key_ptr,  # [B] int64, lowbias32(seed), in [0, 2^32)
+    mix_ptr,  # [B, SPECIES] float32, sensing weights of the species (None: one species)
+    wall_ptr,  # [B / SPECIES, H, W] uint8, 1 on walls (None: no walls)
     agents,  # N, agents per simulation
     height,  # H, canvas rows
     width,  # W, canvas columns
     BLOCK: tl.constexpr,  # agents per program
     WARP_AGGREGATED: tl.constexpr,  # one atomic per cell per warp (NVIDIA PTX), see _deposit
+    SPECIES: tl.constexpr,  # S, species per simulation; B counts groups (api.World)
+    BOUNDARY: tl.constexpr,  # 0 wrap, 1 reflect, 2 clamp
 ):
     batch = tl.program_id(1).to(tl.int64)
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: N < 2^31
@@ -188,8 +233,14 @@ def _agent_kernel(
     x_ptr = position_ptr + batch * 2 * agents + lane
     y_ptr = x_ptr + agents
     heading_ptr += batch * agents
-    trail_ptr += batch * height * width
     counts_ptr += batch * height * width
+    # Sensors read this group's map, or with several species all maps of its simulation.
+    if SPECIES == 1:
+        trail_ptr += batch * height * width
+    else:
+        trail_ptr += (batch - batch % SPECIES) * height * width
+    if mix_ptr is not None:
+        mix_ptr += batch * SPECIES
     sense_offset_ptr += batch * _HEADINGS
     step_offset_ptr += batch * _HEADINGS
     x = tl.load(x_ptr, mask=mask, other=0)
@@ -200,9 +251,12 @@ def _agent_kernel(
     sensor_turn = tl.load(sensor_turn_ptr + batch)
     left_heading = (heading - sensor_turn) & _HEADING_MASK
     right_heading = (heading + sensor_turn) & _HEADING_MASK
-    forward = _sense(trail_ptr, x, y, heading, sense_offset_ptr, mask, height, width)
-    left = _sense(trail_ptr, x, y, left_heading, sense_offset_ptr, mask, height, width)
-    right = _sense(trail_ptr, x, y, right_heading, sense_offset_ptr, mask, height, width)
+    forward = _sense(trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, width,
+                     SPECIES, BOUNDARY)
+    left = _sense(trail_ptr, mix_ptr, x, y, left_heading, sense_offset_ptr, mask, height, width,
+                  SPECIES, BOUNDARY)
+    right = _sense(trail_ptr, mix_ptr, x, y, right_heading, sense_offset_ptr, mask, height, width,
+                   SPECIES, BOUNDARY)
 
     # Random turn direction: lowbias32(agent ^ lowbias32(seed_key ^ lowbias32(step))) >> 31,
     # where agent is the index in spawn order, whatever lane the agent sits in now.
@@ -213,7 +267,8 @@ def _agent_kernel(
     step = tl.load(step_ptr).to(tl.uint32)  # truncation: step mod 2^32, as api.step_key
     seed_key = tl.load(seed_key_ptr + batch).to(tl.uint32)
     key = _lowbias32(seed_key ^ _lowbias32(step))
-    turn_positive = (_lowbias32(agent.to(tl.uint32) ^ key) >> 31) == 1
+    bits = _lowbias32(agent.to(tl.uint32) ^ key)
+    turn_positive = (bits >> 31) == 1
 
     # Steer, with reference.steer's rule and tie-breaking.
     turn = tl.load(turn_ptr + batch)
@@ -223,10 +278,25 @@ def _agent_kernel(
     change = tl.where((forward > left) & (forward > right), 0, change)
     heading = (heading + change) & _HEADING_MASK
 
-    # Move and wrap onto the torus.
+    # Move, and meet the boundary: wrap onto the torus, mirror (and turn) or stop at the edge.
     step_x, step_y = _lookup(step_offset_ptr, heading, mask)
-    x = _wrap(x + step_x, width << _FRAC_BITS)
-    y = _wrap(y + step_y, height << _FRAC_BITS)
+    moved_x, moved_y = x + step_x, y + step_y
+    size_x, size_y = width << _FRAC_BITS, height << _FRAC_BITS
+    if BOUNDARY == 1:
+        hit_x = (moved_x < 0) | (moved_x >= size_x)
+        hit_y = (moved_y < 0) | (moved_y >= size_y)
+        heading = tl.where(hit_x, (_HEADINGS // 2 - heading) & _HEADING_MASK, heading)
+        heading = tl.where(hit_y, (-heading) & _HEADING_MASK, heading)
+    moved_x = _edge(moved_x, size_x, BOUNDARY)
+    moved_y = _edge(moved_y, size_y, BOUNDARY)
+    if wall_ptr is not None:  # a move onto a wall: stay, and take a random heading
+        wall_ptr += (batch // SPECIES) * height * width
+        cell = (moved_y >> _FRAC_BITS) * width + (moved_x >> _FRAC_BITS)
+        blocked = tl.load(wall_ptr + cell, mask=mask, other=0) != 0
+        moved_x = tl.where(blocked, x, moved_x)
+        moved_y = tl.where(blocked, y, moved_y)
+        heading = tl.where(blocked, (bits & _HEADING_MASK).to(tl.int32), heading)
+    x, y = moved_x, moved_y
     tl.store(x_ptr, x, mask=mask)
     tl.store(y_ptr, y, mask=mask)
     tl.store(heading_ptr + lane, heading.to(tl.int16), mask=mask)
@@ -247,26 +317,32 @@ def _diffuse_kernel(
     keep_ptr,  # [B] float32, 1 - diffuse
     spread_ptr,  # [B] float32, diffuse / 9
     retain_ptr,  # [B] float32, 1 - decay
+    food_ptr,  # [B, H, W] float32, trail added every step, 0 on walls (None: no food)
+    wall_ptr,  # [B / SPECIES, H, W] uint8, 1 on walls, whose trail is 0 (None: no walls)
     height,  # H, canvas rows
     width,  # W, canvas columns
     BLOCK_H: tl.constexpr,  # rows per tile
     BLOCK_W: tl.constexpr,  # columns per tile
     CLEAR_NEXT: tl.constexpr,  # zero next_counts (False when the caller clears a single buffer)
+    SPECIES: tl.constexpr,  # S, species per simulation (groups of one simulation share walls)
+    BOUNDARY: tl.constexpr,  # 0 wrap; 1 reflect and 2 clamp repeat the edge cell
 ):
     batch = tl.program_id(2).to(tl.int64)
     column = tl.program_id(0) * BLOCK_W + tl.arange(0, BLOCK_W)
     row = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     mask = (row[:, None] < height) & (column[None, :] < width)
-    column_left = tl.where(column == 0, width - 1, column - 1)
-    column_right = tl.where(column == width - 1, 0, column + 1)
-    row_above = tl.where(row == 0, height - 1, row - 1)
-    row_below = tl.where(row == height - 1, 0, row + 1)
+    column_left = _neighbour(column, width, -1, BOUNDARY)
+    column_right = _neighbour(column, width, 1, BOUNDARY)
+    row_above = _neighbour(row, height, -1, BOUNDARY)
+    row_below = _neighbour(row, height, 1, BOUNDARY)
     # This simulation's maps: an int64 base once per program, int32 offsets within the canvas.
     plane = batch * height * width
     trail_ptr += plane
     counts_ptr += plane
     next_counts_ptr += plane
     next_trail_ptr += plane
+    if food_ptr is not None:
+        food_ptr += plane
     start_above = row_above * width
     start_here = row * width
     start_below = row_below * width
@@ -278,20 +354,23 @@ def _diffuse_kernel(
 
     # The nine-neighbour sum in the reference's order: rows dy = -1, 0, 1, within a row
     # dx = -1, 0, 1, accumulated left to right. Float addition is not associative.
-    total = _deposited(trail_ptr, counts_ptr, start_above, column_left, mask, deposit)
-    total += _deposited(trail_ptr, counts_ptr, start_above, column, mask, deposit)
-    total += _deposited(trail_ptr, counts_ptr, start_above, column_right, mask, deposit)
-    total += _deposited(trail_ptr, counts_ptr, start_here, column_left, mask, deposit)
-    centre = _deposited(trail_ptr, counts_ptr, start_here, column, mask, deposit)
+    total = _deposited(trail_ptr, counts_ptr, food_ptr, start_above, column_left, mask, deposit)
+    total += _deposited(trail_ptr, counts_ptr, food_ptr, start_above, column, mask, deposit)
+    total += _deposited(trail_ptr, counts_ptr, food_ptr, start_above, column_right, mask, deposit)
+    total += _deposited(trail_ptr, counts_ptr, food_ptr, start_here, column_left, mask, deposit)
+    centre = _deposited(trail_ptr, counts_ptr, food_ptr, start_here, column, mask, deposit)
     total += centre
-    total += _deposited(trail_ptr, counts_ptr, start_here, column_right, mask, deposit)
-    total += _deposited(trail_ptr, counts_ptr, start_below, column_left, mask, deposit)
-    total += _deposited(trail_ptr, counts_ptr, start_below, column, mask, deposit)
-    total += _deposited(trail_ptr, counts_ptr, start_below, column_right, mask, deposit)
+    total += _deposited(trail_ptr, counts_ptr, food_ptr, start_here, column_right, mask, deposit)
+    total += _deposited(trail_ptr, counts_ptr, food_ptr, start_below, column_left, mask, deposit)
+    total += _deposited(trail_ptr, counts_ptr, food_ptr, start_below, column, mask, deposit)
+    total += _deposited(trail_ptr, counts_ptr, food_ptr, start_below, column_right, mask, deposit)
 
     updated = retain * (keep * centre + spread * total)
     updated = tl.where(updated < _TRAIL_FLOOR, 0.0, updated)
     index = start_here[:, None] + column[None, :]
+    if wall_ptr is not None:
+        wall_ptr += (batch // SPECIES) * height * width
+        updated = tl.where(tl.load(wall_ptr + index, mask=mask, other=0) != 0, 0.0, updated)
     tl.store(next_trail_ptr + index, updated, mask=mask)
     if CLEAR_NEXT:
         tl.store(next_counts_ptr + index, tl.zeros([BLOCK_H, BLOCK_W], tl.int32), mask=mask)
@@ -369,14 +448,15 @@ def _pairs(table: torch.Tensor) -> torch.Tensor:
 
 def move_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor | None,
                 trail: torch.Tensor, counts: torch.Tensor, step: torch.Tensor,
-                tables: Tables) -> None:
+                tables: Tables, world: World = EMPTY_WORLD) -> None:
     """Sense, steer, move and count every agent of every simulation, in place.
 
     position: [B, 2, N] int32 16.16, heading: [B, N] int16 (both updated in place);
     agent_id: [B, N] int32, the spawn-order index of the agent in each lane (the random turn
     hashes it), or None when every agent is still in its spawn-order lane;
     trail: [B, H, W] float32 T_t; counts: [B, H, W] int32, zero on entry, receives the counts;
-    step: [] int64 on the device; tables: contiguous, on the same device.
+    step: [] int64 on the device; tables: contiguous, on the same device; world: its tensors
+    contiguous on the same device (uint8 walls, float32 mix), B counting groups (api.World).
     """
     batch, height, width = trail.shape
     agents = heading.shape[1]
@@ -389,19 +469,22 @@ def move_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.T
     _agent_kernel[grid](
         position, heading, agent_id, trail, counts, step,
         _pairs(tables.sense_offset), _pairs(tables.step_offset), tables.sensor_turn, tables.turn,
-        tables.seed_key,
+        tables.seed_key, world.mix, world.wall,
         agents, height, width,
-        BLOCK=AGENT_BLOCK, WARP_AGGREGATED=warp_aggregated, **_launch_options(AGENT_WARPS),
+        BLOCK=AGENT_BLOCK, WARP_AGGREGATED=warp_aggregated, SPECIES=world.species,
+        BOUNDARY=BOUNDARIES.index(world.boundary), **_launch_options(AGENT_WARPS),
     )
 
 
 def diffuse_and_decay(trail: torch.Tensor, counts: torch.Tensor, next_counts: torch.Tensor,
-                      next_trail: torch.Tensor, step: torch.Tensor, tables: Tables) -> None:
+                      next_trail: torch.Tensor, step: torch.Tensor, tables: Tables,
+                      world: World = EMPTY_WORLD) -> None:
     """Deposit, diffuse and decay: next_trail = T_{t+1}; zero next_counts; step += 1.
 
     trail, next_trail: [B, H, W] float32 (distinct buffers); counts, next_counts: [B, H, W] int32
     (distinct buffers, or one buffer twice: then it is cleared by a memset after the kernel,
-    a third launch that saves a whole count map of memory); step: [] int64 on the device.
+    a third launch that saves a whole count map of memory); step: [] int64 on the device;
+    world: as for move_agents, its food 0 on walls.
     """
     batch, height, width = trail.shape
     single = counts.data_ptr() == next_counts.data_ptr()
@@ -412,10 +495,10 @@ def diffuse_and_decay(trail: torch.Tensor, counts: torch.Tensor, next_counts: to
     grid = (triton.cdiv(width, block_w), triton.cdiv(height, block_h), batch)
     _diffuse_kernel[grid](
         trail, counts, next_counts, next_trail, step,
-        tables.deposit, tables.keep, tables.spread, tables.retain,
+        tables.deposit, tables.keep, tables.spread, tables.retain, world.food, world.wall,
         height, width,
-        BLOCK_H=block_h, BLOCK_W=block_w, CLEAR_NEXT=not single,
-        **_launch_options(DIFFUSE_WARPS),
+        BLOCK_H=block_h, BLOCK_W=block_w, CLEAR_NEXT=not single, SPECIES=world.species,
+        BOUNDARY=BOUNDARIES.index(world.boundary), **_launch_options(DIFFUSE_WARPS),
     )
     if single:
         counts.zero_()
