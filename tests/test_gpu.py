@@ -4,6 +4,8 @@ results on an H200 are recorded in benchmarks/ and the issues' closing notes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -78,3 +80,40 @@ def test_sorted_and_unsorted_triton_match_reference_on_a_million_agents():
             identity = torch.arange(lanes.shape[1], dtype=torch.int32).expand_as(lanes)
             assert torch.equal(lanes.sort(dim=1).values, identity)
             assert (lanes != identity).float().mean() > 0.9
+
+
+def world_run(backend: str, device: str, boundary: str, steps: int = 300):
+    """2 simulations of 2 species on 301 x 203 with walls and food, chunks of 64, 7, 5, 3."""
+    from physarum.kernels.api import World, species_seed
+
+    width, height, agents, species = 301, 203, 20_001, 2
+    wall = torch.zeros((2, height, width), dtype=torch.uint8)
+    wall[0, 50:60, 20:280] = 1
+    wall[1, :, 150] = 1
+    wall[1, 100:110, 150] = 0
+    food = torch.zeros((4, height, width), dtype=torch.float32)
+    food[:, 150:160, 30:40] = 0.5
+    seeds = [species_seed(b + 1, s) for b in range(2) for s in range(species)]
+    params = [replace(PARAMS[g % 3], seed=seeds[g]) for g in range(4)]
+    parts = [spawn([seeds[g]], agents, width, height, ("random", "disk")[g % 2], 0.3,
+                   wall=wall[g // species]) for g in range(4)]
+    from physarum.kernels.api import State
+
+    state = State(torch.cat([p.position for p in parts]), torch.cat([p.heading for p in parts]),
+                  torch.cat([p.trail for p in parts]), parts[0].step).to(device)
+    mix = torch.tensor([[1.0, -0.5], [-0.25, 1.0]] * 2)
+    world = World(species=species, boundary=boundary, mix=mix, wall=wall, food=food)
+    simulation = get_backend(backend)(state, build_tables(params, device=device), world=world)
+    done = 0
+    while done < steps:
+        for chunk in (64, 7, 5, 3):
+            simulation.advance(min(chunk, steps - done))
+            done += min(chunk, steps - done)
+    return simulation.state.to("cpu")
+
+
+@pytest.mark.parametrize("boundary", ["wrap", "reflect", "clamp"])
+def test_worlds_on_cuda_match_the_reference_on_cpu(boundary):
+    expected = world_run("torch", "cpu", boundary)
+    assert_identical(world_run("triton", "cuda", boundary), expected)
+    assert_identical(world_run("torch", "cuda", boundary), expected)
