@@ -1,0 +1,87 @@
+"""Does a preset in resolution-independent units look alike at two sizes? (issue: worlds, item 5)
+
+Runs the preset at each --size (WIDTHxHEIGHT), reads the dominant spatial wavelength of the
+trail (render/stats.py: radially averaged power spectrum) as a fraction of the short side at
+several late steps, and reports the mean of each size and their ratio. Also saves the final
+frames side by side.
+
+    python3 scripts/resolution_check.py presets/anywhere.yaml --sizes 512x512 3840x2160 \
+        --out benchmarks/resolution.json --figure benchmarks/figures/resolution.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from physarum.render.colour import Colourist
+from physarum.render.preset import load_preset
+from physarum.render.runner import make_simulation, resolve_backend, resolve_device
+from physarum.render.stats import SpectrumRings, trail_statistics
+
+WAVELENGTH = 6  # column of trail_statistics: wavelength as a fraction of the short side
+
+
+def measure(path: str, size: str, checkpoints: int, device: torch.device) -> dict:
+    width, height = (int(v) for v in size.split("x"))
+    preset = load_preset(path, [f"canvas.width={width}", f"canvas.height={height}"])
+    steps = preset.run.steps
+    simulation = make_simulation(preset, resolve_backend("auto", device), device)
+    rings = SpectrumRings(height, width, device)
+    began = time.perf_counter()
+    # the last `checkpoints` tenths of the run: 10 steps apart
+    at = sorted({steps - 10 * k for k in range(checkpoints)})
+    done, fractions = 0, []
+    for step in at:
+        simulation.advance(step - done)
+        done = step
+        fractions.append(float(trail_statistics(simulation.trail[:1], rings)[0, WAVELENGTH]))
+    colourist = Colourist(preset.palette)
+    rgb = colourist.rgb(colourist.index_frame(simulation.trail[0]), 0).cpu().numpy()
+    return {"size": size, "agents": preset.agents.count, "steps": steps,
+            "sensor_distance_px": preset.model.pixels("sensor_distance", min(width, height)),
+            "step_size_px": preset.model.pixels("step_size", min(width, height)),
+            "wavelength_fraction": fractions, "mean": float(np.mean(fractions)),
+            "seconds": time.perf_counter() - began, "frame": rgb}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("preset")
+    parser.add_argument("--sizes", nargs="+", default=["512x512", "3840x2160"])
+    parser.add_argument("--checkpoints", type=int, default=5)
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--out", default="resolution.json")
+    parser.add_argument("--figure", default=None)
+    args = parser.parse_args()
+    device = resolve_device(args.device)
+    results = [measure(args.preset, size, args.checkpoints, device) for size in args.sizes]
+    frames = [r.pop("frame") for r in results]
+    first = results[0]["mean"]
+    for r in results:
+        r["ratio_to_first"] = r["mean"] / first
+        print(f"{r['size']:>10}: wavelength {r['mean']:.4f} of the short side "
+              f"({', '.join(f'{f:.4f}' for f in r['wavelength_fraction'])}), "
+              f"ratio {r['ratio_to_first']:.3f}, {r['seconds']:.0f} s", flush=True)
+    report = {"preset": args.preset, "device": str(device), "machine": platform.machine(),
+              "torch": torch.__version__, "results": results}
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    if args.figure:
+        tiles = [Image.fromarray(f).resize((round(384 * f.shape[1] / f.shape[0]), 384)) for f in frames]
+        sheet = Image.new("RGB", (sum(t.width for t in tiles) + 8 * (len(tiles) - 1), 384))
+        x = 0
+        for tile in tiles:
+            sheet.paste(tile, (x, 0))
+            x += tile.width + 8
+        sheet.save(args.figure, optimize=True)
+
+
+if __name__ == "__main__":
+    main()
