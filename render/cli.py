@@ -266,6 +266,10 @@ def cmd_sensitivity(args) -> int:
 
     axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    if preset.has_world:
+        raise RenderError(f"{preset.name}: physarum sensitivity measures plain presets (one species on "
+                          "the empty torus); remove world:, species: and image spawns, or use "
+                          "render --stats (statistics of species 0's trail)")
     twins = 4 if axes and args.twins is None else 8 if args.twins is None else args.twins
     if not 1 <= twins <= 64:
         raise RenderError(f"--twins must be from 1 to 64, got {twins}")

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import torch
 
-from physarum.render.palette import palette_table
-from physarum.render.preset import Palette
+from physarum.render.palette import palette_table, parse_hex
+from physarum.render.preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
 
 
 def gamma_levels(gamma: float) -> np.ndarray:
@@ -80,6 +80,112 @@ class Colourist:
         """[H, W, 3] uint8 RGB of an index frame, looked up on the index frame's device."""
         _, tables = self._on(index.device)
         return tables[self.palette_index(frame)][index.to(torch.int64)]
+
+    def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(index frame [H, W] uint8, RGB frame [H, W, 3] uint8 or None) of frame `frame`."""
+        index = self.index_frame(trail)
+        return index, (self.rgb(index, frame) if rgb else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Several species: one level per species map, blended in integers
+
+PRODUCT_LEVELS = {1: 256, 2: 16, 3: 6, 4: 4}  # K: levels per species in a GIF's palette, K^S <= 256
+
+
+def species_ramp(colour: str | None, palette) -> np.ndarray:
+    """[256, 3] uint8: what level v of one species shows. A colour c: (v * c) // 255 per
+    channel; a palette (name or hex stops): its entry v."""
+    if palette is not None:
+        return palette_table(palette)
+    level = np.arange(256, dtype=np.int64)[:, None]
+    return (level * np.array(parse_hex(colour), dtype=np.int64)[None, :] // 255).astype(np.uint8)
+
+
+def species_ramps(preset: Preset) -> np.ndarray:
+    """[S, 256, 3] uint8 ramps of a preset's species (default colours where none is given)."""
+    ramps = []
+    for s, species in enumerate(preset.species):
+        colour = species.colour or (None if species.palette is not None else DEFAULT_SPECIES_COLOURS[s])
+        ramps.append(species_ramp(colour, species.palette))
+    return np.stack(ramps)
+
+
+def blend(ramps: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """[..., 3] uint8: the saturating sum over species s of ramps[s][levels[s]] (host version)."""
+    total = sum(ramps[s][levels[s]].astype(np.int32) for s in range(len(ramps)))
+    return np.minimum(total, 255).astype(np.uint8)
+
+
+def product_palette(ramps: np.ndarray) -> np.ndarray:
+    """[256, 3] uint8 palette of a GIF of S species: index sum_s q_s * K^s shows the blend of
+    each species at its representative level q_s * 255 // (K - 1) (unused entries black)."""
+    species = len(ramps)
+    k = PRODUCT_LEVELS[species]
+    index = np.arange(k ** species)
+    quantised = np.stack([(index // k ** s) % k for s in range(species)])
+    table = np.zeros((256, 3), dtype=np.uint8)
+    table[:k ** species] = blend(ramps, quantised * 255 // (k - 1))
+    return table
+
+
+class SpeciesColourist:
+    """Colours the S trail maps [S, H, W] of one simulation of a species preset.
+
+    Each map gets a level 0..255 by Colourist.index_frame (the preset's levels and gamma, per
+    map: with high: auto, each species' own quantile). RGB (MP4, PNG, frames) is the saturating
+    integer sum of each species' ramp at its level. The GIF's index frame quantises each level to
+    K = PRODUCT_LEVELS[S] steps, q_s = level_s * K // 256, index = sum_s q_s * K^s, shown with
+    the fixed product_palette: exact, and the same palette on every frame.
+    """
+
+    def __init__(self, palette: Palette, ramps: np.ndarray):
+        self.palette = palette
+        self.levels = Colourist(palette)
+        self.ramps = ramps
+        self.species = len(ramps)
+        self.k = PRODUCT_LEVELS[self.species]
+        self.tables = [product_palette(ramps)]
+        self._device: dict = {}
+
+    def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        if device not in self._device:
+            weights = torch.tensor([self.k ** s for s in range(self.species)], dtype=torch.int32)
+            self._device[device] = (torch.from_numpy(self.ramps).to(device).to(torch.int32),
+                                    weights.to(device)[:, None, None])
+        return self._device[device]
+
+    def level_frames(self, maps: torch.Tensor) -> torch.Tensor:
+        """[S, H, W] uint8 levels, one per species map."""
+        return torch.stack([self.levels.index_frame(maps[s]) for s in range(self.species)])
+
+    def index_frame(self, maps: torch.Tensor) -> torch.Tensor:
+        return self.colour(maps, 0, rgb=False)[0]
+
+    def colour(self, maps: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(product index frame [H, W] uint8, blended RGB [H, W, 3] uint8 or None)."""
+        ramps, weights = self._on(maps.device)
+        levels = self.level_frames(maps).to(torch.int32)
+        index = ((levels * self.k // 256) * weights).sum(0).to(torch.uint8)
+        if not rgb:
+            return index, None
+        total = ramps[0][levels[0]]
+        for s in range(1, self.species):
+            total = total + ramps[s][levels[s]]
+        return index, total.clamp_(max=255).to(torch.uint8)
+
+    def palette_index(self, frame: int) -> int:
+        return 0
+
+    def table(self, frame: int) -> np.ndarray:
+        return self.tables[0]
+
+
+def make_colourist(preset: Preset) -> "Colourist | SpeciesColourist":
+    """The colouring of a preset: its palettes, or with a species section each species' ramp."""
+    if preset.species is None:
+        return Colourist(preset.palette)
+    return SpeciesColourist(preset.palette, species_ramps(preset))
 
 
 def preview_size(width: int, height: int, scale: float) -> tuple[int, int]:

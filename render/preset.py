@@ -11,13 +11,15 @@ import copy
 import difflib
 import math
 import re
+from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model,
+                      field_validator, model_serializer, model_validator)
 
-from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE, ModelParams
+from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE, MAX_SPECIES, ModelParams, species_seed
 from physarum.render.palette import PALETTES, parse_hex
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -38,15 +40,66 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
+class _Optional(_Section):
+    """A section whose unset (None) keys are left out of dumps, so that presets without the
+    world keys dump (and embed in outputs) exactly as before they existed."""
+
+    @model_serializer(mode="wrap")
+    def _drop_none(self, handler):
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+def _image_path(path: str, info: ValidationInfo) -> str:
+    """An image path made absolute: relative paths are relative to the preset file's folder
+    (the validation context's `base`), so outputs carry paths that `render --from` can open."""
+    if not path.strip():
+        raise ValueError("an image file path is required")
+    base = (info.context or {}).get("base")
+    resolved = Path(path).expanduser()
+    if not resolved.is_absolute():
+        resolved = Path(base or ".") / resolved
+    resolved = str(resolved.absolute())
+    from physarum.render.world import read_grey  # raises ValueError naming the problem
+
+    read_grey(resolved)
+    return resolved
+
+
 class Canvas(_Section):
     width: int = Field(512, ge=8, le=MAX_CANVAS, description="pixels")
     height: int = Field(512, ge=8, le=MAX_CANVAS, description="pixels")
 
 
+SPAWN_NAMES = Literal["random", "disk", "ring", "center", "image"]
+DEFAULT_AGENTS = 100_000
+
+
 class Agents(_Section):
-    count: int = Field(100_000, ge=1, le=MAX_AGENTS)
-    spawn: Literal["random", "disk", "ring", "center"] = "random"
+    """count, or density (agents per cell; the count is then round-half-even(density * W * H),
+    set by the Preset). With species, the count is the total: each species has count // S."""
+
+    count: Optional[int] = Field(None, ge=1, le=MAX_AGENTS)
+    spawn: SPAWN_NAMES = "random"
     radius: float = Field(0.35, gt=0, le=0.5, description="disk/ring radius, fraction of the short side")
+    density: Optional[float] = Field(None, gt=0, le=1024, description="agents per cell, instead of count")
+    image: Optional[str] = Field(None, description="greyscale image: agent density of spawn: image")
+
+    _image = field_validator("image")(_image_path)
+
+    @model_validator(mode="after")
+    def _count_or_density(self) -> "Agents":
+        if self.count is not None and self.density is not None:
+            raise ValueError("give count or density, not both")
+        if self.count is None and self.density is None:
+            object.__setattr__(self, "count", DEFAULT_AGENTS)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        data = handler(self)
+        if self.density is not None:
+            data.pop("count", None)  # derived from the density and the canvas on loading
+        return {k: v for k, v in data.items() if v is not None}
 
 
 class Model(_Section):
@@ -57,6 +110,33 @@ class Model(_Section):
     deposit: float = Field(5.0, gt=0, le=1e6, description="trail added per agent per step")
     diffuse: float = Field(1.0, ge=0, le=1, description="share of the 3x3 mean blended in")
     decay: float = Field(0.1, ge=0, lt=1, description="share of the trail lost per step")
+    units: Literal["pixels", "short_side"] = Field(
+        "pixels", description="sensor_distance and step_size in pixels or fractions of the short side")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        data = handler(self)
+        if data.get("units") == "pixels":
+            data.pop("units")  # the default: dumps stay as they were before units existed
+        return data
+
+    def pixels(self, key: str, short_side: int) -> float:
+        """sensor_distance or step_size in pixels: exact (Fraction) conversion, one rounding."""
+        value = getattr(self, key)
+        return value if self.units == "pixels" else float(Fraction(value) * short_side)
+
+
+def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
+    """A section with model's keys and bounds, every key optional (None: not overridden)."""
+    fields = {}
+    for key, field in model.model_fields.items():
+        info = copy.copy(field)
+        info.default, info.default_factory = None, None
+        fields[key] = (Optional[field.annotation], info)
+    return create_model(name, __base__=_Optional, **fields)
+
+
+ModelOverride = _all_optional(Model, "ModelOverride")
 
 
 class Run(_Section):
@@ -84,17 +164,22 @@ class Palette(_Section):
     @classmethod
     def _known_palettes(cls, names: list[PaletteEntry]) -> list[PaletteEntry]:
         for entry in names:
-            if isinstance(entry, str) and entry not in PALETTES:
-                close = difflib.get_close_matches(entry, PALETTES, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(f"unknown palette {entry!r}{hint}; named palettes: "
-                                 f"{', '.join(sorted(PALETTES))}, or a list of 2 to 256 hex colours")
-            if isinstance(entry, list):
-                if not 2 <= len(entry) <= 256:
-                    raise ValueError(f"a colour list needs 2 to 256 hex colours, got {len(entry)}")
-                for colour in entry:
-                    parse_hex(colour)
+            check_palette_entry(entry)
         return names
+
+
+def check_palette_entry(entry: PaletteEntry) -> PaletteEntry:
+    if isinstance(entry, str) and entry not in PALETTES:
+        close = difflib.get_close_matches(entry, PALETTES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown palette {entry!r}{hint}; named palettes: "
+                         f"{', '.join(sorted(PALETTES))}, or a list of 2 to 256 hex colours")
+    if isinstance(entry, list):
+        if not 2 <= len(entry) <= 256:
+            raise ValueError(f"a colour list needs 2 to 256 hex colours, got {len(entry)}")
+        for colour in entry:
+            parse_hex(colour)
+    return entry
 
 
 class Output(_Section):
@@ -102,6 +187,93 @@ class Output(_Section):
     fps: int = Field(30, ge=1, le=100)
     loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
+
+
+# ---------------------------------------------------------------------------------------------
+# Worlds (docs/presets.md, "Worlds"): boundaries, images, walls, food, species
+
+
+class TrailImage(_Section):
+    path: str = Field(description="greyscale image; brightness v seeds every species' trail with v / 255 * scale")
+    scale: float = Field(1.0, gt=0, le=1e6)
+
+    _path = field_validator("path")(_image_path)
+
+
+class Walls(_Section):
+    path: str = Field(description="greyscale image: brightness >= threshold is wall")
+    threshold: int = Field(128, ge=1, le=255)
+    invert: bool = Field(False, description="walls where brightness < threshold instead")
+
+    _path = field_validator("path")(_image_path)
+
+
+class FoodPoint(_Section):
+    x: float = Field(ge=0, le=1, description="fraction of the width")
+    y: float = Field(ge=0, le=1, description="fraction of the height")
+    radius: float = Field(0.02, ge=0, le=0.5, description="fraction of the short side")
+    amount: float = Field(1.0, ge=1e-6, le=1e6, description="trail added per cell per step")
+
+
+class FoodImage(_Section):
+    path: str = Field(description="greyscale image; brightness v adds v / 255 * amount per step")
+    amount: float = Field(1.0, gt=0, le=1e6)
+
+    _path = field_validator("path")(_image_path)
+
+
+class Food(_Optional):
+    points: list[FoodPoint] = Field(default_factory=list, max_length=256)
+    image: Optional[FoodImage] = None
+
+
+class World(_Optional):
+    boundary: Literal["wrap", "reflect", "clamp"] = "wrap"
+    trail_image: Optional[TrailImage] = None
+    walls: Optional[Walls] = None
+    food: Optional[Food] = None
+
+
+class SpeciesAgents(_Optional):
+    """What a species may set for its own agents (the count is shared: count // S each)."""
+
+    spawn: Optional[SPAWN_NAMES] = None
+    radius: Optional[float] = Field(None, gt=0, le=0.5)
+    image: Optional[str] = None
+
+    _image = field_validator("image")(_image_path)
+
+
+class Species(_Optional):
+    name: str = Field("", max_length=64)
+    colour: Optional[str] = Field(None, description="'#rrggbb': level v shows (v * c) // 255 per channel")
+    palette: Optional[PaletteEntry] = Field(None, description="a palette name or hex stops: level v shows its entry v")
+    model: ModelOverride = ModelOverride()  # type: ignore[valid-type]
+    agents: SpeciesAgents = SpeciesAgents()
+
+    @field_validator("colour")
+    @classmethod
+    def _hex(cls, colour: str) -> str:
+        parse_hex(colour)
+        return colour
+
+    @field_validator("palette")
+    @classmethod
+    def _palette(cls, entry: PaletteEntry) -> PaletteEntry:
+        return check_palette_entry(entry)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        return {k: v for k, v in handler(self).items() if v not in (None, {}, "")}
+
+    @model_validator(mode="after")
+    def _one_colouring(self) -> "Species":
+        if self.colour is not None and self.palette is not None:
+            raise ValueError("give colour or palette, not both")
+        return self
+
+
+DEFAULT_SPECIES_COLOURS = ("#ff5a1f", "#1fa2ff", "#7dff3a", "#ffd21f")
 
 
 class Preset(_Section):
@@ -114,6 +286,24 @@ class Preset(_Section):
     run: Run = Run()
     palette: Palette = Palette()
     output: Output = Output()
+    world: Optional[World] = None
+    species: Optional[list[Species]] = Field(None, min_length=1, max_length=MAX_SPECIES)
+    interaction: Optional[list[list[float]]] = Field(
+        None, description="S x S: row s holds the weights species s gives each species' trail")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        return {k: v for k, v in handler(self).items()
+                if v is not None or k not in ("world", "species", "interaction")}
+
+    @model_validator(mode="after")
+    def _agent_density(self) -> "Preset":
+        """agents.density becomes agents.count (round half to even, exact), at least 1."""
+        if self.agents.density is not None:
+            cells = self.canvas.width * self.canvas.height
+            count = max(1, round(Fraction(self.agents.density) * cells))
+            object.__setattr__(self.agents, "count", count)
+        return self
 
     @field_validator("name")
     @classmethod
@@ -127,10 +317,46 @@ class Preset(_Section):
     def frames(self) -> int:
         return math.ceil(self.run.steps / self.run.steps_per_frame)
 
-    def model_params(self) -> ModelParams:
-        m = self.model
-        return ModelParams(m.sensor_angle, m.sensor_distance, m.turn_angle, m.step_size,
-                           m.deposit, m.diffuse, m.decay, self.seed)
+    @property
+    def species_count(self) -> int:
+        """S, the species per simulation (1 without a species section)."""
+        return len(self.species) if self.species else 1
+
+    @property
+    def agents_per_species(self) -> int:
+        return self.agents.count // self.species_count
+
+    @property
+    def boundary(self) -> str:
+        return self.world.boundary if self.world else "wrap"
+
+    @property
+    def has_world(self) -> bool:
+        """Whether anything beyond the plain model is set (world, species or an image spawn)."""
+        return (self.world is not None or self.species is not None
+                or any(self.species_agents(s).spawn == "image" for s in range(self.species_count)))
+
+    def species_model(self, s: int) -> Model:
+        """The model of species s: the top-level model with the species' overrides."""
+        if not self.species:
+            return self.model
+        override = self.species[s].model.model_dump(exclude_none=True)
+        return Model.model_validate({**self.model.model_dump(), "units": self.model.units, **override})
+
+    def species_agents(self, s: int) -> Agents:
+        """agents of species s: spawn, radius and image may be overridden (not the count)."""
+        if not self.species:
+            return self.agents
+        override = self.species[s].agents.model_dump(exclude_none=True)
+        return self.agents.model_copy(update=override)
+
+    def model_params(self, s: int = 0) -> ModelParams:
+        """The kernels' parameters of species s (distances in pixels, the species' own seed)."""
+        m = self.species_model(s)
+        short = min(self.canvas.width, self.canvas.height)
+        return ModelParams(m.sensor_angle, m.pixels("sensor_distance", short), m.turn_angle,
+                           m.pixels("step_size", short), m.deposit, m.diffuse, m.decay,
+                           species_seed(self.seed, s))
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
@@ -144,11 +370,28 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     """The schema section at a key path, to suggest the keys it allows."""
     model: Any = Preset
     for key in loc:
+        if isinstance(model, list):  # a list of sections: the key is an index
+            model = model[0] if isinstance(key, int) else None
+            continue
         field = model.model_fields.get(key) if isinstance(key, str) else None
-        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+        annotation = _section_type(field.annotation) if field is not None else None
+        if annotation is None:
             return None
-        model = field.annotation
-    return model
+        model = annotation
+    return model if isinstance(model, type) else None
+
+
+def _section_type(annotation: Any) -> Any:
+    """The section class of an annotation (X, Optional[X]) or [X] for list[X]; else None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    if getattr(annotation, "__origin__", None) is list and len(args) == 1:
+        inner = _section_type(args[0])
+        return [inner] if inner is not None else None
+    if len(args) == 1:
+        return _section_type(args[0])
+    return None
 
 
 def _describe(error: dict) -> str:
@@ -170,13 +413,66 @@ def _relations(preset: Preset) -> list[str]:
     """Problems that involve several keys at once."""
     problems = []
     short = min(preset.canvas.width, preset.canvas.height)
-    for key in ("sensor_distance", "step_size"):
-        value = getattr(preset.model, key)
-        if value >= short / 2:
-            problems.append(f"model.{key}: must be less than half the canvas's short side "
-                            f"({short / 2:g} pixels) (got {value!r})")
+    species = preset.species_count
+    for s in range(species):
+        model = preset.species_model(s)
+        overridden = preset.species is not None and preset.species[s].model.model_dump(exclude_none=True)
+        for key in ("sensor_distance", "step_size"):
+            where = (f"species.{s}.model.{key}" if overridden and (key in overridden or "units" in overridden)
+                     else f"model.{key}")
+            if s > 0 and where.startswith("model."):
+                continue  # the same value as species 0's: reported once
+            value, pixels = getattr(model, key), model.pixels(key, short)
+            unit = "" if model.units == "pixels" else f" ({pixels:g} pixels with units: short_side)"
+            if pixels >= short / 2:
+                problems.append(f"{where}: must be less than half the canvas's short side "
+                                f"({short / 2:g} pixels) (got {value!r}{unit})")
+            elif pixels > MAX_DISTANCE or pixels <= 0:
+                problems.append(f"{where}: must be more than 0 and at most {MAX_DISTANCE:g} pixels "
+                                f"(got {value!r}{unit})")
     if preset.run.steps + preset.run.warmup > 10_000_000:
         problems.append("run: steps + warmup must be at most 10000000")
+    agents = preset.agents
+    if agents.density is not None and agents.count > MAX_AGENTS:
+        problems.append(f"agents.density: gives {agents.count} agents on {preset.canvas.width}x"
+                        f"{preset.canvas.height}; at most {MAX_AGENTS} are allowed (got {agents.density!r})")
+    if agents.count // species < 1:
+        problems.append(f"agents.count: {species} species share the agents equally (count // {species} "
+                        f"each), so at least {species} are needed (got {agents.count!r})")
+    for s in range(species):
+        spawn = preset.species_agents(s)
+        where = f"species.{s}.agents" if preset.species and preset.species[s].agents.model_dump() else "agents"
+        if s > 0 and where == "agents":
+            continue
+        if spawn.spawn == "image" and spawn.image is None:
+            problems.append(f"{where}.image: spawn: image needs an image file of agent density (got none)")
+        if spawn.spawn != "image" and spawn.image is not None:
+            problems.append(f"{where}.image: only used with spawn: image (spawn is {spawn.spawn!r})")
+    problems.extend(_interaction_problems(preset))
+    return problems
+
+
+def _interaction_problems(preset: Preset) -> list[str]:
+    matrix = preset.interaction
+    if matrix is None:
+        return []
+    if preset.species is None:
+        return [f"interaction: needs a species list (one row and column per species) "
+                f"(got {matrix!r} without species)"]
+    species = preset.species_count
+    rows, columns = len(matrix), sorted({len(row) for row in matrix})
+    if rows != species or columns != [species]:
+        found = f"{rows} x {columns[0]}" if len(columns) == 1 else f"{rows} rows of {', '.join(map(str, columns))}"
+        return [f"interaction: must be {species} x {species} (one row and column per species), "
+                f"found {found} (got {matrix!r})"]
+    problems = []
+    for s, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            if not -1e3 <= value <= 1e3:
+                problems.append(f"interaction.{s}.{j}: must be from -1000 to 1000 (got {value!r})")
+    if species == 1 and matrix != [[1.0]]:
+        problems.append(f"interaction: one species senses its own trail as it is: [[1]] or no "
+                        f"interaction (got {matrix!r})")
     return problems
 
 
@@ -229,8 +525,12 @@ def apply_setting(data: dict, setting: str) -> None:
     node[parts[-1]] = value
 
 
-def build_preset(data: dict, source: str, settings: list[str] = (), overrides: dict | None = None) -> Preset:
-    """Validate raw data plus `--set` settings and explicit flag overrides into a Preset."""
+def build_preset(data: dict, source: str, settings: list[str] = (), overrides: dict | None = None,
+                 base: str | Path | None = None) -> Preset:
+    """Validate raw data plus `--set` settings and explicit flag overrides into a Preset.
+
+    Relative image paths are relative to `base` (default: the folder of `source`) and become
+    absolute. Images are opened and checked here too, so every problem is reported at once."""
     data = copy.deepcopy(data)
     problems = []
     for setting in settings:
@@ -241,12 +541,16 @@ def build_preset(data: dict, source: str, settings: list[str] = (), overrides: d
     for key, value in (overrides or {}).items():
         if value is not None:
             data[key] = value
+    base = Path(source).parent if base is None else Path(base)
     try:
-        preset = Preset.model_validate(data)
+        preset = Preset.model_validate(data, context={"base": base})
     except ValidationError as error:
         problems.extend(f"{source}: {_describe(e)}" for e in error.errors())
         raise PresetError(problems) from None
     problems.extend(f"{source}: {p}" for p in _relations(preset))
+    from physarum.render.world import image_problems  # what the images mean on this canvas
+
+    problems.extend(f"{source}: {p}" for p in image_problems(preset))
     if problems:
         raise PresetError(problems)
     return preset
@@ -254,4 +558,4 @@ def build_preset(data: dict, source: str, settings: list[str] = (), overrides: d
 
 def load_preset(path: str | Path, settings: list[str] = (), overrides: dict | None = None) -> Preset:
     """Read, override and validate a preset file."""
-    return build_preset(read_preset_file(path), str(path), settings, overrides)
+    return build_preset(read_preset_file(path), str(path), settings, overrides, Path(path).parent)

@@ -23,8 +23,8 @@ from tqdm import tqdm
 
 from physarum.kernels import get_backend
 from physarum.render import __version__
-from physarum.kernels.api import State, build_tables, spawn
-from physarum.render.colour import Colourist, downscale, preview_size
+from physarum.kernels.api import build_tables
+from physarum.render.colour import Colourist, downscale, make_colourist, preview_size
 from physarum.render.encode import (FramesDirWriter, GifWriter, Mp4Writer, PngWriter, even_size,
                                     write_json)
 from physarum.render.preset import MP4_MAX_SIDE, Preset
@@ -94,14 +94,23 @@ def resolve_backend(requested: str, device: torch.device) -> str:
 
 
 def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
-    """Peak device bytes of a render, counted from the backend's own tensors and temporaries."""
-    agents, cells = preset.agents.count, preset.canvas.width * preset.canvas.height
+    """Peak device bytes of a render, counted from the backend's own tensors and temporaries.
+
+    With S species a simulation is S groups of agents.count // S agents, each with its own trail
+    map; walls add a byte per cell, food a float32 map per group, and sensing a mixed map per
+    group (the interaction's weighted sum of the species' maps)."""
+    species = preset.species_count
+    agents, cells = preset.agents_per_species, preset.canvas.width * preset.canvas.height
     if backend == "triton":  # state, agent ids, and a sort segment's temporaries (<= 16M agents)
         per_agent, per_cell = 14 + 40 * min(1.0, (1 << 24) / max(1, agents)), 4 * 2 + 4 * 2 + 8
     else:  # the reference's int64 index and gather temporaries
         per_agent, per_cell = 160, 4 * 14 + 8
-    frame = cells * 8  # kthvalue copy, index and RGB frames
-    return int(batch * (agents * per_agent + cells * per_cell) + frame)
+    world = preset.world
+    per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
+    per_simulation_cell = 1 if world and world.walls else 0
+    frame = cells * (8 + 8 * (species - 1))  # kthvalue copy, index, level and RGB frames
+    return int(batch * (species * (agents * per_agent + cells * per_group_cell)
+                        + cells * per_simulation_cell) + frame)
 
 
 def available_bytes(device: torch.device) -> int:
@@ -341,14 +350,15 @@ class FramePipeline:
         self.device = device
 
     def submit(self, number: int, trail: torch.Tensor) -> None:
-        index = self.colourist.index_frame(trail)
+        """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
+        index, rgb = self.colourist.colour(trail, number, "rgb" in self.needs)
         arrays = {}
         if "index" in self.needs:
             arrays["index"] = self.ring.copy("index", number, index)
         if "preview" in self.needs:
             arrays["preview"] = self.ring.copy("preview", number, downscale(index, self.preview))
         if "rgb" in self.needs:
-            arrays["rgb"] = self.ring.copy("rgb", number, self.colourist.rgb(index, number))
+            arrays["rgb"] = self.ring.copy("rgb", number, rgb)
         event = None
         if self.device.type == "cuda":
             event = torch.cuda.Event()
@@ -386,7 +396,7 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
         Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     simulation = make_simulation(preset, backend, torch_device)
-    colourist = Colourist(preset.palette)
+    colourist = make_colourist(preset)
     workers = _open_workers(preset, paths, colourist, options)
     pipeline = FramePipeline(preset, colourist, workers, torch_device)
     try:
@@ -426,7 +436,7 @@ def _frame_loop(preset: Preset, simulation, pipeline: FramePipeline, quiet: bool
             steps = min(preset.run.steps_per_frame, remaining)
             advance(simulation, steps, on_step)
             remaining, steps_done = remaining - steps, steps_done + steps
-            pipeline.submit(number, simulation.trail[0])
+            pipeline.submit(number, simulation_maps(preset, simulation.trail, 0))
             pipeline.hand_over(keep=1)
             bar.update(1)
             if not quiet and number % 10 == 0:
@@ -459,30 +469,46 @@ def sidecar(preset: Preset, result: RenderResult) -> dict:
 
 
 def batch_key(preset: Preset) -> tuple:
-    """What presets must share to run as one batched simulation: canvas, agent count, run length.
+    """What presets must share to run as one batched simulation: canvas, agent count, run length,
+    and the shape of their world: species count, boundary, whether there are walls and food.
 
     Everything else may differ per simulation: model, seed, spawn pattern and radius (each
-    simulation is spawned on its own), palette and outputs (each has its own colouring and files).
+    simulation is spawned on its own), palette and outputs (each has its own colouring and files),
+    interaction, images (each simulation has its own maps).
     """
+    from physarum.render.world import needs_world
+
+    world = preset.world
+    shape = (preset.species_count, preset.boundary, bool(world and world.walls),
+             bool(world and world.food), needs_world(preset))
+    plain = (1, "wrap", False, False, False)
     return (preset.canvas.width, preset.canvas.height, preset.agents.count,
-            preset.run.steps, preset.run.steps_per_frame, preset.run.warmup)
+            preset.run.steps, preset.run.steps_per_frame, preset.run.warmup) + (() if shape == plain else shape)
+
+
+def simulation_maps(preset: Preset, trail: torch.Tensor, b: int) -> torch.Tensor:
+    """What colours simulation b of a batch: its trail map [H, W], or with a species section the
+    maps of its S species [S, H, W] (groups b * S .. b * S + S - 1)."""
+    if preset.species is None:
+        return trail[b]
+    species = preset.species_count
+    return trail[b * species:(b + 1) * species]
 
 
 def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch.device):
-    """One simulation of B = len(presets): each preset spawned alone, then stacked on dim 0.
+    """One simulation of B = len(presets) (B * S groups): each group spawned alone, then stacked.
 
     Spawning one at a time gives each simulation exactly the state make_simulation gives it, and
-    the model is batch-independent, so simulation b evolves as the preset rendered alone would."""
-    states = [spawn([p.seed], p.agents.count, p.canvas.width, p.canvas.height, p.agents.spawn,
-                    p.agents.radius) for p in presets]
-    state = State(position=torch.cat([s.position for s in states]),
-                  heading=torch.cat([s.heading for s in states]),
-                  trail=torch.cat([s.trail for s in states]),
-                  step=states[0].step)
-    tables = build_tables([p.model_params() for p in presets], device=device)
+    the model is batch-independent, so simulation b evolves as the preset rendered alone would.
+    Presets without world, species or image spawns run the kernels' plain path (no World)."""
+    from physarum.render.world import spawn_groups
+
+    state, params, world = spawn_groups(presets)
+    tables = build_tables(params, device=device)
+    extra = {} if world is None else {"world": world.to(device)}
     if backend == "triton":  # moves the host state to the device itself: one copy there, not two
-        return get_backend(backend)(state, tables, device=device)
-    return get_backend(backend)(state.to(device), tables)
+        return get_backend(backend)(state, tables, device=device, **extra)
+    return get_backend(backend)(state.to(device), tables, **extra)
 
 
 @dataclass
@@ -547,8 +573,8 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
     if options.on_step is not None:
         raise ValueError("render_batch: per-step callbacks (--stats) are for single renders")
     if len({batch_key(p) for p in presets}) > 1:
-        raise ValueError("render_batch: the presets differ in canvas, agent count or run length; "
-                         "group them by batch_key()")
+        raise ValueError("render_batch: the presets differ in canvas, agent count, run length or "
+                         "world shape; group them by batch_key()")
     torch_device = resolve_device(options.device)
     if torch_device.type == "cpu":
         share_cpu_with_encoders()
@@ -567,7 +593,7 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
             for b, (p, job_paths, job_notes) in enumerate(zip(presets, paths, notes))]
     try:
         for job in jobs:
-            colourist = Colourist(job.preset.palette)
+            colourist = make_colourist(job.preset)
             job.workers = _open_workers(job.preset, job.paths, colourist, options, mp4_in_process=True)
             job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
         simulation.advance(presets[0].run.warmup)
@@ -597,7 +623,7 @@ def _batch_frame_loop(run: Preset, simulation, jobs: list[_BatchJob], quiet: boo
             trail = simulation.trail
             for job in jobs:
                 if job.error is None:
-                    job.pipeline.submit(number, trail[job.index])
+                    job.pipeline.submit(number, simulation_maps(job.preset, trail, job.index))
             for job in jobs:
                 job.hand_over(keep=1)
             bar.update(1)

@@ -104,6 +104,9 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
             problems.append(f"{source}: {key}: unknown key; {hint}allowed: {', '.join(SWEEP_KEYS)}")
     name = data.get("name", default_name)
     base = _read_base(data.get("base"), source, base_dir, problems)
+    raw_base = data.get("base")  # image paths of a base preset file are relative to its folder
+    preset_dir = (Path(raw_base).parent if Path(raw_base).is_absolute() else base_dir / Path(raw_base).parent) \
+        if isinstance(raw_base, str) else base_dir
     grid = _axes(data.get("grid"), "grid", source, problems)
     zipped = _axes(data.get("zip"), "zip", source, problems)
     lengths = {len(values) for _, values in zipped}
@@ -129,7 +132,7 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
     for index, params in enumerate(_combinations(grid, zipped, samples, seeds)):
         job_name = f"{name}-{index:0{digits}d}"
         try:
-            jobs.append(_job(index, job_name, params, base, sets_scale, source))
+            jobs.append(_job(index, job_name, params, base, sets_scale, source, preset_dir))
         except PresetError as error:
             job_problems.extend(error.problems)
             bad += 1
@@ -294,6 +297,9 @@ def _schema_type(key: str):
         if field_info is None:
             return None
         annotation = model = field_info.annotation
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    if type(None) in getattr(annotation, "__args__", ()) and len(args) == 1:
+        annotation = args[0]  # Optional[int] (agents.count) is a whole-number key too
     return annotation
 
 
@@ -353,18 +359,19 @@ def format_params(params: dict) -> str:
     return ", ".join(f"{key}={format_value(value)}" for key, value in params.items())
 
 
-def _job(index: int, name: str, params: dict, base: dict, sets_scale: bool, source: str) -> Job:
+def _job(index: int, name: str, params: dict, base: dict, sets_scale: bool, source: str,
+         preset_dir: Path = Path(".")) -> Job:
     data = copy.deepcopy(base)
     for key, value in params.items():
         set_dotted(data, key, value)
     data["name"] = name
     where = f"{source} job {name} ({format_params(params)})"
-    preset = build_preset(data, where)
+    preset = build_preset(data, where, base=preset_dir)
     if not sets_scale:
         side = max(preset.canvas.width, preset.canvas.height)
         if runner.preview_size(side, side, preset.output.gif_scale)[0] > PREVIEW_SIDE:
             set_dotted(data, "output.gif_scale", PREVIEW_SIDE / side)
-            preset = build_preset(data, where)
+            preset = build_preset(data, where, base=preset_dir)
     try:
         runner.check_formats(preset)
     except runner.RenderError as error:

@@ -1,0 +1,280 @@
+"""Worlds: images read into canvas-sized maps, and the kernels' World built from presets.
+
+An image is decoded by Pillow and converted to 8-bit greyscale ("L": Pillow's integer formula;
+alpha is dropped, the first frame of an animation is used), then resized to the canvas by an
+exact area average in integers (a box filter: each canvas cell is the mean of the source pixels
+it covers, weighted by the covered area, rounded half up), so a resized image is the same on
+every machine and every Pillow version. The maps built from it:
+
+- walls: brightness >= threshold (or < threshold with invert) is wall;
+- trail image: brightness v seeds the trail with api.brightness_table(scale)[v];
+- food image: brightness v adds api.brightness_table(amount)[v] every step; food points add
+  float32(amount) in the cells whose centres lie within the radius (at least the cell holding
+  the point); where sources overlap the largest amount wins;
+- agents image (spawn: image): brightness is the weight of a cell in the agents' placement.
+
+Trail and food on walls are 0. Nothing here uses more than integers, correctly rounded float64
+operations in a fixed order, and exactly rounded float32 values.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import torch
+from PIL import Image, UnidentifiedImageError
+
+from physarum.kernels import api
+
+_DECODED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size) -> greyscale pixels
+_RESIZED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size, width, height) -> canvas pixels
+_CACHE_LIMIT = 16
+
+
+def _remember(cache: dict, key: tuple, value: np.ndarray) -> np.ndarray:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+    return value
+
+
+def _file_key(path: str) -> tuple:
+    """The cache key of an image file; ValueError with a clear message when it is no file."""
+    if not os.path.exists(path):
+        raise ValueError(f"no such image file: {path}")
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder, not an image file")
+    stat = os.stat(path)
+    return (path, stat.st_mtime_ns, stat.st_size)
+
+
+def read_grey(path: str) -> np.ndarray:
+    """[H, W] uint8 greyscale pixels of an image file; ValueError naming the problem."""
+    key = _file_key(path)
+    if key in _DECODED:
+        return _DECODED[key]
+    try:
+        with Image.open(path) as image:
+            image.load()
+            if image.width == 0 or image.height == 0:
+                raise ValueError(f"{path} is an empty image ({image.width}x{image.height} pixels)")
+            grey = np.asarray(image.convert("L"), dtype=np.uint8).copy()
+    except UnidentifiedImageError:
+        raise ValueError(f"{path} is not an image file Pillow can read (PNG, JPEG, GIF, BMP, "
+                         "TIFF, WebP, ...)") from None
+    except ValueError:
+        raise
+    except (OSError, SyntaxError, Image.DecompressionBombError, MemoryError) as error:
+        raise ValueError(f"{path}: the image cannot be decoded ({type(error).__name__}: {error})") from None
+    if grey.size == 0:
+        raise ValueError(f"{path} is an empty image (0 pixels)")
+    return _remember(_DECODED, key, grey)
+
+
+def _box_weights(source: int, target: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source index, weight, start of each target's run) of an exact area resize on one axis.
+
+    Target cell i covers [i * source, (i + 1) * source) and source cell r covers
+    [r * target, (r + 1) * target), in units of 1 / target source cells: the integer overlap is
+    r's weight in i, and every target's weights add up to `source`."""
+    rows, weights, starts = [], [], []
+    for i in range(target):
+        lo, hi = i * source, (i + 1) * source
+        starts.append(len(rows))
+        for r in range(lo // target, (hi - 1) // target + 1):
+            overlap = min(hi, (r + 1) * target) - max(lo, r * target)
+            if overlap > 0:
+                rows.append(r)
+                weights.append(overlap)
+    return np.array(rows), np.array(weights, dtype=np.int64), np.array(starts)
+
+
+def box_resize(grey: np.ndarray, width: int, height: int) -> np.ndarray:
+    """[height, width] uint8: the exact area average of `grey`, rounded half up, in integers."""
+    source_h, source_w = grey.shape
+    if (source_w, source_h) == (width, height):
+        return grey
+    rows, row_w, row_starts = _box_weights(source_h, height)
+    columns, column_w, column_starts = _box_weights(source_w, width)
+    pixels = grey.astype(np.int64)
+    tall = np.add.reduceat(pixels[rows] * row_w[:, None], row_starts, axis=0)  # [height, source_w]
+    total = np.add.reduceat(tall[:, columns] * column_w[None, :], column_starts, axis=1)
+    divisor = source_h * source_w  # every cell's weights add up to this
+    return ((2 * total + divisor) // (2 * divisor)).astype(np.uint8)
+
+
+def canvas_image(path: str, width: int, height: int) -> np.ndarray:
+    """[height, width] uint8: an image file in greyscale, resized to the canvas."""
+    key = (*_file_key(path), width, height)
+    if key in _RESIZED:
+        return _RESIZED[key]
+    return _remember(_RESIZED, key, box_resize(read_grey(path), width, height))
+
+
+# ---------------------------------------------------------------------------------------------
+# Maps of one preset
+
+
+def wall_cells(preset) -> np.ndarray | None:
+    """[H, W] bool, True on walls; None without walls."""
+    walls = preset.world.walls if preset.world else None
+    if walls is None:
+        return None
+    pixels = canvas_image(walls.path, preset.canvas.width, preset.canvas.height)
+    return (pixels >= walls.threshold) != walls.invert
+
+
+def initial_trail(preset, wall: np.ndarray | None) -> torch.Tensor | None:
+    """[H, W] float32 trail every species starts with; None: the empty trail."""
+    spec = preset.world.trail_image if preset.world else None
+    if spec is None:
+        return None
+    pixels = canvas_image(spec.path, preset.canvas.width, preset.canvas.height)
+    trail = api.brightness_table(spec.scale)[torch.from_numpy(pixels).to(torch.int64)]
+    return _off_walls(trail, wall)
+
+
+def _off_walls(values: torch.Tensor, wall: np.ndarray | None) -> torch.Tensor:
+    if wall is not None:
+        values = torch.where(torch.from_numpy(wall), torch.zeros((), dtype=values.dtype), values)
+    return values
+
+
+def food_amounts(preset, wall: np.ndarray | None) -> torch.Tensor | None:
+    """[H, W] float32 trail added to every species' map each step; None without food."""
+    food = preset.world.food if preset.world else None
+    if food is None or (not food.points and food.image is None):
+        return None
+    width, height = preset.canvas.width, preset.canvas.height
+    amounts = torch.zeros((height, width), dtype=torch.float32)
+    if food.image is not None:
+        pixels = canvas_image(food.image.path, width, height)
+        amounts = api.brightness_table(food.image.amount)[torch.from_numpy(pixels).to(torch.int64)]
+    for point in food.points:
+        cells = torch.from_numpy(point_cells(point.x, point.y, point.radius, width, height))
+        value = torch.tensor(api._float32(Fraction(point.amount)), dtype=torch.float32)
+        amounts = torch.where(cells, torch.maximum(amounts, value), amounts)
+    return _off_walls(amounts, wall)
+
+
+def point_cells(x: float, y: float, radius: float, width: int, height: int) -> np.ndarray:
+    """[H, W] bool: the cells whose centres lie within radius * short side of (x * W, y * H),
+    and the cell holding that point; float64 operations, each correctly rounded, in this order."""
+    cx, cy = x * width, y * height
+    r = radius * min(width, height)
+    column = (np.arange(width, dtype=np.float64) + 0.5) - cx
+    row = (np.arange(height, dtype=np.float64) + 0.5) - cy
+    inside = (row * row)[:, None] + (column * column)[None, :] <= r * r
+    inside[min(int(cy), height - 1), min(int(cx), width - 1)] = True
+    return inside
+
+
+def spawn_density(preset, s: int) -> torch.Tensor | None:
+    """[H, W] int64 weights of species s's `image` spawn; None for the other spawns."""
+    agents = preset.species_agents(s)
+    if agents.spawn != "image" or agents.image is None:  # no image: a problem _relations reports
+        return None
+    pixels = canvas_image(agents.image, preset.canvas.width, preset.canvas.height)
+    return torch.from_numpy(pixels).to(torch.int64)
+
+
+def image_problems(preset) -> list[str]:
+    """What a preset's images mean on its canvas that cannot work (the files themselves were
+    checked when the preset was read): walls everywhere, agent images without a bright cell."""
+    problems = []
+    try:
+        wall = wall_cells(preset)
+        if wall is not None and bool(wall.all()):
+            walls = preset.world.walls
+            side = "below" if walls.invert else "at or above"
+            problems.append(f"world.walls: every cell is a wall (brightness {side} {walls.threshold} "
+                            f"everywhere in {walls.path}, invert: {str(walls.invert).lower()}); "
+                            f"leave free cells for the agents")
+        for s in range(preset.species_count):
+            density = spawn_density(preset, s)
+            if density is not None and not bool(density.any()):
+                where = "agents.image" if preset.species is None or preset.species[s].agents.image is None \
+                    else f"species.{s}.agents.image"
+                problems.append(f"{where}: the image is black everywhere on the {preset.canvas.width}x"
+                                f"{preset.canvas.height} canvas: no cell to place agents on "
+                                f"(got {preset.species_agents(s).image})")
+    except ValueError as error:  # a file changed since it was read
+        problems.append(str(error))
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# A batch's simulation: groups, their initial state and the kernels' World
+
+
+@dataclass
+class WorldMaps:
+    """One preset's maps on the host: walls [H, W] bool, initial trail and food [H, W] float32."""
+
+    wall: np.ndarray | None
+    trail: torch.Tensor | None
+    food: torch.Tensor | None
+
+    @staticmethod
+    def of(preset) -> "WorldMaps":
+        wall = wall_cells(preset)
+        return WorldMaps(wall, initial_trail(preset, wall), food_amounts(preset, wall))
+
+
+def needs_world(preset) -> bool:
+    """Whether the kernels need a World (otherwise they take their plain torus path)."""
+    world = preset.world
+    return (preset.species_count > 1 or preset.boundary != "wrap"
+            or (world is not None and (world.walls is not None or world.food is not None)))
+
+
+def spawn_groups(presets) -> tuple[api.State, list[api.ModelParams], api.World | None]:
+    """The batch's initial state (one group per species of each simulation, g = b * S + s),
+    each group's parameters, and the World (None when no preset needs one)."""
+    species = presets[0].species_count
+    states, params, maps = [], [], []
+    for preset in presets:
+        world = WorldMaps.of(preset) if preset.has_world else WorldMaps(None, None, None)
+        maps.append(world)
+        wall = None if world.wall is None else torch.from_numpy(world.wall.astype(np.uint8))
+        for s in range(species):
+            agents = preset.species_agents(s)
+            state = api.spawn([api.species_seed(preset.seed, s)], preset.agents_per_species,
+                              preset.canvas.width, preset.canvas.height, agents.spawn, agents.radius,
+                              density=spawn_density(preset, s), wall=wall)
+            if world.trail is not None:
+                state.trail[0] = world.trail
+            states.append(state)
+            params.append(preset.model_params(s))
+    state = api.State(position=torch.cat([s.position for s in states]),
+                      heading=torch.cat([s.heading for s in states]),
+                      trail=torch.cat([s.trail for s in states]), step=states[0].step)
+    if not any(needs_world(p) for p in presets):
+        return state, params, None
+    return state, params, make_world(presets, maps)
+
+
+def make_world(presets, maps: list[WorldMaps]) -> api.World:
+    species = presets[0].species_count
+    mix = None
+    if species > 1:
+        rows = []
+        for preset in presets:
+            matrix = preset.interaction or [[1.0 if i == j else 0.0 for j in range(species)]
+                                            for i in range(species)]
+            rows.extend([[api._float32(Fraction(v)) for v in row] for row in matrix])
+        mix = torch.tensor(rows, dtype=torch.float32)
+    wall = food = None
+    if any(m.wall is not None for m in maps):
+        height, width = presets[0].canvas.height, presets[0].canvas.width
+        wall = torch.stack([torch.from_numpy(m.wall.astype(np.uint8)) if m.wall is not None
+                            else torch.zeros((height, width), dtype=torch.uint8) for m in maps])
+    if any(m.food is not None for m in maps):
+        height, width = presets[0].canvas.height, presets[0].canvas.width
+        empty = torch.zeros((height, width), dtype=torch.float32)
+        food = torch.stack([m.food if m.food is not None else empty
+                            for m in maps for _ in range(species)])
+    return api.World(species=species, boundary=presets[0].boundary, mix=mix, wall=wall, food=food)
