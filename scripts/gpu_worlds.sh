@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Worlds evidence on a GPU machine (run through the device tool, like gpu_check.sh), one call:
+#   1. tests/test_gpu.py and tests/test_world_kernels.py on CUDA (Triton and the reference on
+#      CUDA against the reference on the CPU, byte for byte);
+#   2. every world preset (those with a world: or species: section) rendered with --backend
+#      triton on the GPU, all formats, and with --backend torch on the CPU, the PNG still only
+#      (the final state; in the background, at the same time), stills compared byte for byte;
+#      the GPU's stills are kept in $OUT/stills for the README's thumbnails;
+#   3. with PIPELINE_FRAMES=N, the 4K pipeline check of scripts/pipeline_bench.py on N frames.
+set -u
+OUT=${OUT:-gpu-worlds}; mkdir -p "$OUT"
+source scripts/gpu_env.sh > "$OUT/gpu.txt" 2>&1; cat "$OUT/gpu.txt"
+PRESETS=${PRESETS:-$(grep -l '^world:\|^species:' presets/*.yaml)}
+
+( printf '%s\n' $PRESETS | OMP_NUM_THREADS=2 xargs -P 8 -I{} python3 -m physarum.render.cli render {} \
+    --backend torch --device cpu --out /tmp/wcpu --quiet --set 'output.formats=[png]' ) > "$OUT/cpu-renders.log" 2>&1 &
+cpu_job=$!
+
+t0=$SECONDS
+python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_world_kernels.py 2>&1 | tail -n 15 | tee "$OUT/gpu-tests.log"
+echo "tests: $((SECONDS - t0)) s"
+for p in $PRESETS; do
+  t0=$SECONDS; physarum render "$p" --backend triton --device cuda --out /tmp/wgpu --quiet
+  echo "   $(basename "$p" .yaml): $((SECONDS - t0)) s"
+done 2>&1 | tee "$OUT/gpu-renders.log"
+mkdir -p "$OUT/stills" && cp /tmp/wgpu/*/*.png "$OUT/stills/"
+
+for _ in $(seq "${CPU_WAIT_S:-180}"); do kill -0 $cpu_job 2>/dev/null || break; sleep 1; done
+kill $cpu_job 2>/dev/null; pkill -f "device cpu" 2>/dev/null
+echo "== byte-identical check: triton on $(nvidia-smi --query-gpu=name --format=csv,noheader) vs torch on the CPU (PNG stills)" | tee "$OUT/identical.log"
+for f in /tmp/wgpu/*/*.png; do
+  other=/tmp/wcpu/$(basename "$(dirname "$f")")/$(basename "$f")
+  if [ ! -f "$other" ]; then verdict=NOT-RENDERED-ON-CPU
+  elif cmp -s "$f" "$other"; then verdict=identical; else verdict=DIFFERENT; fi
+  echo "$verdict $(basename "$f") $(stat -c %s "$f") $(sha256sum < "$f" | cut -c1-16)" | tee -a "$OUT/identical.log"
+done
+
+if [ -n "${PIPELINE_FRAMES:-}" ]; then
+  timeout "${PIPELINE_TIMEOUT_S:-200}" python3 scripts/pipeline_bench.py --frames "$PIPELINE_FRAMES" \
+    --skip fps,8k --out "$OUT/pipeline.json" 2>&1 | tee "$OUT/pipeline.log"
+fi
