@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import difflib
 import math
+import os
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -58,7 +59,7 @@ def _image_path(path: str, info: ValidationInfo) -> str:
     resolved = Path(path).expanduser()
     if not resolved.is_absolute():
         resolved = Path(base or ".") / resolved
-    resolved = str(resolved.absolute())
+    resolved = os.path.abspath(resolved)  # '..' collapsed, as the shell would show it
     from physarum.render.world import read_grey  # raises ValueError naming the problem
 
     read_grey(resolved)

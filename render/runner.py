@@ -476,11 +476,11 @@ def batch_key(preset: Preset) -> tuple:
     simulation is spawned on its own), palette and outputs (each has its own colouring and files),
     interaction, images (each simulation has its own maps).
     """
-    from physarum.render.world import needs_world
+    from physarum.render.world import has_food, needs_world
 
     world = preset.world
-    shape = (preset.species_count, preset.boundary, bool(world and world.walls),
-             bool(world and world.food), needs_world(preset))
+    shape = (preset.species_count, preset.boundary, bool(world and world.walls), has_food(preset),
+             needs_world(preset))
     plain = (1, "wrap", False, False, False)
     return (preset.canvas.width, preset.canvas.height, preset.agents.count,
             preset.run.steps, preset.run.steps_per_frame, preset.run.warmup) + (() if shape == plain else shape)

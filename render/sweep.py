@@ -48,7 +48,8 @@ from pydantic import BaseModel
 
 from physarum.render import runner
 from physarum.render.mp4_process import die_with_parent
-from physarum.render.preset import NAME_PATTERN, Preset, PresetError, build_preset, read_preset_file
+from physarum.render.preset import (NAME_PATTERN, Preset, PresetError, _section_type, build_preset,
+                                    read_preset_file)
 
 SWEEP_KEYS = ("name", "description", "base", "grid", "zip", "random", "seeds")
 DISTRIBUTIONS = ("uniform", "log_uniform", "choice")
@@ -221,6 +222,7 @@ def _schema_problem(key: str) -> str | None:
             return f"unknown key {part!r} in {where}; {hint}allowed there: {', '.join(fields)}"
         annotation = fields[part].annotation
         if depth < len(parts) - 1:
+            annotation = _section_type(annotation)  # a section, or an optional one (world)
             if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
                 return f"{'.'.join(parts[:depth + 1])} is a value, not a section"
             model = annotation

@@ -145,9 +145,9 @@ def _off_walls(values: torch.Tensor, wall: np.ndarray | None) -> torch.Tensor:
 
 def food_amounts(preset, wall: np.ndarray | None) -> torch.Tensor | None:
     """[H, W] float32 trail added to every species' map each step; None without food."""
-    food = preset.world.food if preset.world else None
-    if food is None or (not food.points and food.image is None):
+    if not has_food(preset):
         return None
+    food = preset.world.food
     width, height = preset.canvas.width, preset.canvas.height
     amounts = torch.zeros((height, width), dtype=torch.float32)
     if food.image is not None:
@@ -224,11 +224,16 @@ class WorldMaps:
         return WorldMaps(wall, initial_trail(preset, wall), food_amounts(preset, wall))
 
 
+def has_food(preset) -> bool:
+    food = preset.world.food if preset.world else None
+    return food is not None and (bool(food.points) or food.image is not None)
+
+
 def needs_world(preset) -> bool:
     """Whether the kernels need a World (otherwise they take their plain torus path)."""
     world = preset.world
-    return (preset.species_count > 1 or preset.boundary != "wrap"
-            or (world is not None and (world.walls is not None or world.food is not None)))
+    return (preset.species_count > 1 or preset.boundary != "wrap" or has_food(preset)
+            or (world is not None and world.walls is not None))
 
 
 def spawn_groups(presets) -> tuple[api.State, list[api.ModelParams], api.World | None]:

@@ -3,7 +3,9 @@ renders of world presets (formats, reproducibility, --from, batches). CPU, torch
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from fractions import Fraction
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from PIL import Image
 
 from physarum.kernels import api
 from physarum.render import runner
+from physarum.render import sweep as sweeps
 from physarum.render.cli import main
 from physarum.render.colour import (PRODUCT_LEVELS, SpeciesColourist, make_colourist, product_palette,
                                     species_ramp)
@@ -370,3 +373,31 @@ def test_stats_use_species_0_and_sensitivity_refuses_worlds(images, capsys):
     assert main(["sensitivity", str(path), "--steps", "2", "--out", str(images / "sens")]) == 2
     assert "physarum sensitivity measures plain presets" in capsys.readouterr().err
     assert not (images / "sens").exists()
+
+
+def test_sweep_of_a_world_base_preset_finds_its_images(images):
+    (images / "presets").mkdir()
+    base = world_data()
+    base["world"] = {**WORLD, "walls": {"path": "../wall.png"}, "trail_image": {"path": "../gradient.png"}}
+    base["species"] = [TWO_SPECIES[0], {**TWO_SPECIES[1], "agents": {"spawn": "image", "image": "../square.png"}}]
+    write_preset(images / "presets", base, "base.yaml")
+    sweep_file = images / "sweeps" / "s.yaml"
+    sweep_file.parent.mkdir()
+    sweep_file.write_text(yaml.safe_dump({"name": "s", "base": "../presets/base.yaml",
+                                          "grid": {"world.boundary": ["wrap", "clamp"]}}))
+    sweep = sweeps.load_sweep(sweep_file)
+    assert [job.preset.world.walls.path for job in sweep.jobs] == [str(images / "wall.png")] * 2
+    assert len({runner.batch_key(job.preset) for job in sweep.jobs}) == 2  # boundaries: two batches
+    assert main(["sweep", str(sweep_file), "--out", str(images / "out"), "--devices", "cpu", "--backend",
+                 "torch", "--quiet", "--no-gallery"]) == 0
+    assert len(list((images / "out" / "s").rglob("*.gif"))) == 2
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None or os.environ.get("TRITON_INTERPRET") != "1",
+                    reason="needs triton and TRITON_INTERPRET=1 set before Python starts")
+def test_triton_in_the_interpreter_renders_a_world_preset_byte_for_byte(images):
+    preset = build_preset(world_data(), str(images / "p.yaml"))
+    outputs = {backend: runner.render(preset, backend=backend, device="cpu", out_dir=images / backend,
+                                      quiet=True).outputs for backend in ("torch", "triton")}
+    for fmt in ("gif", "png"):
+        assert outputs["torch"][fmt].read_bytes() == outputs["triton"][fmt].read_bytes(), fmt
