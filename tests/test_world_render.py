@@ -401,3 +401,16 @@ def test_triton_in_the_interpreter_renders_a_world_preset_byte_for_byte(images):
                                       quiet=True).outputs for backend in ("torch", "triton")}
     for fmt in ("gif", "png"):
         assert outputs["torch"][fmt].read_bytes() == outputs["triton"][fmt].read_bytes(), fmt
+
+
+def test_one_species_with_a_palette_shows_the_plain_render(tmp_path):
+    plain = build_preset(tiny_data(palette={"names": ["magma"]}), "p.yaml")
+    one = build_preset(tiny_data(palette={"names": ["magma"]}, species=[{"palette": "magma"}]), "p.yaml")
+    assert runner.batch_key(one) == runner.batch_key(plain)
+    outputs = [render(preset, tmp_path / str(i)).outputs for i, preset in enumerate((plain, one))]
+    for fmt in ("gif", "png"):
+        with Image.open(outputs[0][fmt]) as a, Image.open(outputs[1][fmt]) as b:
+            for frame in range(getattr(a, "n_frames", 1)):
+                a.seek(frame)
+                b.seek(frame)
+                assert np.array_equal(np.asarray(a.convert("RGB")), np.asarray(b.convert("RGB"))), (fmt, frame)
