@@ -130,7 +130,9 @@ def _load_for_render(args) -> "Preset":  # noqa: F821
         except Exception as error:
             raise PresetError([f"{path}: carries no physarum preset ({type(error).__name__}: {error})"]) from None
         data = yaml.safe_load(text)
-        return build_preset(data if isinstance(data, dict) else {}, str(path), args.settings, overrides)
+        # embedded image paths are absolute, or relative to the working directory (portable_dump)
+        return build_preset(data if isinstance(data, dict) else {}, str(path), args.settings, overrides,
+                            base=Path.cwd())
     return load_preset(resolve_preset_path(args.preset), args.settings, overrides)
 
 

@@ -50,9 +50,27 @@ class _Optional(_Section):
         return {k: v for k, v in handler(self).items() if v is not None}
 
 
+_PATH_KEYS = ("path", "image")
+
+
+def _portable(node, cwd: Path):
+    """A dump with every absolute image path under `cwd` made relative to it."""
+    if isinstance(node, list):
+        return [_portable(item, cwd) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key in _PATH_KEYS and isinstance(value, str) and Path(value).is_absolute():
+            if Path(value).is_relative_to(cwd):
+                value = Path(value).relative_to(cwd).as_posix()
+        out[key] = _portable(value, cwd)
+    return out
+
+
 def _image_path(path: str, info: ValidationInfo) -> str:
     """An image path made absolute: relative paths are relative to the preset file's folder
-    (the validation context's `base`), so outputs carry paths that `render --from` can open."""
+    (the validation context's `base`). Outputs embed it through Preset.portable_dump."""
     if not path.strip():
         raise ValueError("an image file path is required")
     base = (info.context or {}).get("base")
@@ -360,7 +378,14 @@ class Preset(_Section):
                            species_seed(self.seed, s))
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+        return yaml.safe_dump(self.portable_dump(), sort_keys=False)
+
+    def portable_dump(self) -> dict:
+        """The preset as plain data, with image paths under the working directory written
+        relative to it (what outputs embed: the same bytes on every machine that renders from
+        the same relative place; `render --from` reads them relative to its working directory).
+        Images elsewhere keep their absolute paths."""
+        return _portable(self.model_dump(mode="json"), Path.cwd())
 
 
 # ---------------------------------------------------------------------------------------------

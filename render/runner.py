@@ -449,7 +449,7 @@ def _frame_loop(preset: Preset, simulation, pipeline: FramePipeline, quiet: bool
 def sidecar(preset: Preset, result: RenderResult) -> dict:
     return {
         "physarum_version": version(),
-        "preset": preset.model_dump(mode="json"),
+        "preset": preset.portable_dump(),
         "preset_yaml": embedded_text(preset),
         "seed": preset.seed,
         "backend": result.backend,

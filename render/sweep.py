@@ -452,7 +452,7 @@ def outputs_complete(sweep_dir: Path, record: dict | None, job: Job) -> bool:
         sidecar = json.loads((sweep_dir / outputs["json"]).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return sidecar.get("preset") == job.preset.model_dump(mode="json")
+    return sidecar.get("preset") == job.preset.portable_dump()
 
 
 # ---------------------------------------------------------------------------------------------

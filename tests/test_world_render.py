@@ -414,3 +414,29 @@ def test_one_species_with_a_palette_shows_the_plain_render(tmp_path):
                 a.seek(frame)
                 b.seek(frame)
                 assert np.array_equal(np.asarray(a.convert("RGB")), np.asarray(b.convert("RGB"))), (fmt, frame)
+
+
+def test_outputs_embed_image_paths_relative_to_the_working_directory(images, tmp_path_factory, monkeypatch):
+    """Two machines rendering from copies of one folder write the same bytes: image paths under
+    the working directory are embedded relative to it, and `--from` reads them back from there."""
+    import shutil
+
+    here = tmp_path_factory.mktemp("machine-a")
+    there = tmp_path_factory.mktemp("machine-b")
+    for folder in (here, there):
+        shutil.copytree(images, folder / "work", ignore=shutil.ignore_patterns("folder.png"))
+        write_preset(folder / "work", world_data())
+    outputs = []
+    for folder in (here, there):
+        monkeypatch.chdir(folder / "work")
+        assert main(["render", "preset.yaml", "--out", "out", "--quiet", "--backend", "torch"]) == 0
+        outputs.append(folder / "work" / "out" / "world")
+    text = (outputs[0] / "world-s3.json").read_text()
+    assert '"path": "wall.png"' in text and str(here) not in text
+    for fmt in ("gif", "mp4", "png"):
+        name = f"world-s3.{fmt}"
+        assert (outputs[0] / name).read_bytes() == (outputs[1] / name).read_bytes(), fmt
+    monkeypatch.chdir(there / "work")  # --from reads the relative paths from the working directory
+    assert main(["render", "--from", str(outputs[0] / "world-s3.gif"), "--out", "again", "--quiet",
+                 "--backend", "torch"]) == 0
+    assert (there / "work" / "again" / "world" / "world-s3.gif").read_bytes() == (outputs[0] / "world-s3.gif").read_bytes()
