@@ -26,6 +26,7 @@ from physarum.render.palette import PALETTES, parse_hex
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 FORMATS = ("gif", "mp4", "png")
 MAX_AGENTS = 1 << 28
+REFERENCE_SIDE = 512  # the short side at which short_side units give `diffuse` as written
 MP4_MAX_SIDE = 8192  # beyond H.264's largest level; players refuse such streams
 
 
@@ -143,6 +144,16 @@ class Model(_Section):
         """sensor_distance or step_size in pixels: exact (Fraction) conversion, one rounding."""
         value = getattr(self, key)
         return value if self.units == "pixels" else float(Fraction(value) * short_side)
+
+    def canvas_diffuse(self, short_side: int) -> float:
+        """diffuse on this canvas. With units: short_side it is given for a REFERENCE_SIDE-pixel
+        short side and grows with the canvas's area, (short_side / REFERENCE_SIDE)^2: the 3x3
+        blend spreads trail by a fixed number of pixels a step, so a canvas k times larger needs
+        k^2 times the diffusion for the trail to spread the same fraction of it (exact, one
+        rounding)."""
+        if self.units == "pixels":
+            return self.diffuse
+        return float(Fraction(self.diffuse) * Fraction(short_side, REFERENCE_SIDE) ** 2)
 
 
 def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
@@ -374,7 +385,7 @@ class Preset(_Section):
         m = self.species_model(s)
         short = min(self.canvas.width, self.canvas.height)
         return ModelParams(m.sensor_angle, m.pixels("sensor_distance", short), m.turn_angle,
-                           m.pixels("step_size", short), m.deposit, m.diffuse, m.decay,
+                           m.pixels("step_size", short), m.deposit, m.canvas_diffuse(short), m.decay,
                            species_seed(self.seed, s))
 
     def to_yaml(self) -> str:
@@ -456,6 +467,13 @@ def _relations(preset: Preset) -> list[str]:
             elif pixels > MAX_DISTANCE or pixels <= 0:
                 problems.append(f"{where}: must be more than 0 and at most {MAX_DISTANCE:g} pixels "
                                 f"(got {value!r}{unit})")
+        diffuse = model.canvas_diffuse(short)
+        where = f"species.{s}.model.diffuse" if overridden and "diffuse" in overridden else "model.diffuse"
+        if diffuse > 1 and (s == 0 or where.startswith("species")):
+            most = float(Fraction(REFERENCE_SIDE, short) ** 2)
+            problems.append(f"{where}: with units: short_side, diffuse is given for a {REFERENCE_SIDE}-pixel "
+                            f"short side and grows with the canvas area; on a {short}-pixel short side "
+                            f"it becomes {diffuse:g}, more than 1: use at most {most:.4g} (got {model.diffuse!r})")
     if preset.run.steps + preset.run.warmup > 10_000_000:
         problems.append("run: steps + warmup must be at most 10000000")
     agents = preset.agents

@@ -122,6 +122,9 @@ BAD = {
                                    ["species.0: give colour or palette, not both"]),
     "short side too far": ({"model": {"units": "short_side", "sensor_distance": 0.5}},
                            ["model.sensor_distance: must be less than half", "16 pixels with units: short_side"]),
+    "diffuse beyond the canvas": ({"canvas": {"width": 2048, "height": 1024},
+                                   "model": {"units": "short_side", "sensor_distance": 0.01, "diffuse": 0.5}},
+                                  ["model.diffuse: with units: short_side", "it becomes 2, more than 1: use at most 0.25"]),
 }
 
 
@@ -180,6 +183,19 @@ def test_short_side_units_convert_exactly():
                                                                      "step_size": 0.03125}}]),
                            "p.yaml")
     assert species.model_params(0).sensor_distance == 5.0 and species.model_params(1).sensor_distance == 4.0
+
+
+def test_short_side_units_scale_diffusion_with_the_canvas_area():
+    """The 3x3 blend spreads trail a fixed number of pixels a step: k times the short side
+    needs k^2 times the diffusion (given for a 512-pixel short side)."""
+    def diffuse(short: int, value: float, units: str = "short_side") -> float:
+        data = tiny_data(canvas={"width": short, "height": short},
+                         model={"units": units, "sensor_distance": 0.01, "step_size": 0.002, "diffuse": value})
+        return build_preset(data, "p.yaml").model_params().diffuse
+
+    assert diffuse(512, 0.05) == 0.05 and diffuse(1024, 0.05) == 0.2 and diffuse(256, 0.4) == 0.1
+    assert diffuse(2160, 0.05) == float(Fraction(0.05) * Fraction(2160, 512) ** 2)
+    assert diffuse(1024, 0.05, units="pixels") == 0.05
 
 
 def test_plain_presets_dump_and_build_as_before(tiny_preset):
