@@ -2,15 +2,16 @@
 # Worlds evidence on a GPU machine (run through the device tool, like gpu_check.sh), one call:
 #   1. tests/test_gpu.py and tests/test_world_kernels.py on CUDA (Triton and the reference on
 #      CUDA against the reference on the CPU, byte for byte);
-#   2. every world preset (those with a world: or species: section) rendered with --backend
-#      triton on the GPU, all formats, and with --backend torch on the CPU, the PNG still only
-#      (the final state; in the background, at the same time), stills compared byte for byte;
-#      the GPU's stills are kept in $OUT/stills for the README's thumbnails;
-#   3. with PIPELINE_FRAMES=N, the 4K pipeline check of scripts/pipeline_bench.py on N frames.
+#   2. every world preset rendered with --backend triton on the GPU and with --backend torch on
+#      the CPU (in the background, at the same time), the PNG still only (the final state, in
+#      its colours), stills compared byte for byte; the GPU's stills are kept in $OUT/stills for
+#      the README's thumbnails;
+#   3. scripts/resolution_check.py: presets/anywhere.yaml at 512x512, 1024x1024 and 3840x2160;
+#   4. with PIPELINE_FRAMES=N, the 4K pipeline check of scripts/pipeline_bench.py on N frames.
 set -u
 OUT=${OUT:-gpu-worlds}; mkdir -p "$OUT"
 source scripts/gpu_env.sh > "$OUT/gpu.txt" 2>&1; cat "$OUT/gpu.txt"
-PRESETS=${PRESETS:-$(grep -l '^world:\|^species:' presets/*.yaml)}
+PRESETS=${PRESETS:-$(printf 'presets/%s.yaml ' maze lettering feast rivals tribes anywhere)}
 
 ( printf '%s\n' $PRESETS | OMP_NUM_THREADS=2 xargs -P 8 -I{} python3 -m physarum.render.cli render {} \
     --backend torch --device cpu --out /tmp/wcpu --quiet --set 'output.formats=[png]' ) > "$OUT/cpu-renders.log" 2>&1 &
@@ -20,7 +21,7 @@ t0=$SECONDS
 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_world_kernels.py 2>&1 | tail -n 15 | tee "$OUT/gpu-tests.log"
 echo "tests: $((SECONDS - t0)) s"
 for p in $PRESETS; do
-  t0=$SECONDS; physarum render "$p" --backend triton --device cuda --out /tmp/wgpu --quiet
+  t0=$SECONDS; physarum render "$p" --backend triton --device cuda --out /tmp/wgpu --quiet --set 'output.formats=[png]'
   echo "   $(basename "$p" .yaml): $((SECONDS - t0)) s"
 done 2>&1 | tee "$OUT/gpu-renders.log"
 mkdir -p "$OUT/stills" && cp /tmp/wgpu/*/*.png "$OUT/stills/"
@@ -34,6 +35,9 @@ for f in /tmp/wgpu/*/*.png; do
   elif cmp -s "$f" "$other"; then verdict=identical; else verdict=DIFFERENT; fi
   echo "$verdict $(basename "$f") $(stat -c %s "$f") $(sha256sum < "$f" | cut -c1-16)" | tee -a "$OUT/identical.log"
 done
+
+python3 scripts/resolution_check.py presets/anywhere.yaml --sizes 512x512 1024x1024 3840x2160 \
+  --out "$OUT/resolution.json" --figure "$OUT/resolution.png" 2>&1 | tee "$OUT/resolution.log"
 
 if [ -n "${PIPELINE_FRAMES:-}" ]; then
   timeout "${PIPELINE_TIMEOUT_S:-200}" python3 scripts/pipeline_bench.py --frames "$PIPELINE_FRAMES" \

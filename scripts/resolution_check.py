@@ -29,9 +29,9 @@ from physarum.render.stats import SpectrumRings, trail_statistics
 WAVELENGTH = 6  # column of trail_statistics: wavelength as a fraction of the short side
 
 
-def measure(path: str, size: str, checkpoints: int, device: torch.device) -> dict:
+def measure(path: str, size: str, checkpoints: int, device: torch.device, settings: list[str]) -> dict:
     width, height = (int(v) for v in size.split("x"))
-    preset = load_preset(path, [f"canvas.width={width}", f"canvas.height={height}"])
+    preset = load_preset(path, [*settings, f"canvas.width={width}", f"canvas.height={height}"])
     steps = preset.run.steps
     simulation = make_simulation(preset, resolve_backend("auto", device), device)
     rings = SpectrumRings(height, width, device)
@@ -60,9 +60,10 @@ def main() -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--out", default="resolution.json")
     parser.add_argument("--figure", default=None)
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     device = resolve_device(args.device)
-    results = [measure(args.preset, size, args.checkpoints, device) for size in args.sizes]
+    results = [measure(args.preset, size, args.checkpoints, device, args.settings) for size in args.sizes]
     frames = [r.pop("frame") for r in results]
     first = results[0]["mean"]
     for r in results:
