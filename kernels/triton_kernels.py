@@ -108,11 +108,12 @@ def _edge(value, size, BOUNDARY: tl.constexpr):
     """int32 values in (-size, 2 * size) brought into [0, size) by the boundary (0 wrap,
     1 reflect, 2 clamp), as reference._wrap_, reference._reflect and a clamp do."""
     if BOUNDARY == 0:
-        return _wrap(value, size)
+        edged = _wrap(value, size)
     elif BOUNDARY == 1:
-        return tl.where(value < 0, -1 - value, tl.where(value >= size, (size - 1) - (value - size), value))
+        edged = tl.where(value < 0, -1 - value, tl.where(value >= size, (size - 1) - (value - size), value))
     else:
-        return tl.minimum(tl.maximum(value, 0), size - 1)
+        edged = tl.minimum(tl.maximum(value, 0), size - 1)
+    return edged
 
 
 @triton.jit
@@ -134,11 +135,14 @@ def _sense(trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, wi
     cell_x = _edge((x + dx) >> _FRAC_BITS, width, BOUNDARY)
     cell_y = _edge((y + dy) >> _FRAC_BITS, height, BOUNDARY)
     cell = cell_y * width + cell_x
+    # One return at the end: the compiler (unlike the interpreter) still builds the code after
+    # an early return under a constexpr `if`, which here would load through mix_ptr = None.
     if SPECIES == 1:
-        return tl.load(trail_ptr + cell, mask=mask, other=0.0)
-    reading = tl.load(mix_ptr) * tl.load(trail_ptr + cell, mask=mask, other=0.0)
-    for j in tl.static_range(1, SPECIES):
-        reading += tl.load(mix_ptr + j) * tl.load(trail_ptr + j * height * width + cell, mask=mask, other=0.0)
+        reading = tl.load(trail_ptr + cell, mask=mask, other=0.0)
+    else:
+        reading = tl.load(mix_ptr) * tl.load(trail_ptr + cell, mask=mask, other=0.0)
+        for j in tl.static_range(1, SPECIES):
+            reading += tl.load(mix_ptr + j) * tl.load(trail_ptr + j * height * width + cell, mask=mask, other=0.0)
     return reading
 
 
@@ -188,15 +192,12 @@ def _neighbour(index, size, step: tl.constexpr, BOUNDARY: tl.constexpr):
     """The row or column next to `index` (step -1 or +1): wrapping on a torus, else the edge
     cell itself (what reflect and clamp both give one cell past the edge)."""
     if step < 0:
-        if BOUNDARY == 0:
-            return tl.where(index == 0, size - 1, index - 1)
-        else:
-            return tl.where(index == 0, 0, index - 1)
+        beyond = size - 1 if BOUNDARY == 0 else 0  # past the first: wrap to the last, or stay
+        neighbour = tl.where(index == 0, beyond, index - 1)
     else:
-        if BOUNDARY == 0:
-            return tl.where(index == size - 1, 0, index + 1)
-        else:
-            return tl.where(index == size - 1, size - 1, index + 1)
+        beyond = 0 if BOUNDARY == 0 else size - 1
+        neighbour = tl.where(index == size - 1, beyond, index + 1)
+    return neighbour
 
 
 # ---------------------------------------------------------------------------------------------
