@@ -279,7 +279,7 @@ def degrees_to_heading(degrees: float) -> int:
     return _round_half_even(Fraction(degrees) * HEADINGS / 360)
 
 
-def _float32(value: Fraction) -> float:
+def float32_nearest(value: Fraction) -> float:
     """The float32 nearest to an exact value (ties to even), as a Python float holding it."""
     guess = np.float32(float(value))
     candidates = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))]
@@ -291,7 +291,7 @@ def coefficients(params: ModelParams) -> tuple[float, float, float, float]:
     """(deposit, keep, spread, retain) rounded to float32; tiny values snap to 0."""
 
     def snap(value: Fraction) -> float:
-        v = _float32(value)
+        v = float32_nearest(value)
         return 0.0 if v < MIN_COEFFICIENT else v
 
     diffuse, decay = Fraction(params.diffuse), Fraction(params.decay)
@@ -335,7 +335,7 @@ def species_seed(seed: int, species: int) -> int:
 def brightness_table(scale: float) -> torch.Tensor:
     """[256] float32: an 8-bit brightness v as trail, float32(v / 255 * scale) exactly rounded,
     0 below TRAIL_FLOOR (so image trails and food keep the no-subnormal rule)."""
-    values = [_float32(Fraction(v, 255) * Fraction(scale)) for v in range(256)]
+    values = [float32_nearest(Fraction(v, 255) * Fraction(scale)) for v in range(256)]
     return torch.tensor([0.0 if v < TRAIL_FLOOR else v for v in values], dtype=torch.float32)
 
 

@@ -155,7 +155,7 @@ def food_amounts(preset, wall: np.ndarray | None) -> torch.Tensor | None:
         amounts = api.brightness_table(food.image.amount)[torch.from_numpy(pixels).to(torch.int64)]
     for point in food.points:
         cells = torch.from_numpy(point_cells(point.x, point.y, point.radius, width, height))
-        value = torch.tensor(api._float32(Fraction(point.amount)), dtype=torch.float32)
+        value = torch.tensor(api.float32_nearest(Fraction(point.amount)), dtype=torch.float32)
         amounts = torch.where(cells, torch.maximum(amounts, value), amounts)
     return _off_walls(amounts, wall)
 
@@ -270,7 +270,7 @@ def make_world(presets, maps: list[WorldMaps]) -> api.World:
         for preset in presets:
             matrix = preset.interaction or [[1.0 if i == j else 0.0 for j in range(species)]
                                             for i in range(species)]
-            rows.extend([[api._float32(Fraction(v)) for v in row] for row in matrix])
+            rows.extend([[api.float32_nearest(Fraction(v)) for v in row] for row in matrix])
         mix = torch.tensor(rows, dtype=torch.float32)
     wall = food = None
     if any(m.wall is not None for m in maps):
