@@ -1,0 +1,80 @@
+"""Sweep timings (issue: sweeps): a batched sweep against separate renders of its jobs.
+
+    python3 scripts/sweep_bench.py [--alone 16] [--two-gpus] [--out sweeps.json]
+
+1. sweeps/bench64.yaml (64 jobs of 256x256, 65,536 agents, 600 steps, GIF + MP4 + PNG) as one
+   batched sweep on cuda:0;
+2. --alone of its jobs as separate `physarum render --from` processes, each timed, their files
+   compared byte for byte with the sweep's; the time of all 64 is extrapolated from their mean
+   (and reported as extrapolated) when fewer than 64 run;
+3. with --two-gpus (kind nvidia-h200-x2): sweeps/bench128.yaml on cuda:0, then on all GPUs.
+Run where `python3 -m physarum.render.cli` works (scripts/gpu_env.sh on the GPU machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "physarum.render.cli"]
+
+
+def timed(*args: str) -> float:
+    began = time.perf_counter()
+    subprocess.run([*CLI, *args, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sweep", default="sweeps/bench64.yaml")
+    parser.add_argument("--devices", default="cuda:0")
+    parser.add_argument("--alone", type=int, default=16)
+    parser.add_argument("--two-gpus", action="store_true")
+    parser.add_argument("--work", default="/tmp/sweep-bench")
+    parser.add_argument("--out", default="sweeps.json")
+    args = parser.parse_args()
+    work = Path(args.work)
+    report: dict = {"sweep": args.sweep, "devices": args.devices,
+                    "sweep_s": timed("sweep", args.sweep, "--out", str(work / "sweep"), "--devices", args.devices)}
+    every = sorted((work / "sweep").glob("*/*/*.json"))
+    print(f"sweep of {len(every)} jobs on {args.devices}: {report['sweep_s']:.1f} s", flush=True)
+    jobs = every[:args.alone]
+    alone, identical, different = [], 0, []
+    for sidecar in jobs:
+        device = [] if args.devices == "cuda:0" else ["--device", args.devices]
+        alone.append(timed("render", "--from", str(sidecar), "--out", str(work / "alone"), *device))
+        for produced in sidecar.parent.glob("*.*"):
+            if produced.suffix not in (".gif", ".mp4", ".png"):
+                continue
+            twin = next((work / "alone").glob(f"*/{produced.name}"), None)
+            if twin is not None and filecmp.cmp(produced, twin, shallow=False):
+                identical += 1
+            else:
+                different.append(produced.name)
+    mean, total = sum(alone) / len(alone), len(every)
+    report.update(jobs=total, alone_n=len(alone), alone_s=alone, alone_mean_s=mean,
+                  alone_all_s=total * mean, extrapolated=len(alone) < total,
+                  speedup=total * mean / report["sweep_s"], identical_files=identical,
+                  different_files=different)
+    print(f"{len(alone)} separate renders: mean {mean:.2f} s; all {total} "
+          f"{'would take' if len(alone) < total else 'took'} {total * mean:.1f} s; the sweep is "
+          f"{report['speedup']:.2f}x faster (target 8x); files identical {identical}, "
+          f"different {len(different)}", flush=True)
+    if args.two_gpus:
+        report["bench128_one_s"] = timed("sweep", "sweeps/bench128.yaml", "--out", str(work / "one"),
+                                         "--devices", "cuda:0")
+        report["bench128_all_s"] = timed("sweep", "sweeps/bench128.yaml", "--out", str(work / "two"),
+                                         "--devices", "all")
+        print(f"bench128: cuda:0 {report['bench128_one_s']:.1f} s, all GPUs {report['bench128_all_s']:.1f} s "
+              f"(target: at most 1/1.8)", flush=True)
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
