@@ -121,11 +121,13 @@ class Mp4Writer(PartialFile):
 
 
 class PngWriter(PartialFile):
-    """A PNG still of the last frame written, with the preset in a text chunk."""
+    """A PNG still of the last frame written, with the preset in a text chunk, and with dpi its
+    print resolution (a pHYs chunk, so print software sizes it: pixels / dpi inches)."""
 
-    def __init__(self, path: Path, comment: str):
+    def __init__(self, path: Path, comment: str, dpi: int | None = None):
         super().__init__(path)
         self.comment = comment
+        self.dpi = dpi
         self.last: np.ndarray | None = None
 
     def write(self, rgb: np.ndarray) -> None:
@@ -134,14 +136,17 @@ class PngWriter(PartialFile):
         np.copyto(self.last, rgb)  # the caller reuses its buffer
 
     def commit(self) -> None:
-        save_png(self.temporary, self.last, self.comment)
+        save_png(self.temporary, self.last, self.comment, dpi=self.dpi)
         super().commit()
 
 
-def save_png(path: Path, rgb: np.ndarray, comment: str, compress_level: int = 6) -> None:
+def save_png(path: Path, rgb: np.ndarray, comment: str, compress_level: int = 6,
+             dpi: int | None = None) -> None:
     info = PngImagePlugin.PngInfo()
     info.add_itxt(EMBED_KEY, comment)
-    Image.fromarray(rgb, mode="RGB").save(path, format="PNG", pnginfo=info, compress_level=compress_level)
+    extra = {} if dpi is None else {"dpi": (dpi, dpi)}
+    Image.fromarray(rgb, mode="RGB").save(path, format="PNG", pnginfo=info,
+                                          compress_level=compress_level, **extra)
 
 
 class FramesDirWriter:

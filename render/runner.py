@@ -286,7 +286,7 @@ def _writer(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colouri
     if fmt == "mp4":
         return Mp4Writer(paths[fmt], width, height, out.fps, text), "rgb"
     if fmt == "png":
-        return PngWriter(paths[fmt], text), "rgb"
+        return PngWriter(paths[fmt], text, out.png_dpi), "rgb"
     return FramesDirWriter(options.frames_dir, f"{preset.name}-s{preset.seed}", text), "rgb"
 
 

@@ -149,3 +149,21 @@ def test_slow_encoders_get_the_frames_they_were_given(tmp_path, monkeypatch):
     monkeypatch.setattr(GifWriter, "write", slow)
     slow_outputs = render_tiny(tmp_path / "slow", run={"steps": 40, "steps_per_frame": 1}).outputs
     assert slow_outputs["gif"].read_bytes() == quick["gif"].read_bytes()
+
+
+def test_png_still_carries_its_print_resolution(tmp_path):
+    from PIL import Image
+
+    from physarum.render.preset import PresetError
+
+    plain = render_tiny(tmp_path / "plain")
+    printed = render_tiny(tmp_path / "print", output={"formats": ["png"], "png_dpi": 300})
+    with Image.open(printed.outputs["png"]) as image:
+        assert image.info["dpi"] == pytest.approx((300, 300), abs=0.01)  # pHYs holds dots per metre
+        pixels = image.convert("RGB").tobytes()
+    with Image.open(plain.outputs["png"]) as image:
+        assert "dpi" not in image.info  # unset: no pHYs chunk, the bytes as before
+        assert image.convert("RGB").tobytes() == pixels  # the same picture either way
+    assert "png_dpi" not in plain.outputs["json"].read_text()
+    with pytest.raises(PresetError, match="output.png_dpi"):
+        build_preset(tiny_data(output={"png_dpi": 0}), "tiny.yaml")
