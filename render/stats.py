@@ -12,8 +12,10 @@ in docs/sensitivity.md section 4:
   p = T / sum(T); ln(cells) for a uniform map, 0 for one hot cell; entropy_ratio divides it by
   ln(cells) so that canvases of different sizes compare;
 - the dominant wavelength: the radially averaged power spectrum of T - mean(T), in rings one
-  cycle per short side wide; the ring of largest mean power (the constant term left out) at r
-  cycles per short side S is a wavelength of S / r pixels, or 1 / r of the short side.
+  cycle per short side wide; around the ring of largest mean power (the constant term left out),
+  the power-weighted mean ring r within a quarter of the peak's radius (at least one ring) on
+  either side, r cycles per short side S, is a wavelength of S / r pixels, or 1 / r of the short
+  side.
 """
 
 from __future__ import annotations
@@ -62,8 +64,16 @@ class SpectrumRings:
         # after centring) never count
         ring_mean = torch.where(self.counts > 0, ring_sum / self.counts.clamp(min=1), -1.0)
         ring_mean[:, 0] = -1.0
-        ring = torch.argmax(ring_mean, dim=1).to(torch.float64)
+        peak = torch.argmax(ring_mean, dim=1)
         flat = ring_mean.amax(dim=1) <= 0
+        # The peak ring alone jumps between neighbours from step to step on broad spectra (19 and
+        # 23 on 512 pixels); the power-weighted mean ring within a quarter of the peak on either
+        # side is steady, and for a single sinusoid it is the peak ring itself.
+        rings = torch.arange(ring_mean.shape[1], device=ring_mean.device, dtype=torch.float64)
+        reach = torch.clamp(torch.round(peak.to(torch.float64) / 4), min=1.0)[:, None]
+        near = (rings[None, :] - peak[:, None]).abs() <= reach
+        weight = torch.where(near, ring_mean.clamp(min=0), 0.0)
+        ring = (weight * rings).sum(dim=1) / weight.sum(dim=1).clamp(min=1e-300)
         return torch.where(flat, torch.nan, self.short / ring)
 
 

@@ -227,6 +227,16 @@ def test_dominant_wavelength_of_a_sinusoid(height, width, period, axis):
     assert stats["wavelength_fraction"] == pytest.approx(period / min(height, width))
 
 
+def test_dominant_wavelength_between_two_neighbouring_rings():
+    """Power in rings 8 and 9 (cycles per side) gives a wavelength between 64/9 and 64/8 pixels,
+    nearer the stronger ring: the weighted mean ring, not a jump to one of them."""
+    y, x = torch.meshgrid(torch.arange(64), torch.arange(64), indexing="ij")
+    trail = 3.0 + torch.sin(2 * math.pi * 8 * x / 64) + 0.5 * torch.sin(2 * math.pi * 9 * y / 64)
+    wavelength = stats_of(trail)["wavelength_px"]
+    assert 64 / 9 < wavelength < 64 / 8
+    assert abs(wavelength - 64 / 8) < abs(wavelength - 64 / 9)
+
+
 def test_statistics_of_an_empty_map():
     stats = stats_of(torch.zeros(16, 24))
     assert (stats["mean"], stats["max"], stats["coverage"], stats["entropy"]) == (0, 0, 0, 0)
