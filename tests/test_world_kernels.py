@@ -13,18 +13,10 @@ import pytest
 import torch
 
 from physarum.kernels import api, reference
+from test_reference import hash32, steering  # the plain model's naive hash and steering rule
 
 HEADINGS = 4096
 FRAC = 16
-
-
-def hash32(x: int) -> int:
-    x &= 0xFFFFFFFF
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) % 2**32
-    x ^= x >> 15
-    x = (x * 0x846CA68B) % 2**32
-    return x ^ (x >> 16)
 
 
 def edge(c: int, n: int, boundary: str) -> int:
@@ -70,12 +62,7 @@ def naive_world_step(state: api.State, tables: api.Tables, world: api.World) -> 
             forward, left = sample(x, y, h), sample(x, y, (h - sensor_turn) % HEADINGS)
             right = sample(x, y, (h + sensor_turn) % HEADINGS)
             bits = hash32(a ^ key)
-            if forward > left and forward > right:
-                change = 0
-            elif forward < left and forward < right:
-                change = turn if bits >> 31 else -turn
-            else:
-                change = -turn if left > right else (turn if right > left else 0)
+            change, _ = steering(forward, left, right, bits >> 31 == 1, turn)
             h = (h + change) % HEADINGS
             nx, ny = x + steps[h][0], y + steps[h][1]
             for axis, size in ((0, width << FRAC), (1, height << FRAC)):
