@@ -247,34 +247,34 @@ class _Plan:
         key = key ^ (key >> 16)
         return ((key + 2**31 & U32) - 2**31).to(torch.int32)
 
-    def turn_bit(self, step: torch.Tensor) -> torch.Tensor:
-        """[B, N] int8, minus the turn bit of every agent (-1: turn +, 0: turn -), that is
-        -(bit 31 of lowbias32(agent ^ key)) as api.turn_bits gives it, on 32-bit words.
+    def hash_before_last(self, step: torch.Tensor) -> torch.Tensor:
+        """[B, N] int32 words of lowbias32(agent ^ key) before its last x ^= x >> 16, once per
+        step for both of its uses (turn_bit and random_heading).
 
         The int32 tensors hold the hash's uint32 words in two's complement. Xor does not care;
         int32 multiplication keeps the low 32 bits of the product (it wraps around, as the
         uint32 multiply of the Triton kernels does); the logical shift x >> 15 is the arithmetic
-        one with the 15 copied sign bits masked off. The hash's last step x ^= x >> 16 leaves
-        bit 31 alone, so the bit is the sign of the word before it, and x >> 31 is -1 or 0.
+        one with the 15 copied sign bits masked off.
         """
-        x = self.hash_before_last(step)
-        x >>= 31
-        return x.to(torch.int8)
-
-    def hash_before_last(self, step: torch.Tensor) -> torch.Tensor:
-        """[B, N] int32 words of lowbias32(agent ^ key) before its last x ^= x >> 16."""
         x = self.agent_mix ^ self.key_mix(step)
         x *= _HASH_MUL_1
         x ^= (x >> 15) & 0x1FFFF
         x *= _HASH_MUL_2
         return x
 
-    def random_heading(self, step: torch.Tensor) -> torch.Tensor:
-        """[B, N] int16, the low 12 bits of lowbias32(agent ^ key): where an agent turns when a
-        wall stops it (the same hash as its turn bit, whose top bit that is)."""
-        x = self.hash_before_last(step)
-        x ^= (x >> 16) & 0xFFFF
-        return (x & HEADING_MASK).to(torch.int16)
+    @staticmethod
+    def turn_bit(words: torch.Tensor) -> torch.Tensor:
+        """[B, N] int8, minus the turn bit of every agent (-1: turn +, 0: turn -), that is
+        -(bit 31 of lowbias32(agent ^ key)) as api.turn_bits gives it, from hash_before_last's
+        words: the hash's last step x ^= x >> 16 leaves bit 31 alone, so the bit is the sign of
+        the word before it, and x >> 31 is -1 or 0."""
+        return (words >> 31).to(torch.int8)
+
+    @staticmethod
+    def random_heading(words: torch.Tensor) -> torch.Tensor:
+        """[B, N] int16, the low 12 bits of lowbias32(agent ^ key) from hash_before_last's words:
+        where an agent turns when a wall stops it (the same hash as its turn bit)."""
+        return ((words ^ ((words >> 16) & 0xFFFF)) & HEADING_MASK).to(torch.int16)
 
     def steer(self, readings: torch.Tensor, turn_bit: torch.Tensor) -> torch.Tensor:
         """[B, N] int16 heading change (section 6.2) from [B, 3, N] readings F, L, R and the
@@ -309,12 +309,13 @@ class _Plan:
         return _reflect(moved, size), heading
 
     def stop_at_walls(self, old: torch.Tensor, moved: torch.Tensor, heading: torch.Tensor,
-                      step: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Agents whose move ends on a wall stay where they were and take a random heading."""
+                      words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Agents whose move ends on a wall stay where they were and take a random heading
+        (words: this step's hash_before_last)."""
         batch, agents, height, width = self.shape
         blocked = self.wall.view(batch, -1).gather(1, self.grid.cells(moved).to(torch.int64))
         position = torch.where(blocked[:, None, :], old, moved)
-        return position, torch.where(blocked, self.random_heading(step), heading)
+        return position, torch.where(blocked, self.random_heading(words), heading)
 
     def deposit_counts(self, position: torch.Tensor) -> torch.Tensor:
         """[B, H, W] int64 number of agents in each cell (section 6.4; integers, order-free)."""
@@ -362,11 +363,12 @@ class _Plan:
 
     def step(self, state: State) -> State:
         readings = self.sense(state.trail, state.position, state.heading.to(torch.int64))
-        heading = state.heading + self.steer(readings, self.turn_bit(state.step))
+        words = self.hash_before_last(state.step)
+        heading = state.heading + self.steer(readings, self.turn_bit(words))
         heading &= HEADING_MASK
         position, heading = self.move(state.position, heading)
         if self.wall is not None:
-            position, heading = self.stop_at_walls(state.position, position, heading, state.step)
+            position, heading = self.stop_at_walls(state.position, position, heading, words)
         counts = self.deposit_counts(position)
         return State(position=position, heading=heading,
                      trail=self.diffuse_and_decay(state.trail, counts), step=state.step + 1)

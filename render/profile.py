@@ -26,8 +26,10 @@ PHASE_OF_KERNEL = (("agent", "sense/steer/move+deposit"), ("diffuse", "diffuse")
 @contextmanager
 def _phase_ranges():
     """Wrap the reference's phase methods in record_function ranges while profiling."""
-    phases = {"sense": "sense/steer/move", "turn_bit": "sense/steer/move", "steer": "sense/steer/move",
-              "move": "sense/steer/move", "deposit_counts": "deposit", "diffuse_and_decay": "diffuse"}
+    phases = {"sense": "sense/steer/move", "hash_before_last": "sense/steer/move",
+              "steer": "sense/steer/move", "move": "sense/steer/move",
+              "stop_at_walls": "sense/steer/move", "deposit_counts": "deposit",
+              "diffuse_and_decay": "diffuse"}
     originals = {name: getattr(reference._Plan, name) for name in phases}
 
     def wrap(name, function):
