@@ -146,7 +146,8 @@ class World:
               its own simulation when sensing (negative repels). None: S = 1, the trail itself.
     wall:     [B, H, W] uint8 or None. 1: a wall; agents never enter it and its trail is 0.
     food:     [G, H, W] float32 or None. Trail added to each group's map every step, with the
-              deposits, before diffusion; 0 or >= TRAIL_FLOOR (see food_table).
+              deposits, before diffusion; 0 or >= TRAIL_FLOOR (see brightness_table); backends
+              ignore it on walls (free_food).
     """
 
     species: int = 1
@@ -166,6 +167,17 @@ class World:
     def to(self, device: torch.device | str) -> "World":
         return replace(self, **{k: v.to(device) for k, v in self.__dict__.items()
                                 if isinstance(v, torch.Tensor)})
+
+    def group_walls(self) -> torch.Tensor | None:
+        """[G, H, W] bool, True on each group's simulation's walls; None without walls."""
+        return None if self.wall is None else (self.wall != 0).repeat_interleave(self.species, 0)
+
+    def free_food(self) -> torch.Tensor | None:
+        """food as the backends add it: 0 on walls (walls hold no trail, food included)."""
+        walls = self.group_walls()
+        if self.food is None or walls is None:
+            return self.food
+        return torch.where(walls, 0.0, self.food)
 
     def simulations(self, groups: int) -> int:
         """B, the number of simulations of a batch of `groups` groups."""

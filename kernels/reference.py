@@ -174,10 +174,7 @@ class _Plan:
         world = world.to(device)
         species = world.species
         group = torch.arange(batch, device=device)
-        wall = None if world.wall is None else (world.wall != 0)[group // species]
-        food = world.food
-        if food is not None and wall is not None:
-            food = torch.where(wall, 0.0, food)  # walls hold no trail, food included
+        wall, food = world.group_walls(), world.free_food()
         heading = torch.arange(HEADINGS, device=device)
         turn = tables.sensor_turn.to(torch.int64)[:, None]
         sensor_heading = torch.stack([heading.expand(batch, HEADINGS),

@@ -90,12 +90,9 @@ def _prepare_world(world: World, groups: int, height: int, width: int,
         if wall.shape != (simulations, height, width):
             raise ValueError(f"world.wall: expected [{simulations}, {height}, {width}], got {list(wall.shape)}")
     if world.food is not None:
-        food = world.food.to(device, torch.float32)
-        if food.shape != (groups, height, width):
-            raise ValueError(f"world.food: expected [{groups}, {height}, {width}], got {list(food.shape)}")
-        if wall is not None:
-            food = torch.where(wall.repeat_interleave(world.species, 0) != 0, 0.0, food)
-        food = food.contiguous()
+        if world.food.shape != (groups, height, width):
+            raise ValueError(f"world.food: expected [{groups}, {height}, {width}], got {list(world.food.shape)}")
+        food = world.free_food().to(device, torch.float32).contiguous()
     return World(species=world.species, boundary=world.boundary, mix=mix, wall=wall, food=food)
 
 

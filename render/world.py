@@ -13,8 +13,8 @@ every machine and every Pillow version. The maps built from it:
   the point); where sources overlap the largest amount wins;
 - agents image (spawn: image): brightness is the weight of a cell in the agents' placement.
 
-Trail and food on walls are 0. Nothing here uses more than integers, correctly rounded float64
-operations in a fixed order, and exactly rounded float32 values.
+Trail on walls is 0, and the kernels ignore food there. Nothing here uses more than integers,
+correctly rounded float64 operations in a fixed order, and exactly rounded float32 values.
 """
 
 from __future__ import annotations
@@ -143,8 +143,9 @@ def _off_walls(values: torch.Tensor, wall: np.ndarray | None) -> torch.Tensor:
     return values
 
 
-def food_amounts(preset, wall: np.ndarray | None) -> torch.Tensor | None:
-    """[H, W] float32 trail added to every species' map each step; None without food."""
+def food_amounts(preset) -> torch.Tensor | None:
+    """[H, W] float32 trail added to every species' map each step; None without food. On walls
+    the kernels ignore it (api.World.free_food)."""
     if not has_food(preset):
         return None
     food = preset.world.food
@@ -157,7 +158,7 @@ def food_amounts(preset, wall: np.ndarray | None) -> torch.Tensor | None:
         cells = torch.from_numpy(point_cells(point.x, point.y, point.radius, width, height))
         value = torch.tensor(api.float32_nearest(Fraction(point.amount)), dtype=torch.float32)
         amounts = torch.where(cells, torch.maximum(amounts, value), amounts)
-    return _off_walls(amounts, wall)
+    return amounts
 
 
 def point_cells(x: float, y: float, radius: float, width: int, height: int) -> np.ndarray:
@@ -221,7 +222,7 @@ class WorldMaps:
     @staticmethod
     def of(preset) -> "WorldMaps":
         wall = wall_cells(preset)
-        return WorldMaps(wall, initial_trail(preset, wall), food_amounts(preset, wall))
+        return WorldMaps(wall, initial_trail(preset, wall), food_amounts(preset))
 
 
 def has_food(preset) -> bool:
