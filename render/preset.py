@@ -212,19 +212,12 @@ def check_palette_entry(entry: PaletteEntry) -> PaletteEntry:
     return entry
 
 
-class Output(_Section):
+class Output(_Optional):
     formats: list[Literal["gif", "mp4", "png"]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
     fps: int = Field(30, ge=1, le=100)
     loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
     png_dpi: Optional[int] = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler):
-        data = handler(self)
-        if data.get("png_dpi") is None:
-            data.pop("png_dpi", None)  # unset: dumps stay as they were before the key existed
-        return data
 
 
 # ---------------------------------------------------------------------------------------------
