@@ -61,6 +61,11 @@ def _reflect(value: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
     return torch.where(value < 0, low, torch.where(value >= size, high, value))
 
 
+def _clamp(value: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
+    """Hold int32 values at the edges of [0, size): cells and 16.16 positions alike."""
+    return torch.minimum(value.clamp_(min=0), size - 1)
+
+
 def _pair(x: int, y: int, device) -> torch.Tensor:
     """[1, 2, 1] int32 constants, one for the x row and one for the y row of a [B, 2, N] pair."""
     return torch.tensor([[[x], [y]]], dtype=torch.int32, device=device)
@@ -105,7 +110,7 @@ class _Grid:
         elif self.boundary == "reflect":
             xy = _reflect(xy, self.sizes.view(rows))
         else:
-            xy = torch.minimum(xy.clamp_(min=0), self.sizes.view(rows) - 1)
+            xy = _clamp(xy, self.sizes.view(rows))
         return torch.add(xy[:, 0], xy[:, 1], alpha=self.width)  # integer: exact
 
     def cells(self, position: torch.Tensor) -> torch.Tensor:
@@ -299,7 +304,7 @@ class _Plan:
             return self.grid.wrapped_positions_(moved), heading
         size = self.grid.sizes << FRAC_BITS
         if self.grid.boundary == "clamp":
-            return torch.minimum(moved.clamp_(min=0), size - 1), heading
+            return _clamp(moved, size), heading
         hit = (moved < 0) | (moved >= size)
         heading = torch.where(hit[:, 0], (HEADINGS // 2 - heading) & HEADING_MASK, heading)
         heading = torch.where(hit[:, 1], (-heading) & HEADING_MASK, heading)
