@@ -11,8 +11,8 @@ in docs/sensitivity.md section 4:
 - entropy: the Shannon entropy in nats of the trail read as a distribution over cells,
   p = T / sum(T); ln(cells) for a uniform map, 0 for one hot cell; entropy_ratio divides it by
   ln(cells) so that canvases of different sizes compare;
-- the dominant wavelength: the radially averaged power spectrum of T - mean(T), in rings one
-  cycle per short side wide; around the ring of largest mean power (the constant term left out),
+- the dominant wavelength: the power spectrum of T - mean(T), summed over rings one cycle per
+  short side wide (the 1-D spectrum E(r)); around the ring of largest power (the constant term left out),
   the power-weighted mean ring r within a quarter of the peak's radius (at least one ring) on
   either side, r cycles per short side S, is a wavelength of S / r pixels, or 1 / r of the short
   side.
@@ -50,7 +50,6 @@ class SpectrumRings:
         self.order = torch.argsort(ring, stable=True)
         counts = torch.bincount(ring)
         self.ends = torch.cumsum(counts, 0) - 1  # last sorted position of each ring
-        self.counts = counts.to(torch.float64)
         self.short = short
 
     def dominant(self, trail: torch.Tensor) -> torch.Tensor:
@@ -60,19 +59,20 @@ class SpectrumRings:
         power = power.reshape(trail.shape[0], -1)[:, self.order].to(torch.float64)
         total = torch.cumsum(power, dim=1)[:, self.ends]
         ring_sum = torch.diff(total, dim=1, prepend=torch.zeros_like(total[:, :1]))
-        # rings without cells (possible far out on tiny canvases) and the constant term (zero
-        # after centring) never count
-        ring_mean = torch.where(self.counts > 0, ring_sum / self.counts.clamp(min=1), -1.0)
-        ring_mean[:, 0] = -1.0
-        peak = torch.argmax(ring_mean, dim=1)
-        flat = ring_mean.amax(dim=1) <= 0
+        # The ring of largest *total* power: the 1-D spectrum E(r), the radially averaged power
+        # times the ring's circumference. The average alone favours the few frequencies of the
+        # innermost rings: a faint large-scale shading of the network (1 to 2 cycles per side)
+        # outweighed the cells' own ring on a 2048-pixel canvas and read as a wavelength of 0.78.
+        ring_sum[:, 0] = 0.0  # the constant term, zero after centring, never counts
+        peak = torch.argmax(ring_sum, dim=1)
+        flat = ring_sum.amax(dim=1) <= 0
         # The peak ring alone jumps between neighbours from step to step on broad spectra (19 and
         # 23 on 512 pixels); the power-weighted mean ring within a quarter of the peak on either
         # side is steady, and for a single sinusoid it is the peak ring itself.
-        rings = torch.arange(ring_mean.shape[1], device=ring_mean.device, dtype=torch.float64)
+        rings = torch.arange(ring_sum.shape[1], device=ring_sum.device, dtype=torch.float64)
         reach = torch.clamp(torch.round(peak.to(torch.float64) / 4), min=1.0)[:, None]
         near = (rings[None, :] - peak[:, None]).abs() <= reach
-        weight = torch.where(near, ring_mean.clamp(min=0), 0.0)
+        weight = torch.where(near, ring_sum.clamp(min=0), 0.0)
         ring = (weight * rings).sum(dim=1) / weight.sum(dim=1).clamp(min=1e-300)
         return torch.where(flat, torch.nan, self.short / ring)
 

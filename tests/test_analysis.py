@@ -237,6 +237,19 @@ def test_dominant_wavelength_between_two_neighbouring_rings():
     assert abs(wavelength - 64 / 8) < abs(wavelength - 64 / 9)
 
 
+def test_dominant_wavelength_is_the_ring_of_most_power_not_of_the_highest_average():
+    """A network's cells spread their power over the many frequencies of one ring; a faint
+    large-scale shading puts more power into each of the few frequencies of ring 1, but less
+    into the ring in all. The cells' ring is the dominant one."""
+    y, x = torch.meshgrid(torch.arange(64), torch.arange(64), indexing="ij")
+    trail = 3.0 + 0.6 * torch.sin(2 * math.pi * x / 64)  # ring 1: 0.36 in one frequency
+    for k in range(8):  # ring 8: 8 directions of 0.3, 0.72 in all
+        angle = math.pi * k / 8
+        fx, fy = round(8 * math.cos(angle)), round(8 * math.sin(angle))
+        trail = trail + 0.3 * torch.cos(2 * math.pi * (fx * x + fy * y) / 64 + k)
+    assert 64 / 9 < stats_of(trail)["wavelength_px"] < 64 / 7
+
+
 def test_statistics_of_an_empty_map():
     stats = stats_of(torch.zeros(16, 24))
     assert (stats["mean"], stats["max"], stats["coverage"], stats["entropy"]) == (0, 0, 0, 0)
