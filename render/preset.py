@@ -96,12 +96,12 @@ DEFAULT_AGENTS = 100_000
 
 class Agents(_Section):
     """count, or density (agents per cell; the count is then round-half-even(density * W * H),
-    set by the Preset). With species, the count is the total: each species has count // S."""
+    set by the Preset; with model.units: short_side, per cell of a 512-pixel short side). With species, the count is the total: each species has count // S."""
 
     count: Optional[int] = Field(None, ge=1, le=MAX_AGENTS)
     spawn: SPAWN_NAMES = "random"
     radius: float = Field(0.35, gt=0, le=0.5, description="disk/ring radius, fraction of the short side")
-    density: Optional[float] = Field(None, gt=0, le=1024, description="agents per cell, instead of count")
+    density: Optional[float] = Field(None, gt=0, le=1024, description="agents per cell (of a 512-pixel short side with units: short_side), instead of count")
     image: Optional[str] = Field(None, description="greyscale image: agent density of spawn: image")
 
     _image = field_validator("image")(_image_path)
@@ -331,10 +331,19 @@ class Preset(_Section):
     def _agent_density(self) -> "Preset":
         """agents.density becomes agents.count (round half to even, exact), at least 1."""
         if self.agents.density is not None:
-            cells = self.canvas.width * self.canvas.height
-            count = max(1, round(Fraction(self.agents.density) * cells))
-            object.__setattr__(self.agents, "count", count)
+            object.__setattr__(self.agents, "count", max(1, round(self._density_count())))
         return self
+
+    def _density_count(self) -> Fraction:
+        """The exact agent count agents.density gives: density * W * H; with units: short_side,
+        density per pixel of a REFERENCE_SIDE short side, density * W * H * (REFERENCE_SIDE / short)^2.
+        The pattern's scale follows the number of agents per unit of *canvas* area (measured:
+        docs/presets.md, "Resolution independence"), so a preset in canvas units keeps that fixed."""
+        width, height = self.canvas.width, self.canvas.height
+        cells = Fraction(width * height)
+        if self.model.units == "short_side":
+            cells *= Fraction(REFERENCE_SIDE, min(width, height)) ** 2
+        return Fraction(self.agents.density) * cells
 
     @field_validator("name")
     @classmethod

@@ -172,6 +172,22 @@ def test_density_gives_the_count_exactly_and_round_trips():
     assert any("agents.density: gives 536870912 agents" in p for p in too_many)
 
 
+def test_short_side_density_counts_agents_per_canvas_area_not_per_pixel():
+    """With units: short_side a density is per pixel of a 512-pixel short side: the same count on
+    every canvas of one shape, in proportion to the area in short sides squared on others."""
+    def count(width, height, units="short_side"):
+        data = {**tiny_data(canvas={"width": width, "height": height},
+                            model={"units": units, "sensor_distance": 0.01, "step_size": 0.001,
+                                   "diffuse": 0.05}),
+                "agents": {"density": 0.5}}
+        return build_preset(data, "p.yaml").agents.count
+
+    assert count(512, 512) == count(1024, 1024) == count(2048, 2048) == 131072  # 0.5 * 512^2
+    assert count(1024, 512) == count(2048, 1024) == count(512, 256) == 262144  # two squares
+    assert count(3840, 2160) == round(Fraction(0.5) * 3840 * 2160 * Fraction(512, 2160) ** 2) == 233017
+    assert count(1024, 1024, units="pixels") == 524288  # per pixel of this canvas
+
+
 def test_short_side_units_convert_exactly():
     preset = build_preset(tiny_data(model={"units": "short_side", "sensor_distance": 0.25, "step_size": 0.1}),
                           "p.yaml")
