@@ -10,10 +10,11 @@ variant() {  # NAME KEY=VALUE...
   local name=$1; shift; local sets=(); for s in "$@"; do sets+=(--set "$s"); done
   echo "== $name: $*"
   timeout "${VARIANT_TIMEOUT_S:-120}" python3 scripts/resolution_check.py presets/anywhere.yaml --sizes $SIZES \
-    --checkpoints 10 "${sets[@]}" --out "$RES/$name.json" --figure "$RES/$name.png"
+    --checkpoints 10 --seeds "${SEEDS:-1}" "${sets[@]}" --out "$RES/$name.json" --figure "$RES/$name.png"
 }
 variant as-written
 variant slow model.decay=0.02 model.sensor_distance=0.03 model.step_size=0.002
 variant slow-b model.decay=0.03 model.sensor_distance=0.025 model.step_size=0.002
-variant slow-c model.decay=0.02 model.sensor_distance=0.03 model.step_size=0.002 model.sensor_angle=45 model.turn_angle=45
+variant mid model.decay=0.03 model.sensor_distance=0.02 model.step_size=0.0015
 variant slow-d model.decay=0.015 model.sensor_distance=0.04 model.step_size=0.003
+variant slow-e model.decay=0.015 model.sensor_distance=0.04 model.step_size=0.003 model.sensor_angle=45

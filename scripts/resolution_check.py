@@ -2,7 +2,8 @@
 
 Runs the preset at each --size (WIDTHxHEIGHT), reads the dominant spatial wavelength of the
 trail (render/stats.py: radially averaged power spectrum) as a fraction of the short side at
-several late steps, and reports the mean of each size and their ratio. Also saves the final
+several late steps, for one or more seeds (--seeds, batched), and reports the mean of each size
+(and the spread over seeds) and their ratio. Also saves the final
 frames side by side.
 
     python3 scripts/resolution_check.py presets/anywhere.yaml --sizes 512x512 3840x2160 \
@@ -23,17 +24,23 @@ from PIL import Image
 
 from physarum.render.colour import Colourist
 from physarum.render.preset import load_preset
-from physarum.render.runner import make_simulation, resolve_backend, resolve_device
+from physarum.render.runner import make_batch_simulation, resolve_backend, resolve_device
 from physarum.render.stats import SpectrumRings, trail_statistics
 
 WAVELENGTH = 6  # column of trail_statistics: wavelength as a fraction of the short side
 
 
-def measure(path: str, size: str, checkpoints: int, device: torch.device, settings: list[str]) -> dict:
+def measure(path: str, size: str, checkpoints: int, seeds: int, device: torch.device,
+            settings: list[str]) -> dict:
+    """The preset at one size, as one batched simulation of `seeds` seeds (seed, seed + 1, ...):
+    each seed's wavelength is its mean over the checkpoints; the size's is the mean over seeds,
+    with their standard deviation (one realisation of a network of large cells is a noisy
+    sample of its scale)."""
     width, height = (int(v) for v in size.split("x"))
-    preset = load_preset(path, [*settings, f"canvas.width={width}", f"canvas.height={height}"])
-    steps = preset.run.steps
-    simulation = make_simulation(preset, resolve_backend("auto", device), device)
+    base = load_preset(path, [*settings, f"canvas.width={width}", f"canvas.height={height}"])
+    presets = [base.model_copy(update={"seed": base.seed + k}) for k in range(seeds)]
+    steps = base.run.steps
+    simulation = make_batch_simulation(presets, resolve_backend("auto", device), device)
     rings = SpectrumRings(height, width, device)
     began = time.perf_counter()
     # the last `checkpoints` tenths of the run: 10 steps apart
@@ -42,13 +49,15 @@ def measure(path: str, size: str, checkpoints: int, device: torch.device, settin
     for step in at:
         simulation.advance(step - done)
         done = step
-        fractions.append(float(trail_statistics(simulation.trail[:1], rings)[0, WAVELENGTH]))
-    colourist = Colourist(preset.palette)
+        fractions.append(trail_statistics(simulation.trail, rings)[:, WAVELENGTH].cpu().numpy())
+    per_seed = np.mean(fractions, axis=0)
+    colourist = Colourist(base.palette)
     rgb = colourist.rgb(colourist.index_frame(simulation.trail[0]), 0).cpu().numpy()
-    return {"size": size, "agents": preset.agents.count, "steps": steps,
-            "sensor_distance_px": preset.model.pixels("sensor_distance", min(width, height)),
-            "step_size_px": preset.model.pixels("step_size", min(width, height)),
-            "wavelength_fraction": fractions, "mean": float(np.mean(fractions)),
+    return {"size": size, "agents": base.agents.count, "steps": steps, "seeds": seeds,
+            "sensor_distance_px": base.model.pixels("sensor_distance", min(width, height)),
+            "step_size_px": base.model.pixels("step_size", min(width, height)),
+            "wavelength_fraction_per_seed": per_seed.tolist(), "mean": float(per_seed.mean()),
+            "std": float(per_seed.std(ddof=1)) if seeds > 1 else 0.0,
             "seconds": time.perf_counter() - began, "frame": rgb}
 
 
@@ -57,19 +66,20 @@ def main() -> None:
     parser.add_argument("preset")
     parser.add_argument("--sizes", nargs="+", default=["512x512", "3840x2160"])
     parser.add_argument("--checkpoints", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per size, batched")
     parser.add_argument("--device", default=None)
     parser.add_argument("--out", default="resolution.json")
     parser.add_argument("--figure", default=None)
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     device = resolve_device(args.device)
-    results = [measure(args.preset, size, args.checkpoints, device, args.settings) for size in args.sizes]
+    results = [measure(args.preset, size, args.checkpoints, args.seeds, device, args.settings) for size in args.sizes]
     frames = [r.pop("frame") for r in results]
     first = results[0]["mean"]
     for r in results:
         r["ratio_to_first"] = r["mean"] / first
-        print(f"{r['size']:>10}: wavelength {r['mean']:.4f} of the short side "
-              f"({', '.join(f'{f:.4f}' for f in r['wavelength_fraction'])}), "
+        print(f"{r['size']:>10}: wavelength {r['mean']:.4f} +- {r['std']:.4f} of the short side "
+              f"({r['seeds']} seeds: {', '.join(f'{f:.4f}' for f in r['wavelength_fraction_per_seed'])}), "
               f"ratio {r['ratio_to_first']:.3f}, {r['seconds']:.0f} s", flush=True)
     report = {"preset": args.preset, "device": str(device), "machine": platform.machine(),
               "torch": torch.__version__, "results": results}

@@ -7,7 +7,8 @@
 2. --alone of its jobs as separate `physarum render --from` processes, each timed, their files
    compared byte for byte with the sweep's; the time of all 64 is extrapolated from their mean
    (and reported as extrapolated) when fewer than 64 run;
-3. with --two-gpus (kind nvidia-h200-x2): sweeps/bench128.yaml on cuda:0, then on all GPUs.
+3. with --two-gpus (kind nvidia-h200-x2): each of --two-gpu-sweeps (bench128: encoder-bound;
+   bench128-long: GPU-bound) on cuda:0, then on all GPUs.
 Run where `python3 -m physarum.render.cli` works (scripts/gpu_env.sh on the GPU machine).
 """
 
@@ -30,23 +31,14 @@ def timed(*args: str) -> float:
     return time.perf_counter() - began
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sweep", default="sweeps/bench64.yaml")
-    parser.add_argument("--devices", default="cuda:0")
-    parser.add_argument("--alone", type=int, default=16)
-    parser.add_argument("--two-gpus", action="store_true")
-    parser.add_argument("--work", default="/tmp/sweep-bench")
-    parser.add_argument("--out", default="sweeps.json")
-    args = parser.parse_args()
-    work = Path(args.work)
+def batched_against_alone(args, work: Path) -> dict:
+    """The sweep in one batch against --alone of its jobs rendered one process each."""
     report: dict = {"sweep": args.sweep, "devices": args.devices,
                     "sweep_s": timed("sweep", args.sweep, "--out", str(work / "sweep"), "--devices", args.devices)}
     every = sorted((work / "sweep").glob("*/*/*.json"))
     print(f"sweep of {len(every)} jobs on {args.devices}: {report['sweep_s']:.1f} s", flush=True)
-    jobs = every[:args.alone]
     alone, identical, different = [], 0, []
-    for sidecar in jobs:
+    for sidecar in every[:args.alone]:
         device = [] if args.devices == "cuda:0" else ["--device", args.devices]
         alone.append(timed("render", "--from", str(sidecar), "--out", str(work / "alone"), *device))
         for produced in sidecar.parent.glob("*.*"):
@@ -66,13 +58,32 @@ def main() -> None:
           f"{'would take' if len(alone) < total else 'took'} {total * mean:.1f} s; the sweep is "
           f"{report['speedup']:.2f}x faster (target 8x); files identical {identical}, "
           f"different {len(different)}", flush=True)
+    return report
+
+
+def one_against_all_gpus(sweep: str, work: Path) -> dict:
+    name = Path(sweep).stem
+    one = timed("sweep", sweep, "--out", str(work / "one"), "--devices", "cuda:0")
+    two = timed("sweep", sweep, "--out", str(work / "two"), "--devices", "all")
+    print(f"{name}: cuda:0 {one:.1f} s, all GPUs {two:.1f} s, {one / two:.2f}x (target 1.8x)", flush=True)
+    return {"one_gpu_s": one, "all_gpus_s": two, "speedup": one / two}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sweep", default="sweeps/bench64.yaml")
+    parser.add_argument("--devices", default="cuda:0")
+    parser.add_argument("--alone", type=int, default=16, help="separate renders to time; 0: none")
+    parser.add_argument("--two-gpus", action="store_true")
+    parser.add_argument("--two-gpu-sweeps", nargs="+", default=["sweeps/bench128.yaml", "sweeps/bench128-long.yaml"])
+    parser.add_argument("--work", default="/tmp/sweep-bench")
+    parser.add_argument("--out", default="sweeps.json")
+    args = parser.parse_args()
+    work = Path(args.work)
+    report = batched_against_alone(args, work) if args.alone else {}
     if args.two_gpus:
-        report["bench128_one_s"] = timed("sweep", "sweeps/bench128.yaml", "--out", str(work / "one"),
-                                         "--devices", "cuda:0")
-        report["bench128_all_s"] = timed("sweep", "sweeps/bench128.yaml", "--out", str(work / "two"),
-                                         "--devices", "all")
-        print(f"bench128: cuda:0 {report['bench128_one_s']:.1f} s, all GPUs {report['bench128_all_s']:.1f} s "
-              f"(target: at most 1/1.8)", flush=True)
+        for sweep in args.two_gpu_sweeps:
+            report[Path(sweep).stem] = one_against_all_gpus(sweep, work)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
 
 
