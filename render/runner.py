@@ -319,8 +319,12 @@ def share_cpu_with_encoders() -> None:
 
     Torch's OpenMP threads spin while they wait; competing with x264 and the GIF encoder for
     every core, a render on 2 cores measured 40 s instead of 7 s (quickstart)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), cores // 2)))
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), host_cores() // 2)))
+
+
+def host_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _device_name(device: torch.device) -> str:
@@ -362,7 +366,7 @@ class FramePipeline:
         event = None
         if self.device.type == "cuda":
             event = torch.cuda.Event()
-            event.record()
+            event.record(torch.cuda.current_stream(self.device))  # the copies' device, not device 0
         frame = Frame(number, *(arrays.get(k) for k in ("index", "preview", "rgb")))
         self.pending.append((frame, event))
 

@@ -621,8 +621,14 @@ def _failed(payload: list[dict], error, device: str) -> list[dict]:
 
 
 def _process_worker(worker: int, device: str, tasks, events, sweep_dir: str, backend: str,
-                    parent: int) -> None:
+                    parent: int, threads: int) -> None:
     die_with_parent(parent)
+    # The worker's share of the host: two workers with a thread per core each (spawning agents
+    # and colouring use torch's CPU threads, which spin while they wait) ran a 2-GPU sweep slower
+    # than one GPU did.
+    torch.set_num_threads(threads)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(device)  # where anything not placed explicitly goes (contexts, events)
     while (task := tasks.get()) is not None:
         number, payload = task
         events.put(("start", worker, number, None))
@@ -642,7 +648,8 @@ def _run_processes(payloads, devices, sweep_dir, backend, on_start, on_done) -> 
     for _ in devices:
         tasks.put(None)
     processes = [context.Process(target=_process_worker, daemon=True, name=f"physarum-sweep-{device}",
-                                 args=(i, device, tasks, events, sweep_dir, backend, os.getpid()))
+                                 args=(i, device, tasks, events, sweep_dir, backend, os.getpid(),
+                                       max(1, runner.host_cores() // len(devices))))
                  for i, device in enumerate(devices)]
     for process in processes:
         process.start()

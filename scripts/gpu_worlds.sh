@@ -6,7 +6,8 @@
 #      the CPU (in the background, at the same time), the PNG still only (the final state, in
 #      its colours), stills compared byte for byte; the GPU's stills are kept in $OUT/stills for
 #      the README's thumbnails;
-#   3. scripts/resolution_check.py: presets/anywhere.yaml at 512x512, 1024x1024 and 3840x2160;
+#      (CPU_RENDERS=0: the GPU's stills only, to compare with stills rendered on another machine);
+#   3. scripts/resolution_check.py: presets/anywhere.yaml at 512x512 to 3840x2160, 6 seeds each;
 #   4. with PIPELINE_FRAMES=N, the 4K pipeline check of scripts/pipeline_bench.py on N frames.
 set -u
 OUT=${OUT:-gpu-worlds}; mkdir -p "$OUT"
@@ -17,11 +18,11 @@ PRESETS=${PRESETS:-$(printf 'presets/%s.yaml ' maze lettering feast rivals tribe
 # earlier call spent 400 s here). The naive-step tests are CPU-only and run in CI.
 t0=$SECONDS
 { timeout "${TESTS_TIMEOUT_S:-240}" python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py
-  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_world_kernels.py -k triton; } 2>&1 \
+  timeout "${KERNEL_TESTS_TIMEOUT_S:-120}" python3 -m pytest -q -p no:cacheprovider tests/test_world_kernels.py -k triton; } 2>&1 \
   | tail -n 20 | tee "$OUT/gpu-tests.log"
 echo "tests: $((SECONDS - t0)) s" | tee -a "$OUT/gpu-tests.log"
 
-( printf '%s\n' $PRESETS | OMP_NUM_THREADS=2 xargs -P 8 -I{} python3 -m physarum.render.cli render {} \
+[ "${CPU_RENDERS:-1}" = 0 ] || ( printf '%s\n' $PRESETS | OMP_NUM_THREADS=2 xargs -P 8 -I{} python3 -m physarum.render.cli render {} \
     --backend torch --device cpu --out /tmp/wcpu --quiet --set 'output.formats=[png]' ) > "$OUT/cpu-renders.log" 2>&1 &
 cpu_job=$!
 for p in $PRESETS; do
@@ -29,18 +30,20 @@ for p in $PRESETS; do
   echo "   $(basename "$p" .yaml): $((SECONDS - t0)) s"
 done 2>&1 | tee "$OUT/gpu-renders.log"
 mkdir -p "$OUT/stills" && cp /tmp/wgpu/*/*.png "$OUT/stills/"
-python3 scripts/resolution_check.py presets/anywhere.yaml --sizes 512x512 1024x1024 3840x2160 \
+python3 scripts/resolution_check.py presets/anywhere.yaml --sizes 512x512 1024x1024 2048x2048 3840x2160 --seeds 6 \
   --out "$OUT/resolution.json" --figure "$OUT/resolution.png" 2>&1 | tee "$OUT/resolution.log"
 
-for _ in $(seq "${CPU_WAIT_S:-180}"); do kill -0 $cpu_job 2>/dev/null || break; sleep 1; done
-kill $cpu_job 2>/dev/null; pkill -f "device cpu" 2>/dev/null
-echo "== byte-identical check: triton on $(nvidia-smi --query-gpu=name --format=csv,noheader) vs torch on the CPU (PNG stills)" | tee "$OUT/identical.log"
-for f in /tmp/wgpu/*/*.png; do
-  other=/tmp/wcpu/$(basename "$(dirname "$f")")/$(basename "$f")
-  if [ ! -f "$other" ]; then verdict=NOT-RENDERED-ON-CPU
-  elif cmp -s "$f" "$other"; then verdict=identical; else verdict=DIFFERENT; fi
-  echo "$verdict $(basename "$f") $(stat -c %s "$f") $(sha256sum < "$f" | cut -c1-16)" | tee -a "$OUT/identical.log"
-done
+if [ "${CPU_RENDERS:-1}" != 0 ]; then
+  for _ in $(seq "${CPU_WAIT_S:-180}"); do kill -0 $cpu_job 2>/dev/null || break; sleep 1; done
+  kill $cpu_job 2>/dev/null; pkill -f "device cpu" 2>/dev/null
+  echo "== byte-identical check: triton on $(nvidia-smi --query-gpu=name --format=csv,noheader) vs torch on the CPU (PNG stills)" | tee "$OUT/identical.log"
+  for f in /tmp/wgpu/*/*.png; do
+    other=/tmp/wcpu/$(basename "$(dirname "$f")")/$(basename "$f")
+    if [ ! -f "$other" ]; then verdict=NOT-RENDERED-ON-CPU
+    elif cmp -s "$f" "$other"; then verdict=identical; else verdict=DIFFERENT; fi
+    echo "$verdict $(basename "$f") $(stat -c %s "$f") $(sha256sum < "$f" | cut -c1-16)" | tee -a "$OUT/identical.log"
+  done
+fi
 
 
 if [ -n "${PIPELINE_FRAMES:-}" ]; then
