@@ -438,6 +438,17 @@ def test_vector_table_rounds_the_circle_half_to_even():
     assert tie[0] == (0, 0) and api.vector_table(3 * 2.0**-17)[0] == (2, 0)
 
 
+def test_vector_table_equals_the_exact_rational_rounding_for_any_distance():
+    """The integer form against its definition: round-half-even of unit * distance * ONE /
+    2^UNIT_BITS computed in Fractions, for distances that are not whole pixels."""
+    from fractions import Fraction
+
+    for distance in (0.512, 1.536, 20.48, 1 / 3, 2.0**-17 * 5, 254.99999):
+        scale = Fraction(distance) * (1 << 16) / 2**30
+        expected = tuple((round(c * scale), round(s * scale)) for c, s in api.unit_circle())
+        assert api.vector_table(distance) == expected, distance
+
+
 def test_degrees_to_heading():
     assert api.degrees_to_heading(22.5) == 256
     assert api.degrees_to_heading(45) == 512
