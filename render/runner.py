@@ -292,9 +292,9 @@ def _writer(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colouri
 
 def _open_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
                   options: RenderOptions, mp4_in_process: bool = False) -> list[EncoderWorker]:
-    """One encoder worker per output. mp4_in_process (batches) encodes the MP4 in a process of
-    its own: x264's bytes in a process that has run other encoders, or runs them at once, were
-    seen to differ from a fresh `physarum render` (render/mp4_process.py)."""
+    """One encoder worker per output. mp4_in_process (batches of several) encodes the MP4 in a
+    process of its own: x264's bytes in a process that has run other encoders, or runs them at
+    once, were seen to differ from a fresh `physarum render` (render/mp4_process.py)."""
     formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
     workers = []
     try:
@@ -385,37 +385,12 @@ class FramePipeline:
 def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> RenderResult:
     """Render a preset to its output files; returns where they are and how long it took.
 
-    Options come as a RenderOptions or as its fields by keyword (backend="torch", ...).
+    Options come as a RenderOptions or as its fields by keyword (backend="torch", ...). A failed
+    encoder stops the render, removes its files and raises RenderError. It is a batch of one.
     """
-    options = options or RenderOptions(**kwargs)
-    torch_device = resolve_device(options.device)
-    if torch_device.type == "cpu":
-        share_cpu_with_encoders()
-    backend = resolve_backend(options.backend, torch_device)
-    notes = check_formats(preset)
-    check_memory(preset, backend, torch_device)
-    paths = output_paths(preset, Path(options.out_dir))
-    paths["json"].parent.mkdir(parents=True, exist_ok=True)
-    if options.frames_dir:
-        Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    simulation = make_simulation(preset, backend, torch_device)
-    colourist = make_colourist(preset)
-    workers = _open_workers(preset, paths, colourist, options)
-    pipeline = FramePipeline(preset, colourist, workers, torch_device)
-    try:
-        advance(simulation, preset.run.warmup, options.on_step)
-        _frame_loop(preset, simulation, pipeline, options.quiet, options.on_step)
-        for worker in workers:
-            worker.finish()
-    except BaseException:
-        for worker in workers:
-            worker.abort()
-        raise
-    timings = {"total_s": time.perf_counter() - started}
-    timings.update({f"encode_{w.name}_s": w.seconds for w in workers})
-    result = RenderResult(paths, backend, _device_name(torch_device), timings, notes)
-    write_json(paths["json"], sidecar(preset, result))
+    result = render_batch([preset], options or RenderOptions(**kwargs))[0]
+    if result.error is not None:
+        raise RenderError(result.error)
     return result
 
 
@@ -428,26 +403,6 @@ def advance(simulation, steps: int, on_step: Callable[[object], None] | None = N
     for _ in range(steps):
         simulation.advance(1)
         on_step(simulation)
-
-
-def _frame_loop(preset: Preset, simulation, pipeline: FramePipeline, quiet: bool,
-                on_step: Callable[[object], None] | None = None) -> None:
-    remaining, steps_done = preset.run.steps, 0
-    began = time.perf_counter()
-    with tqdm(total=preset.frames, unit="frame", disable=quiet, leave=False, desc=preset.name,
-              dynamic_ncols=True) as bar:
-        for number in range(preset.frames):
-            steps = min(preset.run.steps_per_frame, remaining)
-            advance(simulation, steps, on_step)
-            remaining, steps_done = remaining - steps, steps_done + steps
-            pipeline.submit(number, simulation_maps(preset, simulation.trail, 0))
-            pipeline.hand_over(keep=1)
-            bar.update(1)
-            if not quiet and number % 10 == 0:
-                encode = min((w.fps for w in pipeline.workers), default=0.0)
-                bar.set_postfix_str(f"{steps_done / (time.perf_counter() - began):.0f} steps/s, "
-                                    f"encoder {encode:.1f} fps", refresh=False)
-        pipeline.hand_over()
 
 
 def sidecar(preset: Preset, result: RenderResult) -> dict:
@@ -566,16 +521,15 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
     """Render several presets as one batched simulation (B = len(presets)); one result each.
 
     The presets must share batch_key(). Each keeps its own colouring, encoders and files, byte for
-    byte those render() writes for it alone. A job whose encoder fails is stopped and its files
+    byte those of a batch of one (render()). A job whose encoder fails is stopped and its files
     removed while the others go on; its result carries the error and no outputs. A failure of the
-    simulation itself (or an interruption) stops every job and is raised.
+    simulation itself (or an interruption) stops every job and is raised. options.on_step, if
+    set, is called with the whole batch's simulation after every step.
     """
     options = options or RenderOptions(**kwargs)
     presets = list(presets)
     if not presets:
         return []
-    if options.on_step is not None:
-        raise ValueError("render_batch: per-step callbacks (--stats) are for single renders")
     if len({batch_key(p) for p in presets}) > 1:
         raise ValueError("render_batch: the presets differ in canvas, agent count, run length or "
                          "world shape; group them by batch_key()")
@@ -598,10 +552,11 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
     try:
         for job in jobs:
             colourist = make_colourist(job.preset)
-            job.workers = _open_workers(job.preset, job.paths, colourist, options, mp4_in_process=True)
+            job.workers = _open_workers(job.preset, job.paths, colourist, options,
+                                        mp4_in_process=len(jobs) > 1)
             job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
-        simulation.advance(presets[0].run.warmup)
-        _batch_frame_loop(presets[0], simulation, jobs, options.quiet)
+        advance(simulation, presets[0].run.warmup, options.on_step)
+        _frame_loop(presets[0], simulation, jobs, options)
         for job in jobs:
             job.finish()
     except BaseException:
@@ -613,16 +568,19 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
     return [_batch_result(job, backend, torch_device, elapsed, len(jobs)) for job in jobs]
 
 
-def _batch_frame_loop(run: Preset, simulation, jobs: list[_BatchJob], quiet: bool) -> None:
+def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderOptions) -> None:
+    """Advance the batch frame by frame, handing each job's frame to its encoders; the bar shows
+    frames, steps per second (of each simulation) and the slowest encoder's frames per second."""
     remaining, steps_done = run.run.steps, 0
     began = time.perf_counter()
-    with tqdm(total=run.frames, unit="frame", disable=quiet, leave=False,
-              desc=f"{len(jobs)} simulations", dynamic_ncols=True) as bar:
+    label = run.name if len(jobs) == 1 else f"{len(jobs)} simulations"
+    with tqdm(total=run.frames, unit="frame", disable=options.quiet, leave=False, desc=label,
+              dynamic_ncols=True) as bar:
         for number in range(run.frames):
             if all(job.error for job in jobs):
                 break
             steps = min(run.run.steps_per_frame, remaining)
-            simulation.advance(steps)
+            advance(simulation, steps, options.on_step)
             remaining, steps_done = remaining - steps, steps_done + steps
             trail = simulation.trail
             for job in jobs:
@@ -631,9 +589,10 @@ def _batch_frame_loop(run: Preset, simulation, jobs: list[_BatchJob], quiet: boo
             for job in jobs:
                 job.hand_over(keep=1)
             bar.update(1)
-            if not quiet and number % 10 == 0:
-                rate = steps_done * len(jobs) / (time.perf_counter() - began)
-                bar.set_postfix_str(f"{rate:.0f} simulation-steps/s", refresh=False)
+            if not options.quiet and number % 10 == 0:
+                encode = min((w.fps for job in jobs for w in job.workers), default=0.0)
+                bar.set_postfix_str(f"{steps_done / (time.perf_counter() - began):.0f} steps/s, "
+                                    f"encoder {encode:.1f} fps", refresh=False)
         for job in jobs:
             job.hand_over()
 
