@@ -462,12 +462,12 @@ def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch
     Presets without world, species or image spawns run the kernels' plain path (no World)."""
     from physarum.render.world import spawn_groups
 
-    state, params, world = spawn_groups(presets)
+    state, params, world = spawn_groups(presets, device)
     tables = build_tables(params, device=device)
     extra = {} if world is None else {"world": world.to(device)}
-    if backend == "triton":  # moves the host state to the device itself: one copy there, not two
+    if backend == "triton":
         return get_backend(backend)(state, tables, device=device, **extra)
-    return get_backend(backend)(state.to(device), tables, **extra)
+    return get_backend(backend)(state, tables, **extra)
 
 
 @dataclass

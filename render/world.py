@@ -237,9 +237,11 @@ def needs_world(preset) -> bool:
             or (world is not None and world.walls is not None))
 
 
-def spawn_groups(presets) -> tuple[api.State, list[api.ModelParams], api.World | None]:
-    """The batch's initial state (one group per species of each simulation, g = b * S + s),
-    each group's parameters, and the World (None when no preset needs one)."""
+def spawn_groups(presets, device: torch.device | str = "cpu") -> tuple[api.State, list[api.ModelParams],
+                                                                       api.World | None]:
+    """The batch's initial state on `device` (one group per species of each simulation,
+    g = b * S + s), each group's parameters, and the World on the host (None when no preset
+    needs one)."""
     species = presets[0].species_count
     states, params, maps = [], [], []
     for preset in presets:
@@ -250,7 +252,7 @@ def spawn_groups(presets) -> tuple[api.State, list[api.ModelParams], api.World |
             agents = preset.species_agents(s)
             state = api.spawn([api.species_seed(preset.seed, s)], preset.agents_per_species,
                               preset.canvas.width, preset.canvas.height, agents.spawn, agents.radius,
-                              density=spawn_density(preset, s), wall=wall)
+                              device=device, density=spawn_density(preset, s), wall=wall)
             if world.trail is not None:
                 state.trail[0] = world.trail
             states.append(state)

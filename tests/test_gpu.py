@@ -117,3 +117,20 @@ def test_worlds_on_cuda_match_the_reference_on_cpu(boundary):
     expected = world_run("torch", "cpu", boundary)
     assert_identical(world_run("triton", "cuda", boundary), expected)
     assert_identical(world_run("torch", "cuda", boundary), expected)
+
+
+@pytest.mark.parametrize("how", ["random", "disk", "ring", "center", "image"])
+def test_spawning_on_the_gpu_gives_the_cpus_state(how):
+    """Spawns run on the device they are asked for (sweeps spawn millions of agents there): the
+    integer hashes and the correctly rounded float64 placement give the same bits as on the CPU,
+    walls and image weights included."""
+    width, height = 301, 203
+    y, x = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
+    density = ((x * 7919 + y * 104729) % 11) if how == "image" else None
+    wall = ((x // 20 + y // 20) % 3 == 0).to(torch.uint8)
+    for walls in (None, wall):
+        states = [spawn([3, 4, 5], 40_001, width, height, how, radius=0.3, device=device,
+                        density=density, wall=walls) for device in ("cpu", "cuda")]
+        for name in ("position", "heading", "trail", "step"):
+            assert torch.equal(getattr(states[0], name), getattr(states[1], name).cpu()), (how, name)
+
