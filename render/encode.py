@@ -180,6 +180,25 @@ class FramesDirWriter:
         pass
 
 
+def open_writer(spec: dict):
+    """A writer from its spec, a JSON-able dict (so that a child process can open it too):
+    {"format": "gif", "path", "width", "height", "fps", "loop", "comment", "palette": [768 ints]},
+    {"format": "mp4", "path", "width", "height", "fps", "comment"},
+    {"format": "png", "path", "width", "height", "comment", "dpi"} or
+    {"format": "frames", "folder", "stem", "comment"}."""
+    kind = spec["format"]
+    if kind == "gif":
+        return GifWriter(Path(spec["path"]), spec["width"], spec["height"], spec["fps"], spec["loop"],
+                         spec["comment"], np.array(spec["palette"], dtype=np.uint8).reshape(256, 3))
+    if kind == "mp4":
+        return Mp4Writer(Path(spec["path"]), spec["width"], spec["height"], spec["fps"], spec["comment"])
+    if kind == "png":
+        return PngWriter(Path(spec["path"]), spec["comment"], spec["dpi"])
+    if kind == "frames":
+        return FramesDirWriter(Path(spec["folder"]), spec["stem"], spec["comment"])
+    raise ValueError(f"no writer for format {kind!r}")
+
+
 def write_json(path: Path, document: dict) -> None:
     """A JSON file, written under a temporary name and renamed."""
     partial = PartialFile(path)

@@ -25,8 +25,7 @@ from physarum.kernels import get_backend
 from physarum.render import __version__
 from physarum.kernels.api import build_tables
 from physarum.render.colour import Colourist, downscale, make_colourist, preview_size
-from physarum.render.encode import (FramesDirWriter, GifWriter, Mp4Writer, PngWriter, even_size,
-                                    write_json)
+from physarum.render.encode import even_size, open_writer, write_json
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
@@ -187,9 +186,10 @@ class HostRing:
 
 
 class EncoderWorker:
-    """One output encoded in a background thread behind a bounded queue."""
+    """One output (or a child process of several) encoded in a background thread behind a
+    bounded queue. needs: the Frame arrays it reads ("preview", "rgb")."""
 
-    def __init__(self, name: str, writer, needs: str, colourist: Colourist):
+    def __init__(self, name: str, writer, needs: tuple[str, ...], colourist: Colourist):
         self.name, self.writer, self.needs, self.colourist = name, writer, needs, colourist
         self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
         self.error: BaseException | None = None
@@ -198,16 +198,21 @@ class EncoderWorker:
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
+    def _feed(self, frame: Frame) -> None:
+        if self.needs == ("rgb",):  # MP4, PNG, frames
+            self.writer.write(frame.rgb)
+        elif self.needs == ("preview",):  # GIF
+            self.writer.write(frame.preview, self.colourist.table(frame.number))
+        else:  # an EncoderProcess: what its outputs need
+            self.writer.write(frame.preview, self.colourist.table(frame.number), frame.rgb)
+
     def _run(self) -> None:
         while (frame := self.queue.get()) is not None:
             if self.error is not None:
                 continue  # drain so that the producer never blocks on a dead worker
             started = time.perf_counter()
             try:
-                if self.needs == "rgb":
-                    self.writer.write(frame.rgb)
-                else:
-                    self.writer.write(getattr(frame, self.needs), self.colourist.table(frame.number))
+                self._feed(frame)
             except BaseException as error:  # reported to the main thread at the next put
                 self.error = error
             self.seconds += time.perf_counter() - started
@@ -276,37 +281,48 @@ def make_simulation(preset: Preset, backend: str, device: torch.device):
     return make_batch_simulation([preset], backend, device)
 
 
-def _writer(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colourist,
-            options: RenderOptions) -> tuple[object, str]:
+def _writer_spec(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colourist,
+                 options: RenderOptions) -> dict:
+    """encode.open_writer's spec of one output."""
     text, out = embedded_text(preset), preset.output
     width, height = preset.canvas.width, preset.canvas.height
     if fmt == "gif":
         size = preview_size(width, height, out.gif_scale)
-        return GifWriter(paths[fmt], *size, out.fps, out.loop, text, colourist.table(0)), "preview"
+        return {"format": "gif", "path": str(paths[fmt]), "width": size[0], "height": size[1],
+                "fps": out.fps, "loop": out.loop, "comment": text,
+                "palette": colourist.table(0).reshape(-1).tolist()}
     if fmt == "mp4":
-        return Mp4Writer(paths[fmt], width, height, out.fps, text), "rgb"
+        return {"format": "mp4", "path": str(paths[fmt]), "width": width, "height": height,
+                "fps": out.fps, "comment": text}
     if fmt == "png":
-        return PngWriter(paths[fmt], text, out.png_dpi), "rgb"
-    return FramesDirWriter(options.frames_dir, f"{preset.name}-s{preset.seed}", text), "rgb"
+        return {"format": "png", "path": str(paths[fmt]), "width": width, "height": height,
+                "comment": text, "dpi": out.png_dpi}
+    return {"format": "frames", "folder": str(options.frames_dir), "stem": f"{preset.name}-s{preset.seed}",
+            "comment": text}
 
 
 def _open_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
-                  options: RenderOptions, mp4_in_process: bool = False) -> list[EncoderWorker]:
-    """One encoder worker per output. mp4_in_process (batches of several) encodes the MP4 in a
-    process of its own: x264's bytes in a process that has run other encoders, or runs them at
-    once, were seen to differ from a fresh `physarum render` (render/mp4_process.py)."""
+                  options: RenderOptions, own_process: bool = False) -> list[EncoderWorker]:
+    """One encoder worker per output. With own_process (batches of several), one worker sends the
+    GIF, MP4 and PNG frames to a child process of the job's own, where they are encoded: x264's
+    bytes and Pillow's interpreter lock both need that (render/encoder_process.py)."""
     formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
+    specs = [_writer_spec(fmt, preset, paths, colourist, options) for fmt in formats]
     workers = []
     try:
-        for fmt in formats:
-            if fmt == "mp4" and mp4_in_process:
-                from physarum.render.mp4_process import Mp4Process
+        if own_process:
+            from physarum.render.encoder_process import EncoderProcess
 
-                writer, needs = Mp4Process(paths[fmt], preset.canvas.width, preset.canvas.height,
-                                           preset.output.fps, embedded_text(preset)), "rgb"
-            else:
-                writer, needs = _writer(fmt, preset, paths, colourist, options)
-            workers.append(EncoderWorker(fmt, writer, needs, colourist))
+            child = [spec for spec in specs if spec["format"] != "frames"]
+            specs = [spec for spec in specs if spec["format"] == "frames"]
+            if child:
+                needs = tuple(n for n, fmts in (("preview", {"gif"}), ("rgb", {"mp4", "png"}))
+                              if fmts & {spec["format"] for spec in child})
+                process = EncoderProcess(child, paths["json"].with_suffix(""))
+                workers.append(EncoderWorker("+".join(spec["format"] for spec in child), process, needs, colourist))
+        for spec in specs:
+            needs = ("preview",) if spec["format"] == "gif" else ("rgb",)
+            workers.append(EncoderWorker(spec["format"], open_writer(spec), needs, colourist))
     except BaseException:
         for worker in workers:
             worker.abort()
@@ -343,7 +359,7 @@ class FramePipeline:
     def __init__(self, preset: Preset, colourist: Colourist, workers: list[EncoderWorker],
                  device: torch.device):
         self.colourist, self.workers = colourist, workers
-        self.needs = {w.needs for w in workers}
+        self.needs = {name for w in workers for name in w.needs}
         self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
         # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
         # been handed over (the pipeline lags one frame), so each worker holds at most
@@ -489,7 +505,8 @@ class _BatchJob:
         for worker in self.workers:
             worker.abort()
         for path in self.paths.values():
-            path.unlink(missing_ok=True)
+            if not path.is_dir():  # a folder in the way of an output (why it failed) is not ours
+                path.unlink(missing_ok=True)
 
     def hand_over(self, keep: int = 0) -> None:
         if self.error is None:
@@ -553,7 +570,7 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
         for job in jobs:
             colourist = make_colourist(job.preset)
             job.workers = _open_workers(job.preset, job.paths, colourist, options,
-                                        mp4_in_process=len(jobs) > 1)
+                                        own_process=len(jobs) > 1)
             job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
         advance(simulation, presets[0].run.warmup, options.on_step)
         _frame_loop(presets[0], simulation, jobs, options)

@@ -47,7 +47,7 @@ import torch
 from pydantic import BaseModel
 
 from physarum.render import runner
-from physarum.render.mp4_process import die_with_parent
+from physarum.render.encoder_process import die_with_parent
 from physarum.render.preset import (NAME_PATTERN, Preset, PresetError, _section_type, build_preset,
                                     read_preset_file)
 

@@ -23,8 +23,9 @@ from PIL import Image
 from physarum.render import runner
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
-from physarum.render.encode import GifWriter, read_embedded
+from physarum.render.encode import read_embedded
 from physarum.render.gallery import preset_yaml, write_gallery
+from physarum.render.palette import palette_table
 from physarum.render.preset import PresetError, build_preset
 from conftest import ROOT, tiny_data
 
@@ -177,8 +178,8 @@ def test_chunks_group_by_shape_split_by_batch_and_spread_over_workers():
 
 def test_a_batch_renders_each_job_byte_for_byte_as_physarum_render_alone(tmp_path):
     # Compared with `physarum render --from` in fresh processes: the bytes x264 writes in a
-    # process that already ran other encoders can differ (render/mp4_process.py), so the batch
-    # encodes each MP4 in a process of its own, as a single render does.
+    # process that already ran other encoders can differ (render/encoder_process.py), so the
+    # batch encodes each job's outputs in a process of its own, as a single render does.
     spawns, palettes = ["random", "disk", "ring"], [["magma"], ["ice", "fire"], ["cave"]]
     presets = [build_preset(tiny_data(name=f"job{i}", seed=10 + i, agents={"spawn": spawns[i]},
                                       model={"sensor_angle": 15 + 20 * i, "decay": 0.05 * (i + 1)},
@@ -201,25 +202,20 @@ def test_a_batch_renders_each_job_byte_for_byte_as_physarum_render_alone(tmp_pat
                             backend="torch", device="cpu", out_dir=tmp_path / "mixed", quiet=True)
 
 
-def fail_gif_writes(monkeypatch, name_part: str, message: str) -> None:
-    """Make the GIF writer of every file whose name contains name_part fail with OSError."""
-    write = GifWriter.write
-
-    def failing(self, index, palette):
-        if name_part in self.path.name:
-            raise OSError(message)
-        return write(self, index, palette)
-
-    monkeypatch.setattr(GifWriter, "write", failing)
+def block(path: Path) -> None:
+    """Put a folder (with a file in it) where an output file will go: its encoder then fails when
+    it moves the finished file into place, in whichever process it runs."""
+    (path / "in-the-way").mkdir(parents=True)
 
 
-def test_one_failing_encoder_fails_only_its_job(tmp_path, monkeypatch):
-    fail_gif_writes(monkeypatch, "job1", "disk full")
+def test_one_failing_encoder_fails_only_its_job(tmp_path):
     presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(3)]
+    block(tmp_path / "job1" / "job1-s1.gif")
     results = runner.render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
     assert [r.error is None for r in results] == [True, False, True]
-    assert "disk full" in results[1].error and results[1].outputs == {}
-    assert files_under(tmp_path / "job1") == []
+    assert "job1-s1" in results[1].error and "Is a directory" in results[1].error
+    assert results[1].outputs == {}
+    assert files_under(tmp_path / "job1") == [] and (tmp_path / "job1" / "job1-s1.gif").is_dir()
     for result in (results[0], results[2]):
         with Image.open(result.outputs["gif"]) as gif:
             assert gif.n_frames == 8
@@ -258,19 +254,19 @@ def test_sweep_renders_each_shape_batched_and_outputs_reproduce(tmp_path, capsys
     assert len(read_manifest(sweep_dir)) == 8
 
 
-def test_failures_are_listed_kept_and_retried_on_request(tmp_path, monkeypatch, capsys):
+def test_failures_are_listed_kept_and_retried_on_request(tmp_path, capsys):
     path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.2, 0.3]})
     out = tmp_path / "out"
-    write = GifWriter.write
-    fail_gif_writes(monkeypatch, "s-0001", "no space left")
+    blocked = out / "s" / "s-0001" / "s-0001-s3.gif"
+    block(blocked)
     args = ["sweep", str(path), "--out", str(out), "--devices", "cpu", "--quiet"]
     assert main(args) == 1
     printed = capsys.readouterr()
     assert "2 done (3 run now, 0 done before), 1 failed" in printed.out
-    assert "failed: s-0001" in printed.out and "no space left" in printed.out
+    assert "failed: s-0001" in printed.out and "Is a directory" in printed.out
     assert main(args) == 1  # not retried without --retry-failed
     assert "(0 run now, 2 done before), 1 failed" in capsys.readouterr().out
-    monkeypatch.setattr(GifWriter, "write", write)
+    shutil.rmtree(blocked)
     assert main([*args, "--retry-failed"]) == 0
     assert "3 done (1 run now, 2 done before), 0 failed" in capsys.readouterr().out
     statuses = [(r["name"], r["status"]) for r in read_manifest(out / "s")]
@@ -485,26 +481,39 @@ def test_gallery_in_headless_chromium_loads_filters_and_copies(tmp_path):
         assert filtered.scripts["clip"] == preset_yaml(first)
 
 
-def test_mp4_process_writes_a_decodable_file_and_reports_failures(tmp_path):
-    from physarum.render.mp4_process import Mp4Process
+def test_encoder_process_writes_decodable_files_and_reports_failures(tmp_path):
+    from physarum.render.encoder_process import EncoderProcess
+
+    def specs(folder: Path, stem: str) -> list[dict]:
+        return [{"format": "gif", "path": str(folder / f"{stem}.gif"), "width": 15, "height": 10, "fps": 10,
+                 "loop": 0, "comment": "a comment", "palette": palette_table("magma").reshape(-1).tolist()},
+                {"format": "mp4", "path": str(folder / f"{stem}.mp4"), "width": 30, "height": 20, "fps": 10,
+                 "comment": "a comment"},
+                {"format": "png", "path": str(folder / f"{stem}.png"), "width": 30, "height": 20,
+                 "comment": "a comment", "dpi": None}]
 
     frames = [np.full((20, 30, 3), 40 * i, dtype=np.uint8) for i in range(5)]
-    writer = Mp4Process(tmp_path / "ok.mp4", 30, 20, 10, "a comment")
-    for frame in frames:
-        writer.write(frame)
+    previews = [np.full((10, 15), 50 * i, dtype=np.uint8) for i in range(5)]
+    table = palette_table("magma")
+    writer = EncoderProcess(specs(tmp_path, "ok"), tmp_path / "ok")
+    for preview, frame in zip(previews, frames):
+        writer.write(preview, table, frame)
     writer.commit()
     with av.open(str(tmp_path / "ok.mp4")) as video:
         assert video.metadata["comment"] == "a comment"
         decoded = [f.to_ndarray(format="rgb24") for f in video.decode(video=0)]
     assert len(decoded) == 5 and decoded[0].shape == (20, 30, 3)
     assert abs(int(decoded[4].mean()) - 160) <= 2
-    broken = Mp4Process(tmp_path / "no-such-folder" / "x.mp4", 30, 20, 10, "")
-    with pytest.raises(OSError, match="MP4 encoder process|stopped"):
-        for frame in frames:
-            broken.write(frame)
+    with Image.open(tmp_path / "ok.gif") as gif:
+        assert gif.n_frames == 5 and gif.size == (15, 10)
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "ok.png")), frames[-1])
+    broken = EncoderProcess(specs(tmp_path / "no-such-folder", "x"), tmp_path / "x")
+    with pytest.raises(OSError, match="encoder process"):
+        for preview, frame in zip(previews, frames):
+            broken.write(preview, table, frame)
         broken.commit()
     broken.abort()
-    aborted = Mp4Process(tmp_path / "aborted.mp4", 30, 20, 10, "")
-    aborted.write(frames[0])
+    aborted = EncoderProcess(specs(tmp_path, "aborted"), tmp_path / "aborted")
+    aborted.write(previews[0], table, frames[0])
     aborted.abort()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.mp4"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.gif", "ok.mp4", "ok.png"]
