@@ -481,9 +481,9 @@ def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch
     state, params, world = spawn_groups(presets, device)
     tables = build_tables(params, device=device)
     extra = {} if world is None else {"world": world.to(device)}
-    if backend == "triton":
+    if backend == "triton":  # moves a host state to the device itself: one copy there, not two
         return get_backend(backend)(state, tables, device=device, **extra)
-    return get_backend(backend)(state, tables, **extra)
+    return get_backend(backend)(state.to(device), tables, **extra)
 
 
 @dataclass

@@ -237,12 +237,17 @@ def needs_world(preset) -> bool:
             or (world is not None and world.walls is not None))
 
 
+SPAWN_ON_DEVICE_MAX = 1 << 25  # agents per group spawned on the simulation's device; more, on the host
+
+
 def spawn_groups(presets, device: torch.device | str = "cpu") -> tuple[api.State, list[api.ModelParams],
                                                                        api.World | None]:
-    """The batch's initial state on `device` (one group per species of each simulation,
-    g = b * S + s), each group's parameters, and the World on the host (None when no preset
-    needs one)."""
+    """The batch's initial state (one group per species of each simulation, g = b * S + s), on
+    `device`, or on the host for groups of more than SPAWN_ON_DEVICE_MAX agents; each group's
+    parameters; and the World on the host (None when no preset needs one)."""
     species = presets[0].species_count
+    if presets[0].agents_per_species > SPAWN_ON_DEVICE_MAX:
+        device = "cpu"  # the device needs about 40 bytes an agent while spawning; a host has more
     states, params, maps = [], [], []
     for preset in presets:
         world = WorldMaps.of(preset) if preset.has_world else WorldMaps(None, None, None)

@@ -472,3 +472,18 @@ def test_outputs_embed_image_paths_relative_to_the_working_directory(images, tmp
     assert main(["render", "--from", str(outputs[0] / "world-s3.gif"), "--out", "again", "--quiet",
                  "--backend", "torch"]) == 0
     assert (there / "work" / "again" / "world" / "world-s3.gif").read_bytes() == (outputs[0] / "world-s3.gif").read_bytes()
+
+
+def test_agents_are_spawned_on_the_simulations_device_up_to_a_size(monkeypatch):
+    """Groups spawn where they will run (the meta device stands in for a GPU here: no values,
+    only where tensors live); groups larger than SPAWN_ON_DEVICE_MAX spawn on the host, which has
+    the memory for the spawn's temporaries."""
+    from physarum.render import world
+
+    preset = build_preset(tiny_data(), "t.yaml")
+    state, _, _ = spawn_groups([preset, preset.model_copy(update={"seed": 4})], "meta")
+    assert {state.position.device.type, state.heading.device.type, state.trail.device.type} == {"meta"}
+    assert tuple(state.position.shape) == (2, 2, preset.agents.count)
+    monkeypatch.setattr(world, "SPAWN_ON_DEVICE_MAX", preset.agents.count - 1)
+    state, _, _ = spawn_groups([preset], "meta")
+    assert state.position.device.type == "cpu"
