@@ -29,6 +29,7 @@ from physarum.render.encode import even_size, open_writer, write_json
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
+FRAME_ARRAY = {"gif": "preview", "mp4": "rgb", "png": "rgb", "frames": "rgb"}  # what each output reads
 
 
 class RenderError(Exception):
@@ -316,13 +317,13 @@ def _open_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
             child = [spec for spec in specs if spec["format"] != "frames"]
             specs = [spec for spec in specs if spec["format"] == "frames"]
             if child:
-                needs = tuple(n for n, fmts in (("preview", {"gif"}), ("rgb", {"mp4", "png"}))
-                              if fmts & {spec["format"] for spec in child})
+                name = "+".join(spec["format"] for spec in child)
+                needs = tuple(sorted({FRAME_ARRAY[spec["format"]] for spec in child}))
                 process = EncoderProcess(child, paths["json"].with_suffix(""))
-                workers.append(EncoderWorker("+".join(spec["format"] for spec in child), process, needs, colourist))
+                workers.append(EncoderWorker(name, process, needs, colourist))
         for spec in specs:
-            needs = ("preview",) if spec["format"] == "gif" else ("rgb",)
-            workers.append(EncoderWorker(spec["format"], open_writer(spec), needs, colourist))
+            writer = open_writer(spec)
+            workers.append(EncoderWorker(spec["format"], writer, (FRAME_ARRAY[spec["format"]],), colourist))
     except BaseException:
         for worker in workers:
             worker.abort()
