@@ -31,7 +31,7 @@ for p in $PRESETS; do
 done 2>&1 | tee "$OUT/gpu-renders.log"
 mkdir -p "$OUT/stills" && cp /tmp/wgpu/*/*.png "$OUT/stills/"
 python3 scripts/resolution_check.py presets/anywhere.yaml --sizes 512x512 1024x1024 2048x2048 3840x2160 --seeds 6 \
-  --out "$OUT/resolution.json" --figure "$OUT/resolution.png" 2>&1 | tee "$OUT/resolution.log"
+  --checkpoints 10 --out "$OUT/resolution.json" --figure "$OUT/resolution.png" 2>&1 | tee "$OUT/resolution.log"
 
 if [ "${CPU_RENDERS:-1}" != 0 ]; then
   for _ in $(seq "${CPU_WAIT_S:-180}"); do kill -0 $cpu_job 2>/dev/null || break; sleep 1; done
