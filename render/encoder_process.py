@@ -13,10 +13,11 @@ Two measured reasons:
   time went from 12 s to 23 s on a 32-core H200 host. A process per job encodes them in parallel.
 
 The child is `python -m physarum.render.encoder_process`. Its stdin carries one length-prefixed
-JSON header {"outputs": [spec, ...]} (encode.open_writer's specs), then every frame: the GIF's
-preview index frame and its palette (768 bytes) if there is a GIF, then the RGB frame if an MP4
-or PNG needs it. End of input commits every file; the child's last line on stdout is `ok` or
-`error: ...`. It imports no torch, so it starts in a fraction of a second.
+JSON header {"outputs": [spec, ...]} (encode.open_writer's specs), then every frame: a flags
+byte, then the GIF's preview index frame and its palette (768 bytes) if flag 1 is set, and the
+RGB frame if flag 2 is (every frame for an MP4; a PNG still needs only the last). End of input
+commits every file; the child's last line on stdout is `ok` or `error: ...`. It imports no
+torch, so it starts in a fraction of a second.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import numpy as np
 from physarum.render.encode import open_writer
 
 RGB_FORMATS = ("mp4", "png")
+GIF_FLAG, RGB_FLAG = 1, 2  # a frame's flags byte: which blocks follow
 
 
 class EncoderProcess:
@@ -50,12 +52,14 @@ class EncoderProcess:
         self._send(struct.pack("<Q", len(header)) + header)
 
     def write(self, preview: np.ndarray | None, palette: np.ndarray, rgb: np.ndarray | None) -> None:
-        """One frame: the GIF's preview and palette (with a GIF), the RGB frame (with an MP4 or PNG)."""
-        formats = {spec["format"] for spec in self.specs}
-        if "gif" in formats:
+        """One frame: the GIF's preview and palette (with a GIF), the RGB frame where there is one
+        (every frame with an MP4, the last with only a PNG)."""
+        gif = any(spec["format"] == "gif" for spec in self.specs)
+        self._send(bytes([GIF_FLAG * gif | RGB_FLAG * (rgb is not None)]))
+        if gif:
             self._send(np.ascontiguousarray(preview, dtype=np.uint8).data)
             self._send(np.ascontiguousarray(palette, dtype=np.uint8).data)
-        if formats & set(RGB_FORMATS):
+        if rgb is not None:
             self._send(np.ascontiguousarray(rgb, dtype=np.uint8).data)
 
     def _send(self, data) -> None:
@@ -121,32 +125,31 @@ def _read_exactly(stream, size: int) -> bytes | None:
 
 
 def _encode(stdin, writers: list[tuple[dict, object]]) -> None:
-    """Read frames until the end of input, each into every writer; then commit them all."""
+    """Read frames until the end of input, each into the writers it is for; then commit them all."""
     gif = next(((spec, writer) for spec, writer in writers if spec["format"] == "gif"), None)
     rgb = [(spec, writer) for spec, writer in writers if spec["format"] in RGB_FORMATS]
-    while True:
-        if gif is not None:
+    while (flags := _read_exactly(stdin, 1)) is not None:
+        if flags[0] & GIF_FLAG:
             spec, writer = gif
-            index = _read_exactly(stdin, spec["width"] * spec["height"])
-            if index is None:
-                break
-            palette = _read_exactly(stdin, 768)
-            if palette is None:
-                raise OSError("truncated input: a GIF frame without its palette")
+            index = _read_block(stdin, spec["width"] * spec["height"])
+            palette = _read_block(stdin, 768)
             writer.write(np.frombuffer(index, dtype=np.uint8).reshape(spec["height"], spec["width"]),
                          np.frombuffer(palette, dtype=np.uint8).reshape(256, 3))
-        if rgb:
+        if flags[0] & RGB_FLAG:
             width, height = rgb[0][0]["width"], rgb[0][0]["height"]
-            data = _read_exactly(stdin, width * height * 3)
-            if data is None:
-                if gif is not None:
-                    raise OSError("truncated input: a frame without its RGB")
-                break
-            frame = np.frombuffer(data, dtype=np.uint8).reshape(height, width, 3)
+            frame = np.frombuffer(_read_block(stdin, width * height * 3), dtype=np.uint8)
             for _, writer in rgb:
-                writer.write(frame)
+                writer.write(frame.reshape(height, width, 3))
     for _, writer in writers:
         writer.commit()
+
+
+def _read_block(stream, size: int) -> bytes:
+    """size bytes that must follow (a frame's flags promised them)."""
+    data = _read_exactly(stream, size)
+    if data is None:
+        raise OSError(f"truncated input: a frame ended {size} bytes early")
+    return data
 
 
 def main() -> int:

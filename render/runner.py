@@ -29,7 +29,8 @@ from physarum.render.encode import even_size, open_writer, write_json
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
-FRAME_ARRAY = {"gif": "preview", "mp4": "rgb", "png": "rgb", "frames": "rgb"}  # what each output reads
+# What each output reads of a frame; a PNG still needs only the last frame's RGB.
+FRAME_ARRAY = {"gif": "preview", "mp4": "rgb", "png": "last_rgb", "frames": "rgb"}
 
 
 class RenderError(Exception):
@@ -188,7 +189,8 @@ class HostRing:
 
 class EncoderWorker:
     """One output (or a child process of several) encoded in a background thread behind a
-    bounded queue. needs: the Frame arrays it reads ("preview", "rgb")."""
+    bounded queue. needs: the Frame arrays it reads ("preview", "rgb", or "last_rgb": the RGB of
+    the frames that have one, the last at least)."""
 
     def __init__(self, name: str, writer, needs: tuple[str, ...], colourist: Colourist):
         self.name, self.writer, self.needs, self.colourist = name, writer, needs, colourist
@@ -200,8 +202,11 @@ class EncoderWorker:
         self.thread.start()
 
     def _feed(self, frame: Frame) -> None:
-        if self.needs == ("rgb",):  # MP4, PNG, frames
+        if self.needs == ("rgb",):  # MP4, frames
             self.writer.write(frame.rgb)
+        elif self.needs == ("last_rgb",):  # PNG: every frame that has its RGB, the last at least
+            if frame.rgb is not None:
+                self.writer.write(frame.rgb)
         elif self.needs == ("preview",):  # GIF
             self.writer.write(frame.preview, self.colourist.table(frame.number))
         else:  # an EncoderProcess: what its outputs need
@@ -369,16 +374,18 @@ class FramePipeline:
         self.ring = HostRing(device, QUEUE_FRAMES + 3)
         self.pending: list[tuple[Frame, torch.cuda.Event | None]] = []
         self.device = device
+        self.last = preset.frames - 1
 
     def submit(self, number: int, trail: torch.Tensor) -> None:
         """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
-        index, rgb = self.colourist.colour(trail, number, "rgb" in self.needs)
+        want_rgb = "rgb" in self.needs or ("last_rgb" in self.needs and number == self.last)
+        index, rgb = self.colourist.colour(trail, number, want_rgb)
         arrays = {}
         if "index" in self.needs:
             arrays["index"] = self.ring.copy("index", number, index)
         if "preview" in self.needs:
             arrays["preview"] = self.ring.copy("preview", number, downscale(index, self.preview))
-        if "rgb" in self.needs:
+        if want_rgb:
             arrays["rgb"] = self.ring.copy("rgb", number, rgb)
         event = None
         if self.device.type == "cuda":

@@ -9,8 +9,10 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import yaml
+from PIL import Image
 
 from physarum.render import runner
 from physarum.render.cli import main
@@ -167,3 +169,24 @@ def test_png_still_carries_its_print_resolution(tmp_path):
     assert "png_dpi" not in plain.outputs["json"].read_text()
     with pytest.raises(PresetError, match="output.png_dpi"):
         build_preset(tiny_data(output={"png_dpi": 0}), "tiny.yaml")
+
+
+def test_a_png_still_alone_gets_only_the_last_frames_rgb(tmp_path, monkeypatch):
+    """Without an MP4 (or a frames folder) no frame but the last is turned into RGB and copied
+    to the host: the PNG still is the last frame, the GIF reads index frames."""
+    seen = []
+    submit = runner.FramePipeline.submit
+
+    def record(self, number, trail):
+        submit(self, number, trail)
+        seen.append((number, self.pending[-1][0].rgb is not None))
+
+    monkeypatch.setattr(runner.FramePipeline, "submit", record)
+    result = render_tiny(tmp_path / "gp", output={"formats": ["gif", "png"]})
+    assert [number for number, rgb in seen if rgb] == [len(seen) - 1] and len(seen) == 8
+    seen.clear()
+    render_tiny(tmp_path / "all")
+    assert all(rgb for _, rgb in seen)
+    full = tmp_path / "all" / "tiny" / "tiny-s3.png"
+    with Image.open(result.outputs["png"]) as still, Image.open(full) as every:
+        assert np.array_equal(np.asarray(still), np.asarray(every))  # the embedded presets differ
