@@ -157,13 +157,12 @@ def check_formats(preset: Preset) -> list[str]:
 class Frame:
     """One frame on the host: what the encoders need, in host (pinned where possible) memory.
 
-    index: [H, W] uint8 palette indices; preview: the GIF's (scaled) index frame; rgb: [H, W, 3]
-    uint8. Arrays a frame does not need are None. They are slots of a ring that is reused
-    QUEUE_FRAMES + 3 frames later, by which time every worker has finished with them.
+    preview: the GIF's (scaled) index frame [h, w] uint8; rgb: [H, W, 3] uint8. Arrays a frame
+    does not need are None. They are slots of a ring that is reused QUEUE_FRAMES + 3 frames
+    later, by which time every worker has finished with them.
     """
 
     number: int
-    index: np.ndarray | None
     preview: np.ndarray | None
     rgb: np.ndarray | None
 
@@ -381,8 +380,6 @@ class FramePipeline:
         want_rgb = "rgb" in self.needs or ("last_rgb" in self.needs and number == self.last)
         index, rgb = self.colourist.colour(trail, number, want_rgb)
         arrays = {}
-        if "index" in self.needs:
-            arrays["index"] = self.ring.copy("index", number, index)
         if "preview" in self.needs:
             arrays["preview"] = self.ring.copy("preview", number, downscale(index, self.preview))
         if want_rgb:
@@ -391,7 +388,7 @@ class FramePipeline:
         if self.device.type == "cuda":
             event = torch.cuda.Event()
             event.record(torch.cuda.current_stream(self.device))  # the copies' device, not device 0
-        frame = Frame(number, *(arrays.get(k) for k in ("index", "preview", "rgb")))
+        frame = Frame(number, arrays.get("preview"), arrays.get("rgb"))
         self.pending.append((frame, event))
 
     def hand_over(self, keep: int = 0) -> None:
@@ -401,7 +398,7 @@ class FramePipeline:
             if event is not None:
                 event.synchronize()
             frame = Frame(frame.number, *(None if a is None else a.numpy()
-                                          for a in (frame.index, frame.preview, frame.rgb)))
+                                          for a in (frame.preview, frame.rgb)))
             for worker in self.workers:
                 worker.put(frame)
 
