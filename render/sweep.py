@@ -104,10 +104,7 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
             hint = f"did you mean {close[0]!r}? " if close else ""
             problems.append(f"{source}: {key}: unknown key; {hint}allowed: {', '.join(SWEEP_KEYS)}")
     name = data.get("name", default_name)
-    base = _read_base(data.get("base"), source, base_dir, problems)
-    raw_base = data.get("base")  # image paths of a base preset file are relative to its folder
-    preset_dir = (Path(raw_base).parent if Path(raw_base).is_absolute() else base_dir / Path(raw_base).parent) \
-        if isinstance(raw_base, str) else base_dir
+    base, preset_dir = _read_base(data.get("base"), source, base_dir, problems)
     grid = _axes(data.get("grid"), "grid", source, problems)
     zipped = _axes(data.get("zip"), "zip", source, problems)
     lengths = {len(values) for _, values in zipped}
@@ -142,19 +139,21 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
     return Sweep(name, source, jobs, str(data.get("description", "")))
 
 
-def _read_base(base, source: str, base_dir: Path, problems: list[str]) -> dict | None:
+def _read_base(base, source: str, base_dir: Path, problems: list[str]) -> tuple[dict | None, Path]:
+    """The base preset's data (None if it has problems) and the folder its image paths are
+    relative to: a preset file's own folder, or the sweep file's for an inline preset."""
     if isinstance(base, dict):
-        return base
+        return base, base_dir
     if isinstance(base, str):
         path = Path(base) if Path(base).is_absolute() else base_dir / base
         try:
-            return read_preset_file(path)
+            return read_preset_file(path), path.parent
         except PresetError as error:
             problems.extend(f"{source}: base: {p}" for p in error.problems)
-            return None
+            return None, path.parent
     problems.append(f"{source}: base: a preset file (relative to the sweep file) or a preset mapping "
                     f"is required (got {base!r})")
-    return None
+    return None, base_dir
 
 
 def _sets_scale(base) -> bool:
