@@ -28,7 +28,12 @@ class PartialFile:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+        self.temporary = self.temporary_of(self.path, os.getpid())
+
+    @staticmethod
+    def temporary_of(path: Path, pid: int) -> Path:
+        """Where process `pid` writes `path` until it is complete: .NAME.PID.part beside it."""
+        return Path(path).with_name(f".{Path(path).name}.{pid}.part")
 
     def commit(self) -> None:
         os.replace(self.temporary, self.path)

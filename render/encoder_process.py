@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from physarum.render.encode import open_writer
+from physarum.render.encode import PartialFile, open_writer
 
 RGB_FORMATS = ("mp4", "png")
 GIF_FLAG, RGB_FLAG = 1, 2  # a frame's flags byte: which blocks follow
@@ -45,6 +45,7 @@ class EncoderProcess:
 
     def __init__(self, specs: list[dict], path: Path):
         self.specs, self.path = specs, Path(path)  # path names the job in messages
+        self.gif = any(spec["format"] == "gif" for spec in specs)
         self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child never blocks
         self.process = subprocess.Popen([sys.executable, "-m", "physarum.render.encoder_process"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
@@ -54,9 +55,8 @@ class EncoderProcess:
     def write(self, preview: np.ndarray | None, palette: np.ndarray, rgb: np.ndarray | None) -> None:
         """One frame: the GIF's preview and palette (with a GIF), the RGB frame where there is one
         (every frame with an MP4, the last with only a PNG)."""
-        gif = any(spec["format"] == "gif" for spec in self.specs)
-        self._send(bytes([GIF_FLAG * gif | RGB_FLAG * (rgb is not None)]))
-        if gif:
+        self._send(bytes([GIF_FLAG * self.gif | RGB_FLAG * (rgb is not None)]))
+        if self.gif:
             self._send(np.ascontiguousarray(preview, dtype=np.uint8).data)
             self._send(np.ascontiguousarray(palette, dtype=np.uint8).data)
         if rgb is not None:
@@ -82,9 +82,8 @@ class EncoderProcess:
                 stream.close()
             except OSError:
                 pass
-        for spec in self.specs:  # the child's PartialFile names: .NAME.PID.part
-            target = Path(spec["path"])
-            target.with_name(f".{target.name}.{self.process.pid}.part").unlink(missing_ok=True)
+        for spec in self.specs:  # what the child had written so far, under its temporary names
+            PartialFile.temporary_of(spec["path"], self.process.pid).unlink(missing_ok=True)
 
     def _outcome(self) -> str:
         """Close the child's input and wait for its verdict."""
