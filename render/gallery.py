@@ -14,6 +14,8 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -382,6 +384,11 @@ def _last_frame(sweep_dir: Path, record: dict) -> Image.Image | None:
     return None
 
 
+def _tile(sweep_dir: Path, record: dict, side: int) -> Image.Image | None:
+    frame = _last_frame(sweep_dir, record)
+    return None if frame is None else _fit(frame, side)
+
+
 def _fit(image: Image.Image, side: int) -> Image.Image:
     scale = side / max(image.size)
     size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
@@ -406,14 +413,16 @@ def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
     rows = max(1, math.ceil(len(records) / columns))
     sheet = Image.new("RGB", (columns * cell_w, rows * cell_h), BACKGROUND)
     draw = ImageDraw.Draw(sheet)
-    for number, record in enumerate(records):
+    # Decoding and shrinking the stills is most of the sheet's time (a 1024x1024 PNG each), and
+    # Pillow releases the interpreter lock for both: threads do them side by side.
+    with ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1)) as pool:
+        tiles = pool.map(lambda record: _tile(sweep_dir, record, side), records)
+    for number, (record, tile) in enumerate(zip(records, tiles)):
         x, y = (number % columns) * cell_w + pad, (number // columns) * cell_h + pad
-        frame = _last_frame(sweep_dir, record)
-        if frame is None:
+        if tile is None:
             draw.rectangle([x, y, x + side - 1, y + side - 1], outline=FAILED)
             draw.text((x + 6, y + 6), record.get("status", "?"), fill=FAILED, font=font)
         else:
-            tile = _fit(frame, side)
             sheet.paste(tile, (x + (side - tile.width) // 2, y + (side - tile.height) // 2))
         labels = [record["name"]] + [f"{k}={_label(v)}" for k, v in record.get("params", {}).items()]
         for row, text in enumerate(labels):
