@@ -68,6 +68,15 @@ class EncoderProcess:
         except BrokenPipeError:
             raise OSError(f"the encoder process stopped: {self._outcome()}") from None
 
+    def end_input(self) -> None:
+        """No more frames: the child commits its files now. A batch ends every job's input before
+        it waits for any (commit), so that the children write their last files side by side; one
+        after the other, 64 PNG stills of 1024 x 1024 took 7 to 10 s on an H200 host."""
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+
     def commit(self) -> None:
         outcome = self._outcome()
         if outcome != "ok":
@@ -87,10 +96,7 @@ class EncoderProcess:
 
     def _outcome(self) -> str:
         """Close the child's input and wait for its verdict."""
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
+        self.end_input()
         out = self.process.stdout.read()
         self.process.wait()
         lines = out.decode("utf-8", "replace").strip().splitlines()

@@ -231,10 +231,18 @@ class EncoderWorker:
         if self.error is not None:
             raise RenderError(f"{self.writer.path.name}: encoder failed: {self.error}") from self.error
 
-    def finish(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
+    def end_input(self) -> None:
+        """Hand over the frames still queued and tell the writer that no more follow (a child
+        process starts writing its files then); commit() waits for the files."""
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
         self.raise_error()
+        if hasattr(self.writer, "end_input"):
+            self.writer.end_input()
+
+    def finish(self) -> None:
+        self.end_input()
         self.writer.commit()
 
     def abort(self) -> None:
@@ -520,11 +528,17 @@ class _BatchJob:
             except RenderError as error:
                 self.fail(error)
 
+    def end_input(self) -> None:
+        self._each_worker(EncoderWorker.end_input)
+
     def finish(self) -> None:
+        self._each_worker(EncoderWorker.finish)
+
+    def _each_worker(self, step: Callable[[EncoderWorker], None]) -> None:
         if self.error is None:
             try:
                 for worker in self.workers:
-                    worker.finish()
+                    step(worker)
             except (RenderError, OSError) as error:
                 self.fail(error)
 
@@ -567,8 +581,9 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
         job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
     if options.frames_dir:
         Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
+    clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     simulation = make_batch_simulation(presets, backend, torch_device)
+    clock.append(time.perf_counter())
     jobs = [_BatchJob(b, p, job_paths, job_notes)
             for b, (p, job_paths, job_notes) in enumerate(zip(presets, paths, notes))]
     try:
@@ -577,17 +592,23 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
             job.workers = _open_workers(job.preset, job.paths, colourist, options,
                                         own_process=len(jobs) > 1)
             job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
+        clock.append(time.perf_counter())
         advance(simulation, presets[0].run.warmup, options.on_step)
         _frame_loop(presets[0], simulation, jobs, options)
+        clock.append(time.perf_counter())
+        for job in jobs:  # every job's encoders finish their files at once, then each is waited for
+            job.end_input()
         for job in jobs:
             job.finish()
+        clock.append(time.perf_counter())
     except BaseException:
         for job in jobs:
             for worker in job.workers:
                 worker.abort()
         raise
-    elapsed = time.perf_counter() - started
-    return [_batch_result(job, backend, torch_device, elapsed, len(jobs)) for job in jobs]
+    phases = dict(zip(("spawn_s", "open_s", "frames_s", "finish_s"), (b - a for a, b in zip(clock, clock[1:]))))
+    phases["total_s"] = clock[-1] - clock[0]
+    return [_batch_result(job, backend, torch_device, phases, len(jobs)) for job in jobs]
 
 
 def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderOptions) -> None:
@@ -619,12 +640,15 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
             job.hand_over()
 
 
-def _batch_result(job: _BatchJob, backend: str, device: torch.device, elapsed: float,
+def _batch_result(job: _BatchJob, backend: str, device: torch.device, phases: dict[str, float],
                   batch: int) -> RenderResult:
+    """phases: the batch's seconds making the simulation (spawn_s: spawning, compiling kernels),
+    opening encoders (open_s), simulating and handing frames over (frames_s), waiting for the
+    encoders to finish their files (finish_s), and in all (total_s)."""
     notes = list(job.notes)
     if batch > 1:
-        notes.append(f"rendered as one of {batch} simulations of a batch (total_s is the batch's)")
-    timings = {"total_s": elapsed}
+        notes.append(f"rendered as one of {batch} simulations of a batch (its timings are the batch's)")
+    timings = dict(phases)
     timings.update({f"encode_{w.name}_s": w.seconds for w in job.workers})
     if job.error is not None:
         return RenderResult({}, backend, _device_name(device), timings, notes, error=job.error)
