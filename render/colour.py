@@ -48,22 +48,27 @@ class Colourist:
         self._levels = torch.from_numpy(gamma_levels(palette.gamma))
         self._device_tables: dict = {}
 
-    def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    def _on(self, device: torch.device) -> dict[str, torch.Tensor]:
+        """The colouring's constants on `device`, copied there once: a host-to-device copy of a
+        scalar every frame waits for the GPU, and a batch colours dozens of maps a frame."""
         if device not in self._device_tables:
-            self._device_tables[device] = (
-                self._levels.to(device), torch.from_numpy(np.stack(self.tables)).to(device))
+            levels = self.palette.levels
+            scalar = {"low": levels.low, "high": levels.high if levels.high != "auto" else 0.0}
+            self._device_tables[device] = {
+                "levels": self._levels.to(device),
+                "tables": torch.from_numpy(np.stack(self.tables)).to(device),
+                **{k: torch.tensor(v, dtype=torch.float32).to(device) for k, v in scalar.items()}}
         return self._device_tables[device]
 
     def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
         """[H, W] uint8 palette indices, on the trail's device."""
-        levels, _ = self._on(trail.device)
-        low = torch.tensor(self.palette.levels.low, dtype=torch.float32, device=trail.device)
-        high = self.palette.levels.high
-        if high == "auto":
+        constants = self._on(trail.device)
+        levels, low = constants["levels"], constants["low"]
+        if self.palette.levels.high == "auto":
             high = auto_high(trail, self.palette.levels.quantile)
             high = torch.where(high > low, high, trail.max())
         else:
-            high = torch.tensor(high, dtype=torch.float32, device=trail.device)
+            high = constants["high"]
         high = torch.where(high > low, high, low + 1.0)
         bounds = (high - low) * levels + low
         return torch.bucketize(trail, bounds, right=True).to(torch.uint8)
@@ -78,7 +83,7 @@ class Colourist:
 
     def rgb(self, index: torch.Tensor, frame: int) -> torch.Tensor:
         """[H, W, 3] uint8 RGB of an index frame, looked up on the index frame's device."""
-        _, tables = self._on(index.device)
+        tables = self._on(index.device)["tables"]
         return tables[self.palette_index(frame)][index.to(torch.int64)]
 
     def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
