@@ -17,10 +17,13 @@ from __future__ import annotations
 import argparse
 import filecmp
 import json
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from sweep_timeline import batches  # scripts/ is on the path of a script run from it
 
 CLI = [sys.executable, "-m", "physarum.render.cli"]
 
@@ -63,10 +66,21 @@ def batched_against_alone(args, work: Path) -> dict:
 
 def one_against_all_gpus(sweep: str, work: Path) -> dict:
     name = Path(sweep).stem
-    one = timed("sweep", sweep, "--out", str(work / "one"), "--devices", "cuda:0")
-    two = timed("sweep", sweep, "--out", str(work / "two"), "--devices", "all")
+    report = {}
+    for label, devices in (("one_gpu", "cuda:0"), ("all_gpus", "all")):
+        shutil.rmtree(work / label, ignore_errors=True)  # a finished sweep there would skip its jobs
+        began = time.time()
+        report[f"{label}_s"] = timed("sweep", sweep, "--out", str(work / label), "--devices", devices)
+        rows = batches(next((work / label).glob("*/manifest.jsonl")).parent)
+        report[f"{label}_batches"] = [dict(row, start=row["start"] - began) for row in rows]
+        for row in rows:
+            phases = ", ".join(f"{k} {v:.1f}" for k, v in row["phases"].items() if not k.startswith("encode_"))
+            print(f"  {devices}: batch of {row['jobs']} on {row['device']} from {row['start'] - began:.1f} s "
+                  f"to {row['start'] - began + row['seconds']:.1f} s ({phases})", flush=True)
+    one, two = report["one_gpu_s"], report["all_gpus_s"]
+    report["speedup"] = one / two
     print(f"{name}: cuda:0 {one:.1f} s, all GPUs {two:.1f} s, {one / two:.2f}x (target 1.8x)", flush=True)
-    return {"one_gpu_s": one, "all_gpus_s": two, "speedup": one / two}
+    return report
 
 
 def main() -> None:

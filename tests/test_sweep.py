@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ import sys
 import time
 from html.parser import HTMLParser
 from pathlib import Path
+from unittest import mock
 
 import av
 import numpy as np
@@ -341,6 +343,20 @@ def test_two_worker_processes_share_the_jobs(tmp_path, capsys):
                           out_dir=tmp_path / "alone", quiet=True)
     job = next(r for r in done if r["name"] == "s-0002")
     assert (out / "s" / job["outputs"]["gif"]).read_bytes() == alone.outputs["gif"].read_bytes()
+    # run again: nothing is left to do, the pool started for it is stopped, nothing is rendered
+    capsys.readouterr()
+    assert main(["sweep", str(path), "--out", str(out), "--devices", "cpu,cpu", "--no-gallery"]) == 0
+    assert "4 jobs: 4 done (0 run now, 4 done before), 0 failed" in capsys.readouterr().out
+    assert len(read_manifest(out / "s")) == len(done) + 4  # 4 running + 4 done records, none added
+
+
+def test_a_sweep_that_fits_no_device_stops_its_worker_pool(tmp_path, capsys):
+    path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.2]})
+    out = tmp_path / "out"
+    with mock.patch.object(runner, "available_bytes", return_value=1024):
+        assert main(["sweep", str(path), "--out", str(out), "--devices", "cpu,cpu", "--quiet"]) == 2
+    assert "needs about" in capsys.readouterr().err and not out.exists()
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("physarum-sweep")]
 
 
 def test_bad_devices_are_a_clear_error(tmp_path, capsys):
