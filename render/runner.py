@@ -294,10 +294,11 @@ def make_simulation(preset: Preset, backend: str, device: torch.device):
     return make_batch_simulation([preset], backend, device)
 
 
-def _writer_spec(fmt: str, preset: Preset, paths: dict[str, Path], colourist: Colourist,
+def _writer_spec(fmt: str, preset: Preset, text: str, paths: dict[str, Path], colourist: Colourist,
                  options: RenderOptions) -> dict:
-    """encode.open_writer's spec of one output."""
-    text, out = embedded_text(preset), preset.output
+    """encode.open_writer's spec of one output; text: embedded_text(preset), which every output
+    carries (dumping a preset's YAML takes milliseconds, a 64-job batch's opening once per job)."""
+    out = preset.output
     width, height = preset.canvas.width, preset.canvas.height
     if fmt == "gif":
         size = preview_size(width, height, out.gif_scale)
@@ -320,7 +321,8 @@ def _open_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
     GIF, MP4 and PNG frames to a child process of the job's own, where they are encoded: x264's
     bytes and Pillow's interpreter lock both need that (render/encoder_process.py)."""
     formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
-    specs = [_writer_spec(fmt, preset, paths, colourist, options) for fmt in formats]
+    text = embedded_text(preset)
+    specs = [_writer_spec(fmt, preset, text, paths, colourist, options) for fmt in formats]
     workers = []
     try:
         if own_process:
