@@ -461,22 +461,24 @@ def outputs_complete(sweep_dir: Path, record: dict | None, job: Job) -> bool:
 
 def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[Job]]:
     """Jobs grouped by runner.batch_key into chunks of at most max_batch, split further until
-    every worker has a chunk (where there are jobs enough), largest first."""
+    every worker has a chunk (where there are jobs enough), largest first.
+
+    A chunk takes every k-th job, not a run of neighbours: a job's speed depends on its
+    parameters (bench128-heavy: 61 s for the 64 jobs of sensor angles 10-40, 71 s for 50-80 on
+    an H200), and interleaved chunks of a grid take as much time as each other."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
         groups.setdefault(runner.batch_key(job.preset), []).append(job)
     chunks = []
     for group in groups.values():
         parts = math.ceil(len(group) / max_batch)
-        size = math.ceil(len(group) / parts)
-        chunks.extend(group[i:i + size] for i in range(0, len(group), size))
+        chunks.extend(group[i::parts] for i in range(parts))
     while len(chunks) < workers:
         largest = max(chunks, key=len, default=[])
         if len(largest) < 2:
             break
         chunks.remove(largest)
-        half = math.ceil(len(largest) / 2)
-        chunks.extend([largest[:half], largest[half:]])
+        chunks.extend([largest[0::2], largest[1::2]])
     return sorted(chunks, key=lambda chunk: -len(chunk) * _job_cost(chunk[0].preset))
 
 
@@ -577,8 +579,7 @@ def parse_devices(text: str | None) -> list[str]:
     if text is None:
         text = "all"
     if text.strip() == "all":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        return [f"cuda:{i}" for i in range(count)] or ["cpu"]
+        return [f"cuda:{i}" for i in range(cuda_count())] or ["cpu"]
     devices = []
     for item in (t.strip() for t in text.split(",")):
         if item:
@@ -586,6 +587,21 @@ def parse_devices(text: str | None) -> list[str]:
     if not devices:
         raise runner.RenderError(f"--devices {text!r}: name at least one device, e.g. cpu or cuda:0,cuda:1")
     return devices
+
+
+def cuda_count() -> int:
+    """CUDA GPUs present, counted through NVML where it answers: unlike torch.cuda.is_available(),
+    that does not initialise CUDA in this process, which would keep its workers from being forked."""
+    count = _nvml_count()
+    return count if count >= 0 else max(0, torch.cuda.device_count())
+
+
+def _nvml_count() -> int:
+    """GPUs as NVML counts them (CUDA_VISIBLE_DEVICES applied), or -1 where NVML cannot."""
+    if not torch.backends.cuda.is_built():
+        return 0
+    count = getattr(torch.cuda, "_device_count_nvml", None)  # torch's own, used by device_count
+    return count() if count is not None else -1
 
 
 def _device(item: str, text: str) -> str:
@@ -598,7 +614,7 @@ def _device(item: str, text: str) -> str:
                                  "or a comma-separated list of them")
     if device.type == "cpu":
         return "cpu"
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    count = cuda_count()
     if (device.index or 0) >= count:
         raise runner.RenderError(f"--devices {text}: this machine has {count} CUDA GPU(s)"
                                  + ("; use --devices cpu" if not count else ""))
@@ -639,16 +655,38 @@ def _process_worker(worker: int, device: str, tasks, events, sweep_dir: str, bac
         events.put(("done", worker, number, outcomes))
 
 
+def start_method(devices: list[str]) -> str:
+    """How worker processes start: PHYSARUM_START_METHOD if set, else "fork" for GPU workers on
+    Linux while this process has not initialised CUDA, else "spawn".
+
+    A spawned worker imports Python, torch and this package again before its GPU can start: 4.4 s
+    later than a sweep on one GPU in the same process, on an H200 host. A forked one starts with
+    them imported. CUDA cannot be forked once initialised, hence the check (sweeps count GPUs
+    through NVML; where NVML does not answer, counting initialises CUDA). CPU workers are spawned: a process that has run torch's OpenMP threads (a test
+    run, a notebook) can hang in a forked child.
+    """
+    chosen = os.environ.get("PHYSARUM_START_METHOD")
+    if chosen:
+        if chosen not in multiprocessing.get_all_start_methods():
+            raise runner.RenderError(f"PHYSARUM_START_METHOD={chosen!r}: use one of "
+                                     f"{', '.join(multiprocessing.get_all_start_methods())}")
+        return chosen
+    gpus_only = all(device.startswith("cuda") for device in devices)
+    cuda_untouched = not torch.cuda.is_initialized() and _nvml_count() >= 0
+    if sys.platform.startswith("linux") and gpus_only and cuda_untouched:
+        return "fork"
+    return "spawn"
+
+
 class WorkerPool:
     """One worker process per device (spawned: CUDA cannot be forked), pulling chunks.
 
-    A sweep starts its pool before its checks and planning, so that the workers' start (Python,
-    torch, a CUDA context: about 3.5 s on an H200 host) overlaps them. Leaving the `with` block
-    kills workers that are still running.
+    A sweep starts its pool before its checks and planning, so that the workers' start overlaps
+    them. Leaving the `with` block kills workers that are still running.
     """
 
     def __init__(self, devices: list[str], sweep_dir: str, backend: str):
-        context = multiprocessing.get_context("spawn")
+        context = multiprocessing.get_context(start_method(devices))
         self.devices = devices
         self.tasks, self.events = context.Queue(), context.Queue()
         threads = max(1, runner.host_cores() // len(devices))

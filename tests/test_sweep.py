@@ -19,6 +19,7 @@ from unittest import mock
 import av
 import numpy as np
 import pytest
+import torch
 import yaml
 from PIL import Image
 
@@ -172,6 +173,8 @@ def test_chunks_group_by_shape_split_by_batch_and_spread_over_workers():
     assert sorted(len(c) for c in sweeps.plan_chunks(sweep.jobs, max_batch=2)) == [1, 1, 2, 2, 2, 2]
     spread = sweeps.plan_chunks(sweep.jobs, max_batch=64, workers=4)
     assert sorted(len(c) for c in spread) == [2, 2, 3, 3]
+    # interleaved: each chunk takes every other job of the grid, not one half of it
+    assert sorted([j.index for j in c] for c in sweeps.plan_chunks(sweep.jobs[:4], max_batch=2)) == [[0, 2], [1, 3]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,6 +351,39 @@ def test_two_worker_processes_share_the_jobs(tmp_path, capsys):
     assert main(["sweep", str(path), "--out", str(out), "--devices", "cpu,cpu", "--no-gallery"]) == 0
     assert "4 jobs: 4 done (0 run now, 4 done before), 0 failed" in capsys.readouterr().out
     assert len(read_manifest(out / "s")) == len(done) + 4  # 4 running + 4 done records, none added
+
+
+def test_workers_fork_for_gpus_spawn_for_the_cpu_and_the_choice_can_be_forced(monkeypatch):
+    monkeypatch.delenv("PHYSARUM_START_METHOD", raising=False)
+    assert sweeps.start_method(["cpu", "cpu"]) == "spawn"
+    with mock.patch.object(sweeps, "_nvml_count", return_value=2):
+        expected = "fork" if sys.platform.startswith("linux") and not torch.cuda.is_initialized() else "spawn"
+        assert sweeps.start_method(["cuda:0", "cuda:1"]) == expected
+    with mock.patch.object(sweeps, "_nvml_count", return_value=-1):  # counting initialised CUDA
+        assert sweeps.start_method(["cuda:0", "cuda:1"]) == "spawn"
+    monkeypatch.setenv("PHYSARUM_START_METHOD", "spawn")
+    assert sweeps.start_method(["cuda:0", "cuda:1"]) == "spawn"
+    monkeypatch.setenv("PHYSARUM_START_METHOD", "teleport")
+    with pytest.raises(runner.RenderError, match="PHYSARUM_START_METHOD='teleport': use one of"):
+        sweeps.start_method(["cuda:0"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers are used on Linux only")
+def test_forked_workers_render_what_spawned_ones_do(tmp_path):
+    """Forked as GPU workers are (forced here on the CPU, from a fresh process that has run no
+    torch threads), byte for byte the files of spawned workers."""
+    path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.3]})
+    for method in ("fork", "spawn"):
+        subprocess.run([sys.executable, "-m", "physarum.render.cli", "sweep", str(path), "--out",
+                        str(tmp_path / method), "--devices", "cpu,cpu", "--quiet", "--no-gallery"],
+                       check=True, env={**os.environ, "PHYSARUM_START_METHOD": method}, capture_output=True)
+    files = {method: sorted(p.relative_to(tmp_path / method) for p in (tmp_path / method).glob("s/*/*.*")
+                            if p.suffix in (".gif", ".mp4", ".png")) for method in ("fork", "spawn")}
+    assert files["fork"] == files["spawn"] and len(files["fork"]) == 2 * len(SMALL["output"]["formats"])
+    files = files["fork"]
+    for name in files:
+        assert (tmp_path / "fork" / name).read_bytes() == (tmp_path / "spawn" / name).read_bytes()
+    assert len({r["pid"] for r in read_manifest(tmp_path / "fork" / "s") if r["status"] == "done"}) == 2
 
 
 def test_a_sweep_that_fits_no_device_stops_its_worker_pool(tmp_path, capsys):
