@@ -162,7 +162,10 @@ def main() -> int:
     stdin = sys.stdin.buffer
     writers: list[tuple[dict, object]] = []
     try:
-        (length,) = struct.unpack("<Q", _read_exactly(stdin, 8))
+        header = _read_exactly(stdin, 8)
+        if header is None:
+            raise OSError("no header on standard input (physarum starts this process and sends it one)")
+        (length,) = struct.unpack("<Q", header)
         for spec in json.loads(_read_exactly(stdin, length))["outputs"]:
             writers.append((spec, open_writer(spec)))
         _encode(stdin, writers)

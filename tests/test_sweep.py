@@ -569,3 +569,7 @@ def test_encoder_process_writes_decodable_files_and_reports_failures(tmp_path):
     aborted.write(previews[0], table, frames[0])
     aborted.abort()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.gif", "ok.mp4", "ok.png"]
+    alone = subprocess.run([sys.executable, "-m", "physarum.render.encoder_process"], input=b"",
+                           capture_output=True)  # started by hand, with nothing to encode
+    assert alone.returncode == 1 and alone.stdout.decode().strip() == (
+        "error: OSError: no header on standard input (physarum starts this process and sends it one)")
