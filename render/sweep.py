@@ -659,11 +659,12 @@ def start_method(devices: list[str]) -> str:
     """How worker processes start: PHYSARUM_START_METHOD if set, else "fork" for GPU workers on
     Linux while this process has not initialised CUDA, else "spawn".
 
-    A spawned worker imports Python, torch and this package again before its GPU can start: 4.4 s
-    later than a sweep on one GPU in the same process, on an H200 host. A forked one starts with
-    them imported. CUDA cannot be forked once initialised, hence the check (sweeps count GPUs
-    through NVML; where NVML does not answer, counting initialises CUDA). CPU workers are spawned: a process that has run torch's OpenMP threads (a test
-    run, a notebook) can hang in a forked child.
+    A spawned worker starts Python and imports torch and this package again before its GPU can
+    start: its first batch began 3.4 to 9 s after a one-GPU sweep's, on an H200 host. A forked
+    one has them imported already, and began with it. CUDA cannot be forked once initialised,
+    hence the check (sweeps count GPUs through NVML; where NVML does not answer, counting
+    initialises CUDA). CPU workers are spawned: a process that has run torch's OpenMP threads (a
+    test run, a notebook) can hang in a forked child.
     """
     chosen = os.environ.get("PHYSARUM_START_METHOD")
     if chosen:
@@ -679,7 +680,7 @@ def start_method(devices: list[str]) -> str:
 
 
 class WorkerPool:
-    """One worker process per device (spawned: CUDA cannot be forked), pulling chunks.
+    """One worker process per device (forked or spawned: start_method), pulling chunks.
 
     A sweep starts its pool before its checks and planning, so that the workers' start overlaps
     them. Leaving the `with` block kills workers that are still running.
@@ -694,9 +695,9 @@ class WorkerPool:
                                           args=(i, device, self.tasks, self.events, sweep_dir, backend,
                                                 os.getpid(), threads))
                           for i, device in enumerate(devices)]
+        self.ran = False
         for process in self.processes:
             process.start()
-        self.ran = False
 
     def __enter__(self) -> "WorkerPool":
         return self
