@@ -226,6 +226,31 @@ def test_one_failing_encoder_fails_only_its_job(tmp_path):
             assert gif.n_frames == 8
 
 
+def test_a_batch_ends_every_jobs_input_before_it_waits_for_any(tmp_path):
+    """The children then write their last files side by side, not one after another."""
+    from physarum.render.encoder_process import EncoderProcess
+
+    calls = []
+    end_input, commit = EncoderProcess.end_input, EncoderProcess.commit
+
+    def ending(process):
+        calls.append(("end", process.path.name))
+        end_input(process)
+
+    def committing(process):
+        calls.append(("commit", process.path.name))
+        commit(process)
+
+    presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(3)]
+    with mock.patch.object(EncoderProcess, "end_input", ending), \
+            mock.patch.object(EncoderProcess, "commit", committing):
+        results = runner.render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
+    assert all(r.error is None for r in results)
+    first_commit = next(i for i, (kind, _) in enumerate(calls) if kind == "commit")
+    assert {name for kind, name in calls[:first_commit]} == {"job0-s0", "job1-s1", "job2-s2"}
+    assert sorted(name for kind, name in calls if kind == "commit") == ["job0-s0", "job1-s1", "job2-s2"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Sweeps end to end
 
