@@ -579,7 +579,9 @@ def parse_devices(text: str | None) -> list[str]:
     if text is None:
         text = "all"
     if text.strip() == "all":
-        return [f"cuda:{i}" for i in range(cuda_count())] or ["cpu"]
+        # device_count, not is_available(): it asks NVML first and so leaves CUDA uninitialised
+        # here, which lets the workers be forked (start_method)
+        return [f"cuda:{i}" for i in range(torch.cuda.device_count())] or ["cpu"]
     devices = []
     for item in (t.strip() for t in text.split(",")):
         if item:
@@ -587,13 +589,6 @@ def parse_devices(text: str | None) -> list[str]:
     if not devices:
         raise runner.RenderError(f"--devices {text!r}: name at least one device, e.g. cpu or cuda:0,cuda:1")
     return devices
-
-
-def cuda_count() -> int:
-    """CUDA GPUs present, counted through NVML where it answers: unlike torch.cuda.is_available(),
-    that does not initialise CUDA in this process, which would keep its workers from being forked."""
-    count = _nvml_count()
-    return count if count >= 0 else max(0, torch.cuda.device_count())
 
 
 def _nvml_count() -> int:
@@ -614,7 +609,7 @@ def _device(item: str, text: str) -> str:
                                  "or a comma-separated list of them")
     if device.type == "cpu":
         return "cpu"
-    count = cuda_count()
+    count = torch.cuda.device_count()  # as in parse_devices: CUDA stays uninitialised
     if (device.index or 0) >= count:
         raise runner.RenderError(f"--devices {text}: this machine has {count} CUDA GPU(s)"
                                  + ("; use --devices cpu" if not count else ""))
