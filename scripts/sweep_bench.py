@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from sweep_timeline import batches  # scripts/ is on the path of a script run from it
+from sweep_timeline import batches, describe  # scripts/ is on the path of a script run from it
 
 CLI = [sys.executable, "-m", "physarum.render.cli"]
 
@@ -74,9 +74,7 @@ def one_against_all_gpus(sweep: str, work: Path) -> dict:
         rows = batches(next((work / label).glob("*/manifest.jsonl")).parent)
         report[f"{label}_batches"] = [dict(row, start=row["start"] - began) for row in rows]
         for row in rows:
-            phases = ", ".join(f"{k} {v:.1f}" for k, v in row["phases"].items() if not k.startswith("encode_"))
-            print(f"  {devices}: batch of {row['jobs']} on {row['device']} from {row['start'] - began:.1f} s "
-                  f"to {row['start'] - began + row['seconds']:.1f} s ({phases})", flush=True)
+            print(f"  {devices}: {describe(row, began)}", flush=True)
     one, two = report["one_gpu_s"], report["all_gpus_s"]
     report["speedup"] = one / two
     print(f"{name}: cuda:0 {one:.1f} s, all GPUs {two:.1f} s, {one / two:.2f}x (target 1.8x)", flush=True)

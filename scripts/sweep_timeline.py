@@ -40,6 +40,15 @@ def batches(sweep_dir: Path) -> list[dict]:
     return sorted(rows.values(), key=lambda row: row["start"])
 
 
+def describe(row: dict, began: float) -> str:
+    """One batch row as a line: its size and device, when it ran (seconds after `began`, epoch
+    seconds) and its phases."""
+    phases = ", ".join(f"{k} {v:.1f}" for k, v in row["phases"].items() if not k.startswith("encode_"))
+    start = row["start"] - began
+    return (f"batch of {row['jobs']} on {row['device']} from {start:.1f} s to {start + row['seconds']:.1f} s "
+            f"({phases})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sweep")
@@ -59,10 +68,7 @@ def main() -> None:
     wall = time.time() - began
     lines = [f"{name} on {args.devices}: {wall:.1f} s wall (process start to exit)"]
     rows = batches(next(work.glob("*/manifest.jsonl")).parent)
-    for row in rows:
-        phases = ", ".join(f"{k} {v:.1f}" for k, v in row["phases"].items() if not k.startswith("encode_"))
-        lines.append(f"  batch of {row['jobs']} on {row['device']}: starts at {row['start'] - began:.1f} s, "
-                     f"ends at {row['start'] - began + row['seconds']:.1f} s ({phases})")
+    lines.extend(f"  {describe(row, began)}" for row in rows)
     text = io.StringIO()
     pstats.Stats(str(profile), stream=text).sort_stats("cumulative").print_stats(25)
     lines.append(text.getvalue())
