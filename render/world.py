@@ -252,7 +252,8 @@ def spawn_groups(presets, device: torch.device | str = "cpu") -> tuple[api.State
     for preset in presets:
         world = WorldMaps.of(preset) if preset.has_world else WorldMaps(None, None, None)
         maps.append(world)
-        wall = None if world.wall is None else torch.from_numpy(world.wall)  # bool: no copy
+        # bool as it is; moved once here for all the preset's species (spawn moves it otherwise)
+        wall = None if world.wall is None else torch.from_numpy(world.wall).to(device)
         for s in range(species):
             agents = preset.species_agents(s)
             state = api.spawn([api.species_seed(preset.seed, s)], preset.agents_per_species,
