@@ -53,11 +53,12 @@ class Colourist:
         scalar every frame waits for the GPU, and a batch colours dozens of maps a frame."""
         if device not in self._device_tables:
             levels = self.palette.levels
-            scalar = {"low": levels.low, "high": levels.high if levels.high != "auto" else 0.0}
+            high = 0.0 if levels.high == "auto" else levels.high  # auto: found in every frame
             self._device_tables[device] = {
                 "levels": self._levels.to(device),
                 "tables": torch.from_numpy(np.stack(self.tables)).to(device),
-                **{k: torch.tensor(v, dtype=torch.float32).to(device) for k, v in scalar.items()}}
+                "low": torch.tensor(levels.low, dtype=torch.float32).to(device),
+                "high": torch.tensor(high, dtype=torch.float32).to(device)}
         return self._device_tables[device]
 
     def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
