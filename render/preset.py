@@ -96,7 +96,8 @@ DEFAULT_AGENTS = 100_000
 
 class Agents(_Section):
     """count, or density (agents per cell; the count is then round-half-even(density * W * H),
-    set by the Preset; with model.units: short_side, per cell of a 512-pixel short side). With species, the count is the total: each species has count // S."""
+    set by the Preset; with model.units: short_side, per cell of a 512-pixel short side). With
+    species, the count is the total: each species has count // S."""
 
     count: Optional[int] = Field(None, ge=1, le=MAX_AGENTS)
     spawn: SPAWN_NAMES = "random"
