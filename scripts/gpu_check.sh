@@ -28,10 +28,7 @@ echo "== byte-identical check: triton on $(nvidia-smi --query-gpu=name --format=
 for p in $PRESETS; do
   name=$(basename "$p" .yaml)
   for f in /tmp/gpu/$name/*.gif /tmp/gpu/$name/*.mp4 /tmp/gpu/$name/*.png; do
-    other=/tmp/cpu/$name/$(basename "$f")
-    if [ ! -f "$other" ]; then verdict=NOT-RENDERED-ON-CPU
-    elif cmp -s "$f" "$other"; then verdict=identical; else verdict=DIFFERENT; fi
-    echo "$verdict $(basename "$f") $(stat -c %s "$f") $(sha256sum < "$f" | cut -c1-16)" | tee -a "$OUT/identical.log"
+    verdict "$f" "/tmp/cpu/$name" | tee -a "$OUT/identical.log"
   done
 done
-grep -h '"simulate_s"\|"total_s"' /tmp/gpu/*/*.json | head -40 > "$OUT/gpu-timings.txt"
+grep -h '"frames_s"\|"total_s"' /tmp/gpu/*/*.json | head -40 > "$OUT/gpu-timings.txt"

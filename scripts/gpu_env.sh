@@ -8,5 +8,14 @@ mkdir -p .pyroot/physarum && ln -sfn "$PWD/render" .pyroot/physarum/render && ln
 export PYTHONPATH=/tmp/site:$PWD/.pyroot
 export PYTHONUNBUFFERED=1
 physarum() { python3 -m physarum.render.cli "$@"; }
+# verdict FILE CPU_FOLDER: one line of a byte-identical check of a GPU's file against its twin
+# in CPU_FOLDER: identical, DIFFERENT or NOT-RENDERED-ON-CPU, the name, size and sha256 prefix
+verdict() {
+  local other result
+  other="$2/$(basename "$1")"
+  if [ ! -f "$other" ]; then result=NOT-RENDERED-ON-CPU
+  elif cmp -s "$1" "$other"; then result=identical; else result=DIFFERENT; fi
+  echo "$result $(basename "$1") $(stat -c %s "$1") $(sha256sum < "$1" | cut -c1-16)"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"

@@ -38,10 +38,7 @@ if [ "${CPU_RENDERS:-1}" != 0 ]; then
   kill $cpu_job 2>/dev/null; pkill -f "device cpu" 2>/dev/null
   echo "== byte-identical check: triton on $(nvidia-smi --query-gpu=name --format=csv,noheader) vs torch on the CPU (PNG stills)" | tee "$OUT/identical.log"
   for f in /tmp/wgpu/*/*.png; do
-    other=/tmp/wcpu/$(basename "$(dirname "$f")")/$(basename "$f")
-    if [ ! -f "$other" ]; then verdict=NOT-RENDERED-ON-CPU
-    elif cmp -s "$f" "$other"; then verdict=identical; else verdict=DIFFERENT; fi
-    echo "$verdict $(basename "$f") $(stat -c %s "$f") $(sha256sum < "$f" | cut -c1-16)" | tee -a "$OUT/identical.log"
+    verdict "$f" "/tmp/wcpu/$(basename "$(dirname "$f")")" | tee -a "$OUT/identical.log"
   done
 fi
 
