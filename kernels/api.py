@@ -13,11 +13,11 @@ Numbers that must agree bit for bit across backends (see docs/model.md):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -95,10 +95,10 @@ class State:
     def width(self) -> int:
         return self.trail.shape[2]
 
-    def to(self, device: torch.device | str) -> "State":
+    def to(self, device: torch.device | str) -> State:
         return State(*(t.to(device) for t in (self.position, self.heading, self.trail, self.step)))
 
-    def clone(self) -> "State":
+    def clone(self) -> State:
         return State(*(t.clone() for t in (self.position, self.heading, self.trail, self.step)))
 
 
@@ -127,7 +127,7 @@ class Tables:
     retain: torch.Tensor
     seed_key: torch.Tensor
 
-    def to(self, device: torch.device | str) -> "Tables":
+    def to(self, device: torch.device | str) -> Tables:
         return replace(self, **{k: v.to(device) for k, v in self.__dict__.items()})
 
 
@@ -164,9 +164,10 @@ class World:
         if (self.mix is None) != (self.species == 1):
             raise ValueError("mix is [G, S] for S > 1 species and None for one species")
 
-    def to(self, device: torch.device | str) -> "World":
-        return replace(self, **{k: v.to(device) for k, v in self.__dict__.items()
-                                if isinstance(v, torch.Tensor)})
+    def to(self, device: torch.device | str) -> World:
+        return replace(
+            self, **{k: v.to(device) for k, v in self.__dict__.items() if isinstance(v, torch.Tensor)}
+        )
 
     def group_walls(self) -> torch.Tensor | None:
         """[G, H, W] bool, True on each group's simulation's walls; None without walls."""
@@ -264,8 +265,12 @@ def unit_circle() -> tuple[tuple[int, int], ...]:
     for h in range(octant + 1):
         cos, sin = _decimal_cos_sin(Fraction(h, HEADINGS))
         scale = 1 << UNIT_BITS
-        first.append((int((cos * scale).to_integral_value(rounding=ROUND_HALF_EVEN)),
-                       int((sin * scale).to_integral_value(rounding=ROUND_HALF_EVEN))))
+        first.append(
+            (
+                int((cos * scale).to_integral_value(rounding=ROUND_HALF_EVEN)),
+                int((sin * scale).to_integral_value(rounding=ROUND_HALF_EVEN)),
+            )
+        )
     table = []
     for h in range(HEADINGS):
         quadrant, r = divmod(h, HEADINGS // 4)
@@ -297,8 +302,10 @@ def vector_table(distance: float) -> tuple[tuple[int, int], ...]:
     a sweep's jobs mostly share their distances."""
     n, d = float(distance).as_integer_ratio()
     numerator, denominator = n * ONE, d << UNIT_BITS
-    return tuple((_divide_half_even(c * numerator, denominator), _divide_half_even(s * numerator, denominator))
-                 for c, s in unit_circle())
+    return tuple(
+        (_divide_half_even(c * numerator, denominator), _divide_half_even(s * numerator, denominator))
+        for c, s in unit_circle()
+    )
 
 
 def degrees_to_heading(degrees: float) -> int:
@@ -393,8 +400,16 @@ def _weighted_cells(seed: int, weights: torch.Tensor, agents: int) -> torch.Tens
     return torch.stack([x, y]).to(torch.int32)
 
 
-def _spawn_one(seed: int, agents: int, width: int, height: int, spawn: str, radius: float,
-               density: torch.Tensor | None, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _spawn_one(
+    seed: int,
+    agents: int,
+    width: int,
+    height: int,
+    spawn: str,
+    radius: float,
+    density: torch.Tensor | None,
+    device: torch.device,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """position [2, N] int32 and heading [N] int16 of one simulation, computed on `device`."""
     heading = _stream(seed, SPAWN_HEADING_STREAM, agents, device) >> (32 - HEADING_BITS)
     if spawn == "image":
@@ -431,9 +446,17 @@ def _off_walls(seed: int, position: torch.Tensor, wall: torch.Tensor) -> torch.T
     return torch.where(on_wall[None, :], free, position)
 
 
-def spawn(seeds: Sequence[int], agents: int, width: int, height: int, spawn: str = "random",
-          radius: float = 0.35, device: torch.device | str = "cpu",
-          density: torch.Tensor | None = None, wall: torch.Tensor | None = None) -> State:
+def spawn(
+    seeds: Sequence[int],
+    agents: int,
+    width: int,
+    height: int,
+    spawn: str = "random",
+    radius: float = 0.35,
+    device: torch.device | str = "cpu",
+    density: torch.Tensor | None = None,
+    wall: torch.Tensor | None = None,
+) -> State:
     """The initial state of a batch: agents placed by `spawn`, an empty trail, step 0.
 
     radius is a fraction of the canvas's short side (disk and ring spawns). density: [H, W]

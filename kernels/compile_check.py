@@ -22,15 +22,37 @@ from triton.compiler import ASTSource
 from physarum.kernels import triton_kernels as k
 
 AGENT_TYPES = {
-    "position_ptr": "*i32", "heading_ptr": "*i16", "agent_id_ptr": "*i32", "trail_ptr": "*fp32",
-    "counts_ptr": "*i32", "step_ptr": "*i64", "sense_offset_ptr": "*i64", "step_offset_ptr": "*i64",
-    "sensor_turn_ptr": "*i32", "turn_ptr": "*i32", "seed_key_ptr": "*i64", "mix_ptr": "*fp32",
-    "wall_ptr": "*u8", "agents": "i32", "height": "i32", "width": "i32",
+    "position_ptr": "*i32",
+    "heading_ptr": "*i16",
+    "agent_id_ptr": "*i32",
+    "trail_ptr": "*fp32",
+    "counts_ptr": "*i32",
+    "step_ptr": "*i64",
+    "sense_offset_ptr": "*i64",
+    "step_offset_ptr": "*i64",
+    "sensor_turn_ptr": "*i32",
+    "turn_ptr": "*i32",
+    "seed_key_ptr": "*i64",
+    "mix_ptr": "*fp32",
+    "wall_ptr": "*u8",
+    "agents": "i32",
+    "height": "i32",
+    "width": "i32",
 }
 DIFFUSE_TYPES = {
-    "trail_ptr": "*fp32", "counts_ptr": "*i32", "next_counts_ptr": "*i32", "next_trail_ptr": "*fp32",
-    "step_ptr": "*i64", "deposit_ptr": "*fp32", "keep_ptr": "*fp32", "spread_ptr": "*fp32",
-    "retain_ptr": "*fp32", "food_ptr": "*fp32", "wall_ptr": "*u8", "height": "i32", "width": "i32",
+    "trail_ptr": "*fp32",
+    "counts_ptr": "*i32",
+    "next_counts_ptr": "*i32",
+    "next_trail_ptr": "*fp32",
+    "step_ptr": "*i64",
+    "deposit_ptr": "*fp32",
+    "keep_ptr": "*fp32",
+    "spread_ptr": "*fp32",
+    "retain_ptr": "*fp32",
+    "food_ptr": "*fp32",
+    "wall_ptr": "*u8",
+    "height": "i32",
+    "width": "i32",
 }
 
 
@@ -39,24 +61,39 @@ def compile_one(fn, types: dict, absent: set, constants: dict, target: GPUTarget
     signature = {name: ("constexpr" if name in absent else kind) for name, kind in types.items()}
     signature.update({name: "constexpr" for name in constants})
     constexprs = {name: None for name in absent} | constants
-    triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=target,
-                   options={"num_warps": 4, "enable_fp_fusion": False})
+    triton.compile(
+        ASTSource(fn=fn, signature=signature, constexprs=constexprs),
+        target=target,
+        options={"num_warps": 4, "enable_fp_fusion": False},
+    )
 
 
 def cases():
     """(kernel name, fn, types, absent pointers, constexprs) of every specialisation to check."""
-    for species, boundary, walls, sorted_lanes in itertools.product((1, 2, 4), (0, 1, 2), (False, True), (False, True)):
+    for species, boundary, walls, sorted_lanes in itertools.product(
+        (1, 2, 4), (0, 1, 2), (False, True), (False, True)
+    ):
         absent = set() if species > 1 else {"mix_ptr"}
         absent |= set() if walls else {"wall_ptr"}
         absent |= set() if sorted_lanes else {"agent_id_ptr"}
-        yield (f"agent S={species} B={boundary} walls={walls} sorted={sorted_lanes}", k._agent_kernel,
-               AGENT_TYPES, absent, dict(BLOCK=k.AGENT_BLOCK, WARP_AGGREGATED=sorted_lanes,
-                                         SPECIES=species, BOUNDARY=boundary))
-    for species, boundary, walls, food, clear in itertools.product((1, 3), (0, 1), (False, True), (False, True), (True, False)):
+        yield (
+            f"agent S={species} B={boundary} walls={walls} sorted={sorted_lanes}",
+            k._agent_kernel,
+            AGENT_TYPES,
+            absent,
+            dict(BLOCK=k.AGENT_BLOCK, WARP_AGGREGATED=sorted_lanes, SPECIES=species, BOUNDARY=boundary),
+        )
+    for species, boundary, walls, food, clear in itertools.product(
+        (1, 3), (0, 1), (False, True), (False, True), (True, False)
+    ):
         absent = (set() if walls else {"wall_ptr"}) | (set() if food else {"food_ptr"})
-        yield (f"diffuse S={species} B={boundary} walls={walls} food={food} clear={clear}", k._diffuse_kernel,
-               DIFFUSE_TYPES, absent, dict(BLOCK_H=1, BLOCK_W=k.DIFFUSE_BLOCK_W, CLEAR_NEXT=clear,
-                                           SPECIES=species, BOUNDARY=boundary))
+        yield (
+            f"diffuse S={species} B={boundary} walls={walls} food={food} clear={clear}",
+            k._diffuse_kernel,
+            DIFFUSE_TYPES,
+            absent,
+            dict(BLOCK_H=1, BLOCK_W=k.DIFFUSE_BLOCK_W, CLEAR_NEXT=clear, SPECIES=species, BOUNDARY=boundary),
+        )
 
 
 def main() -> int:
@@ -72,7 +109,10 @@ def main() -> int:
             print(f"ok    {name} ({time.perf_counter() - began:.1f} s)", flush=True)
         except Exception as error:  # report every failing specialisation, not just the first
             failures += 1
-            print(f"FAIL  {name}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}", flush=True)
+            print(
+                f"FAIL  {name}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}",
+                flush=True,
+            )
     return 1 if failures else 0
 
 

@@ -55,8 +55,13 @@ class PrototypeSimulation:
         turn = torch.where((forward < left) & (forward < right), random_sign, turn)
         turn = torch.where((forward > left) & (forward > right), 0.0, turn)
         self.heading = self.heading + turn * self.turn_angle
-        step = torch.stack([torch.cos(self.heading), torch.sin(self.heading)], dim=-1) * self.step_size[..., None]
-        self.position = torch.remainder(self.position + step, torch.tensor([width, height], device=step.device))
+        step = (
+            torch.stack([torch.cos(self.heading), torch.sin(self.heading)], dim=-1)
+            * self.step_size[..., None]
+        )
+        self.position = torch.remainder(
+            self.position + step, torch.tensor([width, height], device=step.device)
+        )
         cell = self.position.long()
         index = (cell[..., 1] % height) * width + cell[..., 0] % width
         flat = self.trail.view(batch, -1)

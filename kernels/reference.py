@@ -24,8 +24,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from physarum.kernels.api import (EMPTY_WORLD, FRAC_BITS, HEADING_MASK, HEADINGS, TRAIL_FLOOR, U32,
-                                  State, Tables, World, lowbias32_int, step_key)
+from physarum.kernels.api import (
+    EMPTY_WORLD,
+    FRAC_BITS,
+    HEADING_MASK,
+    HEADINGS,
+    TRAIL_FLOOR,
+    U32,
+    State,
+    Tables,
+    World,
+    lowbias32_int,
+    step_key,
+)
 
 # lowbias32's multipliers as int32 values with the same low 32 bits.
 _HASH_MUL_1 = 0x7FEB352D
@@ -88,11 +99,14 @@ class _Grid:
     boundary: str = "wrap"
 
     @staticmethod
-    def build(height: int, width: int, device, boundary: str = "wrap") -> "_Grid":
+    def build(height: int, width: int, device, boundary: str = "wrap") -> _Grid:
         log_w = width.bit_length() - 1
         shifts = _pair(FRAC_BITS, FRAC_BITS - log_w, device) if _power_of_two(width) else None
-        masks = (_pair(width - 1, (height - 1) << log_w, device)
-                 if _power_of_two(width) and _power_of_two(height) and boundary == "wrap" else None)
+        masks = (
+            _pair(width - 1, (height - 1) << log_w, device)
+            if _power_of_two(width) and _power_of_two(height) and boundary == "wrap"
+            else None
+        )
         return _Grid(width, _pair(width, height, device), shifts, masks, boundary)
 
     def wrapped_cells_(self, xy: torch.Tensor) -> torch.Tensor:
@@ -173,8 +187,9 @@ class _Plan:
     food: torch.Tensor | None = None
 
     @staticmethod
-    def build(tables: Tables, batch: int, agents: int, height: int, width: int,
-              world: World = EMPTY_WORLD) -> "_Plan":
+    def build(
+        tables: Tables, batch: int, agents: int, height: int, width: int, world: World = EMPTY_WORLD
+    ) -> _Plan:
         device = tables.sense_offset.device
         world = world.to(device)
         species = world.species
@@ -182,12 +197,18 @@ class _Plan:
         wall, food = world.group_walls(), world.free_food()
         heading = torch.arange(HEADINGS, device=device)
         turn = tables.sensor_turn.to(torch.int64)[:, None]
-        sensor_heading = torch.stack([heading.expand(batch, HEADINGS),
-                                      (heading - turn) & HEADING_MASK,
-                                      (heading + turn) & HEADING_MASK], dim=1)  # [B, 3, HEADINGS]
+        sensor_heading = torch.stack(
+            [
+                heading.expand(batch, HEADINGS),
+                (heading - turn) & HEADING_MASK,
+                (heading + turn) & HEADING_MASK,
+            ],
+            dim=1,
+        )  # [B, 3, HEADINGS]
         offset = tables.sense_offset.transpose(1, 2)  # [B, 2, HEADINGS]: the dx row, the dy row
-        sensors = torch.cat([offset[:, i:i + 1].expand(batch, 3, HEADINGS).gather(2, sensor_heading)
-                             for i in (0, 1)], dim=1)
+        sensors = torch.cat(
+            [offset[:, i : i + 1].expand(batch, 3, HEADINGS).gather(2, sensor_heading) for i in (0, 1)], dim=1
+        )
         agent = torch.arange(agents, device=device, dtype=torch.int64)
         return _Plan(
             sensors=sensors.contiguous(),
@@ -195,14 +216,19 @@ class _Plan:
             cell_base=_batch_offsets(batch, height * width, device),
             agent_mix=(agent ^ (agent >> 16)).to(torch.int32)[None, :],  # a < N < 2^31
             turn=(tables.turn[:, None] & HEADING_MASK).to(torch.int16),
-            deposit=tables.deposit[:, None, None], keep=tables.keep[:, None, None],
-            spread=tables.spread[:, None, None], retain=tables.retain[:, None, None],
-            seed_key=tables.seed_key, grid=_Grid.build(height, width, device, world.boundary),
+            deposit=tables.deposit[:, None, None],
+            keep=tables.keep[:, None, None],
+            spread=tables.spread[:, None, None],
+            retain=tables.retain[:, None, None],
+            seed_key=tables.seed_key,
+            grid=_Grid.build(height, width, device, world.boundary),
             shape=(batch, agents, height, width),
             species=species,
             mix=None if world.mix is None else world.mix.to(torch.float32)[:, :, None, None],
             species_base=(group - group % species).mul(height * width)[:, None, None],
-            wall=wall, food=food)
+            wall=wall,
+            food=food,
+        )
 
     @staticmethod
     def lookup(table: torch.Tensor, heading: torch.Tensor) -> torch.Tensor:
@@ -212,8 +238,7 @@ class _Plan:
 
     # -- the phases of one step (docs/model.md section 6) ------------------------------------
 
-    def sense(self, trail: torch.Tensor, position: torch.Tensor,
-              heading: torch.Tensor) -> torch.Tensor:
+    def sense(self, trail: torch.Tensor, position: torch.Tensor, heading: torch.Tensor) -> torch.Tensor:
         """[B, 3, N] trail at the forward, left and right sensors (section 6.1); int64 headings."""
         batch, agents, _, _ = self.shape
         xy = self.lookup(self.sensors, heading).view(batch, 2, 3, agents)  # (dx, dy) of 3 sensors
@@ -310,8 +335,9 @@ class _Plan:
         heading = torch.where(hit[:, 1], (-heading) & HEADING_MASK, heading)
         return _reflect(moved, size), heading
 
-    def stop_at_walls(self, old: torch.Tensor, moved: torch.Tensor, heading: torch.Tensor,
-                      words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def stop_at_walls(
+        self, old: torch.Tensor, moved: torch.Tensor, heading: torch.Tensor, words: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Agents whose move ends on a wall stay where they were and take a random heading
         (words: this step's hash_before_last)."""
         batch, agents, height, width = self.shape
@@ -352,9 +378,9 @@ class _Plan:
             padded[:, :, -1] = padded[:, :, width]
         # The left fold of the nine neighbours, row by row, left to right: each += is one float32
         # addition of the running sum and the next neighbour.
-        total = padded[:, 0:height, 0:width] + padded[:, 0:height, 1:width + 1]
+        total = padded[:, 0:height, 0:width] + padded[:, 0:height, 1 : width + 1]
         for dy, dx in ((0, 2), (1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)):
-            total += padded[:, dy:dy + height, dx:dx + width]
+            total += padded[:, dy : dy + height, dx : dx + width]
         total *= self.spread  # one finite factor: its order does not matter, not even for NaN
         blended = self.keep * deposited
         blended += total  # keep * T' + spread * S in this order (it decides which NaN a sum keeps)
@@ -372,16 +398,21 @@ class _Plan:
         if self.wall is not None:
             position, heading = self.stop_at_walls(state.position, position, heading, words)
         counts = self.deposit_counts(position)
-        return State(position=position, heading=heading,
-                     trail=self.diffuse_and_decay(state.trail, counts), step=state.step + 1)
+        return State(
+            position=position,
+            heading=heading,
+            trail=self.diffuse_and_decay(state.trail, counts),
+            step=state.step + 1,
+        )
 
 
 def _plan(state: State, tables: Tables, world: World = EMPTY_WORLD) -> _Plan:
     return _Plan.build(tables, state.batch, state.agents, state.height, state.width, world)
 
 
-def sense(trail: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heading: torch.Tensor,
-          tables: Tables) -> torch.Tensor:
+def sense(
+    trail: torch.Tensor, x: torch.Tensor, y: torch.Tensor, heading: torch.Tensor, tables: Tables
+) -> torch.Tensor:
     """Trail [B, N] float32 at the nearest cell one sensor offset ahead along `heading` [B, N]."""
     batch, height, width = trail.shape
     offset = _Plan.lookup(tables.sense_offset.transpose(1, 2), heading.to(torch.int64))
@@ -411,8 +442,7 @@ class TorchSimulation:
 
     def advance(self, steps: int) -> None:
         state = self.state
-        key = (id(self.tables), state.batch, state.agents, state.height, state.width,
-               state.trail.device)
+        key = (id(self.tables), state.batch, state.agents, state.height, state.width, state.trail.device)
         if self._plan_key != key:  # built once, again only if the state's shape or tables change
             self._plan, self._plan_key = _plan(state, self.tables, self.world), key
         for _ in range(steps):

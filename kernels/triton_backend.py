@@ -29,8 +29,7 @@ import warnings
 import torch
 
 from physarum.kernels.api import EMPTY_WORLD, HEADINGS, State, Tables, World
-from physarum.kernels.triton_kernels import (MAX_GRID_YZ, diffuse_and_decay, move_agents,
-                                             sort_agents)
+from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents, sort_agents
 
 # Steps per captured CUDA graph: long enough that launch overhead vanishes (two launches a
 # step would otherwise cost ~5 us each on small canvases), short enough that capturing one is
@@ -49,9 +48,15 @@ SORT_EVERY = 128
 COUNTS_DOUBLE_BUFFER_BYTES = 512 << 20
 
 _TABLE_DTYPES = {
-    "sense_offset": torch.int32, "step_offset": torch.int32, "sensor_turn": torch.int32,
-    "turn": torch.int32, "deposit": torch.float32, "keep": torch.float32,
-    "spread": torch.float32, "retain": torch.float32, "seed_key": torch.int64,
+    "sense_offset": torch.int32,
+    "step_offset": torch.int32,
+    "sensor_turn": torch.int32,
+    "turn": torch.int32,
+    "deposit": torch.float32,
+    "keep": torch.float32,
+    "spread": torch.float32,
+    "retain": torch.float32,
+    "seed_key": torch.int64,
 }
 
 
@@ -66,18 +71,19 @@ def _prepare_tables(tables: Tables, batch: int, device: torch.device) -> Tables:
     for name, dtype in _TABLE_DTYPES.items():
         value = getattr(tables, name)
         if value.dtype != dtype or value.shape[0] != batch:
-            raise ValueError(f"tables.{name}: expected [{batch}, ...] {dtype}, "
-                             f"got {list(value.shape)} {value.dtype}")
+            raise ValueError(
+                f"tables.{name}: expected [{batch}, ...] {dtype}, got {list(value.shape)} {value.dtype}"
+            )
         prepared[name] = value.to(device).contiguous()
     for name in ("sense_offset", "step_offset"):
         if prepared[name].shape != (batch, HEADINGS, 2):
-            raise ValueError(f"tables.{name}: expected [{batch}, {HEADINGS}, 2], "
-                             f"got {list(prepared[name].shape)}")
+            raise ValueError(
+                f"tables.{name}: expected [{batch}, {HEADINGS}, 2], got {list(prepared[name].shape)}"
+            )
     return Tables(**prepared)
 
 
-def _prepare_world(world: World, groups: int, height: int, width: int,
-                   device: torch.device) -> World:
+def _prepare_world(world: World, groups: int, height: int, width: int, device: torch.device) -> World:
     """The world's tensors on `device`, contiguous, in the kernels' dtypes, food 0 on walls."""
     simulations = world.simulations(groups)
     mix = wall = food = None
@@ -88,10 +94,14 @@ def _prepare_world(world: World, groups: int, height: int, width: int,
     if world.wall is not None:
         wall = (world.wall != 0).to(device, torch.uint8).contiguous()
         if wall.shape != (simulations, height, width):
-            raise ValueError(f"world.wall: expected [{simulations}, {height}, {width}], got {list(wall.shape)}")
+            raise ValueError(
+                f"world.wall: expected [{simulations}, {height}, {width}], got {list(wall.shape)}"
+            )
     if world.food is not None:
         if world.food.shape != (groups, height, width):
-            raise ValueError(f"world.food: expected [{groups}, {height}, {width}], got {list(world.food.shape)}")
+            raise ValueError(
+                f"world.food: expected [{groups}, {height}, {width}], got {list(world.food.shape)}"
+            )
         food = world.free_food().to(device, torch.float32).contiguous()
     return World(species=world.species, boundary=world.boundary, mix=mix, wall=wall, food=food)
 
@@ -108,8 +118,14 @@ class TritonSimulation:
 
     name = "triton"
 
-    def __init__(self, state: State, tables: Tables, sort_every: int = SORT_EVERY,
-                 device: torch.device | str | None = None, world: World | None = None):
+    def __init__(
+        self,
+        state: State,
+        tables: Tables,
+        sort_every: int = SORT_EVERY,
+        device: torch.device | str | None = None,
+        world: World | None = None,
+    ):
         """sort_every: steps between spatial sorts of the agents, 0 never sorts (results are
         the same either way; only the speed differs). world: api.World (None: the empty torus),
         with state and tables holding one entry per group."""
@@ -117,13 +133,14 @@ class TritonSimulation:
             raise ValueError(f"sort_every must be >= 0, got {sort_every}")
         device = torch.device(device) if device is not None else state.trail.device
         if device.type != "cuda" and not interpreter_mode():
-            raise RuntimeError("the triton backend needs CUDA tensors, or TRITON_INTERPRET=1 "
-                               "set before Python starts to run its kernels on the CPU")
+            raise RuntimeError(
+                "the triton backend needs CUDA tensors, or TRITON_INTERPRET=1 "
+                "set before Python starts to run its kernels on the CPU"
+            )
         if state.batch > MAX_GRID_YZ:
             raise ValueError(f"at most {MAX_GRID_YZ} simulations per batch, got {state.batch}")
         self._tables = _prepare_tables(tables, state.batch, device)
-        self._world = _prepare_world(world or EMPTY_WORLD, state.batch, state.height, state.width,
-                                     device)
+        self._world = _prepare_world(world or EMPTY_WORLD, state.batch, state.height, state.width, device)
         self._position = _own(state.position, device, torch.int32)
         self._heading = _own(state.heading, device, torch.int16)
         trail = _own(state.trail, device, torch.float32)
@@ -136,8 +153,11 @@ class TritonSimulation:
         self._step = state.step.to(device, torch.int64).reshape(()).clone()
         self._sort_every = sort_every
         # The spawn-order index of the agent in each lane; None where agents never change lanes.
-        self._agent_id = (torch.arange(state.agents, dtype=torch.int32, device=device)
-                          .repeat(state.batch, 1) if sort_every else None)
+        self._agent_id = (
+            torch.arange(state.agents, dtype=torch.int32, device=device).repeat(state.batch, 1)
+            if sort_every
+            else None
+        )
         self._steps_since_sort = sort_every  # due at once: spawns are random in space
         self._parity = 0  # index of the buffers holding the current trail and next counts
         self._use_graphs = device.type == "cuda" and not interpreter_mode()
@@ -208,19 +228,26 @@ class TritonSimulation:
         else:
             lane_agent = self._agent_id.to(torch.int64)
             position = torch.empty_like(self._position).scatter_(
-                2, lane_agent[:, None, :].expand_as(self._position), self._position)
+                2, lane_agent[:, None, :].expand_as(self._position), self._position
+            )
             heading = torch.empty_like(self._heading).scatter_(1, lane_agent, self._heading)
-        return State(position=position, heading=heading, trail=self.trail.clone(),
-                     step=self._step.clone())
+        return State(position=position, heading=heading, trail=self.trail.clone(), step=self._step.clone())
 
     def _launch_step(self, parity: int) -> None:
         """The two launches of one step whose buffers have the given parity."""
         trail, next_trail = self._trails[parity], self._trails[parity ^ 1]
         counts, next_counts = self._counts[parity], self._counts[parity ^ 1]
-        move_agents(self._position, self._heading, self._agent_id, trail, counts, self._step,
-                    self._tables, self._world)
-        diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables,
-                          self._world)
+        move_agents(
+            self._position,
+            self._heading,
+            self._agent_id,
+            trail,
+            counts,
+            self._step,
+            self._tables,
+            self._world,
+        )
+        diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables, self._world)
 
     def _graph(self, chunk: int) -> torch.cuda.CUDAGraph | None:
         """The CUDA graph of `chunk` steps from the current parity, captured on first use;
@@ -235,7 +262,7 @@ class TritonSimulation:
                     for offset in range(chunk):
                         self._launch_step(self._parity ^ (offset & 1))
             except RuntimeError as error:  # capture does not run the launches: state unchanged
-                warnings.warn(f"CUDA graph capture failed, using eager launches: {error}")
+                warnings.warn(f"CUDA graph capture failed, using eager launches: {error}", stacklevel=2)
                 self._use_graphs = False
                 return None
             self._graphs[key] = graph

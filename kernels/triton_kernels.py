@@ -29,8 +29,17 @@ import torch
 import triton
 import triton.language as tl
 
-from physarum.kernels.api import (BOUNDARIES, EMPTY_WORLD, FRAC_BITS, HEADING_MASK, HEADINGS,
-                                  MAX_CANVAS, TRAIL_FLOOR, Tables, World)
+from physarum.kernels.api import (
+    BOUNDARIES,
+    EMPTY_WORLD,
+    FRAC_BITS,
+    HEADING_MASK,
+    HEADINGS,
+    MAX_CANVAS,
+    TRAIL_FLOOR,
+    Tables,
+    World,
+)
 
 # Model constants as compile-time values the kernels can read.
 _FRAC_BITS = tl.constexpr(FRAC_BITS)
@@ -125,8 +134,19 @@ def _lookup(table_ptr, heading, mask):
 
 
 @triton.jit
-def _sense(trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, width,
-           SPECIES: tl.constexpr, BOUNDARY: tl.constexpr):
+def _sense(
+    trail_ptr,
+    mix_ptr,
+    x,
+    y,
+    heading,
+    sense_offset_ptr,
+    mask,
+    height,
+    width,
+    SPECIES: tl.constexpr,
+    BOUNDARY: tl.constexpr,
+):
     """Trail at the nearest cell one sensor offset ahead of 16.16 (x, y) along `heading`;
     sense_offset_ptr points at this group's table, trail_ptr at its own map (one species) or at
     its simulation's first map (several: then the mix_ptr-weighted sum over species, species 0
@@ -142,7 +162,9 @@ def _sense(trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, wi
     else:
         reading = tl.load(mix_ptr) * tl.load(trail_ptr + cell, mask=mask, other=0.0)
         for j in tl.static_range(1, SPECIES):
-            reading += tl.load(mix_ptr + j) * tl.load(trail_ptr + j * height * width + cell, mask=mask, other=0.0)
+            reading += tl.load(mix_ptr + j) * tl.load(
+                trail_ptr + j * height * width + cell, mask=mask, other=0.0
+            )
     return reading
 
 
@@ -166,7 +188,11 @@ def _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED: tl.constexpr):
             popc.b32 $0, peers;
             @follower mov.u32 $0, 0;
             }""",
-            constraints="=r,r", args=[group], dtype=tl.int32, is_pure=True, pack=1,
+            constraints="=r,r",
+            args=[group],
+            dtype=tl.int32,
+            is_pure=True,
+            pack=1,
         )
         tl.atomic_add(counts_ptr + cell, count, mask=mask & (count > 0), sem="relaxed")
     else:
@@ -252,12 +278,15 @@ def _agent_kernel(
     sensor_turn = tl.load(sensor_turn_ptr + batch)
     left_heading = (heading - sensor_turn) & _HEADING_MASK
     right_heading = (heading + sensor_turn) & _HEADING_MASK
-    forward = _sense(trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, width,
-                     SPECIES, BOUNDARY)
-    left = _sense(trail_ptr, mix_ptr, x, y, left_heading, sense_offset_ptr, mask, height, width,
-                  SPECIES, BOUNDARY)
-    right = _sense(trail_ptr, mix_ptr, x, y, right_heading, sense_offset_ptr, mask, height, width,
-                   SPECIES, BOUNDARY)
+    forward = _sense(
+        trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
+    )
+    left = _sense(
+        trail_ptr, mix_ptr, x, y, left_heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
+    )
+    right = _sense(
+        trail_ptr, mix_ptr, x, y, right_heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
+    )
 
     # Random turn direction: lowbias32(agent ^ lowbias32(seed_key ^ lowbias32(step))) >> 31,
     # where agent is the index in spawn order, whatever lane the agent sits in now.
@@ -447,9 +476,16 @@ def _pairs(table: torch.Tensor) -> torch.Tensor:
     return table.view(torch.int64)
 
 
-def move_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor | None,
-                trail: torch.Tensor, counts: torch.Tensor, step: torch.Tensor,
-                tables: Tables, world: World = EMPTY_WORLD) -> None:
+def move_agents(
+    position: torch.Tensor,
+    heading: torch.Tensor,
+    agent_id: torch.Tensor | None,
+    trail: torch.Tensor,
+    counts: torch.Tensor,
+    step: torch.Tensor,
+    tables: Tables,
+    world: World = EMPTY_WORLD,
+) -> None:
     """Sense, steer, move and count every agent of every simulation, in place.
 
     position: [B, 2, N] int32 16.16, heading: [B, N] int16 (both updated in place);
@@ -464,22 +500,44 @@ def move_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.T
     if agents == 0:
         return
     # Lanes share cells only once agents are sorted (agent_id given); match.any is NVIDIA PTX.
-    warp_aggregated = (WARP_AGGREGATED_DEPOSITS and agent_id is not None and trail.is_cuda
-                       and torch.version.hip is None)
+    warp_aggregated = (
+        WARP_AGGREGATED_DEPOSITS and agent_id is not None and trail.is_cuda and torch.version.hip is None
+    )
     grid = (triton.cdiv(agents, AGENT_BLOCK), batch)
     _agent_kernel[grid](
-        position, heading, agent_id, trail, counts, step,
-        _pairs(tables.sense_offset), _pairs(tables.step_offset), tables.sensor_turn, tables.turn,
-        tables.seed_key, world.mix, world.wall,
-        agents, height, width,
-        BLOCK=AGENT_BLOCK, WARP_AGGREGATED=warp_aggregated, SPECIES=world.species,
-        BOUNDARY=BOUNDARIES.index(world.boundary), **_launch_options(AGENT_WARPS),
+        position,
+        heading,
+        agent_id,
+        trail,
+        counts,
+        step,
+        _pairs(tables.sense_offset),
+        _pairs(tables.step_offset),
+        tables.sensor_turn,
+        tables.turn,
+        tables.seed_key,
+        world.mix,
+        world.wall,
+        agents,
+        height,
+        width,
+        BLOCK=AGENT_BLOCK,
+        WARP_AGGREGATED=warp_aggregated,
+        SPECIES=world.species,
+        BOUNDARY=BOUNDARIES.index(world.boundary),
+        **_launch_options(AGENT_WARPS),
     )
 
 
-def diffuse_and_decay(trail: torch.Tensor, counts: torch.Tensor, next_counts: torch.Tensor,
-                      next_trail: torch.Tensor, step: torch.Tensor, tables: Tables,
-                      world: World = EMPTY_WORLD) -> None:
+def diffuse_and_decay(
+    trail: torch.Tensor,
+    counts: torch.Tensor,
+    next_counts: torch.Tensor,
+    next_trail: torch.Tensor,
+    step: torch.Tensor,
+    tables: Tables,
+    world: World = EMPTY_WORLD,
+) -> None:
     """Deposit, diffuse and decay: next_trail = T_{t+1}; zero next_counts; step += 1.
 
     trail, next_trail: [B, H, W] float32 (distinct buffers); counts, next_counts: [B, H, W] int32
@@ -495,18 +553,31 @@ def diffuse_and_decay(trail: torch.Tensor, counts: torch.Tensor, next_counts: to
     block_h = DIFFUSE_BLOCK_H * max(1, DIFFUSE_BLOCK_W // block_w)
     grid = (triton.cdiv(width, block_w), triton.cdiv(height, block_h), batch)
     _diffuse_kernel[grid](
-        trail, counts, next_counts, next_trail, step,
-        tables.deposit, tables.keep, tables.spread, tables.retain, world.food, world.wall,
-        height, width,
-        BLOCK_H=block_h, BLOCK_W=block_w, CLEAR_NEXT=not single, SPECIES=world.species,
-        BOUNDARY=BOUNDARIES.index(world.boundary), **_launch_options(DIFFUSE_WARPS),
+        trail,
+        counts,
+        next_counts,
+        next_trail,
+        step,
+        tables.deposit,
+        tables.keep,
+        tables.spread,
+        tables.retain,
+        world.food,
+        world.wall,
+        height,
+        width,
+        BLOCK_H=block_h,
+        BLOCK_W=block_w,
+        CLEAR_NEXT=not single,
+        SPECIES=world.species,
+        BOUNDARY=BOUNDARIES.index(world.boundary),
+        **_launch_options(DIFFUSE_WARPS),
     )
     if single:
         counts.zero_()
 
 
-def sort_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor,
-                width: int) -> None:
+def sort_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor, width: int) -> None:
     """Reorder each simulation's agents by their cell, in SORT_TILE tiles, in place.
 
     position: [B, 2, N] int32 16.16, heading: [B, N] int16, agent_id: [B, N] int32, permuted
@@ -521,24 +592,44 @@ def sort_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.T
         _sort_segment(position, heading, agent_id, width, start, min(SORT_SEGMENT, agents - start))
 
 
-def _sort_segment(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor,
-                  width: int, start: int, count: int) -> None:
+def _sort_segment(
+    position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor, width: int, start: int, count: int
+) -> None:
     """Sort lanes [start, start + count) of every simulation by cell, in place."""
     batch, agents = heading.shape
     if count < 2:
         return
     grid = (triton.cdiv(count, SORT_BLOCK), batch)
     key = torch.empty((batch, count), dtype=torch.int32, device=heading.device)
-    _sort_key_kernel[grid](position, key, agents, start, count, width, TILE=SORT_TILE,
-                           BLOCK=SORT_BLOCK, **_launch_options(SORT_WARPS))
+    _sort_key_kernel[grid](
+        position,
+        key,
+        agents,
+        start,
+        count,
+        width,
+        TILE=SORT_TILE,
+        BLOCK=SORT_BLOCK,
+        **_launch_options(SORT_WARPS),
+    )
     order = torch.argsort(key, dim=1, stable=True)
     del key
     sorted_position = torch.empty((batch, 2, count), dtype=position.dtype, device=position.device)
     sorted_heading = torch.empty((batch, count), dtype=heading.dtype, device=heading.device)
     sorted_agent_id = torch.empty((batch, count), dtype=agent_id.dtype, device=agent_id.device)
     _permute_agents_kernel[grid](
-        order, position, heading, agent_id, sorted_position, sorted_heading, sorted_agent_id,
-        agents, start, count, BLOCK=SORT_BLOCK, **_launch_options(SORT_WARPS),
+        order,
+        position,
+        heading,
+        agent_id,
+        sorted_position,
+        sorted_heading,
+        sorted_agent_id,
+        agents,
+        start,
+        count,
+        BLOCK=SORT_BLOCK,
+        **_launch_options(SORT_WARPS),
     )
     end = start + count
     position[:, :, start:end].copy_(sorted_position)

@@ -31,21 +31,29 @@ from __future__ import annotations
 import csv
 import difflib
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from physarum.kernels import get_backend
-from physarum.kernels.api import (FRAC_BITS, HEADING_MASK, ONE, TRAIL_FLOOR, State, Tables,
-                                  build_tables, spawn, turn_bits)
+from physarum.kernels.api import (
+    FRAC_BITS,
+    HEADING_MASK,
+    ONE,
+    TRAIL_FLOOR,
+    State,
+    Tables,
+    build_tables,
+    spawn,
+    turn_bits,
+)
 from physarum.render.encode import PartialFile, write_json
 from physarum.render.preset import Model, Preset, PresetError, build_preset
-from physarum.render.runner import (RenderError, available_bytes, embedded_text, estimated_bytes,
-                                    version)
+from physarum.render.runner import RenderError, available_bytes, embedded_text, estimated_bytes, version
 
 KINDS = ("agent", "trail", "none")  # "none": an unperturbed twin, the batch's own control
 WINDOW_FRACTION = 1e-2  # the exponential window closes at this share of the decorrelated level
@@ -104,11 +112,12 @@ def _turn_sign(readings: torch.Tensor, turn_plus: torch.Tensor) -> torch.Tensor:
 
 def sensor_cells(state: State, tables: Tables) -> torch.Tensor:
     """[B, 3, N] int64 flat cell (y * W + x) of each agent's forward, left and right sensors."""
-    batch, agents, height, width = state.batch, state.agents, state.height, state.width
+    batch, height, width = state.batch, state.height, state.width
     heading = state.heading.to(torch.int64)
     turn = tables.sensor_turn.to(torch.int64)[:, None]
-    headings = torch.stack([heading, (heading - turn) & HEADING_MASK,
-                            (heading + turn) & HEADING_MASK], dim=1)  # [B, 3, N]
+    headings = torch.stack(
+        [heading, (heading - turn) & HEADING_MASK, (heading + turn) & HEADING_MASK], dim=1
+    )  # [B, 3, N]
     rows = torch.arange(batch, device=heading.device)[:, None, None]
     offset = tables.sense_offset.to(torch.int64)[rows, headings]  # [B, 3, N, 2]
     x = (state.position[:, 0, None, :].to(torch.int64) + offset[..., 0]) >> FRAC_BITS
@@ -119,8 +128,11 @@ def sensor_cells(state: State, tables: Tables) -> torch.Tensor:
 def raise_trail(values: torch.Tensor) -> torch.Tensor:
     """The next trail value up: the next float32 above a positive value, TRAIL_FLOOR above 0
     (the model holds no value between 0 and TRAIL_FLOOR: smaller ones are flushed to 0)."""
-    return torch.where(values > 0, torch.nextafter(values, torch.full_like(values, math.inf)),
-                       torch.full_like(values, TRAIL_FLOOR))
+    return torch.where(
+        values > 0,
+        torch.nextafter(values, torch.full_like(values, math.inf)),
+        torch.full_like(values, TRAIL_FLOOR),
+    )
 
 
 def decisive_cells(state: State, tables: Tables) -> list[torch.Tensor]:
@@ -137,7 +149,7 @@ def decisive_cells(state: State, tables: Tables) -> list[torch.Tensor]:
     turns = ((tables.turn & HEADING_MASK) != 0)[:, None]  # a turn of 0 changes no heading
     found = []
     for sensor in range(3):
-        shared = cells == cells[:, sensor:sensor + 1]  # every sensor reading the same cell rises
+        shared = cells == cells[:, sensor : sensor + 1]  # every sensor reading the same cell rises
         changed = _turn_sign(torch.where(shared, raised, readings), turn_plus) != sign
         found.append(torch.where(changed & turns, cells[:, sensor], -1))
     found = torch.stack(found, dim=1).reshape(batch, -1)
@@ -242,8 +254,10 @@ def divergence(trail: torch.Tensor, position: torch.Tensor, group: int) -> tuple
     agents = position.shape[-1]
     other = position[:, :1].roll(agents // 2, dims=-1)
     decorrelated_distance = _torus_distance(other, position[:, :1], sizes)
-    return (torch.stack([l1, correlation, distance], dim=-1),
-            torch.cat([decorrelated_l1, decorrelated_distance], dim=1))
+    return (
+        torch.stack([l1, correlation, distance], dim=-1),
+        torch.cat([decorrelated_l1, decorrelated_distance], dim=1),
+    )
 
 
 def _correlation(base: torch.Tensor, twins: torch.Tensor) -> torch.Tensor:
@@ -303,24 +317,36 @@ def _simulation(state: State, tables: Tables, backend: str, device: torch.device
 
 
 def _repeat_tables(tables: Tables, times: int) -> Tables:
-    return Tables(**{name: value.repeat_interleave(times, dim=0)
-                     for name, value in tables.__dict__.items()})
+    return Tables(**{name: value.repeat_interleave(times, dim=0) for name, value in tables.__dict__.items()})
 
 
 def _cat_states(states: Sequence[State]) -> State:
-    return State(position=torch.cat([s.position for s in states]),
-                 heading=torch.cat([s.heading for s in states]),
-                 trail=torch.cat([s.trail for s in states]), step=states[0].step)
+    return State(
+        position=torch.cat([s.position for s in states]),
+        heading=torch.cat([s.heading for s in states]),
+        trail=torch.cat([s.trail for s in states]),
+        step=states[0].step,
+    )
 
 
 def _chunk_twins(presets: Sequence[Preset], options: RunOptions) -> tuple[State, Tables, list[list[Twin]]]:
     """The perturbed batch of a chunk of points: the base run to step `at`, twins chosen there."""
     first, device, backend = presets[0], options.device, options.backend
-    state = spawn([first.seed], first.agents.count, first.canvas.width, first.canvas.height,
-                  first.agents.spawn, first.agents.radius)
+    state = spawn(
+        [first.seed],
+        first.agents.count,
+        first.canvas.width,
+        first.canvas.height,
+        first.agents.spawn,
+        first.agents.radius,
+    )
     points = len(presets)
-    base_state = State(state.position.repeat(points, 1, 1), state.heading.repeat(points, 1),
-                       state.trail.repeat(points, 1, 1), state.step)
+    base_state = State(
+        state.position.repeat(points, 1, 1),
+        state.heading.repeat(points, 1),
+        state.trail.repeat(points, 1, 1),
+        state.step,
+    )
     tables = build_tables([p.model_params() for p in presets], device=device)
     base = _simulation(base_state, tables, backend, device)
     base.advance(options.at)
@@ -337,9 +363,20 @@ def _chunk_twins(presets: Sequence[Preset], options: RunOptions) -> tuple[State,
     for p in range(points):
         queues = {kind: list(chosen[kind][p]) for kind in chosen}
         twins.append([queues[k].pop(0) if k in queues else Twin("none") for k in kinds])
-    batch = _cat_states([perturb(State(at_state.position[p:p + 1], at_state.heading[p:p + 1],
-                                       at_state.trail[p:p + 1], at_state.step), twins[p])
-                         for p in range(points)])
+    batch = _cat_states(
+        [
+            perturb(
+                State(
+                    at_state.position[p : p + 1],
+                    at_state.heading[p : p + 1],
+                    at_state.trail[p : p + 1],
+                    at_state.step,
+                ),
+                twins[p],
+            )
+            for p in range(points)
+        ]
+    )
     return batch, _repeat_tables(tables, 1 + len(kinds)), twins
 
 
@@ -349,9 +386,15 @@ def run_twins(presets: Sequence[Preset], options: RunOptions) -> TwinSeries:
     group = 1 + len(options.twins)
     per_chunk = points_per_chunk(presets[0], options.backend, options.device, group)
     parts, twins = [], []
-    chunks = [presets[i:i + per_chunk] for i in range(0, len(presets), per_chunk)]
-    with tqdm(total=len(chunks) * options.steps, unit="step", disable=options.quiet, leave=False,
-              desc=f"{presets[0].name}: {len(presets) * group} simulations", dynamic_ncols=True) as bar:
+    chunks = [presets[i : i + per_chunk] for i in range(0, len(presets), per_chunk)]
+    with tqdm(
+        total=len(chunks) * options.steps,
+        unit="step",
+        disable=options.quiet,
+        leave=False,
+        desc=f"{presets[0].name}: {len(presets) * group} simulations",
+        dynamic_ncols=True,
+    ) as bar:
         for chunk in chunks:
             state, tables, chunk_twins = _chunk_twins(chunk, options)
             simulation = _simulation(state, tables, options.backend, options.device)
@@ -360,13 +403,18 @@ def run_twins(presets: Sequence[Preset], options: RunOptions) -> TwinSeries:
                 simulation.advance(1)
                 rows.append(divergence(simulation.trail, _positions(simulation), group))
                 bar.update(1)
-            parts.append((torch.stack([r[0] for r in rows], dim=2).cpu().numpy(),
-                          torch.stack([r[1] for r in rows], dim=1).cpu().numpy()))
+            parts.append(
+                (
+                    torch.stack([r[0] for r in rows], dim=2).cpu().numpy(),
+                    torch.stack([r[1] for r in rows], dim=1).cpu().numpy(),
+                )
+            )
             twins += chunk_twins
             del simulation
     steps = np.arange(options.at, options.at + options.steps + 1)
-    return TwinSeries(steps, np.concatenate([p[0] for p in parts]),
-                      np.concatenate([p[1] for p in parts]), twins)
+    return TwinSeries(
+        steps, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), twins
+    )
 
 
 def points_per_chunk(preset: Preset, backend: str, device: torch.device, group: int) -> int:
@@ -376,9 +424,11 @@ def points_per_chunk(preset: Preset, backend: str, device: torch.device, group: 
     per_point = estimated_bytes(preset, backend, batch=group) + group * (cells * 40 + agents * 40)
     budget = int(available_bytes(device) * MEMORY_SHARE)
     if per_point > budget:
-        raise AnalysisError(f"{preset.name}: one point of {group} simulations needs about "
-                            f"{per_point / 2**30:.1f} GiB on {device} but {budget / 2**30:.1f} GiB "
-                            "may be used; ask for fewer --twins or a smaller canvas")
+        raise AnalysisError(
+            f"{preset.name}: one point of {group} simulations needs about "
+            f"{per_point / 2**30:.1f} GiB on {device} but {budget / 2**30:.1f} GiB "
+            "may be used; ask for fewer --twins or a smaller canvas"
+        )
     return max(1, min(budget // per_point, 65535 // group))
 
 
@@ -397,8 +447,12 @@ class ExponentFit:
     r2: float = math.nan
 
 
-def fit_exponent(divergence: Sequence[float], reference: float | Sequence[float],
-                 steps: Sequence[float] | None = None, fraction: float = WINDOW_FRACTION) -> ExponentFit:
+def fit_exponent(
+    divergence: Sequence[float],
+    reference: float | Sequence[float],
+    steps: Sequence[float] | None = None,
+    fraction: float = WINDOW_FRACTION,
+) -> ExponentFit:
     """The finite-time Lyapunov exponent of one divergence series (docs/sensitivity.md 2.3).
 
     The window opens at the first point above the series' initial value (the perturbation
@@ -431,8 +485,12 @@ def fit_exponent(divergence: Sequence[float], reference: float | Sequence[float]
     return ExponentFit(float(rate), float(intercept), start, end, float(r2))
 
 
-def saturation_index(divergence: Sequence[float], floor: float = 0.0, level: float = SATURATION_LEVEL,
-                     growth: float = PLATEAU_GROWTH) -> int | None:
+def saturation_index(
+    divergence: Sequence[float],
+    floor: float = 0.0,
+    level: float = SATURATION_LEVEL,
+    growth: float = PLATEAU_GROWTH,
+) -> int | None:
     """The first index at which the series reaches `level` of its plateau, or None where it has
     none. The plateau is the mean of the last fifth (at least 4 points); the series has one when
     the mean of that window's second half is below `growth` times its first half's, and the
@@ -442,7 +500,7 @@ def saturation_index(divergence: Sequence[float], floor: float = 0.0, level: flo
     if len(d) < window:
         return None
     tail = d[-window:]
-    first, second = tail[: window // 2].mean(), tail[window // 2:].mean()
+    first, second = tail[: window // 2].mean(), tail[window // 2 :].mean()
     plateau = tail.mean()
     if not plateau > max(floor, 0.0) or second >= growth * first:
         return None
@@ -478,14 +536,17 @@ def analyse_point(series: TwinSeries, point: int = 0) -> list[TwinResult]:
         metrics = series.metrics[point, k]
         l1, distance = metrics[:, 0], metrics[:, 2]
         saturation = saturation_index(l1, floor=WINDOW_FRACTION * decorrelated[-1, 0])
-        results.append(TwinResult(
-            twin=twin,
-            trail_fit=fit_exponent(l1, decorrelated[:, 0], steps),
-            agent_fit=fit_exponent(distance, decorrelated[:, 1], steps),
-            saturation_step=None if saturation is None else int(steps[saturation]),
-            grew=bool(np.any(l1 >= WINDOW_FRACTION * decorrelated[:, 0])),
-            final=tuple(float(v) for v in metrics[-1]),
-            plateau_ratio=float(l1[-1] / decorrelated[-1, 0]) if decorrelated[-1, 0] > 0 else math.nan))
+        results.append(
+            TwinResult(
+                twin=twin,
+                trail_fit=fit_exponent(l1, decorrelated[:, 0], steps),
+                agent_fit=fit_exponent(distance, decorrelated[:, 1], steps),
+                saturation_step=None if saturation is None else int(steps[saturation]),
+                grew=bool(np.any(l1 >= WINDOW_FRACTION * decorrelated[:, 0])),
+                final=tuple(float(v) for v in metrics[-1]),
+                plateau_ratio=float(l1[-1] / decorrelated[-1, 0]) if decorrelated[-1, 0] > 0 else math.nan,
+            )
+        )
     return results
 
 
@@ -614,14 +675,16 @@ def parse_plane_axis(spec: str) -> PlaneAxis:
     if key not in PLANE_KEYS:
         close = difflib.get_close_matches(key, PLANE_KEYS, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise AnalysisError(f"--plane {spec!r}: {key!r} is not a model parameter; {hint}"
-                            f"choose one of {', '.join(PLANE_KEYS)}")
+        raise AnalysisError(
+            f"--plane {spec!r}: {key!r} is not a model parameter; {hint}choose one of {', '.join(PLANE_KEYS)}"
+        )
     try:
         low, high = float(parts[0]), float(parts[1])
         count = int(parts[2])
     except ValueError:
-        raise AnalysisError(f"--plane {spec!r}: LO and HI must be numbers and N a whole number, "
-                            "e.g. model.decay=0.01:0.3:16") from None
+        raise AnalysisError(
+            f"--plane {spec!r}: LO and HI must be numbers and N a whole number, e.g. model.decay=0.01:0.3:16"
+        ) from None
     if not (math.isfinite(low) and math.isfinite(high)):
         raise AnalysisError(f"--plane {spec!r}: LO and HI must be finite numbers")
     if not 1 <= count <= 1024:
@@ -645,8 +708,11 @@ def plane_presets(preset: Preset, axes: Sequence[PlaneAxis]) -> list[Preset]:
                 problems.extend(error.problems)
     if problems:
         raise PresetError(problems)
-    return [_point(data, {axes[0].name: a, axes[1].name: b}, "--plane")
-            for a in axes[0].values for b in axes[1].values]
+    return [
+        _point(data, {axes[0].name: a, axes[1].name: b}, "--plane")
+        for a in axes[0].values
+        for b in axes[1].values
+    ]
 
 
 def _point(data: dict, values: dict, source: str) -> Preset:
@@ -681,11 +747,23 @@ def write_twin_csv(path: Path, series: TwinSeries, width: int, point: int = 0) -
     for i, step in enumerate(series.steps):
         level = series.decorrelated[point, i]
         for k, twin in enumerate(series.twins[point]):
-            rows.append((int(step), k + 1, twin.kind, twin.describe(width), int(twin.found),
-                         *(_format(v) for v in series.metrics[point, k, i]),
-                         _format(level[0]), _format(level[1])))
-    _write_csv(path, ("step", "twin", "kind", "target", "found", *METRICS,
-                      "decorrelated_l1", "decorrelated_distance_px"), rows)
+            rows.append(
+                (
+                    int(step),
+                    k + 1,
+                    twin.kind,
+                    twin.describe(width),
+                    int(twin.found),
+                    *(_format(v) for v in series.metrics[point, k, i]),
+                    _format(level[0]),
+                    _format(level[1]),
+                )
+            )
+    _write_csv(
+        path,
+        ("step", "twin", "kind", "target", "found", *METRICS, "decorrelated_l1", "decorrelated_distance_px"),
+        rows,
+    )
 
 
 def _pyplot():
@@ -697,8 +775,9 @@ def _pyplot():
     return plt
 
 
-def plot_divergence(path: Path, preset: Preset, series: TwinSeries, results: Sequence[TwinResult],
-                    summary: dict) -> None:
+def plot_divergence(
+    path: Path, preset: Preset, series: TwinSeries, results: Sequence[TwinResult], summary: dict
+) -> None:
     """Three panels against the step: L1 (log, with each fitted line), 1 - correlation (log),
     agent distance (log)."""
     plt = _pyplot()
@@ -710,20 +789,28 @@ def plot_divergence(path: Path, preset: Preset, series: TwinSeries, results: Seq
         label = result.twin.kind if k < 2 else None
         with np.errstate(divide="ignore", invalid="ignore"):
             for axis, values in zip(axes, (metrics[:, 0], 1 - metrics[:, 1], metrics[:, 2])):
-                axis.plot(steps, np.where(values > 0, values, np.nan), color=colour, lw=1, alpha=0.8,
-                          label=label)
+                axis.plot(
+                    steps, np.where(values > 0, values, np.nan), color=colour, lw=1, alpha=0.8, label=label
+                )
         fit = result.trail_fit
         if math.isfinite(fit.rate):
-            x = steps[fit.start:fit.end]
+            x = steps[fit.start : fit.end]
             axes[0].plot(x, np.exp(fit.intercept + fit.rate * x), color="black", lw=1.5, ls="--")
-    axes[0].plot(steps, series.decorrelated[0, :, 0], color="black", lw=1, ls=":",
-                 label="decorrelated level")
-    axes[0].plot(steps, WINDOW_FRACTION * series.decorrelated[0, :, 0], color="grey", lw=1, ls=":",
-                 label=f"{WINDOW_FRACTION:g} x decorrelated (window end)")
-    axes[2].plot(steps, series.decorrelated[0, :, 1], color="black", lw=1, ls=":",
-                 label="decorrelated level")
-    titles = ("trail: sum|T_twin - T_base| / sum T_base", "trail: 1 - Pearson correlation",
-              "agents: mean torus distance (px)")
+    axes[0].plot(steps, series.decorrelated[0, :, 0], color="black", lw=1, ls=":", label="decorrelated level")
+    axes[0].plot(
+        steps,
+        WINDOW_FRACTION * series.decorrelated[0, :, 0],
+        color="grey",
+        lw=1,
+        ls=":",
+        label=f"{WINDOW_FRACTION:g} x decorrelated (window end)",
+    )
+    axes[2].plot(steps, series.decorrelated[0, :, 1], color="black", lw=1, ls=":", label="decorrelated level")
+    titles = (
+        "trail: sum|T_twin - T_base| / sum T_base",
+        "trail: 1 - Pearson correlation",
+        "agents: mean torus distance (px)",
+    )
     for axis, title in zip(axes, titles):
         axis.set_yscale("log")
         axis.set_xlabel("step")
@@ -731,8 +818,11 @@ def plot_divergence(path: Path, preset: Preset, series: TwinSeries, results: Seq
         axis.grid(True, which="major", alpha=0.3)
     axes[0].legend(fontsize=8, loc="lower right")
     overall = summary["all"]["exponent"]
-    figure.suptitle(f"{preset.name} (seed {preset.seed}): finite-time Lyapunov exponent "
-                    f"{_pm(overall)} per step over {overall['n']} twins (dashed: fits)", fontsize=11)
+    figure.suptitle(
+        f"{preset.name} (seed {preset.seed}): finite-time Lyapunov exponent "
+        f"{_pm(overall)} per step over {overall['n']} twins (dashed: fits)",
+        fontsize=11,
+    )
     _save_figure(figure, path)
 
 
@@ -769,10 +859,12 @@ class PlaneResult:
         """Points with a measured exponent, by (measured unstable, model unstable)."""
         valid = np.isfinite(self.exponent)
         measured, model = self.exponent[valid] > self.threshold, self.leading[valid] > 0
-        return {"both_unstable": int(np.sum(measured & model)),
-                "both_stable": int(np.sum(~measured & ~model)),
-                "model_only_unstable": int(np.sum(~measured & model)),
-                "measured_only_unstable": int(np.sum(measured & ~model))}
+        return {
+            "both_unstable": int(np.sum(measured & model)),
+            "both_stable": int(np.sum(~measured & ~model)),
+            "model_only_unstable": int(np.sum(~measured & model)),
+            "measured_only_unstable": int(np.sum(measured & ~model)),
+        }
 
     @property
     def agreement(self) -> tuple[float, int]:
@@ -785,8 +877,9 @@ class PlaneResult:
         return float(agree.mean()), int(valid.sum())
 
 
-def analyse_plane(presets: Sequence[Preset], axes: Sequence[PlaneAxis], series: TwinSeries,
-                  threshold: float) -> PlaneResult:
+def analyse_plane(
+    presets: Sequence[Preset], axes: Sequence[PlaneAxis], series: TwinSeries, threshold: float
+) -> PlaneResult:
     shape = (len(axes[0].values), len(axes[1].values))
     exponent, stderr, fitted, grew, saturation, leading = (np.full(shape, np.nan) for _ in range(6))
     for point, preset in enumerate(presets):
@@ -805,15 +898,36 @@ def write_plane_csv(path: Path, plane: PlaneResult) -> None:
     for i, a in enumerate(first.values):
         for j, b in enumerate(second.values):
             measured = plane.exponent[i, j]
-            rows.append((_format(a), _format(b), _format(measured), _format(plane.stderr[i, j]),
-                         int(plane.fitted[i, j]), _format(plane.grew[i, j]),
-                         _format(plane.saturation[i, j]),
-                         _format(plane.leading[i, j]),
-                         int(measured > plane.threshold) if math.isfinite(measured) else "",
-                         int(plane.leading[i, j] > 0)))
-    _write_csv(path, (first.key, second.key, "exponent", "exponent_stderr", "twins_fitted",
-                      "grew_share", "saturation_step", "linear_leading_eigenvalue", "measured_unstable",
-                      "linear_unstable"), rows)
+            rows.append(
+                (
+                    _format(a),
+                    _format(b),
+                    _format(measured),
+                    _format(plane.stderr[i, j]),
+                    int(plane.fitted[i, j]),
+                    _format(plane.grew[i, j]),
+                    _format(plane.saturation[i, j]),
+                    _format(plane.leading[i, j]),
+                    int(measured > plane.threshold) if math.isfinite(measured) else "",
+                    int(plane.leading[i, j] > 0),
+                )
+            )
+    _write_csv(
+        path,
+        (
+            first.key,
+            second.key,
+            "exponent",
+            "exponent_stderr",
+            "twins_fitted",
+            "grew_share",
+            "saturation_step",
+            "linear_leading_eigenvalue",
+            "measured_unstable",
+            "linear_unstable",
+        ),
+        rows,
+    )
 
 
 def plot_plane(path: Path, preset: Preset, plane: PlaneResult) -> None:
@@ -830,8 +944,9 @@ def plot_plane(path: Path, preset: Preset, plane: PlaneResult) -> None:
     low = min(finite.min(), plane.threshold - 1e-6) if finite.size else plane.threshold - 1
     high = max(finite.max(), plane.threshold + 1e-6) if finite.size else plane.threshold + 1
     norm = TwoSlopeNorm(vcenter=plane.threshold, vmin=low, vmax=high)
-    mesh = axis.pcolormesh(_edges(x), _edges(y), np.ma.masked_invalid(data), cmap="coolwarm",
-                           norm=norm, shading="flat")
+    mesh = axis.pcolormesh(
+        _edges(x), _edges(y), np.ma.masked_invalid(data), cmap="coolwarm", norm=norm, shading="flat"
+    )
     figure.colorbar(mesh, ax=axis, label="finite-time Lyapunov exponent (per step)")
     fine_x, fine_y, fine = _linear_surface(preset, plane.axes)
     if np.nanmin(fine) < 0 < np.nanmax(fine):
@@ -845,8 +960,9 @@ def plot_plane(path: Path, preset: Preset, plane: PlaneResult) -> None:
     axis.set_xlabel(first.key)
     axis.set_ylabel(second.key)
     axis.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
-    axis.set_title(f"{preset.name}: measured exponent; 2x2 model agrees on "
-                   f"{share:.0%} of {count} points", fontsize=10)
+    axis.set_title(
+        f"{preset.name}: measured exponent; 2x2 model agrees on {share:.0%} of {count} points", fontsize=10
+    )
     _save_figure(figure, path)
 
 
@@ -864,8 +980,12 @@ def _linear_surface(preset: Preset, axes: Sequence[PlaneAxis], size: int = 200):
     ys = np.linspace(min(second.values), max(second.values), size)
     density = preset.agents.count / (preset.canvas.width * preset.canvas.height)
     model = preset.model.model_dump()
-    surface = np.array([[linear_model({**model, first.name: a, second.name: b}, density).eigenvalues()[0]
-                         for a in xs] for b in ys])
+    surface = np.array(
+        [
+            [linear_model({**model, first.name: a, second.name: b}, density).eigenvalues()[0] for a in xs]
+            for b in ys
+        ]
+    )
     return xs, ys, surface
 
 
@@ -896,44 +1016,65 @@ def sensitivity(preset: Preset, options: RunOptions, out_dir: Path, device_name:
     summary = summarise(results)
     stem = output_stem(preset, out_dir, "sensitivity")
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": stem.with_suffix(".csv"), "png": stem.with_suffix(".png"),
-             "json": stem.with_suffix(".json")}
+    paths = {
+        "csv": stem.with_suffix(".csv"),
+        "png": stem.with_suffix(".png"),
+        "json": stem.with_suffix(".json"),
+    }
     write_twin_csv(paths["csv"], series, preset.canvas.width)
     plot_divergence(paths["png"], preset, series, results, summary)
     linear = preset_linear_model(preset)
     document = {
         **_run_header(preset, options, device_name),
         "summary": summary,
-        "twins_detail": [{
-            "kind": r.twin.kind, "target": r.twin.describe(preset.canvas.width), "found": r.twin.found,
-            "exponent": _json_number(r.trail_fit.rate), "r2": _json_number(r.trail_fit.r2),
-            "window": [int(series.steps[r.trail_fit.start]), int(series.steps[r.trail_fit.end - 1])]
-            if r.trail_fit.end > r.trail_fit.start >= 0 else None,
-            "agent_exponent": _json_number(r.agent_fit.rate),
-            "grew": r.grew,
-            "saturation_step": r.saturation_step,
-            "final": dict(zip(METRICS, (_json_number(v) for v in r.final))),
-            "plateau_ratio": _json_number(r.plateau_ratio),
-        } for r in results],
-        "linear_model": {**{k: _json_number(v) for k, v in linear.__dict__.items()},
-                         "leading_eigenvalue": _json_number(linear.eigenvalues()[0]),
-                         "unstable": linear.unstable},
+        "twins_detail": [
+            {
+                "kind": r.twin.kind,
+                "target": r.twin.describe(preset.canvas.width),
+                "found": r.twin.found,
+                "exponent": _json_number(r.trail_fit.rate),
+                "r2": _json_number(r.trail_fit.r2),
+                "window": [int(series.steps[r.trail_fit.start]), int(series.steps[r.trail_fit.end - 1])]
+                if r.trail_fit.end > r.trail_fit.start >= 0
+                else None,
+                "agent_exponent": _json_number(r.agent_fit.rate),
+                "grew": r.grew,
+                "saturation_step": r.saturation_step,
+                "final": dict(zip(METRICS, (_json_number(v) for v in r.final))),
+                "plateau_ratio": _json_number(r.plateau_ratio),
+            }
+            for r in results
+        ],
+        "linear_model": {
+            **{k: _json_number(v) for k, v in linear.__dict__.items()},
+            "leading_eigenvalue": _json_number(linear.eigenvalues()[0]),
+            "unstable": linear.unstable,
+        },
         "outputs": {k: p.name for k, p in paths.items()},
     }
     write_json(paths["json"], document)
     return document
 
 
-def sensitivity_plane(preset: Preset, axes: Sequence[PlaneAxis], options: RunOptions, out_dir: Path,
-                      threshold: float = GROWTH_THRESHOLD, device_name: str = "") -> dict:
+def sensitivity_plane(
+    preset: Preset,
+    axes: Sequence[PlaneAxis],
+    options: RunOptions,
+    out_dir: Path,
+    threshold: float = GROWTH_THRESHOLD,
+    device_name: str = "",
+) -> dict:
     """Twins of every point of a parameter plane: heat map, CSV and JSON; returns the summary."""
     presets = plane_presets(preset, axes)
     series = run_twins(presets, options)
     plane = analyse_plane(presets, axes, series, threshold)
     stem = output_stem(preset, out_dir, f"plane-{axes[0].name}-{axes[1].name}")
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": stem.with_suffix(".csv"), "png": stem.with_suffix(".png"),
-             "json": stem.with_suffix(".json")}
+    paths = {
+        "csv": stem.with_suffix(".csv"),
+        "png": stem.with_suffix(".png"),
+        "json": stem.with_suffix(".json"),
+    }
     write_plane_csv(paths["csv"], plane)
     plot_plane(paths["png"], preset, plane)
     share, count = plane.agreement
@@ -955,35 +1096,46 @@ def sensitivity_plane(preset: Preset, axes: Sequence[PlaneAxis], options: RunOpt
 def summary_lines(document: dict) -> list[str]:
     """What `physarum sensitivity` prints: the run, the exponents, saturation, the 2x2 model."""
     kinds = document["twins"]
-    head = (f"{document['preset']} (seed {document['seed']}): {len(kinds)} twins "
-            f"({kinds.count('agent')} agent, {kinds.count('trail')} trail) perturbed at step "
-            f"{document['perturbed_at_step']}, {document['steps']} steps, {document['backend']} "
-            f"on {document['device']}")
+    head = (
+        f"{document['preset']} (seed {document['seed']}): {len(kinds)} twins "
+        f"({kinds.count('agent')} agent, {kinds.count('trail')} trail) perturbed at step "
+        f"{document['perturbed_at_step']}, {document['steps']} steps, {document['backend']} "
+        f"on {document['device']}"
+    )
     if "plane" in document:
         first, second = document["plane"]
         counts = document["confusion"]
-        return [head,
-                f"plane {first} x {second}: {document['points_compared']} points measured; "
-                f"unstable (exponent > {document['threshold']:g}/step): {document['measured_unstable']}, "
-                f"by the 2x2 model: {document['linear_unstable']}",
-                f"2x2 model agrees on {_share(document['agreement'])} of the points "
-                f"(both unstable {counts['both_unstable']}, both stable {counts['both_stable']}, "
-                f"model only {counts['model_only_unstable']}, measurement only "
-                f"{counts['measured_only_unstable']})"]
+        return [
+            head,
+            f"plane {first} x {second}: {document['points_compared']} points measured; "
+            f"unstable (exponent > {document['threshold']:g}/step): {document['measured_unstable']}, "
+            f"by the 2x2 model: {document['linear_unstable']}",
+            f"2x2 model agrees on {_share(document['agreement'])} of the points "
+            f"(both unstable {counts['both_unstable']}, both stable {counts['both_stable']}, "
+            f"model only {counts['model_only_unstable']}, measurement only "
+            f"{counts['measured_only_unstable']})",
+        ]
     lines = [head]
     for name, group in document["summary"].items():
         saturation = group["saturation_step"]
-        saturated = (f"saturated at step {_pm(saturation, 0)} ({saturation['n']} twins)"
-                     if saturation["n"] else f"no plateau within {document['steps']} steps")
-        lines.append(f"  {name:<5} exponent {_pm(group['exponent'])} per step "
-                     f"({group['exponent']['n']} fitted; agent distance {_pm(group['agent_exponent'])}); "
-                     f"grew {group['grew']}/{group['twins']}, healed {group['healed']}; {saturated}; "
-                     f"final L1 / decorrelated {_pm(group['plateau_ratio'])}")
+        saturated = (
+            f"saturated at step {_pm(saturation, 0)} ({saturation['n']} twins)"
+            if saturation["n"]
+            else f"no plateau within {document['steps']} steps"
+        )
+        lines.append(
+            f"  {name:<5} exponent {_pm(group['exponent'])} per step "
+            f"({group['exponent']['n']} fitted; agent distance {_pm(group['agent_exponent'])}); "
+            f"grew {group['grew']}/{group['twins']}, healed {group['healed']}; {saturated}; "
+            f"final L1 / decorrelated {_pm(group['plateau_ratio'])}"
+        )
     linear = document["linear_model"]
-    lines.append(f"  2x2 model: leading eigenvalue {linear['leading_eigenvalue']:.4f} per step "
-                 f"({'unstable' if linear['unstable'] else 'stable'}; decay {linear['decay']:.4g}, "
-                 f"deposit {linear['deposit']:.4g}, response {linear['response']:.4g}, "
-                 f"damping {linear['damping']:.4g})")
+    lines.append(
+        f"  2x2 model: leading eigenvalue {linear['leading_eigenvalue']:.4f} per step "
+        f"({'unstable' if linear['unstable'] else 'stable'}; decay {linear['decay']:.4g}, "
+        f"deposit {linear['deposit']:.4g}, response {linear['response']:.4g}, "
+        f"damping {linear['damping']:.4g})"
+    )
     return lines
 
 

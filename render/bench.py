@@ -8,24 +8,32 @@ and written once) over the device-to-device copy bandwidth measured in the same 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
-from physarum.kernels import get_backend
+from physarum.kernels import get_backend, reference
 from physarum.kernels.api import ModelParams, State, build_tables, spawn
 from physarum.kernels.prototype import PrototypeSimulation
-from physarum.kernels import reference
 
-BENCH_PARAMS = ModelParams(sensor_angle=22.5, sensor_distance=9, turn_angle=45, step_size=1,
-                           deposit=5, diffuse=1.0, decay=0.1, seed=7)
+BENCH_PARAMS = ModelParams(
+    sensor_angle=22.5,
+    sensor_distance=9,
+    turn_angle=45,
+    step_size=1,
+    deposit=5,
+    diffuse=1.0,
+    decay=0.1,
+    seed=7,
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,13 @@ def launches_per_step(simulation, device: torch.device, steps: int = 4) -> float
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-               and "memcpy" not in e.name.lower() and "memset" not in e.name.lower()]
+    kernels = [
+        e
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA
+        and "memcpy" not in e.name.lower()
+        and "memset" not in e.name.lower()
+    ]
     return len(kernels) / steps
 
 
@@ -143,8 +156,9 @@ STEPS_PER_REPEAT = {"triton": 128}
 DEFAULT_STEPS_PER_REPEAT = 10
 
 
-def bench_config(config: Config, device: torch.device, bandwidth: float, develop_steps: int,
-                 skip: set[str], log=print) -> list[dict]:
+def bench_config(
+    config: Config, device: torch.device, bandwidth: float, develop_steps: int, skip: set[str], log=print
+) -> list[dict]:
     state, tables = develop(config, device, develop_steps)
     floor = config.floor_bytes() / bandwidth
     rows = []
@@ -153,20 +167,30 @@ def bench_config(config: Config, device: torch.device, bandwidth: float, develop
             simulation = make(state.clone(), tables)
             launches = launches_per_step(simulation, device)
             steps = STEPS_PER_REPEAT.get(name, DEFAULT_STEPS_PER_REPEAT)
-            seconds = median_seconds(lambda: simulation.advance(steps), device) / steps
+            seconds = median_seconds(functools.partial(simulation.advance, steps), device) / steps
         except (torch.OutOfMemoryError, RuntimeError) as error:
             log(f"{config.name} {name}: skipped ({type(error).__name__}: {str(error).splitlines()[0]})")
             continue
-        rows.append({
-            "config": config.name, "implementation": name, "batch": config.batch,
-            "agents": config.agents, "width": config.width, "height": config.height,
-            "ms_per_step": seconds * 1e3, "agent_steps_per_s": config.agent_steps / seconds,
-            "launches_per_step": launches, "achieved_gb_per_s": config.floor_bytes() / seconds / 1e9,
-            "ratio_to_floor": seconds / floor,
-        })
-        log(f"{config.name:>3} {name:<14} {seconds * 1e3:9.3f} ms/step  "
+        rows.append(
+            {
+                "config": config.name,
+                "implementation": name,
+                "batch": config.batch,
+                "agents": config.agents,
+                "width": config.width,
+                "height": config.height,
+                "ms_per_step": seconds * 1e3,
+                "agent_steps_per_s": config.agent_steps / seconds,
+                "launches_per_step": launches,
+                "achieved_gb_per_s": config.floor_bytes() / seconds / 1e9,
+                "ratio_to_floor": seconds / floor,
+            }
+        )
+        log(
+            f"{config.name:>3} {name:<14} {seconds * 1e3:9.3f} ms/step  "
             f"{config.agent_steps / seconds:10.3e} agent-steps/s  x{seconds / floor:6.2f} floor  "
-            f"launches/step {launches}")
+            f"launches/step {launches}"
+        )
         del simulation
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -175,24 +199,39 @@ def bench_config(config: Config, device: torch.device, bandwidth: float, develop
     return rows
 
 
-def _one_after_another(config: Config, state: State, tables, device: torch.device, floor: float,
-                       steps_per_repeat: int, log) -> dict:
+def _one_after_another(
+    config: Config, state: State, tables, device: torch.device, floor: float, steps_per_repeat: int, log
+) -> dict:
     """The batch's simulations run one after another with the Triton backend, for comparison
     with the batched run: each timed alone, times added."""
     seconds = 0.0
     for b in range(config.batch):
-        one = State(state.position[b:b + 1].clone(), state.heading[b:b + 1].clone(),
-                    state.trail[b:b + 1].clone(), state.step.clone())
-        one_tables = type(tables)(**{k: v[b:b + 1] for k, v in tables.__dict__.items()})
+        one = State(
+            state.position[b : b + 1].clone(),
+            state.heading[b : b + 1].clone(),
+            state.trail[b : b + 1].clone(),
+            state.step.clone(),
+        )
+        one_tables = type(tables)(**{k: v[b : b + 1] for k, v in tables.__dict__.items()})
         simulation = get_backend("triton")(one, one_tables)
         seconds += median_seconds(lambda: simulation.advance(steps_per_repeat), device) / steps_per_repeat
-    log(f"{config.name:>3} {'triton 1-by-1':<14} {seconds * 1e3:9.3f} ms/step  "
-        f"{config.agent_steps / seconds:10.3e} agent-steps/s  x{seconds / floor:6.2f} floor")
-    return {"config": config.name, "implementation": "triton, one after another", "batch": config.batch,
-            "agents": config.agents, "width": config.width, "height": config.height,
-            "ms_per_step": seconds * 1e3, "agent_steps_per_s": config.agent_steps / seconds,
-            "launches_per_step": 2.0 * config.batch, "achieved_gb_per_s": config.floor_bytes() / seconds / 1e9,
-            "ratio_to_floor": seconds / floor}
+    log(
+        f"{config.name:>3} {'triton 1-by-1':<14} {seconds * 1e3:9.3f} ms/step  "
+        f"{config.agent_steps / seconds:10.3e} agent-steps/s  x{seconds / floor:6.2f} floor"
+    )
+    return {
+        "config": config.name,
+        "implementation": "triton, one after another",
+        "batch": config.batch,
+        "agents": config.agents,
+        "width": config.width,
+        "height": config.height,
+        "ms_per_step": seconds * 1e3,
+        "agent_steps_per_s": config.agent_steps / seconds,
+        "launches_per_step": 2.0 * config.batch,
+        "achieved_gb_per_s": config.floor_bytes() / seconds / 1e9,
+        "ratio_to_floor": seconds / floor,
+    }
 
 
 def triton_peak_memory(config: Config, device: torch.device, steps: int = 20) -> int:
@@ -215,27 +254,44 @@ def triton_peak_memory(config: Config, device: torch.device, steps: int = 20) ->
 
 def environment(device: torch.device, bandwidth: float) -> dict:
     cpu = f"{os.cpu_count()}-core {platform.machine()} CPU"
-    info = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "copy_bandwidth_gb_per_s": bandwidth / 1e9, "cpu_threads": torch.get_num_threads()}
+    info = {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "copy_bandwidth_gb_per_s": bandwidth / 1e9,
+        "cpu_threads": torch.get_num_threads(),
+    }
     try:
         import triton
+
         info["triton"] = triton.__version__
     except ImportError:
         info["triton"] = None
     return info
 
 
-def run_bench(configs: list[str], device: torch.device, out: Path | None, develop_steps: int = 500,
-              skip: set[str] = frozenset(), log=print) -> dict:
+def run_bench(
+    configs: list[str],
+    device: torch.device,
+    out: Path | None,
+    develop_steps: int = 500,
+    skip: set[str] = frozenset(),
+    log=print,
+) -> dict:
     bandwidth = copy_bandwidth(device)
     log(f"copy bandwidth {bandwidth / 1e9:.0f} GB/s on {device}")
-    document = {"environment": environment(device, bandwidth), "develop_steps": develop_steps,
-                "protocol": "median of 7 CUDA-event-timed repeats after warm-up; a repeat is 128 steps "
-                            "for triton (one sort period) and 10 for the others",
-                "triton_peak_memory_bytes": {}, "results": []}
+    document = {
+        "environment": environment(device, bandwidth),
+        "develop_steps": develop_steps,
+        "protocol": "median of 7 CUDA-event-timed repeats after warm-up; a repeat is 128 steps "
+        "for triton (one sort period) and 10 for the others",
+        "triton_peak_memory_bytes": {},
+        "results": [],
+    }
     for name in configs:  # saved after each configuration, so a cut-off run keeps what it did
-        document["results"] += bench_config(CONFIGS[name], device, bandwidth, develop_steps, set(skip), log=log)
+        document["results"] += bench_config(
+            CONFIGS[name], device, bandwidth, develop_steps, set(skip), log=log
+        )
         if device.type == "cuda" and "triton" not in skip:
             peak = triton_peak_memory(CONFIGS[name], device)
             document["triton_peak_memory_bytes"][name] = peak

@@ -30,34 +30,69 @@ def _parser() -> argparse.ArgumentParser:
     render = commands.add_parser("render", help="render a preset to GIF, MP4 and PNG")
     source = render.add_mutually_exclusive_group(required=True)
     source.add_argument("preset", nargs="?", help="a preset YAML file, or the name of a curated preset")
-    source.add_argument("--from", dest="from_file", metavar="FILE",
-                        help="render again from what a GIF, MP4, PNG or JSON output carries")
-    render.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a preset key, e.g. --set model.decay=0.05 (repeatable)")
+    source.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="render again from what a GIF, MP4, PNG or JSON output carries",
+    )
+    render.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a preset key, e.g. --set model.decay=0.05 (repeatable)",
+    )
     render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
-    render.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
+    render.add_argument(
+        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
+    )
     render.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
     render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
-    render.add_argument("--scale", type=float, default=None,
-                        help="GIF size as a fraction of the canvas (output.gif_scale), for previews of large canvases")
-    render.add_argument("--frames-dir", default=None, metavar="DIR",
-                        help="also write every frame as a numbered PNG into DIR")
-    render.add_argument("--stats", action="store_true",
-                        help="also write per-step trail statistics as CSV (<name>-s<seed>.stats.csv)")
+    render.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="GIF size as a fraction of the canvas (output.gif_scale), for previews of large canvases",
+    )
+    render.add_argument(
+        "--frames-dir", default=None, metavar="DIR", help="also write every frame as a numbered PNG into DIR"
+    )
+    render.add_argument(
+        "--stats",
+        action="store_true",
+        help="also write per-step trail statistics as CSV (<name>-s<seed>.stats.csv)",
+    )
 
     sweep = commands.add_parser("sweep", help="render every job of a sweep file, batched and resumable")
     sweep.add_argument("sweep", metavar="SWEEP", help="a sweep YAML file, or the name of one in sweeps/")
-    sweep.add_argument("--dry-run", action="store_true", help="list the jobs (id, values, state); write nothing")
-    sweep.add_argument("--devices", default=None,
-                       help="all (every GPU, else the CPU; default), cpu, or a list like cuda:0,cuda:1")
-    sweep.add_argument("--ray", default=None, metavar="auto|local|ADDRESS",
-                       help="run batches as Ray tasks: auto joins the running cluster, local starts one here")
-    sweep.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
+    sweep.add_argument(
+        "--dry-run", action="store_true", help="list the jobs (id, values, state); write nothing"
+    )
+    sweep.add_argument(
+        "--devices",
+        default=None,
+        help="all (every GPU, else the CPU; default), cpu, or a list like cuda:0,cuda:1",
+    )
+    sweep.add_argument(
+        "--ray",
+        default=None,
+        metavar="auto|local|ADDRESS",
+        help="run batches as Ray tasks: auto joins the running cluster, local starts one here",
+    )
+    sweep.add_argument(
+        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
+    )
     sweep.add_argument("--out", default="outputs", help="output folder; the sweep writes into OUT/<sweep>/")
     sweep.add_argument("--retry-failed", action="store_true", help="run jobs that failed before again")
-    sweep.add_argument("--batch", type=int, default=None,
-                       help="at most this many simulations per batch (default 64; memory may lower it)")
+    sweep.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help="at most this many simulations per batch (default 64; memory may lower it)",
+    )
     sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
 
@@ -72,30 +107,62 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--device", default=None)
     prof.add_argument("--steps", type=int, default=20, help="steps recorded (default 20)")
     prof.add_argument("--warmup", type=int, default=50, help="steps before the record (default 50)")
-    prof.add_argument("--trace", default=None, help="trace file (default outputs/<name>/<name>-<backend>.trace.json)")
+    prof.add_argument(
+        "--trace", default=None, help="trace file (default outputs/<name>/<name>-<backend>.trace.json)"
+    )
 
     bench = commands.add_parser("bench", help="step timings of every implementation against the memory floor")
-    bench.add_argument("--configs", default=None,
-                       help="comma-separated of S, L, XL, X, CPU (default: S,L,XL,X on a GPU, CPU otherwise)")
+    bench.add_argument(
+        "--configs",
+        default=None,
+        help="comma-separated of S, L, XL, X, CPU (default: S,L,XL,X on a GPU, CPU otherwise)",
+    )
     bench.add_argument("--device", default=None)
-    bench.add_argument("--develop", type=int, default=500, help="steps that develop the state first (default 500)")
-    bench.add_argument("--skip", default="", help="implementations to leave out, e.g. prototype,torch.compile")
+    bench.add_argument(
+        "--develop", type=int, default=500, help="steps that develop the state first (default 500)"
+    )
+    bench.add_argument(
+        "--skip", default="", help="implementations to leave out, e.g. prototype,torch.compile"
+    )
     bench.add_argument("--out", default=None, help="results JSON (default benchmarks/<device>.json)")
 
-    sens = commands.add_parser("sensitivity", help="divergence of minimally perturbed twins: Lyapunov "
-                               "exponents, saturation, parameter planes")
+    sens = commands.add_parser(
+        "sensitivity",
+        help="divergence of minimally perturbed twins: Lyapunov exponents, saturation, parameter planes",
+    )
     sens.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
-    sens.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-                      help="override a preset key, e.g. --set canvas.width=256 (repeatable)")
-    sens.add_argument("--steps", type=int, default=None, help="steps after the perturbation (default: run.steps)")
-    sens.add_argument("--twins", type=int, default=None,
-                      help="twins per simulation, alternately agent and trail (default 8; 4 with --plane)")
+    sens.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a preset key, e.g. --set canvas.width=256 (repeatable)",
+    )
+    sens.add_argument(
+        "--steps", type=int, default=None, help="steps after the perturbation (default: run.steps)"
+    )
+    sens.add_argument(
+        "--twins",
+        type=int,
+        default=None,
+        help="twins per simulation, alternately agent and trail (default 8; 4 with --plane)",
+    )
     sens.add_argument("--at", type=int, default=1, help="the step whose state is perturbed (default 1)")
-    sens.add_argument("--plane", nargs=2, default=None, metavar="KEY=LO:HI:N",
-                      help="measure over a grid of two model parameters, e.g. --plane "
-                           "model.deposit=1:10:16 model.decay=0.01:0.3:16")
-    sens.add_argument("--threshold", type=float, default=None,
-                      help="with --plane: exponent (per step) above which a point counts as unstable (default 0)")
+    sens.add_argument(
+        "--plane",
+        nargs=2,
+        default=None,
+        metavar="KEY=LO:HI:N",
+        help="measure over a grid of two model parameters, e.g. --plane "
+        "model.deposit=1:10:16 model.decay=0.01:0.3:16",
+    )
+    sens.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="with --plane: exponent (per step) above which a point counts as unstable (default 0)",
+    )
     sens.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
     sens.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
     sens.add_argument("--out", default="outputs", help="output folder (default: outputs)")
@@ -117,7 +184,7 @@ def resolve_preset_path(name: str) -> Path:
     return _path_or_named(name, PRESETS_DIR)
 
 
-def _load_for_render(args) -> "Preset":  # noqa: F821
+def _load_for_render(args) -> Preset:  # noqa: F821
     overrides = {"seed": args.seed}
     if args.scale is not None:  # a flag for output.gif_scale, so outputs carry it
         args.settings = [*args.settings, f"output.gif_scale={args.scale!r}"]
@@ -128,11 +195,14 @@ def _load_for_render(args) -> "Preset":  # noqa: F821
         except FileNotFoundError:
             raise PresetError([f"{path}: no such file"]) from None
         except Exception as error:
-            raise PresetError([f"{path}: carries no physarum preset ({type(error).__name__}: {error})"]) from None
+            raise PresetError(
+                [f"{path}: carries no physarum preset ({type(error).__name__}: {error})"]
+            ) from None
         data = yaml.safe_load(text)
         # embedded image paths are absolute, or relative to the working directory (portable_dump)
-        return build_preset(data if isinstance(data, dict) else {}, str(path), args.settings, overrides,
-                            base=Path.cwd())
+        return build_preset(
+            data if isinstance(data, dict) else {}, str(path), args.settings, overrides, base=Path.cwd()
+        )
     return load_preset(resolve_preset_path(args.preset), args.settings, overrides)
 
 
@@ -146,10 +216,14 @@ def cmd_render(args) -> int:
         from physarum.render.stats import StatsRecorder
 
         stats = StatsRecorder(output_paths(preset, Path(args.out))["json"].with_suffix(".stats.csv"))
-    options = RenderOptions(backend=args.backend, device=args.device, out_dir=Path(args.out),
-                            quiet=args.quiet,
-                            frames_dir=Path(args.frames_dir) if args.frames_dir else None,
-                            on_step=stats)
+    options = RenderOptions(
+        backend=args.backend,
+        device=args.device,
+        out_dir=Path(args.out),
+        quiet=args.quiet,
+        frames_dir=Path(args.frames_dir) if args.frames_dir else None,
+        on_step=stats,
+    )
     result = render(preset, options)
     if stats is not None:
         result.outputs["stats"] = stats.write()
@@ -161,8 +235,10 @@ def cmd_render(args) -> int:
     if not args.quiet:
         t = result.timings
         encoders = ", ".join(f"{k[7:-2]} {v:.1f} s" for k, v in t.items() if k.startswith("encode_"))
-        print(f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})",
-              file=sys.stderr)
+        print(
+            f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -179,14 +255,23 @@ def cmd_sweep(args) -> int:
     if args.dry_run:
         print("\n".join(sweeps.dry_run_lines(sweep, Path(args.out), max(1, max_batch))))
         return 0
-    options = sweeps.SweepOptions(backend=args.backend, devices=args.devices, ray=args.ray,
-                                  out_dir=Path(args.out), retry_failed=args.retry_failed,
-                                  max_batch=max_batch, quiet=args.quiet, gallery=not args.no_gallery)
+    options = sweeps.SweepOptions(
+        backend=args.backend,
+        devices=args.devices,
+        ray=args.ray,
+        out_dir=Path(args.out),
+        retry_failed=args.retry_failed,
+        max_batch=max_batch,
+        quiet=args.quiet,
+        gallery=not args.no_gallery,
+    )
     summary = sweeps.run_sweep(sweep, options)
     failed = summary.failed
-    print(f"{sweep.name}: {len(sweep.jobs)} jobs: {len(sweep.jobs) - len(failed)} done "
-          f"({summary.ran} run now, {summary.skipped} done before), {len(failed)} failed, "
-          f"{summary.seconds:.1f} s; manifest {summary.sweep_dir / 'manifest.jsonl'}")
+    print(
+        f"{sweep.name}: {len(sweep.jobs)} jobs: {len(sweep.jobs) - len(failed)} done "
+        f"({summary.ran} run now, {summary.skipped} done before), {len(failed)} failed, "
+        f"{summary.seconds:.1f} s; manifest {summary.sweep_dir / 'manifest.jsonl'}"
+    )
     if summary.gallery:
         print(f"gallery: {summary.gallery}")
     for record in failed:
@@ -210,7 +295,9 @@ def cmd_validate(args) -> int:
     for name in args.presets:
         try:
             preset = load_preset(resolve_preset_path(name))
-            print(f"ok  {name}  ({preset.name}: {preset.frames} frames, {preset.canvas.width}x{preset.canvas.height})")
+            print(
+                f"ok  {name}  ({preset.name}: {preset.frames} frames, {preset.canvas.width}x{preset.canvas.height})"
+            )
         except PresetError as error:
             problems.extend(error.problems)
     if problems:
@@ -269,23 +356,33 @@ def cmd_sensitivity(args) -> int:
     axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
     if preset.has_world:
-        raise RenderError(f"{preset.name}: physarum sensitivity measures plain presets (one species on "
-                          "the empty torus); remove world:, species: and image spawns, or use "
-                          "render --stats (statistics of species 0's trail)")
+        raise RenderError(
+            f"{preset.name}: physarum sensitivity measures plain presets (one species on "
+            "the empty torus); remove world:, species: and image spawns, or use "
+            "render --stats (statistics of species 0's trail)"
+        )
     twins = 4 if axes and args.twins is None else 8 if args.twins is None else args.twins
     if not 1 <= twins <= 64:
         raise RenderError(f"--twins must be from 1 to 64, got {twins}")
     if args.at < 1:
-        raise RenderError(f"--at must be at least 1 (the trail is empty before the first step), got {args.at}")
+        raise RenderError(
+            f"--at must be at least 1 (the trail is empty before the first step), got {args.at}"
+        )
     steps = _positive(preset.run.steps if args.steps is None else args.steps, "--steps")
     device = resolve_device(args.device)
-    options = analysis.RunOptions(steps=steps, at=args.at, twins=analysis.twin_kinds(twins),
-                                  backend=resolve_backend(args.backend, device), device=device,
-                                  quiet=args.quiet)
+    options = analysis.RunOptions(
+        steps=steps,
+        at=args.at,
+        twins=analysis.twin_kinds(twins),
+        backend=resolve_backend(args.backend, device),
+        device=device,
+        quiet=args.quiet,
+    )
     threshold = analysis.GROWTH_THRESHOLD if args.threshold is None else args.threshold
     if axes:
-        document = analysis.sensitivity_plane(preset, axes, options, Path(args.out), threshold,
-                                              torch_device_name(device))
+        document = analysis.sensitivity_plane(
+            preset, axes, options, Path(args.out), threshold, torch_device_name(device)
+        )
     else:
         document = analysis.sensitivity(preset, options, Path(args.out), torch_device_name(device))
     print("\n".join(analysis.summary_lines(document)))
@@ -294,9 +391,15 @@ def cmd_sensitivity(args) -> int:
     return 0
 
 
-COMMANDS = {"render": cmd_render, "presets": cmd_presets, "validate": cmd_validate,
-            "profile": cmd_profile, "bench": cmd_bench, "sweep": cmd_sweep,
-            "sensitivity": cmd_sensitivity}
+COMMANDS = {
+    "render": cmd_render,
+    "presets": cmd_presets,
+    "validate": cmd_validate,
+    "profile": cmd_profile,
+    "bench": cmd_bench,
+    "sweep": cmd_sweep,
+    "sensitivity": cmd_sensitivity,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

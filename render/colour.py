@@ -58,7 +58,8 @@ class Colourist:
                 "levels": self._levels.to(device),
                 "tables": torch.from_numpy(np.stack(self.tables)).to(device),
                 "low": torch.tensor(levels.low, dtype=torch.float32).to(device),
-                "high": torch.tensor(high, dtype=torch.float32).to(device)}
+                "high": torch.tensor(high, dtype=torch.float32).to(device),
+            }
         return self._device_tables[device]
 
     def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
@@ -87,7 +88,9 @@ class Colourist:
         tables = self._on(index.device)["tables"]
         return tables[self.palette_index(frame)][index.to(torch.int64)]
 
-    def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def colour(
+        self, trail: torch.Tensor, frame: int, rgb: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(index frame [H, W] uint8, RGB frame [H, W, 3] uint8 or None) of frame `frame`."""
         index = self.index_frame(trail)
         return index, (self.rgb(index, frame) if rgb else None)
@@ -128,10 +131,10 @@ def product_palette(ramps: np.ndarray) -> np.ndarray:
     each species at its representative level q_s * 255 // (K - 1) (unused entries black)."""
     species = len(ramps)
     k = PRODUCT_LEVELS[species]
-    index = np.arange(k ** species)
-    quantised = np.stack([(index // k ** s) % k for s in range(species)])
+    index = np.arange(k**species)
+    quantised = np.stack([(index // k**s) % k for s in range(species)])
     table = np.zeros((256, 3), dtype=np.uint8)
-    table[:k ** species] = blend(ramps, quantised * 255 // (k - 1))
+    table[: k**species] = blend(ramps, quantised * 255 // (k - 1))
     return table
 
 
@@ -156,9 +159,11 @@ class SpeciesColourist:
 
     def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         if device not in self._device:
-            weights = torch.tensor([self.k ** s for s in range(self.species)], dtype=torch.int32)
-            self._device[device] = (torch.from_numpy(self.ramps).to(device).to(torch.int32),
-                                    weights.to(device)[:, None, None])
+            weights = torch.tensor([self.k**s for s in range(self.species)], dtype=torch.int32)
+            self._device[device] = (
+                torch.from_numpy(self.ramps).to(device).to(torch.int32),
+                weights.to(device)[:, None, None],
+            )
         return self._device[device]
 
     def level_frames(self, maps: torch.Tensor) -> torch.Tensor:
@@ -168,7 +173,9 @@ class SpeciesColourist:
     def index_frame(self, maps: torch.Tensor) -> torch.Tensor:
         return self.colour(maps, 0, rgb=False)[0]
 
-    def colour(self, maps: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def colour(
+        self, maps: torch.Tensor, frame: int, rgb: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(product index frame [H, W] uint8, blended RGB [H, W, 3] uint8 or None)."""
         ramps, weights = self._on(maps.device)
         levels = self.level_frames(maps).to(torch.int32)
@@ -187,7 +194,7 @@ class SpeciesColourist:
         return self.tables[0]
 
 
-def make_colourist(preset: Preset) -> "Colourist | SpeciesColourist":
+def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
     """The colouring of a preset: its palettes, or with a species section each species' ramp."""
     if preset.species is None:
         return Colourist(preset.palette)

@@ -46,8 +46,9 @@ class GifWriter(PartialFile):
     """Streams index frames into a GIF89a: one global colour table for the first palette and
     a local table on every frame shown with another; no re-quantization, no frame merging."""
 
-    def __init__(self, path: Path, width: int, height: int, fps: int, loop: int, comment: str,
-                 palette: np.ndarray):
+    def __init__(
+        self, path: Path, width: int, height: int, fps: int, loop: int, comment: str, palette: np.ndarray
+    ):
         super().__init__(path)
         self.global_palette = palette.tobytes()
         self.duration_ms = 10 * max(1, round(100 / fps))  # GIF delays are whole centiseconds
@@ -56,7 +57,9 @@ class GifWriter(PartialFile):
         self.file.write(self.global_palette)
         self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", loop) + b"\x00")
         data = comment.encode("utf-8")
-        blocks = b"".join(bytes([len(data[i:i + 255])]) + data[i:i + 255] for i in range(0, len(data), 255))
+        blocks = b"".join(
+            bytes([len(data[i : i + 255])]) + data[i : i + 255] for i in range(0, len(data), 255)
+        )
         self.file.write(b"!\xfe" + blocks + b"\x00")
 
     def write(self, index: np.ndarray, palette: np.ndarray) -> None:
@@ -90,8 +93,9 @@ class Mp4Writer(PartialFile):
     def __init__(self, path: Path, width: int, height: int, fps: int, comment: str):
         super().__init__(path)
         self.size = even_size(width, height)
-        self.container = av.open(str(self.temporary), mode="w", format="mp4",
-                                  options={"movflags": "+faststart"})
+        self.container = av.open(
+            str(self.temporary), mode="w", format="mp4", options={"movflags": "+faststart"}
+        )
         self.container.metadata["comment"] = comment
         stream = self.container.add_stream("libx264", rate=Fraction(fps))
         stream.width, stream.height = self.size
@@ -145,13 +149,15 @@ class PngWriter(PartialFile):
         super().commit()
 
 
-def save_png(path: Path, rgb: np.ndarray, comment: str, compress_level: int = 6,
-             dpi: int | None = None) -> None:
+def save_png(
+    path: Path, rgb: np.ndarray, comment: str, compress_level: int = 6, dpi: int | None = None
+) -> None:
     info = PngImagePlugin.PngInfo()
     info.add_itxt(EMBED_KEY, comment)
     extra = {} if dpi is None else {"dpi": (dpi, dpi)}
-    Image.fromarray(rgb, mode="RGB").save(path, format="PNG", pnginfo=info,
-                                          compress_level=compress_level, **extra)
+    Image.fromarray(rgb, mode="RGB").save(
+        path, format="PNG", pnginfo=info, compress_level=compress_level, **extra
+    )
 
 
 class FramesDirWriter:
@@ -193,8 +199,15 @@ def open_writer(spec: dict):
     {"format": "frames", "folder", "stem", "comment"}."""
     kind = spec["format"]
     if kind == "gif":
-        return GifWriter(Path(spec["path"]), spec["width"], spec["height"], spec["fps"], spec["loop"],
-                         spec["comment"], np.array(spec["palette"], dtype=np.uint8).reshape(256, 3))
+        return GifWriter(
+            Path(spec["path"]),
+            spec["width"],
+            spec["height"],
+            spec["fps"],
+            spec["loop"],
+            spec["comment"],
+            np.array(spec["palette"], dtype=np.uint8).reshape(256, 3),
+        )
     if kind == "mp4":
         return Mp4Writer(Path(spec["path"]), spec["width"], spec["height"], spec["fps"], spec["comment"])
     if kind == "png":

@@ -47,8 +47,12 @@ class EncoderProcess:
         self.specs, self.path = specs, Path(path)  # path names the job in messages
         self.gif = any(spec["format"] == "gif" for spec in specs)
         self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child never blocks
-        self.process = subprocess.Popen([sys.executable, "-m", "physarum.render.encoder_process"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "physarum.render.encoder_process"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+        )
         header = json.dumps({"outputs": specs}).encode("utf-8")
         self._send(struct.pack("<Q", len(header)) + header)
 
@@ -138,8 +142,10 @@ def _encode(stdin, writers: list[tuple[dict, object]]) -> None:
             spec, writer = gif
             index = _read_block(stdin, spec["width"] * spec["height"])
             palette = _read_block(stdin, 768)
-            writer.write(np.frombuffer(index, dtype=np.uint8).reshape(spec["height"], spec["width"]),
-                         np.frombuffer(palette, dtype=np.uint8).reshape(256, 3))
+            writer.write(
+                np.frombuffer(index, dtype=np.uint8).reshape(spec["height"], spec["width"]),
+                np.frombuffer(palette, dtype=np.uint8).reshape(256, 3),
+            )
         if flags[0] & RGB_FLAG:
             width, height = rgb[0][0]["width"], rgb[0][0]["height"]
             frame = np.frombuffer(_read_block(stdin, width * height * 3), dtype=np.uint8)

@@ -84,15 +84,25 @@ def gallery_html(sweep_dir: Path, records: list[dict]) -> str:
     statuses = sorted({r.get("status", "?") for r in records})
     filters += _select("status", statuses)
     return PAGE.format(
-        title=html.escape(title), count=len(records), done=done, failed=len(records) - done,
-        sort_options=sort_options, filters=filters, cards=cards,
-        presets=_script_json(presets), script=SCRIPT, style=STYLE)
+        title=html.escape(title),
+        count=len(records),
+        done=done,
+        failed=len(records) - done,
+        sort_options=sort_options,
+        filters=filters,
+        cards=cards,
+        presets=_script_json(presets),
+        script=SCRIPT,
+        style=STYLE,
+    )
 
 
 def _select(key: str, values: list[str]) -> str:
     options = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
-    return (f'<label>{html.escape(key)} <select data-filter="{html.escape(key)}">'
-            f'<option value="">any</option>{options}</select></label>')
+    return (
+        f'<label>{html.escape(key)} <select data-filter="{html.escape(key)}">'
+        f'<option value="">any</option>{options}</select></label>'
+    )
 
 
 def _filter_control(key: str, values: list) -> str:
@@ -104,10 +114,14 @@ def _filter_control(key: str, values: list) -> str:
         return _select(key, labels)
     if numbers:  # many distinct numbers (random sweeps): a range
         k = html.escape(key)
-        return (f'<label>{k} <input type="number" step="any" data-min="{k}" placeholder="min"> '
-                f'<input type="number" step="any" data-max="{k}" placeholder="max"></label>')
-    return (f'<label>{html.escape(key)} <input type="search" data-contains="{html.escape(key)}" '
-            f'placeholder="contains"></label>')
+        return (
+            f'<label>{k} <input type="number" step="any" data-min="{k}" placeholder="min"> '
+            f'<input type="number" step="any" data-max="{k}" placeholder="max"></label>'
+        )
+    return (
+        f'<label>{html.escape(key)} <input type="search" data-contains="{html.escape(key)}" '
+        f'placeholder="contains"></label>'
+    )
 
 
 def _card(record: dict, keys: list[str]) -> str:
@@ -119,25 +133,36 @@ def _card(record: dict, keys: list[str]) -> str:
     width, height = _preview_size(preset)
     name = html.escape(record["name"])
     if preview:
-        picture = (f'<a href="{html.escape(preview)}"><img src="{html.escape(preview)}" alt="{name}" '
-                   f'width="{width}" height="{height}" loading="eager"></a>')
+        picture = (
+            f'<a href="{html.escape(preview)}"><img src="{html.escape(preview)}" alt="{name}" '
+            f'width="{width}" height="{height}" loading="eager"></a>'
+        )
     else:
         error = html.escape((record.get("error") or record.get("status", "")).strip())
-        picture = f'<div class="missing"><b>{html.escape(record.get("status", "?"))}</b><pre>{error}</pre></div>'
-    links = "".join(f' <a href="{html.escape(path)}">{html.escape(fmt)}</a>'
-                    for fmt, path in (record.get("outputs") or {}).items())
-    return (f'<figure class="card {html.escape(record.get("status", ""))}" id="job-{record["id"]}" '
-            f'data-index="{record.get("index", 0)}" data-status="{html.escape(record.get("status", ""))}" '
-            f'data-values="{html.escape(json.dumps(values))}" data-numbers="{html.escape(json.dumps(_numbers(params, keys)))}">'
-            f'{picture}<figcaption><div class="name"><b>{name}</b> <code>{record["id"]}</code>{links}</div>'
-            f'<table>{rows}</table>'
-            f'<button type="button" class="copy" data-id="{record["id"]}">copy preset YAML</button>'
-            f'</figcaption></figure>')
+        picture = (
+            f'<div class="missing"><b>{html.escape(record.get("status", "?"))}</b><pre>{error}</pre></div>'
+        )
+    links = "".join(
+        f' <a href="{html.escape(path)}">{html.escape(fmt)}</a>'
+        for fmt, path in (record.get("outputs") or {}).items()
+    )
+    return (
+        f'<figure class="card {html.escape(record.get("status", ""))}" id="job-{record["id"]}" '
+        f'data-index="{record.get("index", 0)}" data-status="{html.escape(record.get("status", ""))}" '
+        f'data-values="{html.escape(json.dumps(values))}" data-numbers="{html.escape(json.dumps(_numbers(params, keys)))}">'
+        f'{picture}<figcaption><div class="name"><b>{name}</b> <code>{record["id"]}</code>{links}</div>'
+        f"<table>{rows}</table>"
+        f'<button type="button" class="copy" data-id="{record["id"]}">copy preset YAML</button>'
+        f"</figcaption></figure>"
+    )
 
 
 def _numbers(params: dict, keys: list[str]) -> dict:
-    return {k: params[k] for k in keys
-            if isinstance(params.get(k), (int, float)) and not isinstance(params.get(k), bool)}
+    return {
+        k: params[k]
+        for k in keys
+        if isinstance(params.get(k), (int, float)) and not isinstance(params.get(k), bool)
+    }
 
 
 def _preview_size(preset: dict) -> tuple[int, int]:

@@ -41,7 +41,7 @@ def parse_hex(colour: str) -> tuple[int, int, int]:
     digits = match.group(1)
     if len(digits) == 3:
         digits = "".join(d * 2 for d in digits)
-    return tuple(int(digits[i:i + 2], 16) for i in (0, 2, 4))
+    return tuple(int(digits[i : i + 2], 16) for i in (0, 2, 4))
 
 
 def _smooth(stops: list[tuple[int, int, int]]) -> np.ndarray:

@@ -14,11 +14,20 @@ import os
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model,
-                      field_validator, model_serializer, model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE, MAX_SPECIES, ModelParams, species_seed
 from physarum.render.palette import PALETTES, parse_hex
@@ -99,16 +108,21 @@ class Agents(_Section):
     set by the Preset; with model.units: short_side, per cell of a 512-pixel short side). With
     species, the count is the total: each species has count // S."""
 
-    count: Optional[int] = Field(None, ge=1, le=MAX_AGENTS)
+    count: int | None = Field(None, ge=1, le=MAX_AGENTS)
     spawn: SPAWN_NAMES = "random"
     radius: float = Field(0.35, gt=0, le=0.5, description="disk/ring radius, fraction of the short side")
-    density: Optional[float] = Field(None, gt=0, le=1024, description="agents per cell (of a 512-pixel short side with units: short_side), instead of count")
-    image: Optional[str] = Field(None, description="greyscale image: agent density of spawn: image")
+    density: float | None = Field(
+        None,
+        gt=0,
+        le=1024,
+        description="agents per cell (of a 512-pixel short side with units: short_side), instead of count",
+    )
+    image: str | None = Field(None, description="greyscale image: agent density of spawn: image")
 
     _image = field_validator("image")(_image_path)
 
     @model_validator(mode="after")
-    def _count_or_density(self) -> "Agents":
+    def _count_or_density(self) -> Agents:
         if self.count is not None and self.density is not None:
             raise ValueError("give count or density, not both")
         if self.count is None and self.density is None:
@@ -132,7 +146,8 @@ class Model(_Section):
     diffuse: float = Field(1.0, ge=0, le=1, description="share of the 3x3 mean blended in")
     decay: float = Field(0.1, ge=0, lt=1, description="share of the trail lost per step")
     units: Literal["pixels", "short_side"] = Field(
-        "pixels", description="sensor_distance and step_size in pixels or fractions of the short side")
+        "pixels", description="sensor_distance and step_size in pixels or fractions of the short side"
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
@@ -163,7 +178,7 @@ def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
     for key, field in model.model_fields.items():
         info = copy.copy(field)
         info.default, info.default_factory = None, None
-        fields[key] = (Optional[field.annotation], info)
+        fields[key] = (field.annotation | None, info)
     return create_model(name, __base__=_Optional, **fields)
 
 
@@ -178,11 +193,13 @@ class Run(_Section):
 
 class Levels(_Section):
     low: float = Field(0.0, ge=0)
-    high: Union[float, Literal["auto"]] = "auto"
-    quantile: float = Field(0.99, gt=0, le=1, description="with high: auto, the trail quantile shown at full brightness")
+    high: float | Literal["auto"] = "auto"
+    quantile: float = Field(
+        0.99, gt=0, le=1, description="with high: auto, the trail quantile shown at full brightness"
+    )
 
 
-PaletteEntry = Union[str, list[str]]
+PaletteEntry = str | list[str]
 
 
 class Palette(_Section):
@@ -203,8 +220,10 @@ def check_palette_entry(entry: PaletteEntry) -> PaletteEntry:
     if isinstance(entry, str) and entry not in PALETTES:
         close = difflib.get_close_matches(entry, PALETTES, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown palette {entry!r}{hint}; named palettes: "
-                         f"{', '.join(sorted(PALETTES))}, or a list of 2 to 256 hex colours")
+        raise ValueError(
+            f"unknown palette {entry!r}{hint}; named palettes: "
+            f"{', '.join(sorted(PALETTES))}, or a list of 2 to 256 hex colours"
+        )
     if isinstance(entry, list):
         if not 2 <= len(entry) <= 256:
             raise ValueError(f"a colour list needs 2 to 256 hex colours, got {len(entry)}")
@@ -218,7 +237,7 @@ class Output(_Optional):
     fps: int = Field(30, ge=1, le=100)
     loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
-    png_dpi: Optional[int] = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
+    png_dpi: int | None = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,7 +245,9 @@ class Output(_Optional):
 
 
 class TrailImage(_Section):
-    path: str = Field(description="greyscale image; brightness v seeds every species' trail with v / 255 * scale")
+    path: str = Field(
+        description="greyscale image; brightness v seeds every species' trail with v / 255 * scale"
+    )
     scale: float = Field(1.0, gt=0, le=1e6)
 
     _path = field_validator("path")(_image_path)
@@ -256,30 +277,32 @@ class FoodImage(_Section):
 
 class Food(_Optional):
     points: list[FoodPoint] = Field(default_factory=list, max_length=256)
-    image: Optional[FoodImage] = None
+    image: FoodImage | None = None
 
 
 class World(_Optional):
     boundary: Literal["wrap", "reflect", "clamp"] = "wrap"
-    trail_image: Optional[TrailImage] = None
-    walls: Optional[Walls] = None
-    food: Optional[Food] = None
+    trail_image: TrailImage | None = None
+    walls: Walls | None = None
+    food: Food | None = None
 
 
 class SpeciesAgents(_Optional):
     """What a species may set for its own agents (the count is shared: count // S each)."""
 
-    spawn: Optional[SPAWN_NAMES] = None
-    radius: Optional[float] = Field(None, gt=0, le=0.5)
-    image: Optional[str] = None
+    spawn: SPAWN_NAMES | None = None
+    radius: float | None = Field(None, gt=0, le=0.5)
+    image: str | None = None
 
     _image = field_validator("image")(_image_path)
 
 
 class Species(_Optional):
     name: str = Field("", max_length=64)
-    colour: Optional[str] = Field(None, description="'#rrggbb': level v shows (v * c) // 255 per channel")
-    palette: Optional[PaletteEntry] = Field(None, description="a palette name or hex stops: level v shows its entry v")
+    colour: str | None = Field(None, description="'#rrggbb': level v shows (v * c) // 255 per channel")
+    palette: PaletteEntry | None = Field(
+        None, description="a palette name or hex stops: level v shows its entry v"
+    )
     model: ModelOverride = ModelOverride()  # type: ignore[valid-type]
     agents: SpeciesAgents = SpeciesAgents()
 
@@ -299,7 +322,7 @@ class Species(_Optional):
         return {k: v for k, v in handler(self).items() if v not in (None, {}, "")}
 
     @model_validator(mode="after")
-    def _one_colouring(self) -> "Species":
+    def _one_colouring(self) -> Species:
         if self.colour is not None and self.palette is not None:
             raise ValueError("give colour or palette, not both")
         return self
@@ -318,18 +341,22 @@ class Preset(_Section):
     run: Run = Run()
     palette: Palette = Palette()
     output: Output = Output()
-    world: Optional[World] = None
-    species: Optional[list[Species]] = Field(None, min_length=1, max_length=MAX_SPECIES)
-    interaction: Optional[list[list[float]]] = Field(
-        None, description="S x S: row s holds the weights species s gives each species' trail")
+    world: World | None = None
+    species: list[Species] | None = Field(None, min_length=1, max_length=MAX_SPECIES)
+    interaction: list[list[float]] | None = Field(
+        None, description="S x S: row s holds the weights species s gives each species' trail"
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
-        return {k: v for k, v in handler(self).items()
-                if v is not None or k not in ("world", "species", "interaction")}
+        return {
+            k: v
+            for k, v in handler(self).items()
+            if v is not None or k not in ("world", "species", "interaction")
+        }
 
     @model_validator(mode="after")
-    def _agent_density(self) -> "Preset":
+    def _agent_density(self) -> Preset:
         """agents.density becomes agents.count (round half to even, exact), at least 1."""
         if self.agents.density is not None:
             object.__setattr__(self.agents, "count", max(1, round(self._density_count())))
@@ -350,8 +377,9 @@ class Preset(_Section):
     @classmethod
     def _file_safe_name(cls, name: str) -> str:
         if not NAME_PATTERN.match(name):
-            raise ValueError("names become file names: 1 to 64 of a-z, 0-9, '_' and '-', "
-                             "starting with a letter or digit")
+            raise ValueError(
+                "names become file names: 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit"
+            )
         return name
 
     @property
@@ -374,8 +402,11 @@ class Preset(_Section):
     @property
     def has_world(self) -> bool:
         """Whether anything beyond the plain model is set (world, species or an image spawn)."""
-        return (self.world is not None or self.species is not None
-                or any(self.species_agents(s).spawn == "image" for s in range(self.species_count)))
+        return (
+            self.world is not None
+            or self.species is not None
+            or any(self.species_agents(s).spawn == "image" for s in range(self.species_count))
+        )
 
     def species_model(self, s: int) -> Model:
         """The model of species s: the top-level model with the species' overrides."""
@@ -395,9 +426,16 @@ class Preset(_Section):
         """The kernels' parameters of species s (distances in pixels, the species' own seed)."""
         m = self.species_model(s)
         short = min(self.canvas.width, self.canvas.height)
-        return ModelParams(m.sensor_angle, m.pixels("sensor_distance", short), m.turn_angle,
-                           m.pixels("step_size", short), m.deposit, m.canvas_diffuse(short), m.decay,
-                           species_seed(self.seed, s))
+        return ModelParams(
+            m.sensor_angle,
+            m.pixels("sensor_distance", short),
+            m.turn_angle,
+            m.pixels("step_size", short),
+            m.deposit,
+            m.canvas_diffuse(short),
+            m.decay,
+            species_seed(self.seed, s),
+        )
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.portable_dump(), sort_keys=False)
@@ -466,37 +504,51 @@ def _relations(preset: Preset) -> list[str]:
         model = preset.species_model(s)
         overridden = preset.species is not None and preset.species[s].model.model_dump(exclude_none=True)
         for key in ("sensor_distance", "step_size"):
-            where = (f"species.{s}.model.{key}" if overridden and (key in overridden or "units" in overridden)
-                     else f"model.{key}")
+            where = (
+                f"species.{s}.model.{key}"
+                if overridden and (key in overridden or "units" in overridden)
+                else f"model.{key}"
+            )
             if s > 0 and where.startswith("model."):
                 continue  # the same value as species 0's: reported once
             value, pixels = getattr(model, key), model.pixels(key, short)
             unit = "" if model.units == "pixels" else f" ({pixels:g} pixels with units: short_side)"
             if pixels >= short / 2:
-                problems.append(f"{where}: must be less than half the canvas's short side "
-                                f"({short / 2:g} pixels) (got {value!r}{unit})")
+                problems.append(
+                    f"{where}: must be less than half the canvas's short side "
+                    f"({short / 2:g} pixels) (got {value!r}{unit})"
+                )
             elif pixels > MAX_DISTANCE or pixels <= 0:
-                problems.append(f"{where}: must be more than 0 and at most {MAX_DISTANCE:g} pixels "
-                                f"(got {value!r}{unit})")
+                problems.append(
+                    f"{where}: must be more than 0 and at most {MAX_DISTANCE:g} pixels (got {value!r}{unit})"
+                )
         diffuse = model.canvas_diffuse(short)
         where = f"species.{s}.model.diffuse" if overridden and "diffuse" in overridden else "model.diffuse"
         if diffuse > 1 and (s == 0 or where.startswith("species")):
             most = float(Fraction(REFERENCE_SIDE, short) ** 2)
-            problems.append(f"{where}: with units: short_side, diffuse is given for a {REFERENCE_SIDE}-pixel "
-                            f"short side and grows with the canvas area; on a {short}-pixel short side "
-                            f"it becomes {diffuse:g}, more than 1: use at most {most:.4g} (got {model.diffuse!r})")
+            problems.append(
+                f"{where}: with units: short_side, diffuse is given for a {REFERENCE_SIDE}-pixel "
+                f"short side and grows with the canvas area; on a {short}-pixel short side "
+                f"it becomes {diffuse:g}, more than 1: use at most {most:.4g} (got {model.diffuse!r})"
+            )
     if preset.run.steps + preset.run.warmup > 10_000_000:
         problems.append("run: steps + warmup must be at most 10000000")
     agents = preset.agents
     if agents.density is not None and agents.count > MAX_AGENTS:
-        problems.append(f"agents.density: gives {agents.count} agents on {preset.canvas.width}x"
-                        f"{preset.canvas.height}; at most {MAX_AGENTS} are allowed (got {agents.density!r})")
+        problems.append(
+            f"agents.density: gives {agents.count} agents on {preset.canvas.width}x"
+            f"{preset.canvas.height}; at most {MAX_AGENTS} are allowed (got {agents.density!r})"
+        )
     if agents.count // species < 1:
-        problems.append(f"agents.count: {species} species share the agents equally (count // {species} "
-                        f"each), so at least {species} are needed (got {agents.count!r})")
+        problems.append(
+            f"agents.count: {species} species share the agents equally (count // {species} "
+            f"each), so at least {species} are needed (got {agents.count!r})"
+        )
     for s in range(species):
         spawn = preset.species_agents(s)
-        where = f"species.{s}.agents" if preset.species and preset.species[s].agents.model_dump() else "agents"
+        where = (
+            f"species.{s}.agents" if preset.species and preset.species[s].agents.model_dump() else "agents"
+        )
         if s > 0 and where == "agents":
             continue
         if spawn.spawn == "image" and spawn.image is None:
@@ -512,22 +564,32 @@ def _interaction_problems(preset: Preset) -> list[str]:
     if matrix is None:
         return []
     if preset.species is None:
-        return [f"interaction: needs a species list (one row and column per species) "
-                f"(got {matrix!r} without species)"]
+        return [
+            f"interaction: needs a species list (one row and column per species) "
+            f"(got {matrix!r} without species)"
+        ]
     species = preset.species_count
     rows, columns = len(matrix), sorted({len(row) for row in matrix})
     if rows != species or columns != [species]:
-        found = f"{rows} x {columns[0]}" if len(columns) == 1 else f"{rows} rows of {', '.join(map(str, columns))}"
-        return [f"interaction: must be {species} x {species} (one row and column per species), "
-                f"found {found} (got {matrix!r})"]
+        found = (
+            f"{rows} x {columns[0]}"
+            if len(columns) == 1
+            else f"{rows} rows of {', '.join(map(str, columns))}"
+        )
+        return [
+            f"interaction: must be {species} x {species} (one row and column per species), "
+            f"found {found} (got {matrix!r})"
+        ]
     problems = []
     for s, row in enumerate(matrix):
         for j, value in enumerate(row):
             if not -1e3 <= value <= 1e3:
                 problems.append(f"interaction.{s}.{j}: must be from -1000 to 1000 (got {value!r})")
     if species == 1 and matrix != [[1.0]]:
-        problems.append(f"interaction: one species senses its own trail as it is: [[1]] or no "
-                        f"interaction (got {matrix!r})")
+        problems.append(
+            f"interaction: one species senses its own trail as it is: [[1]] or no "
+            f"interaction (got {matrix!r})"
+        )
     return problems
 
 
@@ -536,8 +598,12 @@ def _parse_yaml(text: str, source: str) -> dict:
         data = yaml.safe_load(text)
     except yaml.constructor.ConstructorError as error:
         where = f" at line {error.problem_mark.line + 1}" if error.problem_mark else ""
-        raise PresetError([f"{source}: YAML tag not allowed{where}: {error.problem}; presets are "
-                           "plain data (mappings, lists, numbers, strings)"]) from None
+        raise PresetError(
+            [
+                f"{source}: YAML tag not allowed{where}: {error.problem}; presets are "
+                "plain data (mappings, lists, numbers, strings)"
+            ]
+        ) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -580,8 +646,13 @@ def apply_setting(data: dict, setting: str) -> None:
     node[parts[-1]] = value
 
 
-def build_preset(data: dict, source: str, settings: list[str] = (), overrides: dict | None = None,
-                 base: str | Path | None = None) -> Preset:
+def build_preset(
+    data: dict,
+    source: str,
+    settings: list[str] = (),
+    overrides: dict | None = None,
+    base: str | Path | None = None,
+) -> Preset:
     """Validate raw data plus `--set` settings and explicit flag overrides into a Preset.
 
     Relative image paths are relative to `base` (default: the folder of `source`) and become

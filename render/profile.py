@@ -26,16 +26,22 @@ PHASE_OF_KERNEL = (("agent", "sense/steer/move+deposit"), ("diffuse", "diffuse")
 @contextmanager
 def _phase_ranges():
     """Wrap the reference's phase methods in record_function ranges while profiling."""
-    phases = {"sense": "sense/steer/move", "hash_before_last": "sense/steer/move",
-              "steer": "sense/steer/move", "move": "sense/steer/move",
-              "stop_at_walls": "sense/steer/move", "deposit_counts": "deposit",
-              "diffuse_and_decay": "diffuse"}
+    phases = {
+        "sense": "sense/steer/move",
+        "hash_before_last": "sense/steer/move",
+        "steer": "sense/steer/move",
+        "move": "sense/steer/move",
+        "stop_at_walls": "sense/steer/move",
+        "deposit_counts": "deposit",
+        "diffuse_and_decay": "diffuse",
+    }
     originals = {name: getattr(reference._Plan, name) for name in phases}
 
     def wrap(name, function):
         def ranged(*args, **kwargs):
             with record_function(phases[name]):
                 return function(*args, **kwargs)
+
         return ranged
 
     for name, function in originals.items():
@@ -52,8 +58,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def profile_preset(preset: Preset, backend: str, device: torch.device, steps: int, warmup: int,
-                   trace: Path, log=print) -> dict:
+def profile_preset(
+    preset: Preset, backend: str, device: torch.device, steps: int, warmup: int, trace: Path, log=print
+) -> dict:
     started = time.perf_counter()
     simulation = make_simulation(preset, backend, device)
     simulation.advance(1)
@@ -77,8 +84,11 @@ def summarise(prof, steps: int, device: torch.device, first_step: float, backend
     events = prof.events()
     on_gpu = device.type == "cuda"
     ranges = {"steps", "sense/steer/move", "deposit", "diffuse"}
-    kernels = [e for e in events if on_gpu and e.device_type == torch.autograd.DeviceType.CUDA
-               and e.name not in ranges]
+    kernels = [
+        e
+        for e in events
+        if on_gpu and e.device_type == torch.autograd.DeviceType.CUDA and e.name not in ranges
+    ]
     per_kernel = defaultdict(float)
     for event in kernels:
         per_kernel[event.name] += event.device_time / 1e3 / steps  # ms per step
@@ -92,10 +102,15 @@ def summarise(prof, steps: int, device: torch.device, first_step: float, backend
             for key, phase in PHASE_OF_KERNEL:
                 if key in name:
                     per_phase[phase] += total
-    report = {"backend": backend, "device": str(device), "steps": steps,
-              "first_step_s": first_step,
-              "launches_per_step": len(kernels) / steps if on_gpu else None,
-              "ms_per_step_by_phase": dict(per_phase), "ms_per_step_by_kernel": dict(per_kernel)}
+    report = {
+        "backend": backend,
+        "device": str(device),
+        "steps": steps,
+        "first_step_s": first_step,
+        "launches_per_step": len(kernels) / steps if on_gpu else None,
+        "ms_per_step_by_phase": dict(per_phase),
+        "ms_per_step_by_kernel": dict(per_kernel),
+    }
     log(f"backend {backend} on {device}: first step (spawn, tables, compile) {first_step * 1e3:.1f} ms")
     if on_gpu:
         log(f"kernel launches per step: {report['launches_per_step']:.1f}")

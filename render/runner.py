@@ -12,18 +12,17 @@ import platform
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from physarum.kernels import get_backend
-from physarum.render import __version__
 from physarum.kernels.api import build_tables
+from physarum.render import __version__
 from physarum.render.colour import Colourist, downscale, make_colourist, preview_size
 from physarum.render.encode import even_size, open_writer, write_json
 from physarum.render.preset import MP4_MAX_SIDE, Preset
@@ -64,7 +63,9 @@ def resolve_device(requested: str | None) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RenderError(f"--device {requested}: no CUDA GPU is available here; use --device cpu")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise RenderError(f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        raise RenderError(
+            f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+        )
     if device.type not in ("cpu", "cuda"):
         raise RenderError(f"--device {requested}: only cpu and cuda devices are supported")
     return device
@@ -89,8 +90,10 @@ def resolve_backend(requested: str, device: torch.device) -> str:
     if not _triton_available():
         raise RenderError("--backend triton: Triton is not installed (pip install 'physarum[triton]')")
     if device.type != "cuda" and not interpreter_mode():
-        raise RenderError("--backend triton needs a CUDA GPU and none is in use here; use --backend "
-                          "torch (or set TRITON_INTERPRET=1 before Python starts, for tests)")
+        raise RenderError(
+            "--backend triton needs a CUDA GPU and none is in use here; use --backend "
+            "torch (or set TRITON_INTERPRET=1 before Python starts, for tests)"
+        )
     return "triton"
 
 
@@ -110,8 +113,10 @@ def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
     per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
     per_simulation_cell = 1 if world and world.walls else 0
     frame = cells * (8 + 8 * (species - 1))  # kthvalue copy, index, level and RGB frames
-    return int(batch * (species * (agents * per_agent + cells * per_group_cell)
-                        + cells * per_simulation_cell) + frame)
+    return int(
+        batch * (species * (agents * per_agent + cells * per_group_cell) + cells * per_simulation_cell)
+        + frame
+    )
 
 
 def available_bytes(device: torch.device) -> int:
@@ -132,7 +137,8 @@ def check_memory(preset: Preset, backend: str, device: torch.device, batch: int 
         raise RenderError(
             f"{preset.name}: canvas {preset.canvas.width}x{preset.canvas.height} with "
             f"{preset.agents.count} agents needs about {needed / gib:.1f} GiB on {device} "
-            f"({backend} backend) but {free / gib:.1f} GiB are free; lower canvas or agents.count")
+            f"({backend} backend) but {free / gib:.1f} GiB are free; lower canvas or agents.count"
+        )
 
 
 def check_formats(preset: Preset) -> list[str]:
@@ -141,11 +147,16 @@ def check_formats(preset: Preset) -> list[str]:
     width, height = preset.canvas.width, preset.canvas.height
     if "mp4" in preset.output.formats:
         if max(width, height) > MP4_MAX_SIDE:
-            raise RenderError(f"{preset.name}: MP4 (H.264) allows at most {MP4_MAX_SIDE} pixels per side, "
-                              f"the canvas is {width}x{height}; remove mp4 from output.formats")
+            raise RenderError(
+                f"{preset.name}: MP4 (H.264) allows at most {MP4_MAX_SIDE} pixels per side, "
+                f"the canvas is {width}x{height}; remove mp4 from output.formats"
+            )
         if even_size(width, height) != (width, height):
-            notes.append("mp4 padded from {}x{} to {}x{} (H.264 yuv420p needs even sides)".format(
-                width, height, *even_size(width, height)))
+            notes.append(
+                "mp4 padded from {}x{} to {}x{} (H.264 yuv420p needs even sides)".format(
+                    width, height, *even_size(width, height)
+                )
+            )
     return notes
 
 
@@ -294,29 +305,58 @@ def make_simulation(preset: Preset, backend: str, device: torch.device):
     return make_batch_simulation([preset], backend, device)
 
 
-def _writer_spec(fmt: str, preset: Preset, text: str, paths: dict[str, Path], colourist: Colourist,
-                 options: RenderOptions) -> dict:
+def _writer_spec(
+    fmt: str, preset: Preset, text: str, paths: dict[str, Path], colourist: Colourist, options: RenderOptions
+) -> dict:
     """encode.open_writer's spec of one output; text: embedded_text(preset), which every output
     carries (dumping a preset's YAML takes milliseconds, a 64-job batch's opening once per job)."""
     out = preset.output
     width, height = preset.canvas.width, preset.canvas.height
     if fmt == "gif":
         size = preview_size(width, height, out.gif_scale)
-        return {"format": "gif", "path": str(paths[fmt]), "width": size[0], "height": size[1],
-                "fps": out.fps, "loop": out.loop, "comment": text,
-                "palette": colourist.table(0).reshape(-1).tolist()}
+        return {
+            "format": "gif",
+            "path": str(paths[fmt]),
+            "width": size[0],
+            "height": size[1],
+            "fps": out.fps,
+            "loop": out.loop,
+            "comment": text,
+            "palette": colourist.table(0).reshape(-1).tolist(),
+        }
     if fmt == "mp4":
-        return {"format": "mp4", "path": str(paths[fmt]), "width": width, "height": height,
-                "fps": out.fps, "comment": text}
+        return {
+            "format": "mp4",
+            "path": str(paths[fmt]),
+            "width": width,
+            "height": height,
+            "fps": out.fps,
+            "comment": text,
+        }
     if fmt == "png":
-        return {"format": "png", "path": str(paths[fmt]), "width": width, "height": height,
-                "comment": text, "dpi": out.png_dpi}
-    return {"format": "frames", "folder": str(options.frames_dir), "stem": f"{preset.name}-s{preset.seed}",
-            "comment": text}
+        return {
+            "format": "png",
+            "path": str(paths[fmt]),
+            "width": width,
+            "height": height,
+            "comment": text,
+            "dpi": out.png_dpi,
+        }
+    return {
+        "format": "frames",
+        "folder": str(options.frames_dir),
+        "stem": f"{preset.name}-s{preset.seed}",
+        "comment": text,
+    }
 
 
-def _open_workers(preset: Preset, paths: dict[str, Path], colourist: Colourist,
-                  options: RenderOptions, own_process: bool = False) -> list[EncoderWorker]:
+def _open_workers(
+    preset: Preset,
+    paths: dict[str, Path],
+    colourist: Colourist,
+    options: RenderOptions,
+    own_process: bool = False,
+) -> list[EncoderWorker]:
     """One encoder worker per output. With own_process (batches of several), one worker sends the
     GIF, MP4 and PNG frames to a child process of the job's own, where they are encoded: x264's
     bytes and Pillow's interpreter lock both need that (render/encoder_process.py)."""
@@ -371,8 +411,9 @@ class FramePipeline:
     handed over, so on a GPU the copy overlaps the simulation; workers encode in the background.
     """
 
-    def __init__(self, preset: Preset, colourist: Colourist, workers: list[EncoderWorker],
-                 device: torch.device):
+    def __init__(
+        self, preset: Preset, colourist: Colourist, workers: list[EncoderWorker], device: torch.device
+    ):
         self.colourist, self.workers = colourist, workers
         self.needs = {name for w in workers for name in w.needs}
         self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
@@ -407,8 +448,9 @@ class FramePipeline:
             frame, event = self.pending.pop(0)
             if event is not None:
                 event.synchronize()
-            frame = Frame(frame.number, *(None if a is None else a.numpy()
-                                          for a in (frame.preview, frame.rgb)))
+            frame = Frame(
+                frame.number, *(None if a is None else a.numpy() for a in (frame.preview, frame.rgb))
+            )
             for worker in self.workers:
                 worker.put(frame)
 
@@ -449,8 +491,11 @@ def sidecar(preset: Preset, result: RenderResult) -> dict:
         "steps": preset.run.steps,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
         "notes": result.notes,
-        "outputs": {fmt: {"file": p.name, "bytes": p.stat().st_size}
-                    for fmt, p in result.outputs.items() if fmt != "json"},
+        "outputs": {
+            fmt: {"file": p.name, "bytes": p.stat().st_size}
+            for fmt, p in result.outputs.items()
+            if fmt != "json"
+        },
     }
 
 
@@ -469,11 +514,22 @@ def batch_key(preset: Preset) -> tuple:
     from physarum.render.world import has_food, needs_world
 
     world = preset.world
-    shape = (preset.species_count, preset.boundary, bool(world and world.walls), has_food(preset),
-             needs_world(preset))
+    shape = (
+        preset.species_count,
+        preset.boundary,
+        bool(world and world.walls),
+        has_food(preset),
+        needs_world(preset),
+    )
     plain = (1, "wrap", False, False, False)
-    return (preset.canvas.width, preset.canvas.height, preset.agents.count,
-            preset.run.steps, preset.run.steps_per_frame, preset.run.warmup) + (() if shape == plain else shape)
+    return (
+        preset.canvas.width,
+        preset.canvas.height,
+        preset.agents.count,
+        preset.run.steps,
+        preset.run.steps_per_frame,
+        preset.run.warmup,
+    ) + (() if shape == plain else shape)
 
 
 def simulation_maps(preset: Preset, trail: torch.Tensor, b: int) -> torch.Tensor:
@@ -482,7 +538,7 @@ def simulation_maps(preset: Preset, trail: torch.Tensor, b: int) -> torch.Tensor
     if preset.species is None:
         return trail[b]
     species = preset.species_count
-    return trail[b * species:(b + 1) * species]
+    return trail[b * species : (b + 1) * species]
 
 
 def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch.device):
@@ -549,13 +605,16 @@ def _check_distinct_outputs(presets: Sequence[Preset], paths: list[dict[str, Pat
     seen = set()
     for preset, job_paths in zip(presets, paths):
         if job_paths["json"] in seen:
-            raise RenderError(f"{preset.name}: two presets of the batch would write the same files "
-                              f"({job_paths['json'].with_suffix('')}.*); give them different names or seeds")
+            raise RenderError(
+                f"{preset.name}: two presets of the batch would write the same files "
+                f"({job_paths['json'].with_suffix('')}.*); give them different names or seeds"
+            )
         seen.add(job_paths["json"])
 
 
-def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None,
-                 **kwargs) -> list[RenderResult]:
+def render_batch(
+    presets: Sequence[Preset], options: RenderOptions | None = None, **kwargs
+) -> list[RenderResult]:
     """Render several presets as one batched simulation (B = len(presets)); one result each.
 
     The presets must share batch_key(). Each keeps its own colouring, encoders and files, byte for
@@ -569,8 +628,10 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
     if not presets:
         return []
     if len({batch_key(p) for p in presets}) > 1:
-        raise ValueError("render_batch: the presets differ in canvas, agent count, run length or "
-                         "world shape; group them by batch_key()")
+        raise ValueError(
+            "render_batch: the presets differ in canvas, agent count, run length or "
+            "world shape; group them by batch_key()"
+        )
     torch_device = resolve_device(options.device)
     if torch_device.type == "cpu":
         share_cpu_with_encoders()
@@ -586,13 +647,14 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     simulation = make_batch_simulation(presets, backend, torch_device)
     clock.append(time.perf_counter())
-    jobs = [_BatchJob(b, p, job_paths, job_notes)
-            for b, (p, job_paths, job_notes) in enumerate(zip(presets, paths, notes))]
+    jobs = [
+        _BatchJob(b, p, job_paths, job_notes)
+        for b, (p, job_paths, job_notes) in enumerate(zip(presets, paths, notes))
+    ]
     try:
         for job in jobs:
             colourist = make_colourist(job.preset)
-            job.workers = _open_workers(job.preset, job.paths, colourist, options,
-                                        own_process=len(jobs) > 1)
+            job.workers = _open_workers(job.preset, job.paths, colourist, options, own_process=len(jobs) > 1)
             job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
         clock.append(time.perf_counter())
         advance(simulation, presets[0].run.warmup, options.on_step)
@@ -608,7 +670,9 @@ def render_batch(presets: Sequence[Preset], options: RenderOptions | None = None
             for worker in job.workers:
                 worker.abort()
         raise
-    phases = dict(zip(("spawn_s", "open_s", "frames_s", "finish_s"), (b - a for a, b in zip(clock, clock[1:]))))
+    phases = dict(
+        zip(("spawn_s", "open_s", "frames_s", "finish_s"), (b - a for a, b in zip(clock, clock[1:])))
+    )
     phases["total_s"] = clock[-1] - clock[0]
     return [_batch_result(job, backend, torch_device, phases, len(jobs)) for job in jobs]
 
@@ -619,8 +683,9 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
     remaining, steps_done = run.run.steps, 0
     began = time.perf_counter()
     label = run.name if len(jobs) == 1 else f"{len(jobs)} simulations"
-    with tqdm(total=run.frames, unit="frame", disable=options.quiet, leave=False, desc=label,
-              dynamic_ncols=True) as bar:
+    with tqdm(
+        total=run.frames, unit="frame", disable=options.quiet, leave=False, desc=label, dynamic_ncols=True
+    ) as bar:
         for number in range(run.frames):
             if all(job.error for job in jobs):
                 break
@@ -636,14 +701,17 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
             bar.update(1)
             if not options.quiet and number % 10 == 0:
                 encode = min((w.fps for job in jobs for w in job.workers), default=0.0)
-                bar.set_postfix_str(f"{steps_done / (time.perf_counter() - began):.0f} steps/s, "
-                                    f"encoder {encode:.1f} fps", refresh=False)
+                bar.set_postfix_str(
+                    f"{steps_done / (time.perf_counter() - began):.0f} steps/s, encoder {encode:.1f} fps",
+                    refresh=False,
+                )
         for job in jobs:
             job.hand_over()
 
 
-def _batch_result(job: _BatchJob, backend: str, device: torch.device, phases: dict[str, float],
-                  batch: int) -> RenderResult:
+def _batch_result(
+    job: _BatchJob, backend: str, device: torch.device, phases: dict[str, float], batch: int
+) -> RenderResult:
     """phases: the batch's seconds making the simulation (spawn_s: spawning, compiling kernels),
     opening encoders (open_s), simulating and handing frames over (frames_s), waiting for the
     encoders to finish their files (finish_s), and in all (total_s)."""

@@ -29,8 +29,7 @@ import torch
 from physarum.render.encode import PartialFile
 
 COVERAGE_FRACTION = 0.01
-STAT_COLUMNS = ("mean", "max", "coverage", "entropy", "entropy_ratio", "wavelength_px",
-                "wavelength_fraction")
+STAT_COLUMNS = ("mean", "max", "coverage", "entropy", "entropy_ratio", "wavelength_px", "wavelength_fraction")
 
 
 class SpectrumRings:
@@ -95,8 +94,18 @@ def trail_statistics(trail: torch.Tensor, rings: SpectrumRings | None = None) ->
     # clamped: float32 rounding of T ln T leaves about 1e-7 of noise around an exact 0
     entropy = torch.where(total > 0, torch.log(safe_total) - weighted / safe_total, 0.0).clamp(min=0)
     wavelength = rings.dominant(trail)
-    return torch.stack([total / cells, peak.to(torch.float64), covered / cells, entropy,
-                        entropy / math.log(cells), wavelength, wavelength / rings.short], dim=1)
+    return torch.stack(
+        [
+            total / cells,
+            peak.to(torch.float64),
+            covered / cells,
+            entropy,
+            entropy / math.log(cells),
+            wavelength,
+            wavelength / rings.short,
+        ],
+        dim=1,
+    )
 
 
 class StatsRecorder:

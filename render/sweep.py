@@ -39,18 +39,25 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from pydantic import BaseModel
 
 from physarum.render import runner
 from physarum.render.encoder_process import die_with_parent
-from physarum.render.preset import (NAME_PATTERN, Preset, PresetError, _section_type, build_preset,
-                                    read_preset_file)
+from physarum.render.preset import (
+    NAME_PATTERN,
+    Preset,
+    PresetError,
+    _section_type,
+    build_preset,
+    read_preset_file,
+)
 
 SWEEP_KEYS = ("name", "description", "base", "grid", "zip", "random", "seeds")
 DISTRIBUTIONS = ("uniform", "log_uniform", "choice")
@@ -111,7 +118,9 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
     lengths = {len(values) for _, values in zipped}
     if len(lengths) > 1:
         sizes = ", ".join(f"{key}: {len(values)}" for key, values in zipped)
-        problems.append(f"{source}: zip: the lists must have equal lengths to be walked together (got {sizes})")
+        problems.append(
+            f"{source}: zip: the lists must have equal lengths to be walked together (got {sizes})"
+        )
     samples, random_keys = _random_samples(data.get("random"), source, problems)
     seeds = _seeds(data.get("seeds"), source, problems)
     swept = [k for k, _ in grid] + [k for k, _ in zipped] + random_keys
@@ -120,8 +129,10 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
     total = combinations * max(1, len(samples)) * len(seeds or [None])
     digits = max(4, len(str(max(total - 1, 0))))
     if not isinstance(name, str) or not NAME_PATTERN.match(name) or len(name) > 63 - digits:
-        problems.append(f"{source}: name: a sweep's jobs are named <name>-{'N' * digits}: 1 to {63 - digits} "
-                        f"of a-z, 0-9, '_' and '-', starting with a letter or digit (got {name!r})")
+        problems.append(
+            f"{source}: name: a sweep's jobs are named <name>-{'N' * digits}: 1 to {63 - digits} "
+            f"of a-z, 0-9, '_' and '-', starting with a letter or digit (got {name!r})"
+        )
     if total > MAX_JOBS:
         problems.append(f"{source}: the sweep expands to {total} jobs; at most {MAX_JOBS} are allowed")
     if problems or base is None:
@@ -136,7 +147,9 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
             job_problems.extend(error.problems)
             bad += 1
     if job_problems:
-        raise PresetError(job_problems + [f"{source}: {bad} of {total} jobs are invalid; nothing was rendered"])
+        raise PresetError(
+            job_problems + [f"{source}: {bad} of {total} jobs are invalid; nothing was rendered"]
+        )
     return Sweep(name, source, jobs, str(data.get("description", "")))
 
 
@@ -152,8 +165,10 @@ def _read_base(base, source: str, base_dir: Path, problems: list[str]) -> tuple[
         except PresetError as error:
             problems.extend(f"{source}: base: {p}" for p in error.problems)
             return None, path.parent
-    problems.append(f"{source}: base: a preset file (relative to the sweep file) or a preset mapping "
-                    f"is required (got {base!r})")
+    problems.append(
+        f"{source}: base: a preset file (relative to the sweep file) or a preset mapping "
+        f"is required (got {base!r})"
+    )
     return None, base_dir
 
 
@@ -167,8 +182,10 @@ def _axes(section, label: str, source: str, problems: list[str]) -> list[tuple[s
     if section is None:
         return []
     if not isinstance(section, dict) or not section:
-        problems.append(f"{source}: {label}: a mapping of dotted keys to lists of values, "
-                        f"e.g. {{model.decay: [0.05, 0.1]}} (got {section!r})")
+        problems.append(
+            f"{source}: {label}: a mapping of dotted keys to lists of values, "
+            f"e.g. {{model.decay: [0.05, 0.1]}} (got {section!r})"
+        )
         return []
     axes = []
     for key, values in section.items():
@@ -182,13 +199,18 @@ def _axes(section, label: str, source: str, problems: list[str]) -> list[tuple[s
 def _seeds(seeds, source: str, problems: list[str]) -> list[int] | None:
     if seeds is None:
         return None
-    valid = (isinstance(seeds, list) and seeds
-             and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**32 for s in seeds))
+    valid = (
+        isinstance(seeds, list)
+        and seeds
+        and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**32 for s in seeds)
+    )
     if not valid:
         problems.append(f"{source}: seeds: a non-empty list of whole numbers in 0 .. 2^32-1 (got {seeds!r})")
         return None
     if len(set(seeds)) != len(seeds):
-        problems.append(f"{source}: seeds: each seed once (got {seeds!r}); a repeated seed renders the same job twice")
+        problems.append(
+            f"{source}: seeds: each seed once (got {seeds!r}); a repeated seed renders the same job twice"
+        )
         return None
     return seeds
 
@@ -224,7 +246,7 @@ def _schema_problem(key: str) -> str | None:
         if depth < len(parts) - 1:
             annotation = _section_type(annotation)  # a section, or an optional one (world)
             if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-                return f"{'.'.join(parts[:depth + 1])} is a value, not a section"
+                return f"{'.'.join(parts[: depth + 1])} is a value, not a section"
             model = annotation
     return None
 
@@ -246,8 +268,10 @@ def _random_samples(section, source: str, problems: list[str]) -> tuple[list[dic
     if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
         problems.append(f"{where}.seed: a whole number >= 0 (got {seed!r})")
     if not isinstance(params, dict) or not params:
-        problems.append(f"{where}.params: a mapping of dotted keys to distributions, e.g. "
-                        f"{{model.decay: {{log_uniform: [0.01, 0.3]}}}} (got {params!r})")
+        problems.append(
+            f"{where}.params: a mapping of dotted keys to distributions, e.g. "
+            f"{{model.decay: {{log_uniform: [0.01, 0.3]}}}} (got {params!r})"
+        )
         return [], []
     draws = {}
     for key, spec in params.items():
@@ -264,8 +288,10 @@ def _random_samples(section, source: str, problems: list[str]) -> tuple[list[dic
         return [], [str(k) for k in params]
     whole = {key: _schema_type(key) is int for key in draws}
     rng = random.Random(seed)
-    samples = [{key: _draw(rng, spec, whole[key]) for key, spec in draws.items()}
-               for _ in range(min(count, MAX_JOBS + 1))]
+    samples = [
+        {key: _draw(rng, spec, whole[key]) for key, spec in draws.items()}
+        for _ in range(min(count, MAX_JOBS + 1))
+    ]
     return samples, list(draws)
 
 
@@ -322,7 +348,9 @@ def _draw(rng: random.Random, spec: dict, whole: bool):
 
 def _combinations(grid, zipped, samples, seeds):
     """Every job's swept values: grid x zip rows x random samples x seeds, in that order."""
-    grid_rows = [dict(zip([k for k, _ in grid], values)) for values in itertools.product(*(v for _, v in grid))]
+    grid_rows = [
+        dict(zip([k for k, _ in grid], values)) for values in itertools.product(*(v for _, v in grid))
+    ]
     rows = min((len(v) for _, v in zipped), default=1)
     zip_rows = [{key: values[i] for key, values in zipped} for i in range(rows)]
     for g, z, r, s in itertools.product(grid_rows, zip_rows, samples or [{}], seeds or [None]):
@@ -361,8 +389,15 @@ def format_params(params: dict) -> str:
     return ", ".join(f"{key}={format_value(value)}" for key, value in params.items())
 
 
-def _job(index: int, name: str, params: dict, base: dict, sets_scale: bool, source: str,
-         preset_dir: Path = Path(".")) -> Job:
+def _job(
+    index: int,
+    name: str,
+    params: dict,
+    base: dict,
+    sets_scale: bool,
+    source: str,
+    preset_dir: Path = Path("."),
+) -> Job:
     data = copy.deepcopy(base)
     for key, value in params.items():
         set_dotted(data, key, value)
@@ -429,12 +464,19 @@ class Manifest:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def job_record(job: Job, status: str, **fields) -> dict:
-    record = {"id": job.id, "name": job.name, "index": job.index, "status": status,
-              "params": job.params, "preset": job.preset.model_dump(mode="json"), "time": _now()}
+    record = {
+        "id": job.id,
+        "name": job.name,
+        "index": job.index,
+        "status": status,
+        "params": job.params,
+        "preset": job.preset.model_dump(mode="json"),
+        "time": _now(),
+    }
     record.update(fields)
     return record
 
@@ -507,8 +549,7 @@ def batch_limit(preset: Preset, backend: str, device: torch.device) -> int:
 # Running one chunk (in this process, a worker process or a Ray task)
 
 
-def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str,
-              quiet: bool = True) -> list[dict]:
+def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str, quiet: bool = True) -> list[dict]:
     """Render a chunk of jobs ({"id", "preset"} dicts) on one device; one outcome each.
 
     The chunk runs as batches that fit the device's memory; a batch that still runs out of
@@ -520,13 +561,22 @@ def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str,
     limit = batch_limit(presets[0], backend, torch_device)
     outcomes = []
     for start in range(0, len(chunk), limit):
-        outcomes.extend(_render_batch_outcomes(chunk[start:start + limit], presets[start:start + limit],
-                                               Path(sweep_dir), torch_device, backend, quiet))
+        outcomes.extend(
+            _render_batch_outcomes(
+                chunk[start : start + limit],
+                presets[start : start + limit],
+                Path(sweep_dir),
+                torch_device,
+                backend,
+                quiet,
+            )
+        )
     return outcomes
 
 
-def _render_batch_outcomes(items, presets, sweep_dir: Path, device: torch.device, backend: str,
-                           quiet: bool) -> list[dict]:
+def _render_batch_outcomes(
+    items, presets, sweep_dir: Path, device: torch.device, backend: str, quiet: bool
+) -> list[dict]:
     started, began = _now(), time.perf_counter()
     options = runner.RenderOptions(backend=backend, device=str(device), out_dir=sweep_dir, quiet=quiet)
     results, message, out_of_memory = None, None, False
@@ -541,21 +591,43 @@ def _render_batch_outcomes(items, presets, sweep_dir: Path, device: torch.device
         gc.collect()
         torch.cuda.empty_cache()
         half = len(items) // 2
-        return (_render_batch_outcomes(items[:half], presets[:half], sweep_dir, device, backend, quiet)
-                + _render_batch_outcomes(items[half:], presets[half:], sweep_dir, device, backend, quiet))
+        return _render_batch_outcomes(
+            items[:half], presets[:half], sweep_dir, device, backend, quiet
+        ) + _render_batch_outcomes(items[half:], presets[half:], sweep_dir, device, backend, quiet)
     if results is None:
-        return [{"id": item["id"], "status": "failed", "error": message, "started": started,
-                 "seconds": round(time.perf_counter() - began, 3), "device": str(device),
-                 "host": socket.gethostname(), "pid": os.getpid(), "batch": len(items)} for item in items]
+        return [
+            {
+                "id": item["id"],
+                "status": "failed",
+                "error": message,
+                "started": started,
+                "seconds": round(time.perf_counter() - began, 3),
+                "device": str(device),
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "batch": len(items),
+            }
+            for item in items
+        ]
     seconds = round(time.perf_counter() - began, 3)
     outcomes = []
     for item, result in zip(items, results):
-        outcome = {"id": item["id"], "started": started, "seconds": seconds, "device": str(device),
-                   "device_name": result.device, "host": socket.gethostname(), "pid": os.getpid(),
-                   "backend": result.backend, "batch": len(items)}
+        outcome = {
+            "id": item["id"],
+            "started": started,
+            "seconds": seconds,
+            "device": str(device),
+            "device_name": result.device,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "backend": result.backend,
+            "batch": len(items),
+        }
         if result.error is None:
-            outcome.update(status="done", outputs={fmt: str(path.relative_to(sweep_dir))
-                                                   for fmt, path in result.outputs.items()})
+            outcome.update(
+                status="done",
+                outputs={fmt: str(path.relative_to(sweep_dir)) for fmt, path in result.outputs.items()},
+            )
         else:
             outcome.update(status="failed", error=result.error)
         outcomes.append(outcome)
@@ -565,7 +637,9 @@ def _render_batch_outcomes(items, presets, sweep_dir: Path, device: torch.device
 def _error_text(error: BaseException) -> str:
     if isinstance(error, (runner.RenderError, PresetError)):
         return str(error)
-    return f"{type(error).__name__}: {error}\n{''.join(traceback.format_tb(error.__traceback__)[-3:])}".strip()
+    return (
+        f"{type(error).__name__}: {error}\n{''.join(traceback.format_tb(error.__traceback__)[-3:])}".strip()
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -605,14 +679,18 @@ def _device(item: str, text: str) -> str:
     except RuntimeError:
         device = None
     if device is None or device.type not in ("cpu", "cuda"):
-        raise runner.RenderError(f"--devices {text}: {item!r} is not a device; use all, cpu, cuda:N "
-                                 "or a comma-separated list of them")
+        raise runner.RenderError(
+            f"--devices {text}: {item!r} is not a device; use all, cpu, cuda:N "
+            "or a comma-separated list of them"
+        )
     if device.type == "cpu":
         return "cpu"
     count = torch.cuda.device_count()  # as in parse_devices: CUDA stays uninitialised
     if (device.index or 0) >= count:
-        raise runner.RenderError(f"--devices {text}: this machine has {count} CUDA GPU(s)"
-                                 + ("; use --devices cpu" if not count else ""))
+        raise runner.RenderError(
+            f"--devices {text}: this machine has {count} CUDA GPU(s)"
+            + ("; use --devices cpu" if not count else "")
+        )
     return f"cuda:{device.index or 0}"
 
 
@@ -631,8 +709,9 @@ def _failed(payload: list[dict], error, device: str) -> list[dict]:
     return [{"id": item["id"], "status": "failed", "error": message, "device": device} for item in payload]
 
 
-def _process_worker(worker: int, device: str, tasks, events, sweep_dir: str, backend: str,
-                    parent: int, threads: int) -> None:
+def _process_worker(
+    worker: int, device: str, tasks, events, sweep_dir: str, backend: str, parent: int, threads: int
+) -> None:
     die_with_parent(parent)
     # The worker's share of the host: two workers with a thread per core each (spawning agents
     # and colouring use torch's CPU threads, which spin while they wait) ran a 2-GPU sweep slower
@@ -664,8 +743,10 @@ def start_method(devices: list[str]) -> str:
     chosen = os.environ.get("PHYSARUM_START_METHOD")
     if chosen:
         if chosen not in multiprocessing.get_all_start_methods():
-            raise runner.RenderError(f"PHYSARUM_START_METHOD={chosen!r}: use one of "
-                                     f"{', '.join(multiprocessing.get_all_start_methods())}")
+            raise runner.RenderError(
+                f"PHYSARUM_START_METHOD={chosen!r}: use one of "
+                f"{', '.join(multiprocessing.get_all_start_methods())}"
+            )
         return chosen
     gpus_only = all(device.startswith("cuda") for device in devices)
     cuda_untouched = not torch.cuda.is_initialized() and _nvml_count() >= 0
@@ -686,15 +767,20 @@ class WorkerPool:
         self.devices = devices
         self.tasks, self.events = context.Queue(), context.Queue()
         threads = max(1, runner.host_cores() // len(devices))
-        self.processes = [context.Process(target=_process_worker, daemon=True, name=f"physarum-sweep-{device}",
-                                          args=(i, device, self.tasks, self.events, sweep_dir, backend,
-                                                os.getpid(), threads))
-                          for i, device in enumerate(devices)]
+        self.processes = [
+            context.Process(
+                target=_process_worker,
+                daemon=True,
+                name=f"physarum-sweep-{device}",
+                args=(i, device, self.tasks, self.events, sweep_dir, backend, os.getpid(), threads),
+            )
+            for i, device in enumerate(devices)
+        ]
         self.ran = False
         for process in self.processes:
             process.start()
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -876,8 +962,10 @@ def _check_fits(sweep: Sweep, devices: list[str], backend: str) -> None:
         for job in sweep.jobs:
             needed = runner.estimated_bytes(job.preset, resolved, 1)
             if needed > free:
-                problems.append(f"{job.name} ({format_params(job.params)}): needs about {needed / 2**30:.1f} GiB "
-                                f"on {device} but {free / 2**30:.1f} GiB are free")
+                problems.append(
+                    f"{job.name} ({format_params(job.params)}): needs about {needed / 2**30:.1f} GiB "
+                    f"on {device} but {free / 2**30:.1f} GiB are free"
+                )
     if problems:
         raise runner.RenderError("\n".join(problems))
 
@@ -888,8 +976,9 @@ def _remove_stale_parts(sweep_dir: Path) -> None:
         part.unlink(missing_ok=True)
 
 
-def run_sweep(sweep: Sweep, options: SweepOptions | None = None,
-              log: Callable[[str], None] | None = None) -> SweepSummary:
+def run_sweep(
+    sweep: Sweep, options: SweepOptions | None = None, log: Callable[[str], None] | None = None
+) -> SweepSummary:
     """Render every job not already done; write the manifest as it goes and the gallery at the end."""
     options = options or SweepOptions()
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -899,8 +988,11 @@ def run_sweep(sweep: Sweep, options: SweepOptions | None = None,
     sweep_dir = (Path(options.out_dir) / sweep.name).resolve()
     began = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        pool = (stack.enter_context(WorkerPool(devices, str(sweep_dir), options.backend))
-                if len(devices) > 1 else None)
+        pool = (
+            stack.enter_context(WorkerPool(devices, str(sweep_dir), options.backend))
+            if len(devices) > 1
+            else None
+        )
         if devices:
             _check_fits(sweep, devices, options.backend)
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -909,8 +1001,9 @@ def run_sweep(sweep: Sweep, options: SweepOptions | None = None,
         manifest = Manifest(sweep_dir / "manifest.jsonl")
         summary = _run_jobs(sweep, sweep_dir, manifest, devices, options, log, pool)
         latest = manifest.latest()
-        summary.records = [latest.get(job.id) or job_record(job, "failed", error="no record")
-                           for job in sweep.jobs]
+        summary.records = [
+            latest.get(job.id) or job_record(job, "failed", error="no record") for job in sweep.jobs
+        ]
         summary.seconds = time.perf_counter() - began
         if options.gallery:
             from physarum.render.gallery import write_gallery
@@ -919,8 +1012,15 @@ def run_sweep(sweep: Sweep, options: SweepOptions | None = None,
     return summary
 
 
-def _run_jobs(sweep: Sweep, sweep_dir: Path, manifest: Manifest, devices: list[str],
-              options: SweepOptions, log, pool: WorkerPool | None = None) -> SweepSummary:
+def _run_jobs(
+    sweep: Sweep,
+    sweep_dir: Path,
+    manifest: Manifest,
+    devices: list[str],
+    options: SweepOptions,
+    log,
+    pool: WorkerPool | None = None,
+) -> SweepSummary:
     summary = SweepSummary(sweep, sweep_dir, [])
     latest = manifest.latest()
     todo = []
@@ -938,11 +1038,14 @@ def _run_jobs(sweep: Sweep, sweep_dir: Path, manifest: Manifest, devices: list[s
     workers = ray_workers(ray) if ray else len(devices)
     chunks = plan_chunks(todo, options.max_batch, workers)
     by_id = {job.id: job for job in todo}
-    payloads = [[{"id": job.id, "preset": job.preset.model_dump(mode="json")} for job in chunk]
-                for chunk in chunks]
+    payloads = [
+        [{"id": job.id, "preset": job.preset.model_dump(mode="json")} for job in chunk] for chunk in chunks
+    ]
     where = f"Ray ({options.ray})" if options.ray else ", ".join(devices)
-    log(f"{sweep.name}: {len(todo)} jobs to render in {len(chunks)} batches on {where}"
-        + (f" ({summary.skipped} already done)" if summary.skipped else ""))
+    log(
+        f"{sweep.name}: {len(todo)} jobs to render in {len(chunks)} batches on {where}"
+        + (f" ({summary.skipped} already done)" if summary.skipped else "")
+    )
 
     def on_start(number: int) -> None:
         for job in chunks[number]:
@@ -955,8 +1058,10 @@ def _run_jobs(sweep: Sweep, sweep_dir: Path, manifest: Manifest, devices: list[s
             summary.ran += 1
             failed = "error" in outcome
             if not options.quiet or failed:
-                log(f"[{summary.ran}/{len(todo)}] {'FAILED' if failed else 'done'} {job.name} {job.id} "
-                    f"({format_params(job.params)})" + (f": {outcome['error']}" if failed else ""))
+                log(
+                    f"[{summary.ran}/{len(todo)}] {'FAILED' if failed else 'done'} {job.name} {job.id} "
+                    f"({format_params(job.params)})" + (f": {outcome['error']}" if failed else "")
+                )
 
     backend, folder = options.backend, str(sweep_dir)
     if ray:
@@ -974,11 +1079,15 @@ def dry_run_lines(sweep: Sweep, out_dir: Path, max_batch: int = DEFAULT_MAX_BATC
     states = job_states(sweep, sweep_dir)
     batches = len(plan_chunks(sweep.jobs, max_batch))
     counts = {s: sum(1 for v in states.values() if v == s) for s in ("done", "failed", "pending")}
-    lines = [f"sweep {sweep.name}: {len(sweep.jobs)} jobs in {batches} batched simulation{'s' * (batches != 1)} "
-             f"-> {sweep_dir}/ ({counts['done']} done, {counts['failed']} failed, {counts['pending']} to run)"]
+    lines = [
+        f"sweep {sweep.name}: {len(sweep.jobs)} jobs in {batches} batched simulation{'s' * (batches != 1)} "
+        f"-> {sweep_dir}/ ({counts['done']} done, {counts['failed']} failed, {counts['pending']} to run)"
+    ]
     width = max(len(job.name) for job in sweep.jobs)
     for job in sweep.jobs:
         preset = job.preset
         shape = f"{preset.canvas.width}x{preset.canvas.height} {preset.agents.count} agents s{preset.seed}"
-        lines.append(f"{job.id}  {job.name:<{width}}  {states[job.id]:<7}  {shape}  {format_params(job.params)}")
+        lines.append(
+            f"{job.id}  {job.name:<{width}}  {states[job.id]:<7}  {shape}  {format_params(job.params)}"
+        )
     return lines

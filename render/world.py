@@ -63,8 +63,9 @@ def read_grey(path: str) -> np.ndarray:
                 raise ValueError(f"{path} is an empty image ({image.width}x{image.height} pixels)")
             grey = np.asarray(image.convert("L"), dtype=np.uint8).copy()
     except UnidentifiedImageError:
-        raise ValueError(f"{path} is not an image file Pillow can read (PNG, JPEG, GIF, BMP, "
-                         "TIFF, WebP, ...)") from None
+        raise ValueError(
+            f"{path} is not an image file Pillow can read (PNG, JPEG, GIF, BMP, TIFF, WebP, ...)"
+        ) from None
     except ValueError:
         raise
     except (OSError, SyntaxError, Image.DecompressionBombError, MemoryError) as error:
@@ -191,17 +192,24 @@ def image_problems(preset) -> list[str]:
         if wall is not None and bool(wall.all()):
             walls = preset.world.walls
             side = "below" if walls.invert else "at or above"
-            problems.append(f"world.walls: every cell is a wall (brightness {side} {walls.threshold} "
-                            f"everywhere in {walls.path}, invert: {str(walls.invert).lower()}); "
-                            f"leave free cells for the agents")
+            problems.append(
+                f"world.walls: every cell is a wall (brightness {side} {walls.threshold} "
+                f"everywhere in {walls.path}, invert: {str(walls.invert).lower()}); "
+                f"leave free cells for the agents"
+            )
         for s in range(preset.species_count):
             density = spawn_density(preset, s)
             if density is not None and not bool(density.any()):
-                where = "agents.image" if preset.species is None or preset.species[s].agents.image is None \
+                where = (
+                    "agents.image"
+                    if preset.species is None or preset.species[s].agents.image is None
                     else f"species.{s}.agents.image"
-                problems.append(f"{where}: the image is black everywhere on the {preset.canvas.width}x"
-                                f"{preset.canvas.height} canvas: no cell to place agents on "
-                                f"(got {preset.species_agents(s).image})")
+                )
+                problems.append(
+                    f"{where}: the image is black everywhere on the {preset.canvas.width}x"
+                    f"{preset.canvas.height} canvas: no cell to place agents on "
+                    f"(got {preset.species_agents(s).image})"
+                )
     except ValueError as error:  # a file changed since it was read
         problems.append(str(error))
     return problems
@@ -220,7 +228,7 @@ class WorldMaps:
     food: torch.Tensor | None
 
     @staticmethod
-    def of(preset) -> "WorldMaps":
+    def of(preset) -> WorldMaps:
         wall = wall_cells(preset)
         return WorldMaps(wall, initial_trail(preset, wall), food_amounts(preset))
 
@@ -233,15 +241,20 @@ def has_food(preset) -> bool:
 def needs_world(preset) -> bool:
     """Whether the kernels need a World (otherwise they take their plain torus path)."""
     world = preset.world
-    return (preset.species_count > 1 or preset.boundary != "wrap" or has_food(preset)
-            or (world is not None and world.walls is not None))
+    return (
+        preset.species_count > 1
+        or preset.boundary != "wrap"
+        or has_food(preset)
+        or (world is not None and world.walls is not None)
+    )
 
 
 SPAWN_ON_DEVICE_MAX = 1 << 25  # agents per group spawned on the simulation's device; more, on the host
 
 
-def spawn_groups(presets, device: torch.device | str = "cpu") -> tuple[api.State, list[api.ModelParams],
-                                                                       api.World | None]:
+def spawn_groups(
+    presets, device: torch.device | str = "cpu"
+) -> tuple[api.State, list[api.ModelParams], api.World | None]:
     """The batch's initial state (one group per species of each simulation, g = b * S + s), on
     `device`, or on the host for groups of more than SPAWN_ON_DEVICE_MAX agents; each group's
     parameters; and the World on the host (None when no preset needs one)."""
@@ -256,16 +269,27 @@ def spawn_groups(presets, device: torch.device | str = "cpu") -> tuple[api.State
         wall = None if world.wall is None else torch.from_numpy(world.wall).to(device)
         for s in range(species):
             agents = preset.species_agents(s)
-            state = api.spawn([api.species_seed(preset.seed, s)], preset.agents_per_species,
-                              preset.canvas.width, preset.canvas.height, agents.spawn, agents.radius,
-                              device=device, density=spawn_density(preset, s), wall=wall)
+            state = api.spawn(
+                [api.species_seed(preset.seed, s)],
+                preset.agents_per_species,
+                preset.canvas.width,
+                preset.canvas.height,
+                agents.spawn,
+                agents.radius,
+                device=device,
+                density=spawn_density(preset, s),
+                wall=wall,
+            )
             if world.trail is not None:
                 state.trail[0] = world.trail
             states.append(state)
             params.append(preset.model_params(s))
-    state = api.State(position=torch.cat([s.position for s in states]),
-                      heading=torch.cat([s.heading for s in states]),
-                      trail=torch.cat([s.trail for s in states]), step=states[0].step)
+    state = api.State(
+        position=torch.cat([s.position for s in states]),
+        heading=torch.cat([s.heading for s in states]),
+        trail=torch.cat([s.trail for s in states]),
+        step=states[0].step,
+    )
     if not any(needs_world(p) for p in presets):
         return state, params, None
     return state, params, make_world(presets, maps)
@@ -277,18 +301,24 @@ def make_world(presets, maps: list[WorldMaps]) -> api.World:
     if species > 1:
         rows = []
         for preset in presets:
-            matrix = preset.interaction or [[1.0 if i == j else 0.0 for j in range(species)]
-                                            for i in range(species)]
+            matrix = preset.interaction or [
+                [1.0 if i == j else 0.0 for j in range(species)] for i in range(species)
+            ]
             rows.extend([[api.float32_nearest(Fraction(v)) for v in row] for row in matrix])
         mix = torch.tensor(rows, dtype=torch.float32)
     wall = food = None
     if any(m.wall is not None for m in maps):
         height, width = presets[0].canvas.height, presets[0].canvas.width
-        wall = torch.stack([torch.from_numpy(m.wall.astype(np.uint8)) if m.wall is not None
-                            else torch.zeros((height, width), dtype=torch.uint8) for m in maps])
+        wall = torch.stack(
+            [
+                torch.from_numpy(m.wall.astype(np.uint8))
+                if m.wall is not None
+                else torch.zeros((height, width), dtype=torch.uint8)
+                for m in maps
+            ]
+        )
     if any(m.food is not None for m in maps):
         height, width = presets[0].canvas.height, presets[0].canvas.width
         empty = torch.zeros((height, width), dtype=torch.float32)
-        food = torch.stack([m.food if m.food is not None else empty
-                            for m in maps for _ in range(species)])
+        food = torch.stack([m.food if m.food is not None else empty for m in maps for _ in range(species)])
     return api.World(species=species, boundary=presets[0].boundary, mix=mix, wall=wall, food=food)

@@ -31,21 +31,29 @@ def load(paths: list[str]) -> list[tuple[dict, dict]]:
             key = (document["environment"]["device"], row["config"], row["implementation"])
             rows[key] = (document["environment"], row)
     order = {name: i for i, name in enumerate(["S", "L", "XL", "X", "CPU"])}
-    return sorted(rows.values(), key=lambda er: ("CPU" in er[0]["device"],
-                                                 order.get(er[1]["config"], 9),
-                                                 ORDER.index(er[1]["implementation"])
-                                                 if er[1]["implementation"] in ORDER else 9))
+    return sorted(
+        rows.values(),
+        key=lambda er: (
+            "CPU" in er[0]["device"],
+            order.get(er[1]["config"], 9),
+            ORDER.index(er[1]["implementation"]) if er[1]["implementation"] in ORDER else 9,
+        ),
+    )
 
 
 def table(rows: list[tuple[dict, dict]]) -> str:
-    lines = ["| device | config | implementation | ms/step | agent-steps/s | launches/step | GB/s | x floor |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| device | config | implementation | ms/step | agent-steps/s | launches/step | GB/s | x floor |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     for env, r in rows:
         size = f"{r['config']}: {r['batch']}x{r['agents']:,} on {r['width']}x{r['height']}"
         launches = "" if r["launches_per_step"] is None else f"{r['launches_per_step']:.0f}"
-        lines.append(f"| {env['device']} | {size} | {r['implementation']} | {r['ms_per_step']:.3f} | "
-                     f"{r['agent_steps_per_s']:.2e} | {launches} | {r['achieved_gb_per_s']:.0f} | "
-                     f"{r['ratio_to_floor']:.1f} |")
+        lines.append(
+            f"| {env['device']} | {size} | {r['implementation']} | {r['ms_per_step']:.3f} | "
+            f"{r['agent_steps_per_s']:.2e} | {launches} | {r['achieved_gb_per_s']:.0f} | "
+            f"{r['ratio_to_floor']:.1f} |"
+        )
     return "\n".join(lines)
 
 

@@ -24,8 +24,11 @@ def maze(cells: int = 16, size: int = 1024, wall: int = 8, seed: int = 5) -> Ima
     seen, stack = {(0, 0)}, [(0, 0)]
     while stack:
         x, y = stack[-1]
-        options = [(x + dx, y + dy) for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1))
-                   if 0 <= x + dx < cells and 0 <= y + dy < cells and (x + dx, y + dy) not in seen]
+        options = [
+            (x + dx, y + dy)
+            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1))
+            if 0 <= x + dx < cells and 0 <= y + dy < cells and (x + dx, y + dy) not in seen
+        ]
         if not options:
             stack.pop()
             continue

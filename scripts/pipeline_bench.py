@@ -70,8 +70,10 @@ def main() -> None:
     args = parser.parse_args()
     device = resolve_device(None)
     report = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu", "encoder_fps": {}}
-    uhd = load_preset(ROOT / "presets" / "panorama.yaml", [f"run.steps={args.frames * 2}", "run.steps_per_frame=2",
-                                                           "output.formats=[mp4]"])
+    uhd = load_preset(
+        ROOT / "presets" / "panorama.yaml",
+        [f"run.steps={args.frames * 2}", "run.steps_per_frame=2", "output.formats=[mp4]"],
+    )
     square = load_preset(ROOT / "presets" / "veins.yaml")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -92,20 +94,38 @@ def main() -> None:
         began = time.perf_counter()
         render(uhd, RenderOptions(out_dir=folder / "render", quiet=True))
         full = time.perf_counter() - began
-        report["uhd_mp4"] = {"frames": args.frames, "encode_alone_s": encode_alone, "render_s": full,
-                             "ratio": full / encode_alone}
-        print(f"3840x2160 {args.frames} frames to MP4: render {full:.1f} s, encoding alone "
-              f"{encode_alone:.1f} s, ratio {full / encode_alone:.3f}", flush=True)
+        report["uhd_mp4"] = {
+            "frames": args.frames,
+            "encode_alone_s": encode_alone,
+            "render_s": full,
+            "ratio": full / encode_alone,
+        }
+        print(
+            f"3840x2160 {args.frames} frames to MP4: render {full:.1f} s, encoding alone "
+            f"{encode_alone:.1f} s, ratio {full / encode_alone:.3f}",
+            flush=True,
+        )
         if "8k" in skip:
             Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
             return
-        eight_k = load_preset(ROOT / "presets" / "panorama.yaml", [
-            "canvas.width=7680", "canvas.height=4320", "agents.count=33000000", "run.steps=60",
-            "run.steps_per_frame=2", "output.formats=[mp4,png]", "name=panorama-8k"])
+        eight_k = load_preset(
+            ROOT / "presets" / "panorama.yaml",
+            [
+                "canvas.width=7680",
+                "canvas.height=4320",
+                "agents.count=33000000",
+                "run.steps=60",
+                "run.steps_per_frame=2",
+                "output.formats=[mp4,png]",
+                "name=panorama-8k",
+            ],
+        )
         began = time.perf_counter()
         result = render(eight_k, RenderOptions(out_dir=folder / "render", quiet=True))
-        report["8k"] = {"seconds": time.perf_counter() - began,
-                        "bytes": {k: p.stat().st_size for k, p in result.outputs.items()}}
+        report["8k"] = {
+            "seconds": time.perf_counter() - began,
+            "bytes": {k: p.stat().st_size for k, p in result.outputs.items()},
+        }
         print(f"7680x4320 30 frames to MP4 and PNG: {report['8k']}", flush=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
 

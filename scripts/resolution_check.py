@@ -30,8 +30,9 @@ from physarum.render.stats import SpectrumRings, trail_statistics
 WAVELENGTH = 6  # column of trail_statistics: wavelength as a fraction of the short side
 
 
-def measure(path: str, size: str, checkpoints: int, seeds: int, device: torch.device,
-            settings: list[str]) -> dict:
+def measure(
+    path: str, size: str, checkpoints: int, seeds: int, device: torch.device, settings: list[str]
+) -> dict:
     """The preset at one size, as one batched simulation of `seeds` seeds (seed, seed + 1, ...):
     each seed's wavelength is its mean over the checkpoints; the size's is the mean over seeds,
     with their standard deviation (one realisation of a network of large cells is a noisy
@@ -53,12 +54,19 @@ def measure(path: str, size: str, checkpoints: int, seeds: int, device: torch.de
     per_seed = np.mean(fractions, axis=0)
     colourist = Colourist(base.palette)
     rgb = colourist.rgb(colourist.index_frame(simulation.trail[0]), 0).cpu().numpy()
-    return {"size": size, "agents": base.agents.count, "steps": steps, "seeds": seeds,
-            "sensor_distance_px": base.model.pixels("sensor_distance", min(width, height)),
-            "step_size_px": base.model.pixels("step_size", min(width, height)),
-            "wavelength_fraction_per_seed": per_seed.tolist(), "mean": float(per_seed.mean()),
-            "std": float(per_seed.std(ddof=1)) if seeds > 1 else 0.0,
-            "seconds": time.perf_counter() - began, "frame": rgb}
+    return {
+        "size": size,
+        "agents": base.agents.count,
+        "steps": steps,
+        "seeds": seeds,
+        "sensor_distance_px": base.model.pixels("sensor_distance", min(width, height)),
+        "step_size_px": base.model.pixels("step_size", min(width, height)),
+        "wavelength_fraction_per_seed": per_seed.tolist(),
+        "mean": float(per_seed.mean()),
+        "std": float(per_seed.std(ddof=1)) if seeds > 1 else 0.0,
+        "seconds": time.perf_counter() - began,
+        "frame": rgb,
+    }
 
 
 def main() -> None:
@@ -73,16 +81,26 @@ def main() -> None:
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     device = resolve_device(args.device)
-    results = [measure(args.preset, size, args.checkpoints, args.seeds, device, args.settings) for size in args.sizes]
+    results = [
+        measure(args.preset, size, args.checkpoints, args.seeds, device, args.settings) for size in args.sizes
+    ]
     frames = [r.pop("frame") for r in results]
     first = results[0]["mean"]
     for r in results:
         r["ratio_to_first"] = r["mean"] / first
-        print(f"{r['size']:>10}: wavelength {r['mean']:.4f} +- {r['std']:.4f} of the short side "
-              f"({r['seeds']} seeds: {', '.join(f'{f:.4f}' for f in r['wavelength_fraction_per_seed'])}), "
-              f"ratio {r['ratio_to_first']:.3f}, {r['seconds']:.0f} s", flush=True)
-    report = {"preset": args.preset, "device": str(device), "machine": platform.machine(),
-              "torch": torch.__version__, "results": results}
+        print(
+            f"{r['size']:>10}: wavelength {r['mean']:.4f} +- {r['std']:.4f} of the short side "
+            f"({r['seeds']} seeds: {', '.join(f'{f:.4f}' for f in r['wavelength_fraction_per_seed'])}), "
+            f"ratio {r['ratio_to_first']:.3f}, {r['seconds']:.0f} s",
+            flush=True,
+        )
+    report = {
+        "preset": args.preset,
+        "device": str(device),
+        "machine": platform.machine(),
+        "torch": torch.__version__,
+        "results": results,
+    }
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     if args.figure:
         tiles = [Image.fromarray(f).resize((round(384 * f.shape[1] / f.shape[0]), 384)) for f in frames]

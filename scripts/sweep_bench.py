@@ -36,12 +36,15 @@ def timed(*args: str) -> float:
 
 def batched_against_alone(args, work: Path) -> dict:
     """The sweep in one batch against --alone of its jobs rendered one process each."""
-    report: dict = {"sweep": args.sweep, "devices": args.devices,
-                    "sweep_s": timed("sweep", args.sweep, "--out", str(work / "sweep"), "--devices", args.devices)}
+    report: dict = {
+        "sweep": args.sweep,
+        "devices": args.devices,
+        "sweep_s": timed("sweep", args.sweep, "--out", str(work / "sweep"), "--devices", args.devices),
+    }
     every = sorted((work / "sweep").glob("*/*/*.json"))
     print(f"sweep of {len(every)} jobs on {args.devices}: {report['sweep_s']:.1f} s", flush=True)
     alone, identical, different = [], 0, []
-    for sidecar in every[:args.alone]:
+    for sidecar in every[: args.alone]:
         device = [] if args.devices == "cuda:0" else ["--device", args.devices]
         alone.append(timed("render", "--from", str(sidecar), "--out", str(work / "alone"), *device))
         for produced in sidecar.parent.glob("*.*"):
@@ -53,14 +56,24 @@ def batched_against_alone(args, work: Path) -> dict:
             else:
                 different.append(produced.name)
     mean, total = sum(alone) / len(alone), len(every)
-    report.update(jobs=total, alone_n=len(alone), alone_s=alone, alone_mean_s=mean,
-                  alone_all_s=total * mean, extrapolated=len(alone) < total,
-                  speedup=total * mean / report["sweep_s"], identical_files=identical,
-                  different_files=different)
-    print(f"{len(alone)} separate renders: mean {mean:.2f} s; all {total} "
-          f"{'would take' if len(alone) < total else 'took'} {total * mean:.1f} s; the sweep is "
-          f"{report['speedup']:.2f}x faster (target 8x); files identical {identical}, "
-          f"different {len(different)}", flush=True)
+    report.update(
+        jobs=total,
+        alone_n=len(alone),
+        alone_s=alone,
+        alone_mean_s=mean,
+        alone_all_s=total * mean,
+        extrapolated=len(alone) < total,
+        speedup=total * mean / report["sweep_s"],
+        identical_files=identical,
+        different_files=different,
+    )
+    print(
+        f"{len(alone)} separate renders: mean {mean:.2f} s; all {total} "
+        f"{'would take' if len(alone) < total else 'took'} {total * mean:.1f} s; the sweep is "
+        f"{report['speedup']:.2f}x faster (target 8x); files identical {identical}, "
+        f"different {len(different)}",
+        flush=True,
+    )
     return report
 
 
@@ -87,7 +100,9 @@ def main() -> None:
     parser.add_argument("--devices", default="cuda:0")
     parser.add_argument("--alone", type=int, default=16, help="separate renders to time; 0: none")
     parser.add_argument("--two-gpus", action="store_true")
-    parser.add_argument("--two-gpu-sweeps", nargs="+", default=["sweeps/bench128.yaml", "sweeps/bench128-long.yaml"])
+    parser.add_argument(
+        "--two-gpu-sweeps", nargs="+", default=["sweeps/bench128.yaml", "sweeps/bench128-long.yaml"]
+    )
     parser.add_argument("--work", default="/tmp/sweep-bench")
     parser.add_argument("--out", default="sweeps.json")
     args = parser.parse_args()

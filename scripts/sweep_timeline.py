@@ -34,9 +34,13 @@ def batches(sweep_dir: Path) -> list[dict]:
         key = (record["pid"], record["started"])
         if key not in rows:
             sidecar = sweep_dir / record["outputs"]["json"]
-            rows[key] = {"start": datetime.fromisoformat(record["started"]).timestamp(),
-                         "seconds": record["seconds"], "device": record["device"], "jobs": record["batch"],
-                         "phases": json.loads(sidecar.read_text())["timings"]}
+            rows[key] = {
+                "start": datetime.fromisoformat(record["started"]).timestamp(),
+                "seconds": record["seconds"],
+                "device": record["device"],
+                "jobs": record["batch"],
+                "phases": json.loads(sidecar.read_text())["timings"],
+            }
     return sorted(rows.values(), key=lambda row: row["start"])
 
 
@@ -45,8 +49,10 @@ def describe(row: dict, began: float) -> str:
     seconds) and its phases."""
     phases = ", ".join(f"{k} {v:.1f}" for k, v in row["phases"].items() if not k.startswith("encode_"))
     start = row["start"] - began
-    return (f"batch of {row['jobs']} on {row['device']} from {start:.1f} s to {start + row['seconds']:.1f} s "
-            f"({phases})")
+    return (
+        f"batch of {row['jobs']} on {row['device']} from {start:.1f} s to {start + row['seconds']:.1f} s "
+        f"({phases})"
+    )
 
 
 def main() -> None:
@@ -63,8 +69,25 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)  # a finished sweep there would skip its jobs
     work.mkdir(parents=True)
     began = time.time()
-    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "physarum.render.cli", "sweep",
-                    args.sweep, "--out", str(work), "--devices", args.devices, "--quiet"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-o",
+            str(profile),
+            "-m",
+            "physarum.render.cli",
+            "sweep",
+            args.sweep,
+            "--out",
+            str(work),
+            "--devices",
+            args.devices,
+            "--quiet",
+        ],
+        check=True,
+    )
     wall = time.time() - began
     lines = [f"{name} on {args.devices}: {wall:.1f} s wall (process start to exit)"]
     rows = batches(next(work.glob("*/manifest.jsonl")).parent)

@@ -38,8 +38,9 @@ VARIANTS = [
 ]
 
 
-def run_variant(state, tables, constants: dict, sort_every: int, repeats: int, device,
-                steps: int) -> tuple[float, object]:
+def run_variant(
+    state, tables, constants: dict, sort_every: int, repeats: int, device, steps: int
+) -> tuple[float, object]:
     saved = {name: getattr(kernels, name) for name in constants}
     try:
         for name, value in constants.items():
@@ -71,16 +72,28 @@ def main() -> None:
     results, expected = [], None
     for name, constants, sort_every in VARIANTS:
         seconds, final = run_variant(state, tables, constants, sort_every, args.repeats, device, args.steps)
-        same = expected is None or all(torch.equal(a, b) for a, b in zip(
-            (final.position, final.heading, final.trail.view(torch.int32)),
-            (expected.position, expected.heading, expected.trail.view(torch.int32))))
+        same = expected is None or all(
+            torch.equal(a, b)
+            for a, b in zip(
+                (final.position, final.heading, final.trail.view(torch.int32)),
+                (expected.position, expected.heading, expected.trail.view(torch.int32)),
+            )
+        )
         if expected is None:
             expected = final
-        results.append({"variant": name, "constants": constants, "sort_every": sort_every,
-                        "ms_per_step": seconds * 1000, "identical": same})
+        results.append(
+            {
+                "variant": name,
+                "constants": constants,
+                "sort_every": sort_every,
+                "ms_per_step": seconds * 1000,
+                "identical": same,
+            }
+        )
         print(f"{name:<36} {seconds * 1000:8.4f} ms/step  {'identical' if same else 'DIFFERENT'}", flush=True)
-    Path(args.out).write_text(json.dumps({"config": args.config, "steps": args.steps, "results": results},
-                                         indent=2) + "\n")
+    Path(args.out).write_text(
+        json.dumps({"config": args.config, "steps": args.steps, "results": results}, indent=2) + "\n"
+    )
 
 
 if __name__ == "__main__":

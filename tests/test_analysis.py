@@ -12,16 +12,26 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import tiny_data
 from physarum.kernels import reference
 from physarum.kernels.api import build_tables, spawn
 from physarum.render import analysis
-from physarum.render.analysis import (AnalysisError, LinearModel, RunOptions, Twin, fit_exponent,
-                                      linear_model, mean_and_error, parse_plane_axis, run_twins,
-                                      saturation_index, twin_kinds)
+from physarum.render.analysis import (
+    AnalysisError,
+    LinearModel,
+    RunOptions,
+    Twin,
+    fit_exponent,
+    linear_model,
+    mean_and_error,
+    parse_plane_axis,
+    run_twins,
+    saturation_index,
+    twin_kinds,
+)
 from physarum.render.cli import main
 from physarum.render.preset import build_preset
 from physarum.render.stats import STAT_COLUMNS, SpectrumRings, trail_statistics
-from conftest import tiny_data
 
 COLUMN = {name: i for i, name in enumerate(STAT_COLUMNS)}
 
@@ -104,7 +114,11 @@ def test_plane_points_run_batched_like_single_runs():
     axes = [parse_plane_axis("model.decay=0.05:0.2:2"), parse_plane_axis("model.turn_angle=30:60:2")]
     presets = analysis.plane_presets(tiny(), axes)
     assert [(p.model.decay, p.model.turn_angle) for p in presets] == [
-        (0.05, 30.0), (0.05, 60.0), (0.2, 30.0), (0.2, 60.0)]
+        (0.05, 30.0),
+        (0.05, 60.0),
+        (0.2, 30.0),
+        (0.2, 60.0),
+    ]
     options = RunOptions(steps=12, twins=("trail",))
     batched = run_twins(presets, options)
     alone = run_twins([presets[2]], options)
@@ -154,22 +168,33 @@ def test_mean_and_standard_error():
 # The 2x2 model
 
 
-@pytest.mark.parametrize("decay, deposit, response, damping", [
-    (0.1, 5.0, 0.02, 0.11), (0.3, 1.0, 0.01, 0.5), (0.05, 0.0, 0.3, 0.2), (0.2, 2.0, 0.1, 0.2)])
+@pytest.mark.parametrize(
+    "decay, deposit, response, damping",
+    [(0.1, 5.0, 0.02, 0.11), (0.3, 1.0, 0.01, 0.5), (0.05, 0.0, 0.3, 0.2), (0.2, 2.0, 0.1, 0.2)],
+)
 def test_linear_model_eigenvalues_match_the_closed_form_and_numpy(decay, deposit, response, damping):
     model = LinearModel(decay, deposit, response, damping)
     leading, other = model.eigenvalues()
     trace, determinant = -(decay + damping), decay * damping - response * deposit
-    closed = ((trace + math.sqrt(trace**2 - 4 * determinant)) / 2,
-              (trace - math.sqrt(trace**2 - 4 * determinant)) / 2)
+    closed = (
+        (trace + math.sqrt(trace**2 - 4 * determinant)) / 2,
+        (trace - math.sqrt(trace**2 - 4 * determinant)) / 2,
+    )
     assert (leading, other) == pytest.approx(closed, abs=1e-12)
     assert sorted(np.linalg.eigvals(model.jacobian()).real) == pytest.approx([other, leading], abs=1e-12)
     assert model.unstable == (leading > 0) == (response * deposit > decay * damping)
 
 
 def test_linear_model_mapping():
-    model = {"sensor_angle": 22.5, "sensor_distance": 9.0, "turn_angle": 45.0, "step_size": 1.0,
-             "deposit": 3.0, "diffuse": 0.0, "decay": 0.12}
+    model = {
+        "sensor_angle": 22.5,
+        "sensor_distance": 9.0,
+        "turn_angle": 45.0,
+        "step_size": 1.0,
+        "deposit": 3.0,
+        "diffuse": 0.0,
+        "decay": 0.12,
+    }
     mapped = linear_model(model, density=0.5)
     assert mapped.decay == pytest.approx(-math.log(0.88))  # no diffusion: decay alone
     assert mapped.deposit == 3.0 and mapped.damping == pytest.approx(1 / 9)
@@ -216,8 +241,9 @@ def test_statistics_of_two_levels():
     assert stats["coverage"] == 1.0 and stats["mean"] == 2.0
 
 
-@pytest.mark.parametrize("height, width, period, axis", [(64, 64, 8, "x"), (48, 64, 8, "x"),
-                                                         (48, 48, 12, "y"), (40, 80, 10, "x")])
+@pytest.mark.parametrize(
+    "height, width, period, axis", [(64, 64, 8, "x"), (48, 64, 8, "x"), (48, 48, 12, "y"), (40, 80, 10, "x")]
+)
 def test_dominant_wavelength_of_a_sinusoid(height, width, period, axis):
     y, x = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
     coordinate = x if axis == "x" else y
@@ -267,14 +293,30 @@ def test_render_stats_writes_one_row_per_step(tmp_path, write_yaml):
 
     data = tiny_data(run={"steps": 12, "steps_per_frame": 3, "warmup": 2}, output={"formats": ["png"]})
     path = write_yaml(yaml.safe_dump(data))
-    assert main(["render", str(path), "--out", str(tmp_path), "--quiet", "--backend", "torch",
-                 "--device", "cpu", "--stats"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                str(path),
+                "--out",
+                str(tmp_path),
+                "--quiet",
+                "--backend",
+                "torch",
+                "--device",
+                "cpu",
+                "--stats",
+            ]
+        )
+        == 0
+    )
     with open(tmp_path / "tiny" / "tiny-s3.stats.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     assert [int(r["step"]) for r in rows] == list(range(1, 15))  # warm-up steps included
     preset = build_preset(data, "tiny.yaml")
     simulation = reference.TorchSimulation(
-        spawn([preset.seed], preset.agents.count, 48, 32), build_tables([preset.model_params()]))
+        spawn([preset.seed], preset.agents.count, 48, 32), build_tables([preset.model_params()])
+    )
     simulation.advance(14)
     assert float(rows[-1]["mean"]) == pytest.approx(simulation.trail.double().mean().item(), rel=1e-8)
 
@@ -285,11 +327,27 @@ def test_render_stats_writes_one_row_per_step(tmp_path, write_yaml):
 
 def test_cli_sensitivity_writes_csv_plot_and_summary(tmp_path, write_yaml, capsys):
     import json
+
     import yaml
 
     path = write_yaml(yaml.safe_dump(tiny_data()))
-    code = main(["sensitivity", str(path), "--steps", "20", "--twins", "2", "--out", str(tmp_path),
-                 "--quiet", "--backend", "torch", "--device", "cpu"])
+    code = main(
+        [
+            "sensitivity",
+            str(path),
+            "--steps",
+            "20",
+            "--twins",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--backend",
+            "torch",
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     folder = tmp_path / "tiny"
     with open(folder / "tiny-s3-sensitivity.csv", newline="") as file:
@@ -305,9 +363,26 @@ def test_cli_plane_writes_a_heat_map(tmp_path, write_yaml, capsys):
     import yaml
 
     path = write_yaml(yaml.safe_dump(tiny_data()))
-    code = main(["sensitivity", str(path), "--steps", "15", "--twins", "1", "--out", str(tmp_path),
-                 "--quiet", "--backend", "torch", "--device", "cpu",
-                 "--plane", "model.deposit=1:8:2", "model.decay=0.05:0.3:3"])
+    code = main(
+        [
+            "sensitivity",
+            str(path),
+            "--steps",
+            "15",
+            "--twins",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--backend",
+            "torch",
+            "--device",
+            "cpu",
+            "--plane",
+            "model.deposit=1:8:2",
+            "model.decay=0.05:0.3:3",
+        ]
+    )
     assert code == 0
     folder = tmp_path / "tiny"
     with open(folder / "tiny-s3-plane-deposit-decay.csv", newline="") as file:
@@ -317,19 +392,24 @@ def test_cli_plane_writes_a_heat_map(tmp_path, write_yaml, capsys):
     assert "2x2 model agrees" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("arguments, message", [
-    (["--plane", "model.decay=0.1:0.3", "model.deposit=1:2:2"], "expected KEY=LO:HI:N"),
-    (["--plane", "model.decai=0.1:0.3:2", "model.deposit=1:2:2"], "did you mean 'model.decay'"),
-    (["--plane", "canvas.width=64:128:2", "model.deposit=1:2:2"], "not a model parameter"),
-    (["--plane", "model.decay=0.1:x:2", "model.deposit=1:2:2"], "must be numbers"),
-    (["--plane", "model.decay=0.1:0.3:0", "model.deposit=1:2:2"], "N must be from 1 to 1024"),
-    (["--plane", "model.decay=0.1:1.5:3", "model.deposit=1:2:2"], "model.decay"),
-    (["--plane", "model.decay=0.1:0.3:2", "model.decay=0.1:0.2:2"], "two different"),
-    (["--twins", "0"], "--twins must be from 1 to 64"),
-    (["--at", "0"], "--at must be at least 1"),
-    (["--steps", "0"], "--steps must be a positive"),
-])
-def test_cli_sensitivity_bad_input_exits_2_and_writes_nothing(arguments, message, tmp_path, write_yaml, capsys):
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--plane", "model.decay=0.1:0.3", "model.deposit=1:2:2"], "expected KEY=LO:HI:N"),
+        (["--plane", "model.decai=0.1:0.3:2", "model.deposit=1:2:2"], "did you mean 'model.decay'"),
+        (["--plane", "canvas.width=64:128:2", "model.deposit=1:2:2"], "not a model parameter"),
+        (["--plane", "model.decay=0.1:x:2", "model.deposit=1:2:2"], "must be numbers"),
+        (["--plane", "model.decay=0.1:0.3:0", "model.deposit=1:2:2"], "N must be from 1 to 1024"),
+        (["--plane", "model.decay=0.1:1.5:3", "model.deposit=1:2:2"], "model.decay"),
+        (["--plane", "model.decay=0.1:0.3:2", "model.decay=0.1:0.2:2"], "two different"),
+        (["--twins", "0"], "--twins must be from 1 to 64"),
+        (["--at", "0"], "--at must be at least 1"),
+        (["--steps", "0"], "--steps must be a positive"),
+    ],
+)
+def test_cli_sensitivity_bad_input_exits_2_and_writes_nothing(
+    arguments, message, tmp_path, write_yaml, capsys
+):
     import yaml
 
     path = write_yaml(yaml.safe_dump(tiny_data()))
@@ -365,8 +445,10 @@ def test_twin_kinds_alternate():
 
 
 @pytest.mark.interpreter
-@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1" or importlib.util.find_spec("triton") is None,
-                    reason="needs triton and TRITON_INTERPRET=1 set before Python starts")
+@pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1" or importlib.util.find_spec("triton") is None,
+    reason="needs triton and TRITON_INTERPRET=1 set before Python starts",
+)
 def test_triton_twins_match_the_reference(monkeypatch):
     """The Triton backend sorts its agents by cell (at once, then every SORT_EVERY steps); twins
     still compare same-index agents, in spawn order."""

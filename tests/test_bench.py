@@ -16,8 +16,9 @@ def test_bench_rows_have_every_figure_and_a_consistent_floor(monkeypatch, tmp_pa
     tiny = bench.Config("T", 2, 3000, 64, 48)
     monkeypatch.setitem(bench.CONFIGS, "T", tiny)
     out = tmp_path / "b.json"
-    document = bench.run_bench(["T"], torch.device("cpu"), out, develop_steps=5,
-                               skip={"torch.compile"}, log=lambda *_: None)
+    document = bench.run_bench(
+        ["T"], torch.device("cpu"), out, develop_steps=5, skip={"torch.compile"}, log=lambda *_: None
+    )
     assert json.loads(out.read_text()) == json.loads(json.dumps(document))
     rows = {r["implementation"]: r for r in document["results"]}
     assert set(rows) == {"prototype", "torch"}
@@ -41,11 +42,29 @@ def test_prototype_deposits_and_decays_the_expected_mass():
 
 def test_profile_writes_a_chrome_trace_and_reports_phases(tmp_path, capsys):
     preset = tmp_path / "p.yaml"
-    preset.write_text("name: p\ncanvas: {width: 32, height: 32}\nagents: {count: 300}\n"
-                      "model: {sensor_distance: 4}\n")
+    preset.write_text(
+        "name: p\ncanvas: {width: 32, height: 32}\nagents: {count: 300}\nmodel: {sensor_distance: 4}\n"
+    )
     trace = tmp_path / "t.json"
-    assert main(["profile", str(preset), "--backend", "torch", "--device", "cpu", "--steps", "3",
-                 "--warmup", "1", "--trace", str(trace)]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                str(preset),
+                "--backend",
+                "torch",
+                "--device",
+                "cpu",
+                "--steps",
+                "3",
+                "--warmup",
+                "1",
+                "--trace",
+                str(trace),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     for phase in ("sense/steer/move", "deposit", "diffuse", "first step"):
         assert phase in printed

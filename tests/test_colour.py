@@ -16,7 +16,7 @@ def test_index_matches_the_levels_and_gamma_formula():
     trail = torch.linspace(0.0, 6.0, 4001, dtype=torch.float32)
     index = Colourist(palette).index_frame(trail.reshape(1, -1)).reshape(-1).numpy().astype(int)
     level = np.clip((trail.numpy().astype(np.float64) - 1.0) / 4.0, 0, 1)
-    expected = np.floor(255 * level ** 0.5 + 0.5).astype(int)
+    expected = np.floor(255 * level**0.5 + 0.5).astype(int)
     # thresholds are float32, so cells within rounding of a boundary may land one step apart
     assert np.abs(index - expected).max() <= 1 and (index == expected).mean() > 0.99
     assert index[0] == 0 and index[-1] == 255 and np.all(np.diff(index) >= 0)

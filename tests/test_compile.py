@@ -19,8 +19,13 @@ pytest.importorskip("triton")
 
 def test_every_kernel_specialisation_compiles_for_sm90():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    result = subprocess.run([sys.executable, "-m", "physarum.kernels.compile_check", "--arch", "90"],
-                            env=env, capture_output=True, text=True, timeout=1200)
+    result = subprocess.run(
+        [sys.executable, "-m", "physarum.kernels.compile_check", "--arch", "90"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     report = result.stdout + result.stderr
     assert result.returncode == 0, report
     assert report.count("\nok ") + report.startswith("ok ") == 68, report  # every case ran

@@ -25,7 +25,7 @@ def parse_gif(path: Path) -> dict:
     at, result = 13, {"size": (width, height), "frames": [], "loop": None, "comment": b""}
     if packed & 0x80:
         size = 3 << ((packed & 7) + 1)
-        result["global"], at = data[at:at + size], at + size
+        result["global"], at = data[at : at + size], at + size
     delay = None
     while data[at] != 0x3B:
         kind = data[at]
@@ -33,7 +33,7 @@ def parse_gif(path: Path) -> dict:
             label, at = data[at + 1], at + 2
             blocks = []
             while data[at]:
-                blocks.append(data[at + 1:at + 1 + data[at]])
+                blocks.append(data[at + 1 : at + 1 + data[at]])
                 at += 1 + data[at]
             at += 1
             if label == 0xF9:
@@ -47,7 +47,7 @@ def parse_gif(path: Path) -> dict:
             table = None
             if flags & 0x80:
                 size = 3 << ((flags & 7) + 1)
-                table, at = data[at:at + size], at + size
+                table, at = data[at : at + size], at + size
             at += 1  # LZW minimum code size
             while data[at]:
                 at += 1 + data[at]
@@ -63,9 +63,9 @@ def png_chunks(path: Path) -> dict[bytes, bytes]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     chunks, at = {}, 8
     while at < len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
-        body = data[at + 8:at + 8 + length]
-        assert zlib.crc32(kind + body) == struct.unpack(">I", data[at + 8 + length:at + 12 + length])[0]
+        length, kind = struct.unpack(">I4s", data[at : at + 8])
+        body = data[at + 8 : at + 8 + length]
+        assert zlib.crc32(kind + body) == struct.unpack(">I", data[at + 8 + length : at + 12 + length])[0]
         chunks[kind] = body
         at += 12 + length
     return chunks

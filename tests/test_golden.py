@@ -46,11 +46,16 @@ def _triton_runs_here() -> bool:
 
 BACKENDS = [
     "torch",
-    pytest.param("triton", marks=[
-        pytest.mark.interpreter,
-        pytest.mark.skipif(not _triton_runs_here(),
-                           reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts"),
-    ]),
+    pytest.param(
+        "triton",
+        marks=[
+            pytest.mark.interpreter,
+            pytest.mark.skipif(
+                not _triton_runs_here(),
+                reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts",
+            ),
+        ],
+    ),
 ]
 
 
@@ -80,13 +85,16 @@ def check(name: str, found: dict[str, str]) -> None:
         if pins.get(name) != found:
             pins[name] = found
             PINS.write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
-            pytest.fail(f"golden pins of {name!r} rewritten in {PINS}; run again without "
-                        "PHYSARUM_UPDATE_GOLDEN to check them")
+            pytest.fail(
+                f"golden pins of {name!r} rewritten in {PINS}; run again without "
+                "PHYSARUM_UPDATE_GOLDEN to check them"
+            )
         return
     assert name in pins, f"no pins for {name!r} in {PINS}: set PHYSARUM_UPDATE_GOLDEN=1 once"
     assert found == pins[name], (
         f"{name}: outputs differ from their golden pins. If the change is deliberate, update the "
-        "pins, bump OUTPUT_VERSION and add a CHANGELOG entry in the same commit")
+        "pins, bump OUTPUT_VERSION and add a CHANGELOG entry in the same commit"
+    )
 
 
 @pytest.fixture
@@ -100,8 +108,19 @@ def at_root(monkeypatch):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_renders_match_their_golden_pins(preset, backend, tmp_path, at_root):
     path = (GOLDEN / f"{preset}.yaml").relative_to(ROOT)
-    code = main(["render", str(path), "--out", str(tmp_path), "--quiet", "--backend", backend,
-                 "--device", device_of(backend)])
+    code = main(
+        [
+            "render",
+            str(path),
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--backend",
+            backend,
+            "--device",
+            device_of(backend),
+        ]
+    )
     assert code == 0
     found = file_digests(tmp_path)
     assert len(found) == 2, found
@@ -114,8 +133,20 @@ def test_renders_match_their_golden_pins(preset, backend, tmp_path, at_root):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_sweeps_batch_matches_its_golden_pins(backend, tmp_path, at_root):
     path = (GOLDEN / "sweep.yaml").relative_to(ROOT)
-    code = main(["sweep", str(path), "--out", str(tmp_path), "--quiet", "--backend", backend,
-                 "--devices", device_of(backend), "--no-gallery"])
+    code = main(
+        [
+            "sweep",
+            str(path),
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--backend",
+            backend,
+            "--devices",
+            device_of(backend),
+            "--no-gallery",
+        ]
+    )
     assert code == 0
     found = file_digests(tmp_path)
     assert len(found) == 4, found

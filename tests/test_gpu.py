@@ -12,8 +12,10 @@ import torch
 from physarum.kernels import get_backend
 from physarum.kernels.api import ModelParams, build_tables, spawn
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; none is present")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; none is present"),
+]
 
 PARAMS = [
     ModelParams(22.5, 9, 45, 1, 5, 1.0, 0.1, 7),
@@ -22,8 +24,9 @@ PARAMS = [
 ]
 
 
-def simulate(backend: str, device: str, steps: int, width=301, height=203, agents=50_001,
-             chunks=(1,), **options):
+def simulate(
+    backend: str, device: str, steps: int, width=301, height=203, agents=50_001, chunks=(1,), **options
+):
     """The simulation after `steps` steps, advanced in pieces of the given lengths."""
     state = spawn([p.seed for p in PARAMS], agents, width, height, "random", device=device)
     simulation = get_backend(backend)(state, build_tables(PARAMS, device=device), **options)
@@ -95,12 +98,18 @@ def world_run(backend: str, device: str, boundary: str, steps: int = 300):
     food[:, 150:160, 30:40] = 0.5
     seeds = [species_seed(b + 1, s) for b in range(2) for s in range(species)]
     params = [replace(PARAMS[g % 3], seed=seeds[g]) for g in range(4)]
-    parts = [spawn([seeds[g]], agents, width, height, ("random", "disk")[g % 2], 0.3,
-                   wall=wall[g // species]) for g in range(4)]
+    parts = [
+        spawn([seeds[g]], agents, width, height, ("random", "disk")[g % 2], 0.3, wall=wall[g // species])
+        for g in range(4)
+    ]
     from physarum.kernels.api import State
 
-    state = State(torch.cat([p.position for p in parts]), torch.cat([p.heading for p in parts]),
-                  torch.cat([p.trail for p in parts]), parts[0].step).to(device)
+    state = State(
+        torch.cat([p.position for p in parts]),
+        torch.cat([p.heading for p in parts]),
+        torch.cat([p.trail for p in parts]),
+        parts[0].step,
+    ).to(device)
     mix = torch.tensor([[1.0, -0.5], [-0.25, 1.0]] * 2)
     world = World(species=species, boundary=boundary, mix=mix, wall=wall, food=food)
     simulation = get_backend(backend)(state, build_tables(params, device=device), world=world)
@@ -129,8 +138,11 @@ def test_spawning_on_the_gpu_gives_the_cpus_state(how):
     density = ((x * 7919 + y * 104729) % 11) if how == "image" else None
     wall = ((x // 20 + y // 20) % 3 == 0).to(torch.uint8)
     for walls in (None, wall):
-        states = [spawn([3, 4, 5], 40_001, width, height, how, radius=0.3, device=device,
-                        density=density, wall=walls) for device in ("cpu", "cuda")]
+        states = [
+            spawn(
+                [3, 4, 5], 40_001, width, height, how, radius=0.3, device=device, density=density, wall=walls
+            )
+            for device in ("cpu", "cuda")
+        ]
         for name in ("position", "heading", "trail", "step"):
             assert torch.equal(getattr(states[0], name), getattr(states[1], name).cpu()), (how, name)
-

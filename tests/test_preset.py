@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import ROOT, TINY, tiny_data
 from physarum.render.cli import main
 from physarum.render.preset import PresetError, build_preset, load_preset
 from physarum.render.runner import RenderError, check_formats, check_memory
-from conftest import ROOT, TINY, tiny_data
 
 
 def problems_of(data: dict, settings=()) -> list[str]:
@@ -41,8 +41,9 @@ def test_unknown_keys_suggest_the_near_one():
 
 
 def test_all_problems_are_reported_at_once_with_file_path_and_value():
-    problems = problems_of(tiny_data(model={"sensor_angle": 500, "deposit": "lots"},
-                                     agents={"spawn": "circle"}))
+    problems = problems_of(
+        tiny_data(model={"sensor_angle": 500, "deposit": "lots"}, agents={"spawn": "circle"})
+    )
     assert len(problems) == 3
     joined = "\n".join(problems)
     assert "p.yaml: model.sensor_angle:" in joined and "(got 500)" in joined
@@ -56,10 +57,19 @@ def test_nan_and_infinite_numbers_are_refused(value):
     assert problems == [f"p.yaml: model.decay: must be a finite number (got {value!r})"]
 
 
-@pytest.mark.parametrize("section,key,value", [
-    ("canvas", "width", 7), ("canvas", "height", 20000), ("agents", "count", 0),
-    ("model", "decay", 1.0), ("model", "diffuse", -0.1), ("run", "steps", 0),
-    ("output", "fps", 0), ("palette", "gamma", 0)])
+@pytest.mark.parametrize(
+    "section,key,value",
+    [
+        ("canvas", "width", 7),
+        ("canvas", "height", 20000),
+        ("agents", "count", 0),
+        ("model", "decay", 1.0),
+        ("model", "diffuse", -0.1),
+        ("run", "steps", 0),
+        ("output", "fps", 0),
+        ("palette", "gamma", 0),
+    ],
+)
 def test_out_of_range_values(section, key, value):
     problems = problems_of(tiny_data(**{section: {key: value}}))
     assert len(problems) == 1 and f"{section}.{key}:" in problems[0] and f"(got {value})" in problems[0]
@@ -72,8 +82,9 @@ def test_wrong_types_are_not_coerced():
 
 def test_sensor_distance_must_fit_the_canvas():
     problems = problems_of(tiny_data(model={"sensor_distance": 20}))
-    assert problems == ["p.yaml: model.sensor_distance: must be less than half the canvas's short side "
-                        "(16 pixels) (got 20.0)"]
+    assert problems == [
+        "p.yaml: model.sensor_distance: must be less than half the canvas's short side (16 pixels) (got 20.0)"
+    ]
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", "UPPER", "", ".hidden", "x" * 65])

@@ -79,9 +79,14 @@ def sims_of(state: api.State) -> list[Sim]:
     sims = []
     for b in range(state.batch):
         rows = state.trail[b].numpy()
-        sims.append(Sim(x=state.position[b, 0].tolist(), y=state.position[b, 1].tolist(),
-                        heading=state.heading[b].tolist(),
-                        trail=[[np.float32(v) for v in row] for row in rows]))
+        sims.append(
+            Sim(
+                x=state.position[b, 0].tolist(),
+                y=state.position[b, 1].tolist(),
+                heading=state.heading[b].tolist(),
+                trail=[[np.float32(v) for v in row] for row in rows],
+            )
+        )
     return sims
 
 
@@ -125,8 +130,9 @@ def naive_step(sim: Sim, c: Constants, step: int, branches: dict | None = None) 
         ys.append(y)
         headings.append(heading)
 
-    deposited = [[sim.trail[j][i] + c.deposit * np.float32(counts[j][i]) for i in range(width)]
-                 for j in range(height)]
+    deposited = [
+        [sim.trail[j][i] + c.deposit * np.float32(counts[j][i]) for i in range(width)] for j in range(height)
+    ]
     trail = []
     for j in range(height):
         row = []
@@ -173,14 +179,29 @@ def run_both(state: api.State, tables: api.Tables, steps: int) -> tuple[api.Stat
 
 
 def params(**changes) -> api.ModelParams:
-    base = dict(sensor_angle=22.5, sensor_distance=2.0, turn_angle=45.0, step_size=1.0,
-                deposit=5.0, diffuse=1.0, decay=0.1, seed=7)
+    base = dict(
+        sensor_angle=22.5,
+        sensor_distance=2.0,
+        turn_angle=45.0,
+        step_size=1.0,
+        deposit=5.0,
+        diffuse=1.0,
+        decay=0.1,
+        seed=7,
+    )
     base.update(changes)
     return api.ModelParams(**base)
 
 
-def make_state(rng: random.Random, batch: int, agents: int, width: int, height: int,
-               trail_density: float = 0.6, step: int = 0) -> api.State:
+def make_state(
+    rng: random.Random,
+    batch: int,
+    agents: int,
+    width: int,
+    height: int,
+    trail_density: float = 0.6,
+    step: int = 0,
+) -> api.State:
     """Agents at random and on every edge (x = 0, the last 16.16 position, ...), trail >= 0.01."""
     edges_x = [0, (width << FRAC) - 1, 1, (width << FRAC) - ONE_CELL, ONE_CELL - 1]
     edges_y = [0, (height << FRAC) - 1, 1, (height << FRAC) - ONE_CELL, ONE_CELL - 1]
@@ -236,10 +257,28 @@ def test_turn_bits_keyed_by_seed_step_and_agent():
 def test_step_matches_naive_batch_of_two(width, height):
     rng = random.Random(width * 100 + height)
     short = min(width, height)
-    batch = [params(sensor_angle=22.5, sensor_distance=(short - 1) / 2, turn_angle=45.0,
-                    step_size=1.0, deposit=5.0, diffuse=1.0, decay=0.1, seed=7),
-             params(sensor_angle=45.0, sensor_distance=1.5, turn_angle=22.5 * 3,
-                    step_size=0.7, deposit=0.37, diffuse=0.3, decay=0.05, seed=123456789)]
+    batch = [
+        params(
+            sensor_angle=22.5,
+            sensor_distance=(short - 1) / 2,
+            turn_angle=45.0,
+            step_size=1.0,
+            deposit=5.0,
+            diffuse=1.0,
+            decay=0.1,
+            seed=7,
+        ),
+        params(
+            sensor_angle=45.0,
+            sensor_distance=1.5,
+            turn_angle=22.5 * 3,
+            step_size=0.7,
+            deposit=0.37,
+            diffuse=0.3,
+            decay=0.05,
+            seed=123456789,
+        ),
+    ]
     tables = api.build_tables(batch)
     state = make_state(rng, batch=2, agents=40, width=width, height=height)
     _, branches = run_both(state, tables, steps=5)
@@ -251,10 +290,28 @@ def test_step_matches_naive_batch_of_two(width, height):
 def test_step_matches_naive_over_many_steps_and_odd_parameters():
     # diffuse 0 (keep 1, spread 0), decay 0 (retain 1), a step size and sensor
     # distance that are not whole pixels, a negative sensor angle, a late step count.
-    batch = [params(sensor_angle=-30.0, sensor_distance=4.9, turn_angle=10.0, step_size=2.3,
-                    deposit=1.0, diffuse=0.0, decay=0.0, seed=0),
-             params(sensor_angle=90.0, sensor_distance=3.25, turn_angle=180.0, step_size=4.99,
-                    deposit=100.0, diffuse=0.9, decay=0.5, seed=2**32 - 1)]
+    batch = [
+        params(
+            sensor_angle=-30.0,
+            sensor_distance=4.9,
+            turn_angle=10.0,
+            step_size=2.3,
+            deposit=1.0,
+            diffuse=0.0,
+            decay=0.0,
+            seed=0,
+        ),
+        params(
+            sensor_angle=90.0,
+            sensor_distance=3.25,
+            turn_angle=180.0,
+            step_size=4.99,
+            deposit=100.0,
+            diffuse=0.9,
+            decay=0.5,
+            seed=2**32 - 1,
+        ),
+    ]
     tables = api.build_tables(batch)
     assert tables.keep[0].item() == 1.0 and tables.spread[0].item() == 0.0
     assert tables.retain[0].item() == 1.0
@@ -279,8 +336,9 @@ def test_zero_trail_ties_keep_heading():
 
 def test_crowded_cell_accumulates_deposits():
     width, height, agents = 13, 11, 50
-    tables = api.build_tables([params(step_size=3.0, sensor_distance=2.0, deposit=0.25,
-                                      diffuse=0.5, decay=0.2, seed=11)])
+    tables = api.build_tables(
+        [params(step_size=3.0, sensor_distance=2.0, deposit=0.25, diffuse=0.5, decay=0.2, seed=11)]
+    )
     centre_x, centre_y = (6 << FRAC) + 100, (5 << FRAC) + 200
     position = torch.tensor([[[centre_x] * agents, [centre_y] * agents]], dtype=torch.int32)
     heading = torch.zeros((1, agents), dtype=torch.int16)  # all moving +x, zero trail: no turns
@@ -300,8 +358,9 @@ def test_each_steering_branch_turns_as_the_rule_says():
     # one cell holds many agents heading +x; sensors 3 cells ahead at -90, 0, +90 degrees
     width, height, agents = 13, 11, 64
     turn = 45.0
-    tables = api.build_tables([params(sensor_angle=90.0, sensor_distance=3.0, turn_angle=turn,
-                                      step_size=1.0, seed=21)])
+    tables = api.build_tables(
+        [params(sensor_angle=90.0, sensor_distance=3.0, turn_angle=turn, step_size=1.0, seed=21)]
+    )
     turn_steps = api.degrees_to_heading(turn)
     x, y = (6 << FRAC) + ONE_CELL // 2, (5 << FRAC) + ONE_CELL // 2
     forward_cell, left_cell, right_cell = (5, 9), (2, 6), (8, 6)  # (row, column)
@@ -309,8 +368,12 @@ def test_each_steering_branch_turns_as_the_rule_says():
     def run(forward: float, left: float, right: float) -> list[int]:
         trail = torch.zeros((1, height, width))
         trail[0][forward_cell], trail[0][left_cell], trail[0][right_cell] = forward, left, right
-        state = api.State(torch.tensor([[[x] * agents, [y] * agents]], dtype=torch.int32),
-                          torch.zeros((1, agents), dtype=torch.int16), trail, torch.tensor(0))
+        state = api.State(
+            torch.tensor([[[x] * agents, [y] * agents]], dtype=torch.int32),
+            torch.zeros((1, agents), dtype=torch.int16),
+            trail,
+            torch.tensor(0),
+        )
         after, _ = run_both(state, tables, steps=1)
         return after.heading[0].tolist()
 
@@ -323,8 +386,7 @@ def test_each_steering_branch_turns_as_the_rule_says():
     randomly = run(1.0, 2.0, 2.0)
     assert set(randomly) == {turn_steps, HEADINGS - turn_steps}
     key = hash32(hash32(21) ^ hash32(0))  # seed key 21, step 0
-    assert randomly == [turn_steps if hash32(a ^ key) >> 31 else HEADINGS - turn_steps
-                        for a in range(agents)]
+    assert randomly == [turn_steps if hash32(a ^ key) >> 31 else HEADINGS - turn_steps for a in range(agents)]
 
 
 def test_trail_below_floor_is_flushed():
@@ -333,8 +395,12 @@ def test_trail_below_floor_is_flushed():
     trail[0, 1, 1] = 2.0**-100  # retained half: below the floor
     trail[0, 2, 2] = 2.0**-99  # retained half: exactly the floor, kept
     trail[0, 3, 3] = 2.0**-120
-    state = api.State(torch.zeros((1, 2, 0), dtype=torch.int32),
-                      torch.zeros((1, 0), dtype=torch.int16), trail, torch.tensor(0))
+    state = api.State(
+        torch.zeros((1, 2, 0), dtype=torch.int32),
+        torch.zeros((1, 0), dtype=torch.int16),
+        trail,
+        torch.tensor(0),
+    )
     after, _ = run_both(state, tables, steps=1)
     assert after.trail[0, 1, 1].item() == 0.0 and after.trail[0, 3, 3].item() == 0.0
     assert after.trail[0, 2, 2].item() == 2.0**-100
@@ -346,13 +412,29 @@ def test_step_matches_naive_on_power_of_two_sides(width, height):
     # sign-bit wraps. Sensors and steps of almost half the short side cross the edges in one
     # move; a negative sensor angle and a turn of more than 360 degrees wrap the headings.
     short = min(width, height)
-    batch = [params(sensor_angle=30.0, sensor_distance=short / 2 - 0.01, turn_angle=45.0,
-                    step_size=short / 2 - 0.3, seed=5),
-             params(sensor_angle=-67.5, sensor_distance=1.3, turn_angle=400.0, step_size=0.9,
-                    deposit=2.5, diffuse=0.6, decay=0.2, seed=2**31)]
+    batch = [
+        params(
+            sensor_angle=30.0,
+            sensor_distance=short / 2 - 0.01,
+            turn_angle=45.0,
+            step_size=short / 2 - 0.3,
+            seed=5,
+        ),
+        params(
+            sensor_angle=-67.5,
+            sensor_distance=1.3,
+            turn_angle=400.0,
+            step_size=0.9,
+            deposit=2.5,
+            diffuse=0.6,
+            decay=0.2,
+            seed=2**31,
+        ),
+    ]
     tables = api.build_tables(batch)
-    state = make_state(random.Random(width * 31 + height), batch=2, agents=50, width=width,
-                       height=height, step=2**31 - 3)
+    state = make_state(
+        random.Random(width * 31 + height), batch=2, agents=50, width=width, height=height, step=2**31 - 3
+    )
     _, branches = run_both(state, tables, steps=5)
     assert branches.get("random", 0) > 0 and branches.get("left", 0) + branches.get("right", 0) > 0
 
@@ -376,9 +458,12 @@ def test_simulation_equals_steps_and_follows_a_replaced_state():
     tables = api.build_tables([params(seed=1), params(seed=2, sensor_angle=45.0)])
 
     def same(a: api.State, b: api.State) -> bool:
-        return (torch.equal(a.position, b.position) and torch.equal(a.heading, b.heading)
-                and torch.equal(a.trail.view(torch.int32), b.trail.view(torch.int32))
-                and torch.equal(a.step, b.step))
+        return (
+            torch.equal(a.position, b.position)
+            and torch.equal(a.heading, b.heading)
+            and torch.equal(a.trail.view(torch.int32), b.trail.view(torch.int32))
+            and torch.equal(a.step, b.step)
+        )
 
     def stepped(state: api.State, steps: int) -> api.State:
         for _ in range(steps):
@@ -415,8 +500,10 @@ def test_unit_circle_is_exactly_symmetric_and_exact():
     with mpmath.workdps(40):  # the first octant, independently; symmetry gives the rest
         for h in range(0, HEADINGS // 8 + 1):
             angle = 2 * mpmath.pi * h / HEADINGS
-            assert table[h] == (int(mpmath.nint(mpmath.cos(angle) * 2**30)),
-                                int(mpmath.nint(mpmath.sin(angle) * 2**30))), h
+            assert table[h] == (
+                int(mpmath.nint(mpmath.cos(angle) * 2**30)),
+                int(mpmath.nint(mpmath.sin(angle) * 2**30)),
+            ), h
 
 
 def test_vector_table_rounds_the_circle_half_to_even():
@@ -461,14 +548,15 @@ def test_degrees_to_heading():
 
 def test_tables_coefficients_are_float32_and_snap_tiny_values():
     tiny = 2.0**-21
-    tables = api.build_tables([
-        params(deposit=tiny, diffuse=1.0, decay=1.0 - tiny, seed=1),
-        params(deposit=0.1, diffuse=9 * tiny, decay=0.25, seed=2),
-        params(deposit=2.0**-20, diffuse=9 * 2.0**-20, decay=0.0, seed=3),
-    ])
+    tables = api.build_tables(
+        [
+            params(deposit=tiny, diffuse=1.0, decay=1.0 - tiny, seed=1),
+            params(deposit=0.1, diffuse=9 * tiny, decay=0.25, seed=2),
+            params(deposit=2.0**-20, diffuse=9 * 2.0**-20, decay=0.0, seed=3),
+        ]
+    )
     assert tables.deposit.tolist() == [0.0, float(np.float32(0.1)), 2.0**-20]
-    assert tables.keep.tolist() == [0.0, float(np.float32(1 - 9 * tiny)),
-                                    float(np.float32(1 - 9 * 2.0**-20))]
+    assert tables.keep.tolist() == [0.0, float(np.float32(1 - 9 * tiny)), float(np.float32(1 - 9 * 2.0**-20))]
     assert tables.spread.tolist() == [float(np.float32(1 / 9)), 0.0, 2.0**-20]
     assert tables.retain.tolist() == [0.0, 0.75, 1.0]
     for name in ("deposit", "keep", "spread", "retain"):
@@ -513,8 +601,7 @@ def test_spawn_inside_canvas_and_reproducible(how):
 
 def test_random_spawn_covers_the_canvas():
     state = api.spawn([9], 2000, 7, 5, "random")
-    cells = set(zip((state.position[0, 0] >> FRAC).tolist(),
-                    (state.position[0, 1] >> FRAC).tolist()))
+    cells = set(zip((state.position[0, 0] >> FRAC).tolist(), (state.position[0, 1] >> FRAC).tolist()))
     assert len(cells) == 35
     assert len(set(state.heading[0].tolist())) > 1400  # about 1580 expected
 

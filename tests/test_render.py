@@ -14,11 +14,11 @@ import pytest
 import yaml
 from PIL import Image
 
+from conftest import ROOT, tiny_data
 from physarum.render import runner
 from physarum.render.cli import main
 from physarum.render.encode import Mp4Writer
 from physarum.render.preset import build_preset
-from conftest import ROOT, tiny_data
 
 
 def render_tiny(out, **sections):
@@ -48,8 +48,18 @@ def test_same_preset_and_seed_give_identical_bytes(tmp_path):
 @pytest.mark.parametrize("fmt", ["gif", "mp4", "png", "json"])
 def test_render_from_an_output_reproduces_it(tmp_path, fmt):
     original = render_tiny(tmp_path / "a").outputs
-    code = main(["render", "--from", str(original[fmt]), "--out", str(tmp_path / "b"), "--quiet",
-                 "--backend", "torch"])
+    code = main(
+        [
+            "render",
+            "--from",
+            str(original[fmt]),
+            "--out",
+            str(tmp_path / "b"),
+            "--quiet",
+            "--backend",
+            "torch",
+        ]
+    )
     assert code == 0
     again = tmp_path / "b" / "tiny"
     for kind in ("gif", "mp4", "png"):
@@ -59,6 +69,7 @@ def test_render_from_an_output_reproduces_it(tmp_path, fmt):
 def test_from_a_file_without_a_preset_is_a_clear_error(tmp_path, capsys):
     stray = tmp_path / "stray.png"
     from PIL import Image
+
     Image.new("RGB", (4, 4)).save(stray)
     assert main(["render", "--from", str(stray), "--out", str(tmp_path / "o")]) == 2
     assert "carries no physarum preset" in capsys.readouterr().err
@@ -94,11 +105,32 @@ def test_interruption_leaves_no_output(tmp_path, monkeypatch, capsys):
 
 def test_killed_render_leaves_no_truncated_file(tmp_path):
     preset = tmp_path / "slow.yaml"
-    preset.write_text(yaml.safe_dump(tiny_data(name="slow", canvas={"width": 256, "height": 256},
-                                               agents={"count": 50000}, run={"steps": 4000, "steps_per_frame": 2})))
+    preset.write_text(
+        yaml.safe_dump(
+            tiny_data(
+                name="slow",
+                canvas={"width": 256, "height": 256},
+                agents={"count": 50000},
+                run={"steps": 4000, "steps_per_frame": 2},
+            )
+        )
+    )
     out = tmp_path / "o"
-    process = subprocess.Popen([sys.executable, "-m", "physarum.render.cli", "render", str(preset),
-                                "--out", str(out), "--quiet", "--backend", "torch"], cwd=ROOT)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "physarum.render.cli",
+            "render",
+            str(preset),
+            "--out",
+            str(out),
+            "--quiet",
+            "--backend",
+            "torch",
+        ],
+        cwd=ROOT,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not list(out.rglob(".*.part")):
         time.sleep(0.05)
@@ -113,11 +145,13 @@ def test_killed_render_leaves_no_truncated_file(tmp_path):
 def test_gif_preview_scale_and_frames_dir(tmp_path):
     from PIL import Image
 
-    preset = build_preset(tiny_data(canvas={"width": 64, "height": 40}, output={"gif_scale": 0.5}),
-                          "tiny.yaml")
+    preset = build_preset(
+        tiny_data(canvas={"width": 64, "height": 40}, output={"gif_scale": 0.5}), "tiny.yaml"
+    )
     frames = tmp_path / "frames"
-    result = runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path / "o", quiet=True,
-                           frames_dir=frames)
+    result = runner.render(
+        preset, backend="torch", device="cpu", out_dir=tmp_path / "o", quiet=True, frames_dir=frames
+    )
     with Image.open(result.outputs["gif"]) as gif:
         assert gif.size == (32, 20) and gif.n_frames == 8
     sequence = sorted(frames.iterdir())

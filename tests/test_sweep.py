@@ -23,6 +23,7 @@ import torch
 import yaml
 from PIL import Image
 
+from conftest import ROOT, tiny_data
 from physarum.render import runner
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
@@ -30,10 +31,13 @@ from physarum.render.encode import read_embedded
 from physarum.render.gallery import preset_yaml, write_gallery
 from physarum.render.palette import palette_table
 from physarum.render.preset import PresetError, build_preset
-from conftest import ROOT, tiny_data
 
-SMALL = tiny_data(canvas={"width": 32, "height": 32}, agents={"count": 300},
-                  run={"steps": 12, "steps_per_frame": 3}, output={"formats": ["gif", "png"]})
+SMALL = tiny_data(
+    canvas={"width": 32, "height": 32},
+    agents={"count": 300},
+    run={"steps": 12, "steps_per_frame": 3},
+    output={"formats": ["gif", "png"]},
+)
 del SMALL["name"]
 
 
@@ -62,36 +66,64 @@ def files_under(folder: Path) -> list[Path]:
 
 
 def test_grid_zip_random_and_seeds_combine_in_order():
-    sweep = expand({"grid": {"model.sensor_angle": [15, 45], "model.turn_angle": [10, 20, 30]},
-                    "zip": {"model.decay": [0.05, 0.1], "model.deposit": [2, 4]},
-                    "random": {"count": 2, "seed": 1, "params": {"model.diffuse": {"uniform": [0.1, 0.9]}}},
-                    "seeds": [7, 8]})
+    sweep = expand(
+        {
+            "grid": {"model.sensor_angle": [15, 45], "model.turn_angle": [10, 20, 30]},
+            "zip": {"model.decay": [0.05, 0.1], "model.deposit": [2, 4]},
+            "random": {"count": 2, "seed": 1, "params": {"model.diffuse": {"uniform": [0.1, 0.9]}}},
+            "seeds": [7, 8],
+        }
+    )
     assert len(sweep.jobs) == 2 * 3 * 2 * 2 * 2
     first, last = sweep.jobs[0], sweep.jobs[-1]
-    assert list(first.params) == ["model.sensor_angle", "model.turn_angle", "model.decay", "model.deposit",
-                                  "model.diffuse", "seed"]
-    assert (first.params["model.sensor_angle"], first.params["model.turn_angle"], first.params["seed"]) == (15, 10, 7)
-    assert (last.params["model.sensor_angle"], last.params["model.turn_angle"], last.params["seed"]) == (45, 30, 8)
+    assert list(first.params) == [
+        "model.sensor_angle",
+        "model.turn_angle",
+        "model.decay",
+        "model.deposit",
+        "model.diffuse",
+        "seed",
+    ]
+    assert (first.params["model.sensor_angle"], first.params["model.turn_angle"], first.params["seed"]) == (
+        15,
+        10,
+        7,
+    )
+    assert (last.params["model.sensor_angle"], last.params["model.turn_angle"], last.params["seed"]) == (
+        45,
+        30,
+        8,
+    )
     assert {(j.params["model.decay"], j.params["model.deposit"]) for j in sweep.jobs} == {(0.05, 2), (0.1, 4)}
     assert first.preset.model.sensor_angle == 15 and first.preset.seed == 7 and last.preset.seed == 8
     assert [j.name for j in sweep.jobs[:2]] == ["s-0000", "s-0001"] and sweep.jobs[5].preset.name == "s-0005"
     assert len({j.id for j in sweep.jobs}) == len(sweep.jobs)
-    assert [j.id for j in expand({"grid": {"model.sensor_angle": [15, 45]}}).jobs] == \
-        [j.id for j in expand({"grid": {"model.sensor_angle": [15, 45]}}).jobs]
+    assert [j.id for j in expand({"grid": {"model.sensor_angle": [15, 45]}}).jobs] == [
+        j.id for j in expand({"grid": {"model.sensor_angle": [15, 45]}}).jobs
+    ]
 
 
 def test_zip_lists_of_different_lengths_are_an_error():
     problems = sweep_problems({"zip": {"model.decay": [0.05, 0.1, 0.2], "model.deposit": [2, 4]}})
-    assert problems == ["s.yaml: zip: the lists must have equal lengths to be walked together "
-                        "(got model.decay: 3, model.deposit: 2)"]
+    assert problems == [
+        "s.yaml: zip: the lists must have equal lengths to be walked together "
+        "(got model.decay: 3, model.deposit: 2)"
+    ]
 
 
 def test_random_samples_are_reproducible_and_in_range():
-    section = {"random": {"count": 20, "seed": 5, "params": {
-        "model.sensor_angle": {"uniform": [10, 90]},
-        "model.decay": {"log_uniform": [0.01, 0.3]},
-        "agents.count": {"uniform": [100, 500]},
-        "palette.names": {"choice": [["magma"], ["ice"]]}}}}
+    section = {
+        "random": {
+            "count": 20,
+            "seed": 5,
+            "params": {
+                "model.sensor_angle": {"uniform": [10, 90]},
+                "model.decay": {"log_uniform": [0.01, 0.3]},
+                "agents.count": {"uniform": [100, 500]},
+                "palette.names": {"choice": [["magma"], ["ice"]]},
+            },
+        }
+    }
     one, two = expand(section), expand(section)
     values = [j.params for j in one.jobs]
     assert values == [j.params for j in two.jobs]
@@ -99,19 +131,24 @@ def test_random_samples_are_reproducible_and_in_range():
     other = copy.deepcopy(section)
     other["random"]["seed"] = 6
     assert values != [j.params for j in expand(other).jobs]
-    assert all(10 <= v["model.sensor_angle"] <= 90 and isinstance(v["model.sensor_angle"], float) for v in values)
+    assert all(
+        10 <= v["model.sensor_angle"] <= 90 and isinstance(v["model.sensor_angle"], float) for v in values
+    )
     assert all(0.01 <= v["model.decay"] <= 0.3 for v in values)
     assert all(isinstance(v["agents.count"], int) and 100 <= v["agents.count"] <= 500 for v in values)
     assert {tuple(v["palette.names"]) for v in values} == {("magma",), ("ice",)}
-    many = expand({"random": {"count": 400, "seed": 5, "params": {"model.decay": {"log_uniform": [0.01, 0.3]}}}})
+    many = expand(
+        {"random": {"count": 400, "seed": 5, "params": {"model.decay": {"log_uniform": [0.01, 0.3]}}}}
+    )
     decays = sorted(j.params["model.decay"] for j in many.jobs)
     assert 0.04 < decays[200] < 0.075  # log-uniform: the median is near sqrt(0.01 * 0.3) = 0.055, not 0.155
 
 
 def test_base_preset_file_relative_to_the_sweep_and_previews_capped(tmp_path):
     (tmp_path / "presets").mkdir()
-    (tmp_path / "presets" / "big.yaml").write_text(yaml.safe_dump({**SMALL, "name": "big",
-                                                                    "canvas": {"width": 1024, "height": 512}}))
+    (tmp_path / "presets" / "big.yaml").write_text(
+        yaml.safe_dump({**SMALL, "name": "big", "canvas": {"width": 1024, "height": 512}})
+    )
     (tmp_path / "sweeps").mkdir()
     path = tmp_path / "sweeps" / "Big Sweep.yaml"
     path.write_text("base: ../presets/big.yaml\ngrid: {model.decay: [0.1, 0.2]}\n")
@@ -128,20 +165,32 @@ def test_every_invalid_job_is_reported_at_once_with_its_values(tmp_path, capsys)
     assert main(["sweep", str(path), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "s-0001 (model.sensor_angle=45, model.decay=1.5): model.decay: Input should be less than 1" in err
-    assert "s-0002 (model.sensor_angle=200, model.decay=0.1): model.sensor_angle: Input should be less " \
-           "than or equal to 180 (got 200)" in err
+    assert (
+        "s-0002 (model.sensor_angle=200, model.decay=0.1): model.sensor_angle: Input should be less "
+        "than or equal to 180 (got 200)" in err
+    )
     assert "s-0005 (model.sensor_angle=300, model.decay=1.5)" in err
     assert "5 of 6 jobs are invalid; nothing was rendered" in err
     assert not out.exists()
 
 
 def test_malformed_sweeps_name_each_problem():
-    problems = "\n".join(sweep_problems({
-        "gird": {"model.decay": [0.1]},
-        "grid": {"model.sensr_angle": [10], "model.decay": 0.1, "name": ["x"]},
-        "random": {"count": 2, "params": {"model.turn_angle": {"normal": [0, 1]},
-                                          "model.deposit": {"log_uniform": [0, 1]}}},
-        "seeds": [1, 1]}))
+    problems = "\n".join(
+        sweep_problems(
+            {
+                "gird": {"model.decay": [0.1]},
+                "grid": {"model.sensr_angle": [10], "model.decay": 0.1, "name": ["x"]},
+                "random": {
+                    "count": 2,
+                    "params": {
+                        "model.turn_angle": {"normal": [0, 1]},
+                        "model.deposit": {"log_uniform": [0, 1]},
+                    },
+                },
+                "seeds": [1, 1],
+            }
+        )
+    )
     assert "s.yaml: gird: unknown key; did you mean 'grid'?" in problems
     assert "model.sensr_angle: unknown key 'sensr_angle' in model; did you mean 'sensor_angle'?" in problems
     assert "grid.model.decay: a non-empty list of values (got 0.1)" in problems
@@ -174,7 +223,10 @@ def test_chunks_group_by_shape_split_by_batch_and_spread_over_workers():
     spread = sweeps.plan_chunks(sweep.jobs, max_batch=64, workers=4)
     assert sorted(len(c) for c in spread) == [2, 2, 3, 3]
     # interleaved: each chunk takes every other job of the grid, not one half of it
-    assert sorted([j.index for j in c] for c in sweeps.plan_chunks(sweep.jobs[:4], max_batch=2)) == [[0, 2], [1, 3]]
+    assert sorted([j.index for j in c] for c in sweeps.plan_chunks(sweep.jobs[:4], max_batch=2)) == [
+        [0, 2],
+        [1, 3],
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,15 +238,45 @@ def test_a_batch_renders_each_job_byte_for_byte_as_physarum_render_alone(tmp_pat
     # process that already ran other encoders can differ (render/encoder_process.py), so the
     # batch encodes each job's outputs in a process of its own, as a single render does.
     spawns, palettes = ["random", "disk", "ring"], [["magma"], ["ice", "fire"], ["cave"]]
-    presets = [build_preset(tiny_data(name=f"job{i}", seed=10 + i, agents={"spawn": spawns[i]},
-                                      model={"sensor_angle": 15 + 20 * i, "decay": 0.05 * (i + 1)},
-                                      palette={"names": palettes[i]}), "t.yaml") for i in range(3)]
-    batch = runner.render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path / "batch", quiet=True)
+    presets = [
+        build_preset(
+            tiny_data(
+                name=f"job{i}",
+                seed=10 + i,
+                agents={"spawn": spawns[i]},
+                model={"sensor_angle": 15 + 20 * i, "decay": 0.05 * (i + 1)},
+                palette={"names": palettes[i]},
+            ),
+            "t.yaml",
+        )
+        for i in range(3)
+    ]
+    batch = runner.render_batch(
+        presets, backend="torch", device="cpu", out_dir=tmp_path / "batch", quiet=True
+    )
     assert [r.error for r in batch] == [None] * 3
-    alone = [subprocess.Popen([sys.executable, "-m", "physarum.render.cli", "render", "--from",
-                               str(result.outputs["json"]), "--out", str(tmp_path / "alone"), "--quiet",
-                               "--backend", "torch", "--device", "cpu"], cwd=ROOT, stdout=subprocess.DEVNULL)
-             for result in batch]
+    alone = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "physarum.render.cli",
+                "render",
+                "--from",
+                str(result.outputs["json"]),
+                "--out",
+                str(tmp_path / "alone"),
+                "--quiet",
+                "--backend",
+                "torch",
+                "--device",
+                "cpu",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
+        for result in batch
+    ]
     assert [process.wait(timeout=120) for process in alone] == [0] * 3
     for preset, result in zip(presets, batch):
         for fmt in ("gif", "mp4", "png"):
@@ -203,8 +285,13 @@ def test_a_batch_renders_each_job_byte_for_byte_as_physarum_render_alone(tmp_pat
         assert json.loads(result.outputs["json"].read_text())["preset"] == preset.model_dump(mode="json")
     assert batch[0].outputs["png"].read_bytes() != batch[1].outputs["png"].read_bytes()
     with pytest.raises(ValueError, match="group them by batch_key"):
-        runner.render_batch([presets[0], build_preset(tiny_data(name="other", run={"steps": 30}), "t")],
-                            backend="torch", device="cpu", out_dir=tmp_path / "mixed", quiet=True)
+        runner.render_batch(
+            [presets[0], build_preset(tiny_data(name="other", run={"steps": 30}), "t")],
+            backend="torch",
+            device="cpu",
+            out_dir=tmp_path / "mixed",
+            quiet=True,
+        )
 
 
 def block(path: Path) -> None:
@@ -242,8 +329,10 @@ def test_a_batch_ends_every_jobs_input_before_it_waits_for_any(tmp_path):
         commit(process)
 
     presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(3)]
-    with mock.patch.object(EncoderProcess, "end_input", ending), \
-            mock.patch.object(EncoderProcess, "commit", committing):
+    with (
+        mock.patch.object(EncoderProcess, "end_input", ending),
+        mock.patch.object(EncoderProcess, "commit", committing),
+    ):
         results = runner.render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
     assert all(r.error is None for r in results)
     first_commit = next(i for i, (kind, _) in enumerate(calls) if kind == "commit")
@@ -266,7 +355,9 @@ def test_sweep_renders_each_shape_batched_and_outputs_reproduce(tmp_path, capsys
     assert "s: 4 jobs: 4 done (4 run now, 0 done before), 0 failed" in capsys.readouterr().out
     sweep_dir = out / "s"
     records = read_manifest(sweep_dir)
-    assert [r["status"] for r in records].count("done") == 4 and [r["status"] for r in records].count("running") == 4
+    assert [r["status"] for r in records].count("done") == 4 and [r["status"] for r in records].count(
+        "running"
+    ) == 4
     done = [r for r in records if r["status"] == "done"]
     assert {r["batch"] for r in done} == {2}
     job = next(r for r in done if r["name"] == "s-0003")
@@ -274,8 +365,23 @@ def test_sweep_renders_each_shape_batched_and_outputs_reproduce(tmp_path, capsys
     assert set(job["outputs"]) == {"gif", "png", "json"} and job["seconds"] > 0
     gif = sweep_dir / job["outputs"]["gif"]
     assert yaml.safe_load(read_embedded(gif))["model"]["turn_angle"] == 45
-    assert main(["render", "--from", str(gif), "--out", str(tmp_path / "again"), "--quiet",
-                 "--backend", "torch", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                "--from",
+                str(gif),
+                "--out",
+                str(tmp_path / "again"),
+                "--quiet",
+                "--backend",
+                "torch",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "again" / "s-0003" / gif.name).read_bytes() == gif.read_bytes()
     assert (sweep_dir / "index.html").is_file() and (sweep_dir / "contact.png").is_file()
     # A second run finds everything done and renders nothing.
@@ -313,13 +419,34 @@ def test_manifest_skips_a_torn_line_and_appends_on_a_fresh_one(tmp_path):
 
 
 def test_resume_after_kill_9_finishes_every_job_once(tmp_path):
-    base = {**SMALL, "canvas": {"width": 64, "height": 64}, "agents": {"count": 2000},
-            "run": {"steps": 60, "steps_per_frame": 2}, "output": {"formats": ["gif", "mp4", "png"]}}
-    path = write_sweep(tmp_path, "k", base, grid={"model.decay": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]})
+    base = {
+        **SMALL,
+        "canvas": {"width": 64, "height": 64},
+        "agents": {"count": 2000},
+        "run": {"steps": 60, "steps_per_frame": 2},
+        "output": {"formats": ["gif", "mp4", "png"]},
+    }
+    path = write_sweep(
+        tmp_path, "k", base, grid={"model.decay": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]}
+    )
     out = tmp_path / "out"
     sweep_dir = out / "k"
-    command = [sys.executable, "-m", "physarum.render.cli", "sweep", str(path), "--out", str(out),
-               "--devices", "cpu", "--batch", "1", "--quiet", "--backend", "torch"]
+    command = [
+        sys.executable,
+        "-m",
+        "physarum.render.cli",
+        "sweep",
+        str(path),
+        "--out",
+        str(out),
+        "--devices",
+        "cpu",
+        "--batch",
+        "1",
+        "--quiet",
+        "--backend",
+        "torch",
+    ]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 90
     done_before = []
@@ -349,7 +476,8 @@ def test_resume_after_kill_9_finishes_every_job_once(tmp_path):
     for job in sweep.jobs:
         folder = sweep_dir / job.name
         assert sorted(p.name for p in folder.iterdir()) == sorted(
-            f"{job.name}-s3.{fmt}" for fmt in ("gif", "mp4", "png", "json"))
+            f"{job.name}-s3.{fmt}" for fmt in ("gif", "mp4", "png", "json")
+        )
         with Image.open(folder / f"{job.name}-s3.gif") as gif:
             assert gif.n_frames == 30
         with Image.open(folder / f"{job.name}-s3.png") as png:
@@ -362,13 +490,19 @@ def test_resume_after_kill_9_finishes_every_job_once(tmp_path):
 def test_two_worker_processes_share_the_jobs(tmp_path, capsys):
     path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.2, 0.3, 0.4]})
     out = tmp_path / "out"
-    assert main(["sweep", str(path), "--out", str(out), "--devices", "cpu,cpu", "--quiet",
-                 "--no-gallery"]) == 0
+    assert (
+        main(["sweep", str(path), "--out", str(out), "--devices", "cpu,cpu", "--quiet", "--no-gallery"]) == 0
+    )
     done = [r for r in read_manifest(out / "s") if r["status"] == "done"]
     assert len(done) == 4 and {r["batch"] for r in done} == {2}  # split so that both workers get one
     assert os.getpid() not in {r["pid"] for r in done}  # rendered in the worker processes
-    alone = runner.render(sweeps.load_sweep(path).jobs[2].preset, backend="torch", device="cpu",
-                          out_dir=tmp_path / "alone", quiet=True)
+    alone = runner.render(
+        sweeps.load_sweep(path).jobs[2].preset,
+        backend="torch",
+        device="cpu",
+        out_dir=tmp_path / "alone",
+        quiet=True,
+    )
     job = next(r for r in done if r["name"] == "s-0002")
     assert (out / "s" / job["outputs"]["gif"]).read_bytes() == alone.outputs["gif"].read_bytes()
     # run again: nothing is left to do, the pool started for it is stopped, nothing is rendered
@@ -399,11 +533,32 @@ def test_forked_workers_render_what_spawned_ones_do(tmp_path):
     torch threads), byte for byte the files of spawned workers."""
     path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.3]})
     for method in ("fork", "spawn"):
-        subprocess.run([sys.executable, "-m", "physarum.render.cli", "sweep", str(path), "--out",
-                        str(tmp_path / method), "--devices", "cpu,cpu", "--quiet", "--no-gallery"],
-                       check=True, env={**os.environ, "PHYSARUM_START_METHOD": method}, capture_output=True)
-    files = {method: sorted(p.relative_to(tmp_path / method) for p in (tmp_path / method).glob("s/*/*.*")
-                            if p.suffix in (".gif", ".mp4", ".png")) for method in ("fork", "spawn")}
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "physarum.render.cli",
+                "sweep",
+                str(path),
+                "--out",
+                str(tmp_path / method),
+                "--devices",
+                "cpu,cpu",
+                "--quiet",
+                "--no-gallery",
+            ],
+            check=True,
+            env={**os.environ, "PHYSARUM_START_METHOD": method},
+            capture_output=True,
+        )
+    files = {
+        method: sorted(
+            p.relative_to(tmp_path / method)
+            for p in (tmp_path / method).glob("s/*/*.*")
+            if p.suffix in (".gif", ".mp4", ".png")
+        )
+        for method in ("fork", "spawn")
+    }
     assert files["fork"] == files["spawn"] and len(files["fork"]) == 2 * len(SMALL["output"]["formats"])
     files = files["fork"]
     for name in files:
@@ -426,7 +581,9 @@ def test_bad_devices_are_a_clear_error(tmp_path, capsys):
     assert "--devices cpu,tpu:0: 'tpu:0' is not a device; use all, cpu, cuda:N" in capsys.readouterr().err
     if not runner.torch.cuda.is_available():
         assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--devices", "cuda:1"]) == 2
-        assert "--devices cuda:1: this machine has 0 CUDA GPU(s); use --devices cpu" in capsys.readouterr().err
+        assert (
+            "--devices cuda:1: this machine has 0 CUDA GPU(s); use --devices cpu" in capsys.readouterr().err
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -435,8 +592,11 @@ def test_ray_runs_the_batches_as_tasks_on_the_cpu(tmp_path):
     path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.2, 0.3]})
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        summary = sweeps.run_sweep(sweeps.load_sweep(path), sweeps.SweepOptions(
-            ray="auto", out_dir=tmp_path / "out", quiet=True, gallery=False), log=lambda line: None)
+        summary = sweeps.run_sweep(
+            sweeps.load_sweep(path),
+            sweeps.SweepOptions(ray="auto", out_dir=tmp_path / "out", quiet=True, gallery=False),
+            log=lambda line: None,
+        )
     finally:
         ray.shutdown()
     assert [r["status"] for r in summary.records] == ["done"] * 3
@@ -451,14 +611,26 @@ def test_ray_runs_the_batches_as_tasks_on_the_cpu(tmp_path):
 
 
 def gallery_records(tmp_path: Path, failed: bool = False) -> tuple[Path, list[dict]]:
-    path = write_sweep(tmp_path, grid={"model.sensor_angle": [15, 45], "model.turn_angle": [10, 20]},
-                       seeds=[1])
-    summary = sweeps.run_sweep(sweeps.load_sweep(path), sweeps.SweepOptions(
-        devices="cpu", out_dir=tmp_path / "out", quiet=True, gallery=False), log=lambda line: None)
+    path = write_sweep(
+        tmp_path, grid={"model.sensor_angle": [15, 45], "model.turn_angle": [10, 20]}, seeds=[1]
+    )
+    summary = sweeps.run_sweep(
+        sweeps.load_sweep(path),
+        sweeps.SweepOptions(devices="cpu", out_dir=tmp_path / "out", quiet=True, gallery=False),
+        log=lambda line: None,
+    )
     records = summary.records
     if failed:
-        records = records + [{**records[0], "id": "f00000000f", "name": "s-9999", "status": "failed",
-                              "outputs": None, "error": "RenderError: <boom> & more"}]
+        records = records + [
+            {
+                **records[0],
+                "id": "f00000000f",
+                "name": "s-9999",
+                "status": "failed",
+                "outputs": None,
+                "error": "RenderError: <boom> & more",
+            }
+        ]
     return summary.sweep_dir, records
 
 
@@ -510,7 +682,11 @@ def test_gallery_page_and_contact_sheet(tmp_path):
     assert yaml.safe_load(presets[job.id]) == job.preset.model_dump(mode="json")
     assert "&lt;boom&gt; &amp; more" in text
     card = next(c for c in parsed.cards if c["id"] == f"job-{job.id}")
-    assert json.loads(card["data-values"]) == {"model.sensor_angle": "45", "model.turn_angle": "20", "seed": "1"}
+    assert json.loads(card["data-values"]) == {
+        "model.sensor_angle": "45",
+        "model.turn_angle": "20",
+        "seed": "1",
+    }
     with Image.open(sweep_dir / "contact.png") as sheet:
         assert sheet.size[0] == 3 * (160 + 12) and sheet.size[1] == 2 * (160 + 12 + 4 * 14)
         tile = sheet.crop((6, 6, 6 + 160, 6 + 160)).convert("RGB")
@@ -524,9 +700,21 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def chromium_dom(url: str, tmp_path: Path) -> str:
     profile = tmp_path / f"profile-{time.monotonic_ns()}"
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", url]
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        url,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=90, check=True).stdout
 
 
@@ -541,8 +729,12 @@ def test_gallery_in_headless_chromium_loads_filters_and_copies(tmp_path):
     assert all(i["data-loaded"] == "1" and int(i["data-natural-width"]) > 0 for i in dom.images)
     assert all("hidden" not in c for c in dom.cards)
 
-    filtered = parse_page(chromium_dom(page.as_uri() + "?filter=model.turn_angle=20&sort=model.sensor_angle"
-                                       "&order=desc&selftest=copy", tmp_path))
+    filtered = parse_page(
+        chromium_dom(
+            page.as_uri() + "?filter=model.turn_angle=20&sort=model.sensor_angle&order=desc&selftest=copy",
+            tmp_path,
+        )
+    )
     assert filtered.body["data-errors"] == "0"
     shown = [c for c in filtered.cards if "hidden" not in c]
     assert filtered.body["data-shown"] == "2" and len(shown) == 2
@@ -562,12 +754,34 @@ def test_encoder_process_writes_decodable_files_and_reports_failures(tmp_path):
     from physarum.render.encoder_process import EncoderProcess
 
     def specs(folder: Path, stem: str) -> list[dict]:
-        return [{"format": "gif", "path": str(folder / f"{stem}.gif"), "width": 15, "height": 10, "fps": 10,
-                 "loop": 0, "comment": "a comment", "palette": palette_table("magma").reshape(-1).tolist()},
-                {"format": "mp4", "path": str(folder / f"{stem}.mp4"), "width": 30, "height": 20, "fps": 10,
-                 "comment": "a comment"},
-                {"format": "png", "path": str(folder / f"{stem}.png"), "width": 30, "height": 20,
-                 "comment": "a comment", "dpi": None}]
+        return [
+            {
+                "format": "gif",
+                "path": str(folder / f"{stem}.gif"),
+                "width": 15,
+                "height": 10,
+                "fps": 10,
+                "loop": 0,
+                "comment": "a comment",
+                "palette": palette_table("magma").reshape(-1).tolist(),
+            },
+            {
+                "format": "mp4",
+                "path": str(folder / f"{stem}.mp4"),
+                "width": 30,
+                "height": 20,
+                "fps": 10,
+                "comment": "a comment",
+            },
+            {
+                "format": "png",
+                "path": str(folder / f"{stem}.png"),
+                "width": 30,
+                "height": 20,
+                "comment": "a comment",
+                "dpi": None,
+            },
+        ]
 
     frames = [np.full((20, 30, 3), 40 * i, dtype=np.uint8) for i in range(5)]
     previews = [np.full((10, 15), 50 * i, dtype=np.uint8) for i in range(5)]
@@ -594,7 +808,9 @@ def test_encoder_process_writes_decodable_files_and_reports_failures(tmp_path):
     aborted.write(previews[0], table, frames[0])
     aborted.abort()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.gif", "ok.mp4", "ok.png"]
-    alone = subprocess.run([sys.executable, "-m", "physarum.render.encoder_process"], input=b"",
-                           capture_output=True)  # started by hand, with nothing to encode
+    alone = subprocess.run(
+        [sys.executable, "-m", "physarum.render.encoder_process"], input=b"", capture_output=True
+    )  # started by hand, with nothing to encode
     assert alone.returncode == 1 and alone.stdout.decode().strip() == (
-        "error: OSError: no header on standard input (physarum starts this process and sends it one)")
+        "error: OSError: no header on standard input (physarum starts this process and sends it one)"
+    )

@@ -19,13 +19,22 @@ from physarum.kernels import api, reference
 pytestmark = [
     pytest.mark.interpreter,
     pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed"),
-    pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
-                       reason="needs TRITON_INTERPRET=1 set before Python starts "
-                              "(Triton reads it at import)"),
+    pytest.mark.skipif(
+        os.environ.get("TRITON_INTERPRET") != "1",
+        reason="needs TRITON_INTERPRET=1 set before Python starts (Triton reads it at import)",
+    ),
 ]
 
-VEINS = api.ModelParams(sensor_angle=22.5, sensor_distance=9, turn_angle=45, step_size=1,
-                        deposit=5, diffuse=1.0, decay=0.1, seed=7)
+VEINS = api.ModelParams(
+    sensor_angle=22.5,
+    sensor_distance=9,
+    turn_angle=45,
+    step_size=1,
+    deposit=5,
+    diffuse=1.0,
+    decay=0.1,
+    seed=7,
+)
 # Per-simulation variety: angles, distances, sub-pixel and long steps, no diffusion, no decay,
 # fast decay, zero sensor angle (all ties).
 VARIED = [
@@ -63,12 +72,12 @@ def _assert_same(expected: api.State, actual: api.State, context: str = "") -> N
     assert torch.equal(expected.position, actual.position), f"position differs {context}"
     assert torch.equal(expected.heading, actual.heading), f"heading differs {context}"
     different = expected.trail.view(torch.int32) != actual.trail.view(torch.int32)
-    assert not different.any(), (f"trail differs in {int(different.sum())} cells {context}, "
-                                 f"first at {different.nonzero()[0].tolist()}")
+    assert not different.any(), (
+        f"trail differs in {int(different.sum())} cells {context}, first at {different.nonzero()[0].tolist()}"
+    )
 
 
-def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_step: bool = False,
-                     **options):
+def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_step: bool = False, **options):
     """Advance the reference and the Triton backend from `state`; compare; return the states."""
     expected = reference.TorchSimulation(state.clone(), tables)
     actual = _simulation(state, tables, **options)
@@ -147,16 +156,31 @@ def test_canvas_wider_than_a_diffuse_tile(monkeypatch, tile):
 
 def _edge_state(width: int, height: int) -> api.State:
     """Agents exactly on the canvas edges and corners, facing every axis and diagonal."""
-    xs = [0, 1, api.ONE - 1, (width << api.FRAC_BITS) - 1, (width - 1) << api.FRAC_BITS,
-          (width // 2) << api.FRAC_BITS]
-    ys = [0, 1, (height << api.FRAC_BITS) - 1, (height - 1) << api.FRAC_BITS,
-          ((height - 1) << api.FRAC_BITS) + api.ONE - 1]
+    xs = [
+        0,
+        1,
+        api.ONE - 1,
+        (width << api.FRAC_BITS) - 1,
+        (width - 1) << api.FRAC_BITS,
+        (width // 2) << api.FRAC_BITS,
+    ]
+    ys = [
+        0,
+        1,
+        (height << api.FRAC_BITS) - 1,
+        (height - 1) << api.FRAC_BITS,
+        ((height - 1) << api.FRAC_BITS) + api.ONE - 1,
+    ]
     headings = [0, 1, 511, 512, 1024, 1536, 2048, 2560, 3072, 3584, api.HEADINGS - 1]
     rows = [(x, y, h) for x in xs for y in ys for h in headings]
     position = torch.tensor([[x for x, _, _ in rows], [y for _, y, _ in rows]], dtype=torch.int32)
     heading = torch.tensor([h for _, _, h in rows], dtype=torch.int16)
-    return api.State(position=position[None], heading=heading[None],
-                     trail=_random_trail(1, height, width, seed=1), step=torch.tensor(0))
+    return api.State(
+        position=position[None],
+        heading=heading[None],
+        trail=_random_trail(1, height, width, seed=1),
+        step=torch.tensor(0),
+    )
 
 
 def test_agents_on_the_edges():
@@ -188,8 +212,7 @@ def test_step_counter_near_two_to_the_32():
     state = api.spawn([11], 800, 37, 23, "random")
     state.trail = _random_trail(1, 23, 37, seed=2)
     state.step = torch.tensor(2**32 - 2, dtype=torch.int64)
-    expected, actual = _run_and_compare(state, api.build_tables([VEINS]), steps=4,
-                                        every_step=True)
+    expected, actual = _run_and_compare(state, api.build_tables([VEINS]), steps=4, every_step=True)
     assert int(actual.step) == 2**32 + 2
 
 
@@ -202,17 +225,21 @@ def test_step_counter_advances_on_the_device():
     assert int(simulation.state.step) == 3
     # The diffuse kernel alone increments the counter the agent kernel reads.
     sim_step = simulation._step
-    triton_kernels.diffuse_and_decay(simulation._trails[1], simulation._counts[1],
-                                     simulation._counts[0], simulation._trails[0], sim_step,
-                                     simulation._tables)
+    triton_kernels.diffuse_and_decay(
+        simulation._trails[1],
+        simulation._counts[1],
+        simulation._counts[0],
+        simulation._trails[0],
+        sim_step,
+        simulation._tables,
+    )
     assert int(sim_step) == 4
 
 
 def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     tables = api.build_tables([VARIED[1]])
     state = api.spawn([VARIED[1].seed], 400, 37, 23, "ring")
-    stepped, chunked = (_simulation(state, tables, sort_every=3),
-                        _simulation(state, tables, sort_every=3))
+    stepped, chunked = (_simulation(state, tables, sort_every=3), _simulation(state, tables, sort_every=3))
     for _ in range(6):
         stepped.advance(1)
     stepped.eager_step()
@@ -255,6 +282,7 @@ def _recorded(launch):
             launch(*args)
         else:
             _RecordingGraph.capturing.launches.append((launch, args))
+
     return run_or_record
 
 

@@ -11,9 +11,9 @@ import random
 import numpy as np
 import pytest
 import torch
+from test_reference import hash32, steering  # the plain model's naive hash and steering rule
 
 from physarum.kernels import api, reference
-from test_reference import hash32, steering  # the plain model's naive hash and steering rule
 
 HEADINGS = 4096
 FRAC = 16
@@ -116,8 +116,16 @@ def assert_same_state(got: api.State, expected: api.State, where: str = "") -> N
 
 
 def params(seed: int, **changes) -> api.ModelParams:
-    base = dict(sensor_angle=30.0, sensor_distance=3.0, turn_angle=45.0, step_size=1.7,
-                deposit=4.0, diffuse=0.8, decay=0.1, seed=seed)
+    base = dict(
+        sensor_angle=30.0,
+        sensor_distance=3.0,
+        turn_angle=45.0,
+        step_size=1.7,
+        deposit=4.0,
+        diffuse=0.8,
+        decay=0.1,
+        seed=seed,
+    )
     base.update(changes)
     return api.ModelParams(**base)
 
@@ -144,22 +152,39 @@ def world_case(name: str, boundary: str):
     wall = None
     if name in ("walls", "species3"):
         wall = torch.stack([walls(height, width, b) for b in range(batch)])
-    group_params = [params(api.species_seed(10 + b, s), sensor_angle=20.0 + 15 * s,
-                           step_size=1.0 + 0.4 * s + 0.3 * b, decay=0.05 + 0.1 * s)
-                    for b in range(batch) for s in range(species)]
+    group_params = [
+        params(
+            api.species_seed(10 + b, s),
+            sensor_angle=20.0 + 15 * s,
+            step_size=1.0 + 0.4 * s + 0.3 * b,
+            decay=0.05 + 0.1 * s,
+        )
+        for b in range(batch)
+        for s in range(species)
+    ]
     tables = api.build_tables(group_params)
     parts = []
     for g in range(groups):
         b, s = divmod(g, species)
         spawn = ("random", "disk", "ring")[s]
-        parts.append(api.spawn([api.species_seed(10 + b, s)], agents, width, height, spawn, 0.45,
-                               wall=None if wall is None else wall[b]))
+        parts.append(
+            api.spawn(
+                [api.species_seed(10 + b, s)],
+                agents,
+                width,
+                height,
+                spawn,
+                0.45,
+                wall=None if wall is None else wall[b],
+            )
+        )
     position = torch.cat([p.position for p in parts])
     # agents exactly on the edges and corners (where there is no wall)
     last_x, last_y = (width << FRAC) - 1, (height << FRAC) - 1
     for g in range(groups):
-        for a, (x, y) in enumerate([(last_x, last_y), (last_x, 5 << FRAC), (0, last_y),
-                                    (7 << FRAC, 0), (last_x, 3 << FRAC)]):
+        for a, (x, y) in enumerate(
+            [(last_x, last_y), (last_x, 5 << FRAC), (0, last_y), (7 << FRAC, 0), (last_x, 3 << FRAC)]
+        ):
             free = wall is None or not wall[g // species, y >> FRAC, x >> FRAC]
             if free:
                 position[g, 0, a], position[g, 1, a] = x, y
@@ -167,13 +192,15 @@ def world_case(name: str, boundary: str):
     trail = (torch.rand((groups, height, width), generator=gen) * 4).to(torch.float32)
     if wall is not None:
         trail = torch.where(wall.repeat_interleave(species, 0) != 0, 0.0, trail)
-    state = api.State(position, torch.cat([p.heading for p in parts]), trail,
-                      torch.tensor(5, dtype=torch.int64))
+    state = api.State(
+        position, torch.cat([p.heading for p in parts]), trail, torch.tensor(5, dtype=torch.int64)
+    )
     mix = None
     if species > 1:
         rows = [[1.0, -0.5, 0.25], [-0.75, 1.0, 0.5], [0.5, 0.5, -1.0]]
-        mix = torch.tensor([rows[s][:species] for _ in range(batch) for s in range(species)],
-                           dtype=torch.float32)
+        mix = torch.tensor(
+            [rows[s][:species] for _ in range(batch) for s in range(species)], dtype=torch.float32
+        )
     food = None
     if name in ("walls", "species2"):
         food = torch.zeros((groups, height, width), dtype=torch.float32)
@@ -183,8 +210,9 @@ def world_case(name: str, boundary: str):
     return state, tables, world
 
 
-CASES = [(name, boundary) for name in ("plain", "walls", "species2", "species3")
-         for boundary in api.BOUNDARIES]
+CASES = [
+    (name, boundary) for name in ("plain", "walls", "species2", "species3") for boundary in api.BOUNDARIES
+]
 
 
 @pytest.mark.parametrize("name,boundary", CASES)

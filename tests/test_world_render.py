@@ -16,15 +16,20 @@ import torch
 import yaml
 from PIL import Image
 
+from conftest import tiny_data
 from physarum.kernels import api
 from physarum.render import runner
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
-from physarum.render.colour import (PRODUCT_LEVELS, SpeciesColourist, make_colourist, product_palette,
-                                    species_ramp)
+from physarum.render.colour import (
+    PRODUCT_LEVELS,
+    SpeciesColourist,
+    make_colourist,
+    product_palette,
+    species_ramp,
+)
 from physarum.render.preset import Palette, PresetError, build_preset
 from physarum.render.world import box_resize, point_cells, spawn_groups, wall_cells
-from conftest import tiny_data
 
 
 def save_image(path: Path, pixels, mode: str = "L") -> Path:
@@ -49,17 +54,31 @@ def images(tmp_path):
     return tmp_path
 
 
-WORLD = {"boundary": "reflect", "walls": {"path": "wall.png"},
-         "trail_image": {"path": "gradient.png", "scale": 2.0},
-         "food": {"points": [{"x": 0.75, "y": 0.5, "radius": 0.1, "amount": 2.0}]}}
-TWO_SPECIES = [{"name": "red", "colour": "#ff4030"},
-               {"name": "ice", "palette": "ice", "model": {"sensor_angle": 40},
-                "agents": {"spawn": "image", "image": "square.png"}}]
+WORLD = {
+    "boundary": "reflect",
+    "walls": {"path": "wall.png"},
+    "trail_image": {"path": "gradient.png", "scale": 2.0},
+    "food": {"points": [{"x": 0.75, "y": 0.5, "radius": 0.1, "amount": 2.0}]},
+}
+TWO_SPECIES = [
+    {"name": "red", "colour": "#ff4030"},
+    {
+        "name": "ice",
+        "palette": "ice",
+        "model": {"sensor_angle": 40},
+        "agents": {"spawn": "image", "image": "square.png"},
+    },
+]
 
 
 def world_data(**sections) -> dict:
-    data = tiny_data(name="world", world=WORLD, species=TWO_SPECIES,
-                     interaction=[[1.0, -0.5], [-0.5, 1.0]], run={"steps": 12, "steps_per_frame": 3})
+    data = tiny_data(
+        name="world",
+        world=WORLD,
+        species=TWO_SPECIES,
+        interaction=[[1.0, -0.5], [-0.5, 1.0]],
+        run={"steps": 12, "steps_per_frame": 3},
+    )
     data.update(sections)
     return data
 
@@ -92,39 +111,75 @@ def test_a_world_preset_validates_with_paths_made_absolute(images):
 
 
 BAD = {
-    "missing image": ({"world": {"trail_image": {"path": "nope.png"}}},
-                      ["world.trail_image.path: no such image file: ", "nope.png"]),
-    "folder": ({"world": {"walls": {"path": "folder.png"}}},
-               ["world.walls.path: ", "folder.png is a folder, not an image file"]),
-    "not an image": ({"world": {"food": {"image": {"path": "notes.txt"}}}},
-                     ["world.food.image.path: ", "notes.txt is not an image file Pillow can read"]),
-    "corrupt image": ({"agents": {"spawn": "image", "image": "broken.png"}},
-                      ["agents.image: ", "broken.png"]),
-    "interaction shape": ({"species": TWO_SPECIES, "interaction": [[1, 0], [0, 1], [1, 1]]},
-                          ["interaction: must be 2 x 2", "found 3 x 2"]),
-    "ragged interaction": ({"species": TWO_SPECIES, "interaction": [[1, 0], [0]]},
-                           ["interaction: must be 2 x 2", "found 2 rows of 1, 2"]),
+    "missing image": (
+        {"world": {"trail_image": {"path": "nope.png"}}},
+        ["world.trail_image.path: no such image file: ", "nope.png"],
+    ),
+    "folder": (
+        {"world": {"walls": {"path": "folder.png"}}},
+        ["world.walls.path: ", "folder.png is a folder, not an image file"],
+    ),
+    "not an image": (
+        {"world": {"food": {"image": {"path": "notes.txt"}}}},
+        ["world.food.image.path: ", "notes.txt is not an image file Pillow can read"],
+    ),
+    "corrupt image": (
+        {"agents": {"spawn": "image", "image": "broken.png"}},
+        ["agents.image: ", "broken.png"],
+    ),
+    "interaction shape": (
+        {"species": TWO_SPECIES, "interaction": [[1, 0], [0, 1], [1, 1]]},
+        ["interaction: must be 2 x 2", "found 3 x 2"],
+    ),
+    "ragged interaction": (
+        {"species": TWO_SPECIES, "interaction": [[1, 0], [0]]},
+        ["interaction: must be 2 x 2", "found 2 rows of 1, 2"],
+    ),
     "interaction without species": ({"interaction": [[1.0]]}, ["interaction: needs a species list"]),
-    "all wall": ({"world": {"walls": {"path": "black.png", "threshold": 1, "invert": True}}},
-                 ["world.walls: every cell is a wall", "invert: true"]),
-    "count and density": ({"agents": {"count": 100, "density": 0.5}},
-                          ["agents: give count or density, not both (got {'count': 100"]),
-    "food point outside": ({"world": {"food": {"points": [{"x": 1.5, "y": 0.5}]}}},
-                           ["world.food.points.0.x: Input should be less than or equal to 1 (got 1.5)"]),
-    "image spawn without image": ({"agents": {"spawn": "image"}}, ["agents.image: spawn: image needs an image"]),
-    "black spawn image": ({"agents": {"spawn": "image", "image": "black.png"}},
-                          ["agents.image: the image is black everywhere"]),
+    "all wall": (
+        {"world": {"walls": {"path": "black.png", "threshold": 1, "invert": True}}},
+        ["world.walls: every cell is a wall", "invert: true"],
+    ),
+    "count and density": (
+        {"agents": {"count": 100, "density": 0.5}},
+        ["agents: give count or density, not both (got {'count': 100"],
+    ),
+    "food point outside": (
+        {"world": {"food": {"points": [{"x": 1.5, "y": 0.5}]}}},
+        ["world.food.points.0.x: Input should be less than or equal to 1 (got 1.5)"],
+    ),
+    "image spawn without image": (
+        {"agents": {"spawn": "image"}},
+        ["agents.image: spawn: image needs an image"],
+    ),
+    "black spawn image": (
+        {"agents": {"spawn": "image", "image": "black.png"}},
+        ["agents.image: the image is black everywhere"],
+    ),
     "too many species": ({"species": [{}] * 5}, ["species: List should have at most 4 items"]),
-    "unknown world key": ({"world": {"boundry": "wrap"}},
-                          ["world.boundry: unknown key; did you mean 'boundary'?"]),
-    "bad boundary": ({"world": {"boundary": "torus"}}, ["world.boundary: Input should be 'wrap', 'reflect' or 'clamp'"]),
-    "species colour and palette": ({"species": [{"colour": "#fff", "palette": "ice"}]},
-                                   ["species.0: give colour or palette, not both"]),
-    "short side too far": ({"model": {"units": "short_side", "sensor_distance": 0.5}},
-                           ["model.sensor_distance: must be less than half", "16 pixels with units: short_side"]),
-    "diffuse beyond the canvas": ({"canvas": {"width": 2048, "height": 1024},
-                                   "model": {"units": "short_side", "sensor_distance": 0.01, "diffuse": 0.5}},
-                                  ["model.diffuse: with units: short_side", "it becomes 2, more than 1: use at most 0.25"]),
+    "unknown world key": (
+        {"world": {"boundry": "wrap"}},
+        ["world.boundry: unknown key; did you mean 'boundary'?"],
+    ),
+    "bad boundary": (
+        {"world": {"boundary": "torus"}},
+        ["world.boundary: Input should be 'wrap', 'reflect' or 'clamp'"],
+    ),
+    "species colour and palette": (
+        {"species": [{"colour": "#fff", "palette": "ice"}]},
+        ["species.0: give colour or palette, not both"],
+    ),
+    "short side too far": (
+        {"model": {"units": "short_side", "sensor_distance": 0.5}},
+        ["model.sensor_distance: must be less than half", "16 pixels with units: short_side"],
+    ),
+    "diffuse beyond the canvas": (
+        {
+            "canvas": {"width": 2048, "height": 1024},
+            "model": {"units": "short_side", "sensor_distance": 0.01, "diffuse": 0.5},
+        },
+        ["model.diffuse: with units: short_side", "it becomes 2, more than 1: use at most 0.25"],
+    ),
 }
 
 
@@ -145,41 +200,55 @@ def test_cli_world_errors_exit_2_name_the_problem_and_write_nothing(case, images
 
 
 def test_every_problem_at_once_images_among_them(images):
-    found = problems(images, tiny_data(world={"trail_image": {"path": "nope.png"},
-                                              "walls": {"path": "notes.txt"}},
-                                       species=TWO_SPECIES, interaction=[[1.0]],
-                                       model={"decay": 2}))
+    found = problems(
+        images,
+        tiny_data(
+            world={"trail_image": {"path": "nope.png"}, "walls": {"path": "notes.txt"}},
+            species=TWO_SPECIES,
+            interaction=[[1.0]],
+            model={"decay": 2},
+        ),
+    )
     joined = "\n".join(found)
     assert len(found) == 3, joined  # schema errors: the two images and the decay
     assert "nope.png" in joined and "notes.txt" in joined and "model.decay" in joined
-    found = problems(images, tiny_data(species=TWO_SPECIES, interaction=[[1.0]],
-                                       agents={"spawn": "image", "image": "black.png"}))
+    found = problems(
+        images,
+        tiny_data(species=TWO_SPECIES, interaction=[[1.0]], agents={"spawn": "image", "image": "black.png"}),
+    )
     assert len(found) == 2 and "interaction" in found[0] and "black everywhere" in found[1]
 
 
 def test_density_gives_the_count_exactly_and_round_trips():
     canvas = {"width": 8, "height": 8}
     for density, count in [(0.5, 32), (1 / 128, 1), (3 / 128, 2), (5 / 128, 2), (7 / 128, 4)]:
-        preset = build_preset({**tiny_data(canvas=canvas, model={"sensor_distance": 3}),
-                               "agents": {"density": density}}, "p.yaml")
+        preset = build_preset(
+            {**tiny_data(canvas=canvas, model={"sensor_distance": 3}), "agents": {"density": density}},
+            "p.yaml",
+        )
         assert preset.agents.count == count == max(1, round(Fraction(density) * 64))
         dumped = yaml.safe_load(preset.to_yaml())["agents"]
         assert "count" not in dumped and dumped["density"] == density
         assert build_preset(yaml.safe_load(preset.to_yaml()), "p.yaml") == preset
     assert build_preset({**tiny_data(), "agents": {"density": 0.5}}, "p").agents.count == 768  # 48 x 32 / 2
-    too_many = problems(Path("."), {**tiny_data(canvas={"width": 16384, "height": 16384}),
-                                    "agents": {"density": 2.0}})
+    too_many = problems(
+        Path("."), {**tiny_data(canvas={"width": 16384, "height": 16384}), "agents": {"density": 2.0}}
+    )
     assert any("agents.density: gives 536870912 agents" in p for p in too_many)
 
 
 def test_short_side_density_counts_agents_per_canvas_area_not_per_pixel():
     """With units: short_side a density is per pixel of a 512-pixel short side: the same count on
     every canvas of one shape, in proportion to the area in short sides squared on others."""
+
     def count(width, height, units="short_side"):
-        data = {**tiny_data(canvas={"width": width, "height": height},
-                            model={"units": units, "sensor_distance": 0.01, "step_size": 0.001,
-                                   "diffuse": 0.05}),
-                "agents": {"density": 0.5}}
+        data = {
+            **tiny_data(
+                canvas={"width": width, "height": height},
+                model={"units": units, "sensor_distance": 0.01, "step_size": 0.001, "diffuse": 0.05},
+            ),
+            "agents": {"density": 0.5},
+        }
         return build_preset(data, "p.yaml").agents.count
 
     assert count(512, 512) == count(1024, 1024) == count(2048, 2048) == 131072  # 0.5 * 512^2
@@ -189,24 +258,31 @@ def test_short_side_density_counts_agents_per_canvas_area_not_per_pixel():
 
 
 def test_short_side_units_convert_exactly():
-    preset = build_preset(tiny_data(model={"units": "short_side", "sensor_distance": 0.25, "step_size": 0.1}),
-                          "p.yaml")
+    preset = build_preset(
+        tiny_data(model={"units": "short_side", "sensor_distance": 0.25, "step_size": 0.1}), "p.yaml"
+    )
     params = preset.model_params()
     assert params.sensor_distance == 8.0  # 0.25 of 32
     assert params.step_size == float(Fraction(0.1) * 32) == 3.2
     assert "units" not in yaml.safe_dump(build_preset(tiny_data(), "p").model_dump())
-    species = build_preset(tiny_data(species=[{}, {"model": {"units": "short_side", "sensor_distance": 0.125,
-                                                                     "step_size": 0.03125}}]),
-                           "p.yaml")
+    species = build_preset(
+        tiny_data(
+            species=[{}, {"model": {"units": "short_side", "sensor_distance": 0.125, "step_size": 0.03125}}]
+        ),
+        "p.yaml",
+    )
     assert species.model_params(0).sensor_distance == 5.0 and species.model_params(1).sensor_distance == 4.0
 
 
 def test_short_side_units_scale_diffusion_with_the_canvas_area():
     """The 3x3 blend spreads trail a fixed number of pixels a step: k times the short side
     needs k^2 times the diffusion (given for a 512-pixel short side)."""
+
     def diffuse(short: int, value: float, units: str = "short_side") -> float:
-        data = tiny_data(canvas={"width": short, "height": short},
-                         model={"units": units, "sensor_distance": 0.01, "step_size": 0.002, "diffuse": value})
+        data = tiny_data(
+            canvas={"width": short, "height": short},
+            model={"units": units, "sensor_distance": 0.01, "step_size": 0.002, "diffuse": value},
+        )
         return build_preset(data, "p.yaml").model_params().diffuse
 
     assert diffuse(512, 0.05) == 0.05 and diffuse(1024, 0.05) == 0.2 and diffuse(256, 0.4) == 0.1
@@ -215,8 +291,17 @@ def test_short_side_units_scale_diffusion_with_the_canvas_area():
 
 
 def test_plain_presets_dump_and_build_as_before(tiny_preset):
-    assert set(tiny_preset.model_dump()) == {"name", "description", "seed", "canvas", "agents", "model",
-                                             "run", "palette", "output"}
+    assert set(tiny_preset.model_dump()) == {
+        "name",
+        "description",
+        "seed",
+        "canvas",
+        "agents",
+        "model",
+        "run",
+        "palette",
+        "output",
+    }
     assert set(tiny_preset.model_dump()["agents"]) == {"count", "spawn", "radius"}
     state, params, world = spawn_groups([tiny_preset])
     assert world is None and params == [tiny_preset.model_params()]
@@ -244,13 +329,16 @@ def test_box_resize_is_an_exact_area_average():
 
 def test_walls_threshold_invert_and_colour_images(images):
     def walls(**spec):
-        return wall_cells(build_preset(tiny_data(world={"walls": {"path": "wall.png", **spec}}),
-                                       str(images / "p.yaml")))
+        return wall_cells(
+            build_preset(tiny_data(world={"walls": {"path": "wall.png", **spec}}), str(images / "p.yaml"))
+        )
+
     wall = walls()
     assert wall.shape == (32, 48) and wall[:, :16].all() and not wall[:, 16:].any()
     assert (walls(invert=True) == ~wall).all()
-    square = wall_cells(build_preset(tiny_data(world={"walls": {"path": "square.png"}}),
-                                     str(images / "p.yaml")))  # RGB: converted to greyscale
+    square = wall_cells(
+        build_preset(tiny_data(world={"walls": {"path": "square.png"}}), str(images / "p.yaml"))
+    )  # RGB: converted to greyscale
     assert square[8:24, 12:36].all() and not square[:8].any() and square.sum() == 16 * 24
 
 
@@ -273,7 +361,9 @@ def test_initial_trail_food_and_image_spawn(images):
     assert bool(((state.position[0, 0] >> 16) >= 16).all())  # species 0 too
     # a point's disk, hand-checked: centre (36, 16), radius 3.2 cells
     inside = point_cells(0.75, 0.5, 0.1, 48, 32)
-    assert inside[16, 36] and inside[18, 37] and not inside[18, 38] and not inside[16, 39] and inside.sum() == 32
+    assert (
+        inside[16, 36] and inside[18, 37] and not inside[18, 38] and not inside[16, 39] and inside.sum() == 32
+    )
     assert point_cells(0.0, 0.0, 0.0, 8, 8).sum() == 1 and point_cells(1.0, 1.0, 0.0, 8, 8)[7, 7]
 
 
@@ -303,10 +393,14 @@ def test_species_blend_and_product_index_by_hand():
 
 def test_product_palettes_for_three_and_four_species():
     for species, k in ((1, 256), (2, 16), (3, 6), (4, 4)):
-        assert PRODUCT_LEVELS[species] == k and k ** species <= 256
+        assert PRODUCT_LEVELS[species] == k and k**species <= 256
     ramps = np.stack([species_ramp(c, None) for c in ("#ff0000", "#00ff00", "#0000ff")])
     table = product_palette(ramps)
-    assert table[1].tolist() == [51, 0, 0] and table[6].tolist() == [0, 51, 0] and table[36].tolist() == [0, 0, 51]
+    assert (
+        table[1].tolist() == [51, 0, 0]
+        and table[6].tolist() == [0, 51, 0]
+        and table[36].tolist() == [0, 0, 51]
+    )
     assert table[215].tolist() == [255, 255, 255] and not table[216:].any()
     one = SpeciesColourist(fixed_levels(), np.stack([species_ramp(None, "ice")]))
     trail = torch.tensor([[[3.0, 77.0, 255.0]]])
@@ -317,7 +411,11 @@ def test_product_palettes_for_three_and_four_species():
 def test_default_species_colours_and_palettes(images):
     preset = build_preset(tiny_data(species=[{}, {"palette": ["#000", "#0f0"]}]), "p.yaml")
     colourist = make_colourist(preset)
-    assert colourist.ramps[0][255].tolist() == [255, 90, 31] and colourist.ramps[1][255].tolist() == [0, 255, 0]
+    assert colourist.ramps[0][255].tolist() == [255, 90, 31] and colourist.ramps[1][255].tolist() == [
+        0,
+        255,
+        0,
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,8 +450,10 @@ def test_render_from_a_world_output_reproduces_it(images, monkeypatch):
     assert main(["render", str(path), "--out", str(images / "a"), "--quiet", "--backend", "torch"]) == 0
     monkeypatch.chdir(images / "folder.png")  # --from elsewhere: the outputs carry absolute paths
     original = images / "a" / "world" / "world-s3.gif"
-    assert main(["render", "--from", str(original), "--out", str(images / "b"), "--quiet",
-                 "--backend", "torch"]) == 0
+    assert (
+        main(["render", "--from", str(original), "--out", str(images / "b"), "--quiet", "--backend", "torch"])
+        == 0
+    )
     for fmt in ("gif", "mp4", "png"):
         name = f"world-s3.{fmt}"
         assert (images / "a" / "world" / name).read_bytes() == (images / "b" / "world" / name).read_bytes()
@@ -361,9 +461,13 @@ def test_render_from_a_world_output_reproduces_it(images, monkeypatch):
 
 def test_a_batch_of_world_presets_renders_each_as_alone(images):
     second_world = {**WORLD, "walls": {"path": "wall.png", "invert": True}, "trail_image": None}
-    presets = [build_preset(world_data(name="one"), str(images / "p.yaml")),
-               build_preset(world_data(name="two", seed=8, world=second_world,
-                                       interaction=[[1.0, 0.25], [2.0, -1.0]]), str(images / "p.yaml"))]
+    presets = [
+        build_preset(world_data(name="one"), str(images / "p.yaml")),
+        build_preset(
+            world_data(name="two", seed=8, world=second_world, interaction=[[1.0, 0.25], [2.0, -1.0]]),
+            str(images / "p.yaml"),
+        ),
+    ]
     assert runner.batch_key(presets[0]) == runner.batch_key(presets[1])
     batch = runner.render_batch(presets, backend="torch", device="cpu", out_dir=images / "batch", quiet=True)
     assert [r.error for r in batch] == [None, None]
@@ -376,15 +480,18 @@ def test_a_batch_of_world_presets_renders_each_as_alone(images):
 
 def test_batch_key_separates_world_shapes(images):
     base = runner.batch_key(build_preset(world_data(), str(images / "p.yaml")))
-    others = [world_data(species=[{}, {}, {}], interaction=None),
-              world_data(world={**WORLD, "boundary": "clamp"}),
-              world_data(world={**WORLD, "walls": None}),
-              world_data(world={**WORLD, "food": None})]
+    others = [
+        world_data(species=[{}, {}, {}], interaction=None),
+        world_data(world={**WORLD, "boundary": "clamp"}),
+        world_data(world={**WORLD, "walls": None}),
+        world_data(world={**WORLD, "food": None}),
+    ]
     keys = {runner.batch_key(build_preset(d, str(images / "p.yaml"))) for d in others}
     assert base not in keys and len(keys) == 4
     plain = runner.batch_key(build_preset(tiny_data(), "p"))
-    image_trail = runner.batch_key(build_preset(tiny_data(world={"trail_image": {"path": "gradient.png"}}),
-                                                str(images / "p.yaml")))
+    image_trail = runner.batch_key(
+        build_preset(tiny_data(world={"trail_image": {"path": "gradient.png"}}), str(images / "p.yaml"))
+    )
     assert plain == image_trail  # only the initial trail differs: one batch
 
 
@@ -398,8 +505,10 @@ def test_memory_estimate_counts_groups_and_maps(images):
 
 def test_stats_use_species_0_and_sensitivity_refuses_worlds(images, capsys):
     path = write_preset(images, world_data())
-    assert main(["render", str(path), "--out", str(images / "out"), "--quiet", "--backend", "torch",
-                 "--stats"]) == 0
+    assert (
+        main(["render", str(path), "--out", str(images / "out"), "--quiet", "--backend", "torch", "--stats"])
+        == 0
+    )
     assert (images / "out" / "world" / "world-s3.stats.csv").read_text().count("\n") == 13
     capsys.readouterr()
     assert main(["sensitivity", str(path), "--steps", "2", "--out", str(images / "sens")]) == 2
@@ -411,26 +520,53 @@ def test_sweep_of_a_world_base_preset_finds_its_images(images):
     (images / "presets").mkdir()
     base = world_data()
     base["world"] = {**WORLD, "walls": {"path": "../wall.png"}, "trail_image": {"path": "../gradient.png"}}
-    base["species"] = [TWO_SPECIES[0], {**TWO_SPECIES[1], "agents": {"spawn": "image", "image": "../square.png"}}]
+    base["species"] = [
+        TWO_SPECIES[0],
+        {**TWO_SPECIES[1], "agents": {"spawn": "image", "image": "../square.png"}},
+    ]
     write_preset(images / "presets", base, "base.yaml")
     sweep_file = images / "sweeps" / "s.yaml"
     sweep_file.parent.mkdir()
-    sweep_file.write_text(yaml.safe_dump({"name": "s", "base": "../presets/base.yaml",
-                                          "grid": {"world.boundary": ["wrap", "clamp"]}}))
+    sweep_file.write_text(
+        yaml.safe_dump(
+            {"name": "s", "base": "../presets/base.yaml", "grid": {"world.boundary": ["wrap", "clamp"]}}
+        )
+    )
     sweep = sweeps.load_sweep(sweep_file)
     assert [job.preset.world.walls.path for job in sweep.jobs] == [str(images / "wall.png")] * 2
     assert len({runner.batch_key(job.preset) for job in sweep.jobs}) == 2  # boundaries: two batches
-    assert main(["sweep", str(sweep_file), "--out", str(images / "out"), "--devices", "cpu", "--backend",
-                 "torch", "--quiet", "--no-gallery"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(sweep_file),
+                "--out",
+                str(images / "out"),
+                "--devices",
+                "cpu",
+                "--backend",
+                "torch",
+                "--quiet",
+                "--no-gallery",
+            ]
+        )
+        == 0
+    )
     assert len(list((images / "out" / "s").rglob("*.gif"))) == 2
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton") is None or os.environ.get("TRITON_INTERPRET") != "1",
-                    reason="needs triton and TRITON_INTERPRET=1 set before Python starts")
+@pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None or os.environ.get("TRITON_INTERPRET") != "1",
+    reason="needs triton and TRITON_INTERPRET=1 set before Python starts",
+)
 def test_triton_in_the_interpreter_renders_a_world_preset_byte_for_byte(images):
     preset = build_preset(world_data(), str(images / "p.yaml"))
-    outputs = {backend: runner.render(preset, backend=backend, device="cpu", out_dir=images / backend,
-                                      quiet=True).outputs for backend in ("torch", "triton")}
+    outputs = {
+        backend: runner.render(
+            preset, backend=backend, device="cpu", out_dir=images / backend, quiet=True
+        ).outputs
+        for backend in ("torch", "triton")
+    }
     for fmt in ("gif", "png"):
         assert outputs["torch"][fmt].read_bytes() == outputs["triton"][fmt].read_bytes(), fmt
 
@@ -445,7 +581,10 @@ def test_one_species_with_a_palette_shows_the_plain_render(tmp_path):
             for frame in range(getattr(a, "n_frames", 1)):
                 a.seek(frame)
                 b.seek(frame)
-                assert np.array_equal(np.asarray(a.convert("RGB")), np.asarray(b.convert("RGB"))), (fmt, frame)
+                assert np.array_equal(np.asarray(a.convert("RGB")), np.asarray(b.convert("RGB"))), (
+                    fmt,
+                    frame,
+                )
 
 
 def test_outputs_embed_image_paths_relative_to_the_working_directory(images, tmp_path_factory, monkeypatch):
@@ -469,9 +608,24 @@ def test_outputs_embed_image_paths_relative_to_the_working_directory(images, tmp
         name = f"world-s3.{fmt}"
         assert (outputs[0] / name).read_bytes() == (outputs[1] / name).read_bytes(), fmt
     monkeypatch.chdir(there / "work")  # --from reads the relative paths from the working directory
-    assert main(["render", "--from", str(outputs[0] / "world-s3.gif"), "--out", "again", "--quiet",
-                 "--backend", "torch"]) == 0
-    assert (there / "work" / "again" / "world" / "world-s3.gif").read_bytes() == (outputs[0] / "world-s3.gif").read_bytes()
+    assert (
+        main(
+            [
+                "render",
+                "--from",
+                str(outputs[0] / "world-s3.gif"),
+                "--out",
+                "again",
+                "--quiet",
+                "--backend",
+                "torch",
+            ]
+        )
+        == 0
+    )
+    assert (there / "work" / "again" / "world" / "world-s3.gif").read_bytes() == (
+        outputs[0] / "world-s3.gif"
+    ).read_bytes()
 
 
 def test_agents_are_spawned_on_the_simulations_device_up_to_a_size(monkeypatch):
