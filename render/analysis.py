@@ -28,7 +28,6 @@ parameters and compare it with the seed's linearised 2x2 model (`LinearModel`).
 
 from __future__ import annotations
 
-import csv
 import difflib
 import math
 from collections.abc import Mapping, Sequence
@@ -51,9 +50,11 @@ from physarum.kernels.api import (
     spawn,
     turn_bits,
 )
-from physarum.render.encode import PartialFile, write_json
+from physarum.render.errors import RenderError
+from physarum.render.files import PartialFile, write_csv, write_json
+from physarum.render.machine import available_bytes, estimated_bytes
 from physarum.render.preset import Model, Preset, PresetError, build_preset
-from physarum.render.runner import RenderError, available_bytes, embedded_text, estimated_bytes, version
+from physarum.render.runner import embedded_text, version
 
 KINDS = ("agent", "trail", "none")  # "none": an unperturbed twin, the batch's own control
 WINDOW_FRACTION = 1e-2  # the exponential window closes at this share of the decorrelated level
@@ -728,15 +729,6 @@ def output_stem(preset: Preset, out_dir: Path, suffix: str) -> Path:
     return Path(out_dir) / preset.name / f"{preset.name}-s{preset.seed}-{suffix}"
 
 
-def _write_csv(path: Path, header: Sequence[str], rows) -> None:
-    partial = PartialFile(path)
-    with open(partial.temporary, "w", newline="", encoding="utf-8") as file:
-        writer = csv.writer(file)
-        writer.writerow(header)
-        writer.writerows(rows)
-    partial.commit()
-
-
 def _format(value: float) -> str:
     return f"{value:.9g}"
 
@@ -759,7 +751,7 @@ def write_twin_csv(path: Path, series: TwinSeries, width: int, point: int = 0) -
                     _format(level[1]),
                 )
             )
-    _write_csv(
+    write_csv(
         path,
         ("step", "twin", "kind", "target", "found", *METRICS, "decorrelated_l1", "decorrelated_distance_px"),
         rows,
@@ -912,7 +904,7 @@ def write_plane_csv(path: Path, plane: PlaneResult) -> None:
                     int(plane.leading[i, j] > 0),
                 )
             )
-    _write_csv(
+    write_csv(
         path,
         (
             first.key,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import platform
 import statistics
 import time
@@ -23,6 +22,7 @@ import torch
 from physarum.kernels import get_backend, reference
 from physarum.kernels.api import ModelParams, State, build_tables, spawn
 from physarum.kernels.prototype import PrototypeSimulation
+from physarum.render.machine import device_name
 
 BENCH_PARAMS = ModelParams(
     sensor_angle=22.5,
@@ -253,9 +253,8 @@ def triton_peak_memory(config: Config, device: torch.device, steps: int = 20) ->
 
 
 def environment(device: torch.device, bandwidth: float) -> dict:
-    cpu = f"{os.cpu_count()}-core {platform.machine()} CPU"
     info = {
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
+        "device": device_name(device),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "copy_bandwidth_gb_per_s": bandwidth / 1e9,

@@ -14,8 +14,9 @@ from pathlib import Path
 import yaml
 
 from physarum.render.encode import read_embedded
+from physarum.render.errors import RenderError
 from physarum.render.preset import PresetError, build_preset, load_preset
-from physarum.render.runner import RenderError, version
+from physarum.render.runner import version
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 SWEEPS_DIR = Path(__file__).resolve().parent.parent / "sweeps"
@@ -312,8 +313,8 @@ def _positive(value: int, flag: str) -> int:
 
 
 def cmd_profile(args) -> int:
+    from physarum.render.machine import resolve_backend, resolve_device
     from physarum.render.profile import profile_preset
-    from physarum.render.runner import resolve_backend, resolve_device
 
     preset = load_preset(resolve_preset_path(args.preset))
     device = resolve_device(args.device)
@@ -326,7 +327,7 @@ def cmd_profile(args) -> int:
 
 def cmd_bench(args) -> int:
     from physarum.render.bench import CONFIGS, run_bench
-    from physarum.render.runner import resolve_device
+    from physarum.render.machine import device_name, resolve_device
 
     device = resolve_device(args.device)
     default = "S,L,XL,X" if device.type == "cuda" else "CPU"
@@ -336,22 +337,16 @@ def cmd_bench(args) -> int:
         raise RenderError(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
     if device.type != "cuda" and any(CONFIGS[c].gpu_only for c in configs):
         raise RenderError("--configs: S, L, XL and X are GPU configurations; on a CPU use --configs CPU")
-    name = (torch_device_name(device)).lower().replace(" ", "-")
+    name = "cpu" if device.type == "cpu" else device_name(device).lower().replace(" ", "-")
     out = Path(args.out or f"benchmarks/{name}.json")
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     run_bench(configs, device, out, _positive(args.develop, "--develop"), skip)
     return 0
 
 
-def torch_device_name(device) -> str:
-    import torch
-
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-
-
 def cmd_sensitivity(args) -> int:
     from physarum.render import analysis
-    from physarum.render.runner import resolve_backend, resolve_device
+    from physarum.render.machine import device_name, resolve_backend, resolve_device
 
     axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
@@ -381,10 +376,10 @@ def cmd_sensitivity(args) -> int:
     threshold = analysis.GROWTH_THRESHOLD if args.threshold is None else args.threshold
     if axes:
         document = analysis.sensitivity_plane(
-            preset, axes, options, Path(args.out), threshold, torch_device_name(device)
+            preset, axes, options, Path(args.out), threshold, device_name(device)
         )
     else:
-        document = analysis.sensitivity(preset, options, Path(args.out), torch_device_name(device))
+        document = analysis.sensitivity(preset, options, Path(args.out), device_name(device))
     print("\n".join(analysis.summary_lines(document)))
     for path in document["outputs"].values():
         print(Path(args.out) / preset.name / path)

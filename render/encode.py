@@ -9,7 +9,6 @@ output carries the resolved preset (GIF comment, PNG text chunk, MP4 metadata) s
 from __future__ import annotations
 
 import json
-import os
 import struct
 from fractions import Fraction
 from pathlib import Path
@@ -18,28 +17,11 @@ import av
 import numpy as np
 from PIL import GifImagePlugin, Image, PngImagePlugin
 
+from physarum.render.files import PartialFile
+
 EMBED_KEY = "physarum"
 MP4_THREADS = 4  # fixed: x264 output is deterministic for a given thread count, not across counts
 MP4_CRF = 18
-
-
-class PartialFile:
-    """A file written under a temporary name and moved to `path` on commit."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.temporary = self.temporary_of(self.path, os.getpid())
-
-    @staticmethod
-    def temporary_of(path: Path, pid: int) -> Path:
-        """Where process `pid` writes `path` until it is complete: .NAME.PID.part beside it."""
-        return Path(path).with_name(f".{Path(path).name}.{pid}.part")
-
-    def commit(self) -> None:
-        os.replace(self.temporary, self.path)
-
-    def abort(self) -> None:
-        self.temporary.unlink(missing_ok=True)
 
 
 class GifWriter(PartialFile):
@@ -215,13 +197,6 @@ def open_writer(spec: dict):
     if kind == "frames":
         return FramesDirWriter(Path(spec["folder"]), spec["stem"], spec["comment"])
     raise ValueError(f"no writer for format {kind!r}")
-
-
-def write_json(path: Path, document: dict) -> None:
-    """A JSON file, written under a temporary name and renamed."""
-    partial = PartialFile(path)
-    partial.temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    partial.commit()
 
 
 def read_embedded(path: Path) -> str:

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from physarum.render.encode import PartialFile, open_writer
+from physarum.render.encode import open_writer
+from physarum.render.files import PartialFile
 
 RGB_FORMATS = ("mp4", "png")
 GIF_FLAG, RGB_FLAG = 1, 2  # a frame's flags byte: which blocks follow

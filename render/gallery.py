@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 from PIL import Image, ImageDraw, ImageFont
 
-from physarum.render.encode import PartialFile
+from physarum.render.files import PartialFile
 
 TILE = 160  # contact-sheet tile side for the picture, pixels
 TILE_SMALL = 96  # ... for sweeps of more than MANY_JOBS jobs, so the sheet stays a sane size

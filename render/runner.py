@@ -7,8 +7,6 @@ frames to one encoder worker per format behind a bounded queue.
 
 from __future__ import annotations
 
-import os
-import platform
 import queue
 import threading
 import time
@@ -24,16 +22,21 @@ from physarum.kernels import get_backend
 from physarum.kernels.api import build_tables
 from physarum.render import __version__
 from physarum.render.colour import Colourist, downscale, make_colourist, preview_size
-from physarum.render.encode import even_size, open_writer, write_json
+from physarum.render.encode import even_size, open_writer
+from physarum.render.errors import RenderError
+from physarum.render.files import write_json
+from physarum.render.machine import (
+    check_memory,
+    device_name,
+    resolve_backend,
+    resolve_device,
+    share_cpu_with_encoders,
+)
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
 # What each output reads of a frame; a PNG still needs only the last frame's RGB.
 FRAME_ARRAY = {"gif": "preview", "mp4": "rgb", "png": "last_rgb", "frames": "rgb"}
-
-
-class RenderError(Exception):
-    """A problem that stops a render before or while it runs (not a bug): a clear message."""
 
 
 def version() -> str:
@@ -43,102 +46,6 @@ def version() -> str:
 def embedded_text(preset: Preset) -> str:
     """What every output carries: a YAML preset that `physarum render --from` reads back."""
     return f"# physarum {version()}\n{preset.to_yaml()}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Backend, device and memory
-
-
-def interpreter_mode() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
-
-
-def resolve_device(requested: str | None) -> torch.device:
-    if requested is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(requested)
-    except RuntimeError:
-        raise RenderError(f"--device {requested!r}: not a device; use cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RenderError(f"--device {requested}: no CUDA GPU is available here; use --device cpu")
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise RenderError(
-            f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)"
-        )
-    if device.type not in ("cpu", "cuda"):
-        raise RenderError(f"--device {requested}: only cpu and cuda devices are supported")
-    return device
-
-
-def _triton_available() -> bool:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def resolve_backend(requested: str, device: torch.device) -> str:
-    """'torch' or 'triton' for --backend auto|torch|triton on `device`."""
-    if requested == "auto":
-        return "triton" if device.type == "cuda" and _triton_available() else "torch"
-    if requested == "torch":
-        return "torch"
-    if requested != "triton":
-        raise RenderError(f"--backend {requested!r}: choose auto, torch or triton")
-    if not _triton_available():
-        raise RenderError("--backend triton: Triton is not installed (pip install 'physarum[triton]')")
-    if device.type != "cuda" and not interpreter_mode():
-        raise RenderError(
-            "--backend triton needs a CUDA GPU and none is in use here; use --backend "
-            "torch (or set TRITON_INTERPRET=1 before Python starts, for tests)"
-        )
-    return "triton"
-
-
-def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
-    """Peak device bytes of a render, counted from the backend's own tensors and temporaries.
-
-    With S species a simulation is S groups of agents.count // S agents, each with its own trail
-    map; walls add a byte per cell, food a float32 map per group, and sensing a mixed map per
-    group (the interaction's weighted sum of the species' maps)."""
-    species = preset.species_count
-    agents, cells = preset.agents_per_species, preset.canvas.width * preset.canvas.height
-    if backend == "triton":  # state, agent ids, and a sort segment's temporaries (<= 16M agents)
-        per_agent, per_cell = 14 + 40 * min(1.0, (1 << 24) / max(1, agents)), 4 * 2 + 4 * 2 + 8
-    else:  # the reference's int64 index and gather temporaries
-        per_agent, per_cell = 160, 4 * 14 + 8
-    world = preset.world
-    per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
-    per_simulation_cell = 1 if world and world.walls else 0
-    frame = cells * (8 + 8 * (species - 1))  # kthvalue copy, index, level and RGB frames
-    return int(
-        batch * (species * (agents * per_agent + cells * per_group_cell) + cells * per_simulation_cell)
-        + frame
-    )
-
-
-def available_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    try:
-        with open("/proc/meminfo") as meminfo:
-            fields = dict(line.split(":", 1) for line in meminfo)
-        return int(fields["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def check_memory(preset: Preset, backend: str, device: torch.device, batch: int = 1) -> None:
-    needed, free = estimated_bytes(preset, backend, batch), available_bytes(device)
-    if needed > free:
-        gib = 2.0**30
-        raise RenderError(
-            f"{preset.name}: canvas {preset.canvas.width}x{preset.canvas.height} with "
-            f"{preset.agents.count} agents needs about {needed / gib:.1f} GiB on {device} "
-            f"({backend} backend) but {free / gib:.1f} GiB are free; lower canvas or agents.count"
-        )
 
 
 def check_formats(preset: Preset) -> list[str]:
@@ -383,25 +290,6 @@ def _open_workers(
             worker.abort()
         raise
     return workers
-
-
-def share_cpu_with_encoders() -> None:
-    """Leave half the cores to the encoder threads on a CPU render.
-
-    Torch's OpenMP threads spin while they wait; competing with x264 and the GIF encoder for
-    every core, a render on 2 cores measured 40 s instead of 7 s (quickstart)."""
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), host_cores() // 2)))
-
-
-def host_cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return platform.processor() or platform.machine() or "cpu"
 
 
 class FramePipeline:
@@ -721,7 +609,7 @@ def _batch_result(
     timings = dict(phases)
     timings.update({f"encode_{w.name}_s": w.seconds for w in job.workers})
     if job.error is not None:
-        return RenderResult({}, backend, _device_name(device), timings, notes, error=job.error)
-    result = RenderResult(job.paths, backend, _device_name(device), timings, notes)
+        return RenderResult({}, backend, device_name(device), timings, notes, error=job.error)
+    result = RenderResult(job.paths, backend, device_name(device), timings, notes)
     write_json(job.paths["json"], sidecar(job.preset, result))
     return result

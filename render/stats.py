@@ -20,13 +20,12 @@ in docs/sensitivity.md section 4:
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
 import torch
 
-from physarum.render.encode import PartialFile
+from physarum.render.files import write_csv
 
 COVERAGE_FRACTION = 0.01
 STAT_COLUMNS = ("mean", "max", "coverage", "entropy", "entropy_ratio", "wavelength_px", "wavelength_fraction")
@@ -128,11 +127,6 @@ class StatsRecorder:
     def write(self) -> Path:
         """The CSV (step, then STAT_COLUMNS; step 1 is the state after the first step)."""
         table = torch.stack(self.rows).cpu().tolist() if self.rows else []
-        partial = PartialFile(self.path)
-        with open(partial.temporary, "w", newline="", encoding="utf-8") as file:
-            writer = csv.writer(file)
-            writer.writerow(("step", *STAT_COLUMNS))
-            for step, row in enumerate(table, start=1):
-                writer.writerow((step, *(f"{value:.9g}" for value in row)))
-        partial.commit()
+        rows = ((step, *(f"{value:.9g}" for value in row)) for step, row in enumerate(table, start=1))
+        write_csv(self.path, ("step", *STAT_COLUMNS), rows)
         return self.path

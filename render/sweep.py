@@ -48,8 +48,9 @@ from typing import Any
 import torch
 from pydantic import BaseModel
 
-from physarum.render import runner
+from physarum.render import machine, runner
 from physarum.render.encoder_process import die_with_parent
+from physarum.render.errors import RenderError
 from physarum.render.preset import (
     NAME_PATTERN,
     Preset,
@@ -411,7 +412,7 @@ def _job(
             preset = build_preset(data, where, base=preset_dir)
     try:
         runner.check_formats(preset)
-    except runner.RenderError as error:
+    except RenderError as error:
         raise PresetError([f"{where}: {error}"]) from None
     digest = hashlib.sha256(preset.to_yaml().encode("utf-8")).hexdigest()[:10]
     return Job(index, name, digest, params, preset)
@@ -531,14 +532,14 @@ def _job_cost(preset: Preset) -> int:
 
 def batch_limit(preset: Preset, backend: str, device: torch.device) -> int:
     """How many simulations of this shape fit one batch on `device`, and its frames on the host."""
-    fixed = runner.estimated_bytes(preset, backend, 0)
-    per_job = runner.estimated_bytes(preset, backend, 1) - fixed
+    fixed = machine.estimated_bytes(preset, backend, 0)
+    per_job = machine.estimated_bytes(preset, backend, 1) - fixed
     host_per_job = preset.canvas.width * preset.canvas.height * HOST_BYTES_PER_PIXEL
-    host_budget = runner.available_bytes(torch.device("cpu")) * HOST_MEMORY_SHARE
+    host_budget = machine.available_bytes(torch.device("cpu")) * HOST_MEMORY_SHARE
     if device.type == "cpu":  # the simulation lives in host memory too
         per_job += host_per_job
         host_per_job = 0
-    device_budget = runner.available_bytes(device) * DEVICE_MEMORY_SHARE - fixed
+    device_budget = machine.available_bytes(device) * DEVICE_MEMORY_SHARE - fixed
     limit = int(device_budget // per_job)
     if host_per_job:
         limit = min(limit, int(host_budget // host_per_job))
@@ -555,8 +556,8 @@ def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str, quie
     The chunk runs as batches that fit the device's memory; a batch that still runs out of
     memory is halved and tried again. A failure fails only the jobs of its batch.
     """
-    torch_device = runner.resolve_device(device)
-    backend = runner.resolve_backend(backend, torch_device)
+    torch_device = machine.resolve_device(device)
+    backend = machine.resolve_backend(backend, torch_device)
     presets = [Preset.model_validate(item["preset"]) for item in chunk]
     limit = batch_limit(presets[0], backend, torch_device)
     outcomes = []
@@ -635,7 +636,7 @@ def _render_batch_outcomes(
 
 
 def _error_text(error: BaseException) -> str:
-    if isinstance(error, (runner.RenderError, PresetError)):
+    if isinstance(error, (RenderError, PresetError)):
         return str(error)
     return (
         f"{type(error).__name__}: {error}\n{''.join(traceback.format_tb(error.__traceback__)[-3:])}".strip()
@@ -661,7 +662,7 @@ def parse_devices(text: str | None) -> list[str]:
         if item:
             devices.append(_device(item, text))
     if not devices:
-        raise runner.RenderError(f"--devices {text!r}: name at least one device, e.g. cpu or cuda:0,cuda:1")
+        raise RenderError(f"--devices {text!r}: name at least one device, e.g. cpu or cuda:0,cuda:1")
     return devices
 
 
@@ -679,7 +680,7 @@ def _device(item: str, text: str) -> str:
     except RuntimeError:
         device = None
     if device is None or device.type not in ("cpu", "cuda"):
-        raise runner.RenderError(
+        raise RenderError(
             f"--devices {text}: {item!r} is not a device; use all, cpu, cuda:N "
             "or a comma-separated list of them"
         )
@@ -687,7 +688,7 @@ def _device(item: str, text: str) -> str:
         return "cpu"
     count = torch.cuda.device_count()  # as in parse_devices: CUDA stays uninitialised
     if (device.index or 0) >= count:
-        raise runner.RenderError(
+        raise RenderError(
             f"--devices {text}: this machine has {count} CUDA GPU(s)"
             + ("; use --devices cpu" if not count else "")
         )
@@ -743,7 +744,7 @@ def start_method(devices: list[str]) -> str:
     chosen = os.environ.get("PHYSARUM_START_METHOD")
     if chosen:
         if chosen not in multiprocessing.get_all_start_methods():
-            raise runner.RenderError(
+            raise RenderError(
                 f"PHYSARUM_START_METHOD={chosen!r}: use one of "
                 f"{', '.join(multiprocessing.get_all_start_methods())}"
             )
@@ -766,7 +767,7 @@ class WorkerPool:
         context = multiprocessing.get_context(start_method(devices))
         self.devices = devices
         self.tasks, self.events = context.Queue(), context.Queue()
-        threads = max(1, runner.host_cores() // len(devices))
+        threads = max(1, machine.host_cores() // len(devices))
         self.processes = [
             context.Process(
                 target=_process_worker,
@@ -849,7 +850,7 @@ def ray_connect(address: str):
     try:
         import ray
     except ImportError:
-        raise runner.RenderError("--ray needs Ray: pip install 'physarum[ray]'") from None
+        raise RenderError("--ray needs Ray: pip install 'physarum[ray]'") from None
     if not ray.is_initialized():
         try:
             if address == "local":
@@ -857,7 +858,7 @@ def ray_connect(address: str):
             else:
                 ray.init(address=address)
         except ConnectionError as error:
-            raise runner.RenderError(f"--ray {address}: cannot connect: {error}") from None
+            raise RenderError(f"--ray {address}: cannot connect: {error}") from None
     return ray
 
 
@@ -929,7 +930,7 @@ class SweepLock:
             fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             self.file.close()
-            raise runner.RenderError(f"{self.path.parent}: another sweep is running in this folder") from None
+            raise RenderError(f"{self.path.parent}: another sweep is running in this folder") from None
         return self
 
     def __exit__(self, *exc):
@@ -956,18 +957,18 @@ def _check_fits(sweep: Sweep, devices: list[str], backend: str) -> None:
     """Refuse, before anything is written, jobs that fit no device even one at a time."""
     problems = []
     for device in dict.fromkeys(devices):
-        torch_device = runner.resolve_device(device)
-        resolved = runner.resolve_backend(backend, torch_device)
-        free = runner.available_bytes(torch_device)
+        torch_device = machine.resolve_device(device)
+        resolved = machine.resolve_backend(backend, torch_device)
+        free = machine.available_bytes(torch_device)
         for job in sweep.jobs:
-            needed = runner.estimated_bytes(job.preset, resolved, 1)
+            needed = machine.estimated_bytes(job.preset, resolved, 1)
             if needed > free:
                 problems.append(
                     f"{job.name} ({format_params(job.params)}): needs about {needed / 2**30:.1f} GiB "
                     f"on {device} but {free / 2**30:.1f} GiB are free"
                 )
     if problems:
-        raise runner.RenderError("\n".join(problems))
+        raise RenderError("\n".join(problems))
 
 
 def _remove_stale_parts(sweep_dir: Path) -> None:
@@ -983,7 +984,7 @@ def run_sweep(
     options = options or SweepOptions()
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     if options.max_batch < 1:
-        raise runner.RenderError(f"--batch must be at least 1, got {options.max_batch}")
+        raise RenderError(f"--batch must be at least 1, got {options.max_batch}")
     devices = parse_devices(options.devices) if options.ray is None else []
     sweep_dir = (Path(options.out_dir) / sweep.name).resolve()
     began = time.perf_counter()

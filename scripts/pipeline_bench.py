@@ -21,8 +21,9 @@ import torch
 
 from physarum.render.colour import Colourist
 from physarum.render.encode import FramesDirWriter, GifWriter, Mp4Writer
+from physarum.render.machine import resolve_backend, resolve_device
 from physarum.render.preset import load_preset
-from physarum.render.runner import RenderOptions, make_simulation, render, resolve_backend, resolve_device
+from physarum.render.runner import RenderOptions, make_simulation, render
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,9 +8,12 @@ import pytest
 import yaml
 
 from conftest import ROOT, TINY, tiny_data
+from physarum.render import machine
 from physarum.render.cli import main
+from physarum.render.errors import RenderError
+from physarum.render.machine import check_memory
 from physarum.render.preset import PresetError, build_preset, load_preset
-from physarum.render.runner import RenderError, check_formats, check_memory
+from physarum.render.runner import check_formats
 
 
 def problems_of(data: dict, settings=()) -> list[str]:
@@ -172,9 +175,7 @@ def test_cli_missing_preset(tmp_path, capsys):
 
 def test_cli_triton_without_gpu_is_a_clear_error(write_yaml, capsys, monkeypatch):
     # not by unsetting TRITON_INTERPRET: Triton reads it once, at import, for the whole process
-    from physarum.render import runner
-
-    monkeypatch.setattr(runner, "interpreter_mode", lambda: False)
+    monkeypatch.setattr(machine, "interpreter_mode", lambda: False)
     path = write_yaml(yaml.safe_dump(TINY))
     code = main(["render", str(path), "--backend", "triton", "--device", "cpu"])
     assert code == 2 and "needs a CUDA GPU" in capsys.readouterr().err

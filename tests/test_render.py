@@ -18,6 +18,7 @@ from conftest import ROOT, tiny_data
 from physarum.render import runner
 from physarum.render.cli import main
 from physarum.render.encode import Mp4Writer
+from physarum.render.errors import RenderError
 from physarum.render.preset import build_preset
 
 
@@ -81,7 +82,7 @@ def test_encoder_failure_stops_the_render_and_removes_partial_files(tmp_path, mo
         raise OSError("disk full")
 
     monkeypatch.setattr(Mp4Writer, "write", broken)
-    with pytest.raises(runner.RenderError, match="tiny-s3.mp4: encoder failed: disk full"):
+    with pytest.raises(RenderError, match="tiny-s3.mp4: encoder failed: disk full"):
         render_tiny(tmp_path, run={"steps": 60, "steps_per_frame": 1})
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 

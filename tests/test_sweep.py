@@ -24,10 +24,11 @@ import yaml
 from PIL import Image
 
 from conftest import ROOT, tiny_data
-from physarum.render import runner
+from physarum.render import machine, runner
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
 from physarum.render.encode import read_embedded
+from physarum.render.errors import RenderError
 from physarum.render.gallery import preset_yaml, write_gallery
 from physarum.render.palette import palette_table
 from physarum.render.preset import PresetError, build_preset
@@ -523,7 +524,7 @@ def test_workers_fork_for_gpus_spawn_for_the_cpu_and_the_choice_can_be_forced(mo
     monkeypatch.setenv("PHYSARUM_START_METHOD", "spawn")
     assert sweeps.start_method(["cuda:0", "cuda:1"]) == "spawn"
     monkeypatch.setenv("PHYSARUM_START_METHOD", "teleport")
-    with pytest.raises(runner.RenderError, match="PHYSARUM_START_METHOD='teleport': use one of"):
+    with pytest.raises(RenderError, match="PHYSARUM_START_METHOD='teleport': use one of"):
         sweeps.start_method(["cuda:0"])
 
 
@@ -569,7 +570,7 @@ def test_forked_workers_render_what_spawned_ones_do(tmp_path):
 def test_a_sweep_that_fits_no_device_stops_its_worker_pool(tmp_path, capsys):
     path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.2]})
     out = tmp_path / "out"
-    with mock.patch.object(runner, "available_bytes", return_value=1024):
+    with mock.patch.object(machine, "available_bytes", return_value=1024):
         assert main(["sweep", str(path), "--out", str(out), "--devices", "cpu,cpu", "--quiet"]) == 2
     assert "needs about" in capsys.readouterr().err and not out.exists()
     assert not [p for p in multiprocessing.active_children() if p.name.startswith("physarum-sweep")]

@@ -18,7 +18,7 @@ from PIL import Image
 
 from conftest import tiny_data
 from physarum.kernels import api
-from physarum.render import runner
+from physarum.render import machine, runner
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
 from physarum.render.colour import (
@@ -498,9 +498,9 @@ def test_batch_key_separates_world_shapes(images):
 def test_memory_estimate_counts_groups_and_maps(images):
     plain = build_preset(tiny_data(), "p")
     world = build_preset(world_data(), str(images / "p.yaml"))
-    assert runner.estimated_bytes(world, "torch") > runner.estimated_bytes(plain, "torch")
+    assert machine.estimated_bytes(world, "torch") > machine.estimated_bytes(plain, "torch")
     four = build_preset(tiny_data(species=[{}] * 4), "p")
-    assert runner.estimated_bytes(four, "torch", 2) > runner.estimated_bytes(plain, "torch", 2)
+    assert machine.estimated_bytes(four, "torch", 2) > machine.estimated_bytes(plain, "torch", 2)
 
 
 def test_stats_use_species_0_and_sensitivity_refuses_worlds(images, capsys):
