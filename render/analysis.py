@@ -28,7 +28,6 @@ parameters and compare it with the seed's linearised 2x2 model (`LinearModel`).
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,7 +49,7 @@ from physarum.kernels.api import (
     spawn,
     turn_bits,
 )
-from physarum.render.errors import RenderError
+from physarum.render.errors import RenderError, did_you_mean
 from physarum.render.files import PartialFile, write_csv, write_json
 from physarum.render.machine import available_bytes, estimated_bytes
 from physarum.render.preset import Model, Preset, PresetError, build_preset
@@ -674,8 +673,7 @@ def parse_plane_axis(spec: str) -> PlaneAxis:
     if not sep or len(parts) != 3:
         raise AnalysisError(f"--plane {spec!r}: expected KEY=LO:HI:N, e.g. model.decay=0.01:0.3:16")
     if key not in PLANE_KEYS:
-        close = difflib.get_close_matches(key, PLANE_KEYS, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(key, PLANE_KEYS)
         raise AnalysisError(
             f"--plane {spec!r}: {key!r} is not a model parameter; {hint}choose one of {', '.join(PLANE_KEYS)}"
         )

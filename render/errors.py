@@ -14,6 +14,14 @@ class RenderError(Exception):
     """A problem that stops a render before or while it runs (not a bug): a clear message."""
 
 
+class PresetError(Exception):
+    """One or more problems with a preset; str() is the full, user-facing report."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """'did you mean 'X'? ' for the closest of `choices` to `word`, or '' where none is close."""
     close = difflib.get_close_matches(str(word), list(choices), n=1)

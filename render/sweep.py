@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import difflib
 import fcntl
 import gc
 import hashlib
@@ -46,18 +45,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 
 from physarum.render import machine, runner
 from physarum.render.encoder_process import die_with_parent
-from physarum.render.errors import RenderError
+from physarum.render.errors import RenderError, did_you_mean
 from physarum.render.preset import (
     NAME_PATTERN,
     Preset,
     PresetError,
-    _section_type,
     build_preset,
+    key_annotation,
+    key_problem,
     read_preset_file,
+    set_dotted,
 )
 
 SWEEP_KEYS = ("name", "description", "base", "grid", "zip", "random", "seeds")
@@ -109,8 +109,7 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
     problems: list[str] = []
     for key in data:
         if key not in SWEEP_KEYS:
-            close = difflib.get_close_matches(str(key), SWEEP_KEYS, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(key, SWEEP_KEYS)
             problems.append(f"{source}: {key}: unknown key; {hint}allowed: {', '.join(SWEEP_KEYS)}")
     name = data.get("name", default_name)
     base, preset_dir = _read_base(data.get("base"), source, base_dir, problems)
@@ -231,25 +230,10 @@ def _key_problems(keys: list[str], has_seeds: bool, source: str) -> list[str]:
 
 
 def _schema_problem(key: str) -> str | None:
-    """Why a dotted key names nothing in the preset schema (None if it names a key)."""
+    """Why a dotted key cannot be swept (None if it names a preset key)."""
     if key == "name":
         return "the sweep names its jobs (<sweep>-NNNN); name cannot be swept"
-    model: type[BaseModel] = Preset
-    parts = key.split(".")
-    for depth, part in enumerate(parts):
-        fields = model.model_fields
-        if part not in fields:
-            where = ".".join(parts[:depth]) or "a preset"
-            close = difflib.get_close_matches(part, list(fields), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            return f"unknown key {part!r} in {where}; {hint}allowed there: {', '.join(fields)}"
-        annotation = fields[part].annotation
-        if depth < len(parts) - 1:
-            annotation = _section_type(annotation)  # a section, or an optional one (world)
-            if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-                return f"{'.'.join(parts[: depth + 1])} is a value, not a section"
-            model = annotation
-    return None
+    return key_problem(key)
 
 
 def _random_samples(section, source: str, problems: list[str]) -> tuple[list[dict], list[str]]:
@@ -277,7 +261,7 @@ def _random_samples(section, source: str, problems: list[str]) -> tuple[list[dic
     draws = {}
     for key, spec in params.items():
         problem = _distribution_problem(spec)
-        if problem is None and _schema_type(str(key)) is int and "choice" not in spec:
+        if problem is None and key_annotation(str(key)) is int and "choice" not in spec:
             lo, hi = next(iter(spec.values()))
             if math.ceil(lo) > math.floor(hi):
                 problem = f"{str(key)} takes whole numbers and there is none in [{lo}, {hi}]"
@@ -287,7 +271,7 @@ def _random_samples(section, source: str, problems: list[str]) -> tuple[list[dic
             draws[str(key)] = spec
     if len(draws) != len(params) or not isinstance(count, int) or isinstance(count, bool) or count < 1:
         return [], [str(k) for k in params]
-    whole = {key: _schema_type(key) is int for key in draws}
+    whole = {key: key_annotation(key) is int for key in draws}
     rng = random.Random(seed)
     samples = [
         {key: _draw(rng, spec, whole[key]) for key, spec in draws.items()}
@@ -315,21 +299,6 @@ def _distribution_problem(spec) -> str | None:
     if kind == "log_uniform" and lo <= 0:
         return "log_uniform: lo must be greater than 0"
     return None
-
-
-def _schema_type(key: str):
-    """The annotation of the preset field a dotted key names (None if it names none)."""
-    model: Any = Preset
-    annotation = None
-    for part in key.split("."):
-        field_info = getattr(model, "model_fields", {}).get(part)
-        if field_info is None:
-            return None
-        annotation = model = field_info.annotation
-    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
-    if type(None) in getattr(annotation, "__args__", ()) and len(args) == 1:
-        annotation = args[0]  # Optional[int] (agents.count) is a whole-number key too
-    return annotation
 
 
 def _draw(rng: random.Random, spec: dict, whole: bool):
@@ -361,18 +330,6 @@ def _combinations(grid, zipped, samples, seeds):
         yield params
 
 
-def set_dotted(data: dict, key: str, value) -> None:
-    """Set `a.b.c` in a nested mapping in place, making sections that are missing."""
-    node = data
-    parts = key.split(".")
-    for part in parts[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = node[part] = {}
-        node = child
-    node[parts[-1]] = copy.deepcopy(value)
-
-
 def format_value(value) -> str:
     """A swept value as a short label: 45 for 45.0, [magma, ice] for a list."""
     if isinstance(value, bool):
@@ -400,10 +357,13 @@ def _job(
     preset_dir: Path = Path("."),
 ) -> Job:
     data = copy.deepcopy(base)
-    for key, value in params.items():
-        set_dotted(data, key, value)
-    data["name"] = name
     where = f"{source} job {name} ({format_params(params)})"
+    for key, value in params.items():
+        try:
+            set_dotted(data, key, value)
+        except ValueError as error:  # the base preset holds a value where the key needs a section
+            raise PresetError([f"{where}: {key}: {error} in the base preset"]) from None
+    data["name"] = name
     preset = build_preset(data, where, base=preset_dir)
     if not sets_scale:
         side = max(preset.canvas.width, preset.canvas.height)

@@ -1,0 +1,238 @@
+"""Loading a preset: YAML read safely, `--set` overrides and flags layered on, every problem
+reported at once.
+
+Precedence: defaults < preset file < `--set key=value` < explicit flags. Every problem found is
+reported at once as one PresetError naming the file, the key path, the bad value and what is
+allowed; nothing is rendered or written until a preset is valid.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from physarum.kernels.api import MAX_DISTANCE
+from physarum.render.errors import PresetError, did_you_mean
+from physarum.render.preset.schema import Preset, section_at
+from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
+
+
+def _describe(error: dict) -> str:
+    loc = tuple(error["loc"])
+    path = ".".join(str(part) for part in loc) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        section = section_at(loc[:-1])
+        allowed = list(section.model_fields) if section else []
+        hint = did_you_mean(loc[-1], allowed)
+        return f"{path}: unknown key; {hint}allowed here: {', '.join(allowed)}"
+    message = error["msg"].removeprefix("Value error, ")
+    if isinstance(error.get("input"), float) and not math.isfinite(error["input"]):
+        message = "must be a finite number"
+    return f"{path}: {message} (got {error.get('input')!r})"
+
+
+def _relations(preset: Preset) -> list[str]:
+    """Problems that involve several keys at once."""
+    problems = []
+    short = min(preset.canvas.width, preset.canvas.height)
+    species = preset.species_count
+    for s in range(species):
+        model = preset.species_model(s)
+        overridden = preset.species is not None and preset.species[s].model.model_dump(exclude_none=True)
+        for key in ("sensor_distance", "step_size"):
+            where = (
+                f"species.{s}.model.{key}"
+                if overridden and (key in overridden or "units" in overridden)
+                else f"model.{key}"
+            )
+            if s > 0 and where.startswith("model."):
+                continue  # the same value as species 0's: reported once
+            value, pixels = getattr(model, key), model.pixels(key, short)
+            unit = "" if model.units == "pixels" else f" ({pixels:g} pixels with units: short_side)"
+            if pixels >= short / 2:
+                problems.append(
+                    f"{where}: must be less than half the canvas's short side "
+                    f"({short / 2:g} pixels) (got {value!r}{unit})"
+                )
+            elif pixels > MAX_DISTANCE or pixels <= 0:
+                problems.append(
+                    f"{where}: must be more than 0 and at most {MAX_DISTANCE:g} pixels (got {value!r}{unit})"
+                )
+        diffuse = model.canvas_diffuse(short)
+        where = f"species.{s}.model.diffuse" if overridden and "diffuse" in overridden else "model.diffuse"
+        if diffuse > 1 and (s == 0 or where.startswith("species")):
+            most = float(Fraction(REFERENCE_SIDE, short) ** 2)
+            problems.append(
+                f"{where}: with units: short_side, diffuse is given for a {REFERENCE_SIDE}-pixel "
+                f"short side and grows with the canvas area; on a {short}-pixel short side "
+                f"it becomes {diffuse:g}, more than 1: use at most {most:.4g} (got {model.diffuse!r})"
+            )
+    if preset.run.steps + preset.run.warmup > 10_000_000:
+        problems.append("run: steps + warmup must be at most 10000000")
+    agents = preset.agents
+    if agents.density is not None and agents.count > MAX_AGENTS:
+        problems.append(
+            f"agents.density: gives {agents.count} agents on {preset.canvas.width}x"
+            f"{preset.canvas.height}; at most {MAX_AGENTS} are allowed (got {agents.density!r})"
+        )
+    if agents.count // species < 1:
+        problems.append(
+            f"agents.count: {species} species share the agents equally (count // {species} "
+            f"each), so at least {species} are needed (got {agents.count!r})"
+        )
+    for s in range(species):
+        spawn = preset.species_agents(s)
+        where = (
+            f"species.{s}.agents" if preset.species and preset.species[s].agents.model_dump() else "agents"
+        )
+        if s > 0 and where == "agents":
+            continue
+        if spawn.spawn == "image" and spawn.image is None:
+            problems.append(f"{where}.image: spawn: image needs an image file of agent density (got none)")
+        if spawn.spawn != "image" and spawn.image is not None:
+            problems.append(f"{where}.image: only used with spawn: image (spawn is {spawn.spawn!r})")
+    problems.extend(_interaction_problems(preset))
+    return problems
+
+
+def _interaction_problems(preset: Preset) -> list[str]:
+    matrix = preset.interaction
+    if matrix is None:
+        return []
+    if preset.species is None:
+        return [
+            f"interaction: needs a species list (one row and column per species) "
+            f"(got {matrix!r} without species)"
+        ]
+    species = preset.species_count
+    rows, columns = len(matrix), sorted({len(row) for row in matrix})
+    if rows != species or columns != [species]:
+        found = (
+            f"{rows} x {columns[0]}"
+            if len(columns) == 1
+            else f"{rows} rows of {', '.join(map(str, columns))}"
+        )
+        return [
+            f"interaction: must be {species} x {species} (one row and column per species), "
+            f"found {found} (got {matrix!r})"
+        ]
+    problems = []
+    for s, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            if not -1e3 <= value <= 1e3:
+                problems.append(f"interaction.{s}.{j}: must be from -1000 to 1000 (got {value!r})")
+    if species == 1 and matrix != [[1.0]]:
+        problems.append(
+            f"interaction: one species senses its own trail as it is: [[1]] or no "
+            f"interaction (got {matrix!r})"
+        )
+    return problems
+
+
+def parse_yaml(text: str, source: str) -> dict:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.constructor.ConstructorError as error:
+        where = f" at line {error.problem_mark.line + 1}" if error.problem_mark else ""
+        raise PresetError(
+            [
+                f"{source}: YAML tag not allowed{where}: {error.problem}; presets are "
+                "plain data (mappings, lists, numbers, strings)"
+            ]
+        ) from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise PresetError([f"{source}: malformed YAML{where}: {problem}"]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise PresetError([f"{source}: a preset is a mapping of keys to values, got {type(data).__name__}"])
+    return data
+
+
+def read_preset_file(path: str | Path) -> dict:
+    """The raw mapping of a YAML preset file (not yet validated)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PresetError([f"{path}: no such preset file"]) from None
+    except IsADirectoryError:
+        raise PresetError([f"{path}: is a folder, not a preset file"]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise PresetError([f"{path}: cannot read preset: {error}"]) from None
+    return parse_yaml(text, str(path))
+
+
+def set_dotted(data: dict, key: str, value) -> None:
+    """Set `a.b.c` in a nested mapping in place (a copy of `value`), making the sections that
+    are missing or null; ValueError names a part that holds a value, not a section."""
+    node = data
+    *sections, last = key.split(".")
+    for part in sections:
+        if node.get(part) is None:
+            node[part] = {}
+        if not isinstance(node[part], dict):
+            raise ValueError(f"{part!r} is not a section")
+        node = node[part]
+    node[last] = copy.deepcopy(value)
+
+
+def apply_setting(data: dict, setting: str) -> None:
+    """Apply one `key.path=value` override in place; the value is parsed as YAML."""
+    key, sep, raw = setting.partition("=")
+    if not sep or not key.strip():
+        raise PresetError([f"--set {setting!r}: expected key.path=value, e.g. model.decay=0.05"])
+    value = parse_yaml(f"v: {raw}", f"--set {key}")["v"] if raw.strip() else None
+    try:
+        set_dotted(data, key.strip(), value)
+    except ValueError as error:
+        raise PresetError([f"--set {key}: {error}"]) from None
+
+
+def build_preset(
+    data: dict,
+    source: str,
+    settings: list[str] = (),
+    overrides: dict | None = None,
+    base: str | Path | None = None,
+) -> Preset:
+    """Validate raw data plus `--set` settings and explicit flag overrides into a Preset.
+
+    Relative image paths are relative to `base` (default: the folder of `source`) and become
+    absolute. Images are opened and checked here too, so every problem is reported at once."""
+    data = copy.deepcopy(data)
+    problems = []
+    for setting in settings:
+        try:
+            apply_setting(data, setting)
+        except PresetError as error:
+            problems.extend(error.problems)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            data[key] = value
+    base = Path(source).parent if base is None else Path(base)
+    try:
+        preset = Preset.model_validate(data, context={"base": base})
+    except ValidationError as error:
+        problems.extend(f"{source}: {_describe(e)}" for e in error.errors())
+        raise PresetError(problems) from None
+    problems.extend(f"{source}: {p}" for p in _relations(preset))
+    from physarum.render.world import image_problems  # what the images mean on this canvas
+
+    problems.extend(f"{source}: {p}" for p in image_problems(preset))
+    if problems:
+        raise PresetError(problems)
+    return preset
+
+
+def load_preset(path: str | Path, settings: list[str] = (), overrides: dict | None = None) -> Preset:
+    """Read, override and validate a preset file."""
+    return build_preset(read_preset_file(path), str(path), settings, overrides, Path(path).parent)

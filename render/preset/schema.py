@@ -1,0 +1,206 @@
+"""The whole preset: its sections, what the kernels take from it, and the walk through its schema
+that error messages, --set and sweeps use to name keys."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, field_validator, model_serializer, model_validator
+
+from physarum.kernels.api import MAX_SPECIES, ModelParams, species_seed
+from physarum.render.errors import did_you_mean
+from physarum.render.preset.sections import (
+    NAME_PATTERN,
+    REFERENCE_SIDE,
+    Agents,
+    Canvas,
+    Model,
+    Output,
+    Palette,
+    Run,
+    Section,
+    portable,
+)
+from physarum.render.preset.worlds import Species, World
+
+
+class Preset(Section):
+    name: str
+    description: str = ""
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    canvas: Canvas = Canvas()
+    agents: Agents = Agents()
+    model: Model = Model()
+    run: Run = Run()
+    palette: Palette = Palette()
+    output: Output = Output()
+    world: World | None = None
+    species: list[Species] | None = Field(None, min_length=1, max_length=MAX_SPECIES)
+    interaction: list[list[float]] | None = Field(
+        None, description="S x S: row s holds the weights species s gives each species' trail"
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        return {
+            k: v
+            for k, v in handler(self).items()
+            if v is not None or k not in ("world", "species", "interaction")
+        }
+
+    @model_validator(mode="after")
+    def _agent_density(self) -> Preset:
+        """agents.density becomes agents.count (round half to even, exact), at least 1."""
+        if self.agents.density is not None:
+            object.__setattr__(self.agents, "count", max(1, round(self._density_count())))
+        return self
+
+    def _density_count(self) -> Fraction:
+        """The exact agent count agents.density gives: density * W * H; with units: short_side,
+        density per pixel of a REFERENCE_SIDE short side, density * W * H * (REFERENCE_SIDE / short)^2.
+        The pattern's scale follows the number of agents per unit of *canvas* area (measured:
+        docs/presets.md, "Resolution independence"), so a preset in canvas units keeps that fixed."""
+        width, height = self.canvas.width, self.canvas.height
+        cells = Fraction(width * height)
+        if self.model.units == "short_side":
+            cells *= Fraction(REFERENCE_SIDE, min(width, height)) ** 2
+        return Fraction(self.agents.density) * cells
+
+    @field_validator("name")
+    @classmethod
+    def _file_safe_name(cls, name: str) -> str:
+        if not NAME_PATTERN.match(name):
+            raise ValueError(
+                "names become file names: 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit"
+            )
+        return name
+
+    @property
+    def frames(self) -> int:
+        return math.ceil(self.run.steps / self.run.steps_per_frame)
+
+    @property
+    def species_count(self) -> int:
+        """S, the species per simulation (1 without a species section)."""
+        return len(self.species) if self.species else 1
+
+    @property
+    def agents_per_species(self) -> int:
+        return self.agents.count // self.species_count
+
+    @property
+    def boundary(self) -> str:
+        return self.world.boundary if self.world else "wrap"
+
+    @property
+    def has_world(self) -> bool:
+        """Whether anything beyond the plain model is set (world, species or an image spawn)."""
+        return (
+            self.world is not None
+            or self.species is not None
+            or any(self.species_agents(s).spawn == "image" for s in range(self.species_count))
+        )
+
+    def species_model(self, s: int) -> Model:
+        """The model of species s: the top-level model with the species' overrides."""
+        if not self.species:
+            return self.model
+        override = self.species[s].model.model_dump(exclude_none=True)
+        return Model.model_validate({**self.model.model_dump(), "units": self.model.units, **override})
+
+    def species_agents(self, s: int) -> Agents:
+        """agents of species s: spawn, radius and image may be overridden (not the count)."""
+        if not self.species:
+            return self.agents
+        override = self.species[s].agents.model_dump(exclude_none=True)
+        return self.agents.model_copy(update=override)
+
+    def model_params(self, s: int = 0) -> ModelParams:
+        """The kernels' parameters of species s (distances in pixels, the species' own seed)."""
+        m = self.species_model(s)
+        short = min(self.canvas.width, self.canvas.height)
+        return ModelParams(
+            m.sensor_angle,
+            m.pixels("sensor_distance", short),
+            m.turn_angle,
+            m.pixels("step_size", short),
+            m.deposit,
+            m.canvas_diffuse(short),
+            m.decay,
+            species_seed(self.seed, s),
+        )
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.portable_dump(), sort_keys=False)
+
+    def portable_dump(self) -> dict:
+        """The preset as plain data, with image paths under the working directory written
+        relative to it (what outputs embed: the same bytes on every machine that renders from
+        the same relative place; `render --from` reads them relative to its working directory).
+        Images elsewhere keep their absolute paths."""
+        return portable(self.model_dump(mode="json"), Path.cwd())
+
+
+def section_at(loc: tuple) -> type[BaseModel] | None:
+    """The schema section at a key path, to suggest the keys it allows."""
+    model: Any = Preset
+    for key in loc:
+        if isinstance(model, list):  # a list of sections: the key is an index
+            model = model[0] if isinstance(key, int) else None
+            continue
+        field = model.model_fields.get(key) if isinstance(key, str) else None
+        annotation = section_type(field.annotation) if field is not None else None
+        if annotation is None:
+            return None
+        model = annotation
+    return model if isinstance(model, type) else None
+
+
+def section_type(annotation: Any) -> Any:
+    """The section class of an annotation (X, Optional[X]) or [X] for list[X]; else None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    if getattr(annotation, "__origin__", None) is list and len(args) == 1:
+        inner = section_type(args[0])
+        return [inner] if inner is not None else None
+    if len(args) == 1:
+        return section_type(args[0])
+    return None
+
+
+def key_problem(key: str) -> str | None:
+    """Why a dotted key (model.decay, world.walls.threshold) names nothing in the preset schema;
+    None where it names a key."""
+    model: Any = Preset
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        fields = model.model_fields
+        if part not in fields:
+            where = ".".join(parts[:depth]) or "a preset"
+            return f"unknown key {part!r} in {where}; {did_you_mean(part, fields)}allowed there: {', '.join(fields)}"
+        if depth < len(parts) - 1:
+            model = section_type(fields[part].annotation)  # a section, or an optional one (world)
+            if not (isinstance(model, type) and issubclass(model, BaseModel)):
+                return f"{'.'.join(parts[: depth + 1])} is a value, not a section"
+    return None
+
+
+def key_annotation(key: str) -> Any:
+    """The type of the value a dotted key names (int for agents.count, whose None default
+    means 'not set'); None where the key names no value."""
+    if key_problem(key) is not None:
+        return None
+    model: Any = Preset
+    *sections, last = key.split(".")
+    for part in sections:
+        model = section_type(model.model_fields[part].annotation)
+    annotation = model.model_fields[last].annotation
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    if type(None) in getattr(annotation, "__args__", ()) and len(args) == 1:
+        annotation = args[0]
+    return annotation

@@ -1,0 +1,229 @@
+"""The preset's sections: canvas, agents, model, run, palette and output, with their bounds.
+
+Sections are frozen pydantic models that forbid unknown keys; image paths are made absolute
+against the preset file's folder when validated (and relative to the working directory again
+when embedded in outputs, by `portable`).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE
+from physarum.render.errors import did_you_mean
+from physarum.render.palette import PALETTES, parse_hex
+
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+FORMATS = ("gif", "mp4", "png")
+MAX_AGENTS = 1 << 28
+REFERENCE_SIDE = 512  # the short side at which short_side units give `diffuse` as written
+MP4_MAX_SIDE = 8192  # beyond H.264's largest level; players refuse such streams
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+class OptionalSection(Section):
+    """A section whose unset (None) keys are left out of dumps, so that presets without the
+    world keys dump (and embed in outputs) exactly as before they existed."""
+
+    @model_serializer(mode="wrap")
+    def _drop_none(self, handler):
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+_PATH_KEYS = ("path", "image")
+
+
+def portable(node, cwd: Path):
+    """A dump with every absolute image path under `cwd` made relative to it."""
+    if isinstance(node, list):
+        return [portable(item, cwd) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key in _PATH_KEYS and isinstance(value, str) and Path(value).is_absolute():
+            if Path(value).is_relative_to(cwd):
+                value = Path(value).relative_to(cwd).as_posix()
+        out[key] = portable(value, cwd)
+    return out
+
+
+def image_path(path: str, info: ValidationInfo) -> str:
+    """An image path made absolute: relative paths are relative to the preset file's folder
+    (the validation context's `base`). Outputs embed it through Preset.portable_dump."""
+    if not path.strip():
+        raise ValueError("an image file path is required")
+    base = (info.context or {}).get("base")
+    resolved = Path(path).expanduser()
+    if not resolved.is_absolute():
+        resolved = Path(base or ".") / resolved
+    resolved = os.path.abspath(resolved)  # '..' collapsed, as the shell would show it
+    from physarum.render.world import read_grey  # raises ValueError naming the problem
+
+    read_grey(resolved)
+    return resolved
+
+
+class Canvas(Section):
+    width: int = Field(512, ge=8, le=MAX_CANVAS, description="pixels")
+    height: int = Field(512, ge=8, le=MAX_CANVAS, description="pixels")
+
+
+SPAWN_NAMES = Literal["random", "disk", "ring", "center", "image"]
+DEFAULT_AGENTS = 100_000
+
+
+class Agents(Section):
+    """count, or density (agents per cell; the count is then round-half-even(density * W * H),
+    set by the Preset; with model.units: short_side, per cell of a 512-pixel short side). With
+    species, the count is the total: each species has count // S."""
+
+    count: int | None = Field(None, ge=1, le=MAX_AGENTS)
+    spawn: SPAWN_NAMES = "random"
+    radius: float = Field(0.35, gt=0, le=0.5, description="disk/ring radius, fraction of the short side")
+    density: float | None = Field(
+        None,
+        gt=0,
+        le=1024,
+        description="agents per cell (of a 512-pixel short side with units: short_side), instead of count",
+    )
+    image: str | None = Field(None, description="greyscale image: agent density of spawn: image")
+
+    _image = field_validator("image")(image_path)
+
+    @model_validator(mode="after")
+    def _count_or_density(self) -> Agents:
+        if self.count is not None and self.density is not None:
+            raise ValueError("give count or density, not both")
+        if self.count is None and self.density is None:
+            object.__setattr__(self, "count", DEFAULT_AGENTS)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        data = handler(self)
+        if self.density is not None:
+            data.pop("count", None)  # derived from the density and the canvas on loading
+        return {k: v for k, v in data.items() if v is not None}
+
+
+class Model(Section):
+    sensor_angle: float = Field(22.5, ge=0, le=180, description="degrees")
+    sensor_distance: float = Field(9.0, gt=0, le=MAX_DISTANCE, description="pixels")
+    turn_angle: float = Field(45.0, ge=0, le=180, description="degrees")
+    step_size: float = Field(1.0, gt=0, le=MAX_DISTANCE, description="pixels per step")
+    deposit: float = Field(5.0, gt=0, le=1e6, description="trail added per agent per step")
+    diffuse: float = Field(1.0, ge=0, le=1, description="share of the 3x3 mean blended in")
+    decay: float = Field(0.1, ge=0, lt=1, description="share of the trail lost per step")
+    units: Literal["pixels", "short_side"] = Field(
+        "pixels", description="sensor_distance and step_size in pixels or fractions of the short side"
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        data = handler(self)
+        if data.get("units") == "pixels":
+            data.pop("units")  # the default: dumps stay as they were before units existed
+        return data
+
+    def pixels(self, key: str, short_side: int) -> float:
+        """sensor_distance or step_size in pixels: exact (Fraction) conversion, one rounding."""
+        value = getattr(self, key)
+        return value if self.units == "pixels" else float(Fraction(value) * short_side)
+
+    def canvas_diffuse(self, short_side: int) -> float:
+        """diffuse on this canvas. With units: short_side it is given for a REFERENCE_SIDE-pixel
+        short side and grows with the canvas's area, (short_side / REFERENCE_SIDE)^2: the 3x3
+        blend spreads trail by a fixed number of pixels a step, so a canvas k times larger needs
+        k^2 times the diffusion for the trail to spread the same fraction of it (exact, one
+        rounding)."""
+        if self.units == "pixels":
+            return self.diffuse
+        return float(Fraction(self.diffuse) * Fraction(short_side, REFERENCE_SIDE) ** 2)
+
+
+def all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
+    """A section with model's keys and bounds, every key optional (None: not overridden)."""
+    fields = {}
+    for key, field in model.model_fields.items():
+        info = copy.copy(field)
+        info.default, info.default_factory = None, None
+        fields[key] = (field.annotation | None, info)
+    return create_model(name, __base__=OptionalSection, **fields)
+
+
+ModelOverride = all_optional(Model, "ModelOverride")
+
+
+class Run(Section):
+    steps: int = Field(500, ge=1, le=10_000_000)
+    steps_per_frame: int = Field(5, ge=1, le=100_000)
+    warmup: int = Field(0, ge=0, le=10_000_000, description="steps simulated before the first frame")
+
+
+class Levels(Section):
+    low: float = Field(0.0, ge=0)
+    high: float | Literal["auto"] = "auto"
+    quantile: float = Field(
+        0.99, gt=0, le=1, description="with high: auto, the trail quantile shown at full brightness"
+    )
+
+
+PaletteEntry = str | list[str]
+
+
+class Palette(Section):
+    names: list[PaletteEntry] = Field(default_factory=lambda: ["magma"], min_length=1, max_length=16)
+    every: int = Field(60, ge=1, description="frames shown with one palette before the next")
+    gamma: float = Field(1.0, gt=0.05, le=20)
+    levels: Levels = Levels()
+
+    @field_validator("names")
+    @classmethod
+    def _known_palettes(cls, names: list[PaletteEntry]) -> list[PaletteEntry]:
+        for entry in names:
+            check_palette_entry(entry)
+        return names
+
+
+def check_palette_entry(entry: PaletteEntry) -> PaletteEntry:
+    if isinstance(entry, str) and entry not in PALETTES:
+        close = did_you_mean(entry, PALETTES).strip()
+        hint = f" ({close})" if close else ""
+        raise ValueError(
+            f"unknown palette {entry!r}{hint}; named palettes: "
+            f"{', '.join(sorted(PALETTES))}, or a list of 2 to 256 hex colours"
+        )
+    if isinstance(entry, list):
+        if not 2 <= len(entry) <= 256:
+            raise ValueError(f"a colour list needs 2 to 256 hex colours, got {len(entry)}")
+        for colour in entry:
+            parse_hex(colour)
+    return entry
+
+
+class Output(OptionalSection):
+    formats: list[Literal["gif", "mp4", "png"]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
+    fps: int = Field(30, ge=1, le=100)
+    loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
+    gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
+    png_dpi: int | None = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
