@@ -1,37 +1,13 @@
-"""Shared fixtures: tiny presets that render in a fraction of a second on a CPU."""
+"""Shared fixtures (plain helpers are in support.py)."""
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
 
 from physarum.render.preset import build_preset
-
-ROOT = Path(__file__).resolve().parent.parent
-TINY = {
-    "name": "tiny",
-    "description": "a test preset",
-    "seed": 3,
-    "canvas": {"width": 48, "height": 32},
-    "agents": {"count": 400, "spawn": "random"},
-    "model": {"sensor_distance": 5, "deposit": 5, "diffuse": 0.5, "decay": 0.1},
-    "run": {"steps": 24, "steps_per_frame": 3},
-    "palette": {"names": ["magma", "ice"], "every": 3, "gamma": 0.8},
-    "output": {"formats": ["gif", "mp4", "png"], "fps": 20, "loop": 2},
-}
-
-
-def tiny_data(**sections) -> dict:
-    """TINY with some sections replaced or updated (dicts merge one level deep)."""
-    data = copy.deepcopy(TINY)
-    for key, value in sections.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key].update(value)
-        else:
-            data[key] = value
-    return data
+from support import tiny_data
 
 
 @pytest.fixture

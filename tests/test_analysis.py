@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import tiny_data
 from physarum.kernels import reference
 from physarum.kernels.api import build_tables, spawn
 from physarum.render import analysis
@@ -32,6 +31,7 @@ from physarum.render.analysis import (
 from physarum.render.cli import main
 from physarum.render.preset import build_preset
 from physarum.render.stats import STAT_COLUMNS, SpectrumRings, trail_statistics
+from support import tiny_data
 
 COLUMN = {name: i for i, name in enumerate(STAT_COLUMNS)}
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, TINY, tiny_data
 from physarum.render import machine
 from physarum.render.cli import main
 from physarum.render.errors import RenderError
 from physarum.render.machine import check_memory
 from physarum.render.preset import PresetError, build_preset, load_preset
 from physarum.render.runner import check_formats
+from support import ROOT, TINY, tiny_data
 
 
 def problems_of(data: dict, settings=()) -> list[str]:

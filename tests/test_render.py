@@ -14,12 +14,12 @@ import pytest
 import yaml
 from PIL import Image
 
-from conftest import ROOT, tiny_data
 from physarum.render import runner
 from physarum.render.cli import main
 from physarum.render.encode import Mp4Writer
 from physarum.render.errors import RenderError
 from physarum.render.preset import build_preset
+from support import ROOT, tiny_data
 
 
 def render_tiny(out, **sections):

@@ -23,7 +23,6 @@ import torch
 import yaml
 from PIL import Image
 
-from conftest import ROOT, tiny_data
 from physarum.render import machine, runner
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
@@ -32,6 +31,7 @@ from physarum.render.errors import RenderError
 from physarum.render.gallery import preset_yaml, write_gallery
 from physarum.render.palette import palette_table
 from physarum.render.preset import PresetError, build_preset
+from support import ROOT, tiny_data
 
 SMALL = tiny_data(
     canvas={"width": 32, "height": 32},

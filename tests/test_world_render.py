@@ -16,7 +16,6 @@ import torch
 import yaml
 from PIL import Image
 
-from conftest import tiny_data
 from physarum.kernels import api
 from physarum.render import machine, runner
 from physarum.render import sweep as sweeps
@@ -30,6 +29,7 @@ from physarum.render.colour import (
 )
 from physarum.render.preset import Palette, PresetError, build_preset
 from physarum.render.world import box_resize, point_cells, spawn_groups, wall_cells
+from support import tiny_data
 
 
 def save_image(path: Path, pixels, mode: str = "L") -> Path:
