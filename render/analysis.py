@@ -179,7 +179,7 @@ def choose_trail_twins(state: State, tables: Tables, wanted: int, seed: int) -> 
     return chosen
 
 
-def _positions(simulation) -> torch.Tensor:
+def agent_positions(simulation) -> torch.Tensor:
     """[B, 2, N] positions of a simulation in spawn order (the Triton backend sorts its lanes)."""
     return simulation.state.position
 
@@ -195,7 +195,7 @@ def choose_agent_twins(simulation, wanted: int, seed: int, lookahead: int) -> li
         if all(len(f) >= wanted for f in found):
             break
         simulation.advance(1)
-        hits = torch.nonzero((_positions(simulation)[:, 0] & (ONE - 1)) == ONE - 1).cpu().tolist()
+        hits = torch.nonzero((agent_positions(simulation)[:, 0] & (ONE - 1)) == ONE - 1).cpu().tolist()
         for b, agent in hits:
             if len(found[b]) < wanted and agent not in found[b]:
                 found[b].append(agent)
@@ -398,10 +398,10 @@ def run_twins(presets: Sequence[Preset], options: RunOptions) -> TwinSeries:
         for chunk in chunks:
             state, tables, chunk_twins = _chunk_twins(chunk, options)
             simulation = _simulation(state, tables, options.backend, options.device)
-            rows = [divergence(simulation.trail, _positions(simulation), group)]
+            rows = [divergence(simulation.trail, agent_positions(simulation), group)]
             for _ in range(options.steps):
                 simulation.advance(1)
-                rows.append(divergence(simulation.trail, _positions(simulation), group))
+                rows.append(divergence(simulation.trail, agent_positions(simulation), group))
                 bar.update(1)
             parts.append(
                 (
@@ -576,10 +576,10 @@ def summarise(results: Sequence[TwinResult]) -> dict:
 
 def _number_triple(triple: tuple[float, float, int]) -> dict:
     mean, error, count = triple
-    return {"mean": _json_number(mean), "stderr": _json_number(error), "n": count}
+    return {"mean": json_number(mean), "stderr": json_number(error), "n": count}
 
 
-def _json_number(value: float) -> float | None:
+def json_number(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(f"{value:.6g}")
 
 
@@ -810,13 +810,13 @@ def plot_divergence(
     overall = summary["all"]["exponent"]
     figure.suptitle(
         f"{preset.name} (seed {preset.seed}): finite-time Lyapunov exponent "
-        f"{_pm(overall)} per step over {overall['n']} twins (dashed: fits)",
+        f"{plus_minus(overall)} per step over {overall['n']} twins (dashed: fits)",
         fontsize=11,
     )
     _save_figure(figure, path)
 
 
-def _pm(triple: dict, digits: int = 4) -> str:
+def plus_minus(triple: dict, digits: int = 4) -> str:
     mean, error = triple["mean"], triple["stderr"]
     if mean is None:
         return "n/a"
@@ -1022,22 +1022,22 @@ def sensitivity(preset: Preset, options: RunOptions, out_dir: Path, device_name:
                 "kind": r.twin.kind,
                 "target": r.twin.describe(preset.canvas.width),
                 "found": r.twin.found,
-                "exponent": _json_number(r.trail_fit.rate),
-                "r2": _json_number(r.trail_fit.r2),
+                "exponent": json_number(r.trail_fit.rate),
+                "r2": json_number(r.trail_fit.r2),
                 "window": [int(series.steps[r.trail_fit.start]), int(series.steps[r.trail_fit.end - 1])]
                 if r.trail_fit.end > r.trail_fit.start >= 0
                 else None,
-                "agent_exponent": _json_number(r.agent_fit.rate),
+                "agent_exponent": json_number(r.agent_fit.rate),
                 "grew": r.grew,
                 "saturation_step": r.saturation_step,
-                "final": dict(zip(METRICS, (_json_number(v) for v in r.final))),
-                "plateau_ratio": _json_number(r.plateau_ratio),
+                "final": dict(zip(METRICS, (json_number(v) for v in r.final))),
+                "plateau_ratio": json_number(r.plateau_ratio),
             }
             for r in results
         ],
         "linear_model": {
-            **{k: _json_number(v) for k, v in linear.__dict__.items()},
-            "leading_eigenvalue": _json_number(linear.eigenvalues()[0]),
+            **{k: json_number(v) for k, v in linear.__dict__.items()},
+            "leading_eigenvalue": json_number(linear.eigenvalues()[0]),
             "unstable": linear.unstable,
         },
         "outputs": {k: p.name for k, p in paths.items()},
@@ -1072,7 +1072,7 @@ def sensitivity_plane(
         **_run_header(preset, options, device_name),
         "plane": {axis.key: list(axis.values) for axis in axes},
         "threshold": threshold,
-        "agreement": _json_number(share),
+        "agreement": json_number(share),
         "points_compared": count,
         "measured_unstable": int(np.sum(plane.exponent > threshold)),
         "linear_unstable": int(np.sum(plane.leading > 0)),
@@ -1109,15 +1109,15 @@ def summary_lines(document: dict) -> list[str]:
     for name, group in document["summary"].items():
         saturation = group["saturation_step"]
         saturated = (
-            f"saturated at step {_pm(saturation, 0)} ({saturation['n']} twins)"
+            f"saturated at step {plus_minus(saturation, 0)} ({saturation['n']} twins)"
             if saturation["n"]
             else f"no plateau within {document['steps']} steps"
         )
         lines.append(
-            f"  {name:<5} exponent {_pm(group['exponent'])} per step "
-            f"({group['exponent']['n']} fitted; agent distance {_pm(group['agent_exponent'])}); "
+            f"  {name:<5} exponent {plus_minus(group['exponent'])} per step "
+            f"({group['exponent']['n']} fitted; agent distance {plus_minus(group['agent_exponent'])}); "
             f"grew {group['grew']}/{group['twins']}, healed {group['healed']}; {saturated}; "
-            f"final L1 / decorrelated {_pm(group['plateau_ratio'])}"
+            f"final L1 / decorrelated {plus_minus(group['plateau_ratio'])}"
         )
     linear = document["linear_model"]
     lines.append(
