@@ -16,6 +16,7 @@ from physarum.render.analysis.errors import AnalysisError
 from physarum.render.analysis.metrics import TwinSeries, divergence
 from physarum.render.analysis.twins import (
     LOOKAHEAD_STEPS,
+    PERTURBING_KINDS,
     Twin,
     agent_positions,
     choose_agent_twins,
@@ -30,26 +31,31 @@ MEMORY_SHARE = 0.5  # of the free device memory a chunk of plane points may plan
 
 @dataclass
 class RunOptions:
-    steps: int = 200
+    """How twins run; the same for every point of a plane."""
+
+    steps: int = 200  # steps recorded after the perturbation
     at: int = 1  # the step whose state is perturbed (the trail must be nonzero: at >= 1)
-    twins: Sequence[str] = ("agent", "trail") * 4  # the kinds of the twins of each point
+    twins: Sequence[str] = PERTURBING_KINDS * 4  # the kinds of the twins of each point
     backend: str = "torch"  # a resolved backend name
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
-    lookahead: int = LOOKAHEAD_STEPS
-    quiet: bool = True
+    lookahead: int = LOOKAHEAD_STEPS  # steps searched for agent twins (choose_agent_twins)
+    quiet: bool = True  # no progress bar
 
 
 def _simulation(state: State, tables: Tables, backend: str, device: torch.device):
+    """The backend's simulation of `state` on `device`."""
     if backend == "triton":
         return get_backend(backend)(state, tables, device=device)
     return get_backend(backend)(state.to(device), tables)
 
 
 def _repeat_tables(tables: Tables, times: int) -> Tables:
+    """Each simulation's tables repeated `times` times in a row: one copy per base and twin."""
     return Tables(**{name: value.repeat_interleave(times, dim=0) for name, value in tables.__dict__.items()})
 
 
 def _cat_states(states: Sequence[State]) -> State:
+    """The states stacked along the batch (all at the same step)."""
     return State(
         position=torch.cat([s.position for s in states]),
         heading=torch.cat([s.heading for s in states]),
@@ -58,40 +64,53 @@ def _cat_states(states: Sequence[State]) -> State:
     )
 
 
-def _chunk_twins(presets: Sequence[Preset], options: RunOptions) -> tuple[State, Tables, list[list[Twin]]]:
-    """The perturbed batch of a chunk of points: the base run to step `at`, twins chosen there."""
-    first, device, backend = presets[0], options.device, options.backend
+def _spawn_points(preset: Preset, points: int) -> State:
+    """The preset's initial state, spawned once and repeated for `points` simulations (the
+    points of a plane share canvas, agents and seed, so they spawn alike)."""
     state = spawn(
-        [first.seed],
-        first.agents.count,
-        first.canvas.width,
-        first.canvas.height,
-        first.agents.spawn,
-        first.agents.radius,
+        [preset.seed],
+        preset.agents.count,
+        preset.canvas.width,
+        preset.canvas.height,
+        preset.agents.spawn,
+        preset.agents.radius,
     )
-    points = len(presets)
-    base_state = State(
+    return State(
         state.position.repeat(points, 1, 1),
         state.heading.repeat(points, 1),
         state.trail.repeat(points, 1, 1),
         state.step,
     )
-    tables = build_tables([p.model_params() for p in presets], device=device)
-    base = _simulation(base_state, tables, backend, device)
-    base.advance(options.at)
-    at_state = base.state.clone()  # the reference's state is replaced, not changed, by steps
+
+
+def _choose_twins(base, at_state: State, tables: Tables, options: RunOptions, seed: int) -> list[list[Twin]]:
+    """Each point's twins, in the order of options.twins: trail twins chosen at `at_state`, agent
+    twins by the look-ahead, which advances `base` (no longer needed after)."""
     kinds = list(options.twins)
-    wanted = {kind: kinds.count(kind) for kind in ("agent", "trail")}
-    chosen = {kind: [[] for _ in presets] for kind in wanted}
+    points = at_state.batch
+    wanted = {kind: kinds.count(kind) for kind in PERTURBING_KINDS}
+    chosen = {kind: [[] for _ in range(points)] for kind in wanted}
     if wanted["trail"]:
-        chosen["trail"] = choose_trail_twins(at_state, tables, wanted["trail"], first.seed)
+        chosen["trail"] = choose_trail_twins(at_state, tables, wanted["trail"], seed)
     if wanted["agent"]:
-        chosen["agent"] = choose_agent_twins(base, wanted["agent"], first.seed, options.lookahead)
-    del base
+        chosen["agent"] = choose_agent_twins(base, wanted["agent"], seed, options.lookahead)
     twins = []
     for p in range(points):
         queues = {kind: list(chosen[kind][p]) for kind in chosen}
         twins.append([queues[k].pop(0) if k in queues else Twin("none") for k in kinds])
+    return twins
+
+
+def _chunk_twins(presets: Sequence[Preset], options: RunOptions) -> tuple[State, Tables, list[list[Twin]]]:
+    """The perturbed batch of a chunk of points, [base, twin 1, ...] for each point in turn, its
+    tables and the twins: the base runs to step `at`, the twins are chosen and perturbed there."""
+    first, device, backend = presets[0], options.device, options.backend
+    tables = build_tables([p.model_params() for p in presets], device=device)
+    base = _simulation(_spawn_points(first, len(presets)), tables, backend, device)
+    base.advance(options.at)
+    at_state = base.state.clone()  # the reference's state is replaced, not changed, by steps
+    twins = _choose_twins(base, at_state, tables, options, first.seed)
+    del base
     batch = _cat_states(
         [
             perturb(
@@ -101,12 +120,12 @@ def _chunk_twins(presets: Sequence[Preset], options: RunOptions) -> tuple[State,
                     at_state.trail[p : p + 1],
                     at_state.step,
                 ),
-                twins[p],
+                point_twins,
             )
-            for p in range(points)
+            for p, point_twins in enumerate(twins)
         ]
     )
-    return batch, _repeat_tables(tables, 1 + len(kinds)), twins
+    return batch, _repeat_tables(tables, 1 + len(options.twins)), twins
 
 
 def run_twins(presets: Sequence[Preset], options: RunOptions) -> TwinSeries:

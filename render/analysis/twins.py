@@ -13,7 +13,8 @@ import torch
 
 from physarum.kernels.api import FRAC_BITS, HEADING_MASK, ONE, TRAIL_FLOOR, State, Tables, turn_bits
 
-KINDS = ("agent", "trail", "none")  # "none": an unperturbed twin, the batch's own control
+PERTURBING_KINDS = ("agent", "trail")  # the twins that carry a perturbation
+KINDS = (*PERTURBING_KINDS, "none")  # "none": an unperturbed twin, the batch's own control
 LOOKAHEAD_STEPS = 64  # steps of the base searched for agents that cross a cell boundary
 
 
@@ -30,6 +31,7 @@ class Twin:
     found: bool = True
 
     def describe(self, width: int) -> str:
+        """The perturbation in words, for the CSV and JSON: "agent 17", "cell (5, 3)" or "none"."""
         if self.kind == "agent":
             return f"agent {self.target}"
         if self.kind == "trail":
@@ -37,7 +39,7 @@ class Twin:
         return "none"
 
 
-def twin_kinds(twins: int, kinds: Sequence[str] = ("agent", "trail")) -> list[str]:
+def twin_kinds(twins: int, kinds: Sequence[str] = PERTURBING_KINDS) -> list[str]:
     """The kinds of `twins` twins, taking turns: agent, trail, agent, trail, ..."""
     return [kinds[i % len(kinds)] for i in range(twins)]
 
@@ -105,19 +107,29 @@ def _pick(candidates: torch.Tensor, wanted: int, generator: torch.Generator) -> 
     return candidates[order].tolist()
 
 
+def _fill_in(
+    kind: str, found: list[int], excluded, total: int, wanted: int, generator: torch.Generator
+) -> list[Twin]:
+    """Twins of the `found` targets, then, where they are fewer than `wanted`, random targets out
+    of range(total) that are not in `excluded` (a tensor or list of targets), marked not found."""
+    twins = [Twin(kind, target) for target in found]
+    if len(twins) < wanted:
+        spare = torch.ones(total, dtype=torch.bool)
+        spare[excluded] = False
+        spare = torch.nonzero(spare).flatten()
+        twins += [Twin(kind, t, False) for t in _pick(spare, wanted - len(twins), generator)]
+    return twins
+
+
 def choose_trail_twins(state: State, tables: Tables, wanted: int, seed: int) -> list[list[Twin]]:
-    """`wanted` trail twins per simulation of `state`: decisive cells first, then (if too few)
-    random other cells, marked not found."""
+    """`wanted` trail twins per simulation of `state`: decisive cells in a seeded random order
+    first, then (if too few) random other cells, marked not found."""
     chosen = []
-    cells_in_map = state.height * state.width
     for cells in decisive_cells(state, tables):
         generator = torch.Generator().manual_seed(seed)  # per point: chunking changes nothing
-        twins = [Twin("trail", c) for c in _pick(cells, wanted, generator)]
-        if len(twins) < wanted:
-            every = torch.arange(cells_in_map, device=cells.device)
-            spare = every[~torch.isin(every, cells)]
-            twins += [Twin("trail", c, False) for c in _pick(spare, wanted - len(twins), generator)]
-        chosen.append(twins)
+        cells = cells.cpu()
+        found = _pick(cells, wanted, generator)
+        chosen.append(_fill_in("trail", found, cells, state.height * state.width, wanted, generator))
     return chosen
 
 
@@ -141,17 +153,10 @@ def choose_agent_twins(simulation, wanted: int, seed: int, lookahead: int) -> li
         for b, agent in hits:
             if len(found[b]) < wanted and agent not in found[b]:
                 found[b].append(agent)
-    chosen = []
-    for agents_found in found:
-        generator = torch.Generator().manual_seed(seed)
-        twins = [Twin("agent", a) for a in agents_found]
-        if len(twins) < wanted:
-            spare = torch.ones(agents, dtype=torch.bool)
-            spare[agents_found] = False
-            spare = torch.nonzero(spare).flatten()
-            twins += [Twin("agent", a, False) for a in _pick(spare, wanted - len(twins), generator)]
-        chosen.append(twins)
-    return chosen
+    return [
+        _fill_in("agent", agents_found, agents_found, agents, wanted, torch.Generator().manual_seed(seed))
+        for agents_found in found
+    ]
 
 
 def perturb(state: State, twins: Sequence[Twin]) -> State:
