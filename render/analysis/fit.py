@@ -111,7 +111,15 @@ class TwinResult:
     plateau_ratio: float  # final L1 over the decorrelated L1
 
 
+def perturbed(results: Sequence[TwinResult]) -> list[TwinResult]:
+    """The results of the twins that carry a perturbation (not the unperturbed controls)."""
+    return [r for r in results if r.twin.kind != "none"]
+
+
 def analyse_point(series: TwinSeries, point: int = 0) -> list[TwinResult]:
+    """Fits, saturation and final values of each twin of one point, in the order of its twins:
+    the exponents against the decorrelated levels (trail L1 and agent distance), saturation above
+    WINDOW_FRACTION of the final decorrelated L1."""
     results = []
     steps, decorrelated = series.steps, series.decorrelated[point]
     for k, twin in enumerate(series.twins[point]):

@@ -30,6 +30,7 @@ class LinearModel:
     damping: float
 
     def jacobian(self) -> np.ndarray:
+        """J as a 2x2 array (the tests check the closed form against numpy's eigenvalues of it)."""
         return np.array([[-self.decay, self.deposit], [self.response, -self.damping]])
 
     def eigenvalues(self) -> tuple[float, float]:
@@ -69,6 +70,11 @@ def linear_model(model: Mapping[str, float], density: float) -> LinearModel:
     return LinearModel(decay=decay, deposit=model["deposit"], response=response, damping=crossing)
 
 
+def agent_density(preset: Preset) -> float:
+    """Agents per cell."""
+    return preset.agents.count / (preset.canvas.width * preset.canvas.height)
+
+
 def preset_linear_model(preset: Preset) -> LinearModel:
-    density = preset.agents.count / (preset.canvas.width * preset.canvas.height)
-    return linear_model(preset.model.model_dump(), density)
+    """The 2x2 model of a preset (linear_model of its model section and agent density)."""
+    return linear_model(preset.model.model_dump(), agent_density(preset))

@@ -26,13 +26,13 @@ def divergence(trail: torch.Tensor, position: torch.Tensor, group: int) -> tuple
     trail = trail.reshape(-1, group, height, width)
     base, twins = trail[:, :1], trail[:, 1:]
     base_total = base.sum(dim=(-2, -1), dtype=torch.float64)
-    l1 = (twins - base).abs().sum(dim=(-2, -1), dtype=torch.float64) / base_total
+    l1 = _relative_l1(twins, base, base_total)
     correlation = _correlation(base.to(torch.float64), twins.to(torch.float64))
     position = position.reshape(-1, group, 2, position.shape[-1])
     sizes = torch.tensor([width, height], device=position.device)[:, None] << FRAC_BITS
     distance = _torus_distance(position[:, 1:], position[:, :1], sizes)
     shifted = base.roll((height // 2, width // 2), dims=(-2, -1))
-    decorrelated_l1 = (shifted - base).abs().sum(dim=(-2, -1), dtype=torch.float64) / base_total
+    decorrelated_l1 = _relative_l1(shifted, base, base_total)
     agents = position.shape[-1]
     other = position[:, :1].roll(agents // 2, dims=-1)
     decorrelated_distance = _torus_distance(other, position[:, :1], sizes)
@@ -40,6 +40,11 @@ def divergence(trail: torch.Tensor, position: torch.Tensor, group: int) -> tuple
         torch.stack([l1, correlation, distance], dim=-1),
         torch.cat([decorrelated_l1, decorrelated_distance], dim=1),
     )
+
+
+def _relative_l1(maps: torch.Tensor, base: torch.Tensor, base_total: torch.Tensor) -> torch.Tensor:
+    """sum |maps - base| over the last two dims (summed in float64) over the base's own sum."""
+    return (maps - base).abs().sum(dim=(-2, -1), dtype=torch.float64) / base_total
 
 
 def _correlation(base: torch.Tensor, twins: torch.Tensor) -> torch.Tensor:

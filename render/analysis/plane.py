@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from physarum.render.analysis.errors import AnalysisError
-from physarum.render.analysis.fit import analyse_point, mean_and_error
+from physarum.render.analysis.fit import analyse_point, mean_and_error, perturbed
 from physarum.render.analysis.linear import preset_linear_model
 from physarum.render.analysis.metrics import TwinSeries
 from physarum.render.errors import did_you_mean
@@ -22,11 +22,14 @@ PLANE_KEYS = tuple(f"model.{name}" for name in Model.model_fields)
 
 @dataclass(frozen=True)
 class PlaneAxis:
+    """One axis of a plane: a model parameter and its values, in order."""
+
     key: str  # model.<name>
     values: tuple[float, ...]
 
     @property
     def name(self) -> str:
+        """The parameter's name in the model section (the key without "model.")."""
         return self.key.split(".", 1)[1]
 
 
@@ -81,12 +84,17 @@ def plane_presets(preset: Preset, axes: Sequence[PlaneAxis]) -> list[Preset]:
 
 
 def _point(data: dict, values: dict, source: str) -> Preset:
+    """The preset `data` with some model parameters replaced, validated (`source` names it in
+    errors)."""
     point = {**data, "model": {**data["model"], **values}}
     return build_preset(point, source)
 
 
 @dataclass
 class PlaneResult:
+    """Per point of a plane, [n1, n2] (first axis first): the measured exponent over the point's
+    perturbed twins and the 2x2 model's leading eigenvalue, with the verdicts drawn from them."""
+
     axes: tuple[PlaneAxis, PlaneAxis]
     exponent: np.ndarray  # [n1, n2] mean over twins (NaN where none fitted)
     stderr: np.ndarray
@@ -97,10 +105,25 @@ class PlaneResult:
     threshold: float
 
     @property
+    def measured(self) -> np.ndarray:
+        """[n1, n2] bool: the point has a measured exponent (some twin's exponent was fitted)."""
+        return np.isfinite(self.exponent)
+
+    @property
+    def measured_unstable(self) -> np.ndarray:
+        """[n1, n2] bool: the measured exponent is above the threshold (False where unmeasured)."""
+        return self.exponent > self.threshold
+
+    @property
+    def model_unstable(self) -> np.ndarray:
+        """[n1, n2] bool: the 2x2 model's leading eigenvalue is positive."""
+        return self.leading > 0
+
+    @property
     def confusion(self) -> dict[str, int]:
         """Points with a measured exponent, by (measured unstable, model unstable)."""
-        valid = np.isfinite(self.exponent)
-        measured, model = self.exponent[valid] > self.threshold, self.leading[valid] > 0
+        valid = self.measured
+        measured, model = self.measured_unstable[valid], self.model_unstable[valid]
         return {
             "both_unstable": int(np.sum(measured & model)),
             "both_stable": int(np.sum(~measured & ~model)),
@@ -112,21 +135,22 @@ class PlaneResult:
     def agreement(self) -> tuple[float, int]:
         """Share of points with a measured exponent where (exponent > threshold) equals the linear
         model's (leading eigenvalue > 0), and how many points that is."""
-        valid = np.isfinite(self.exponent)
+        valid = self.measured
         if not valid.any():
             return math.nan, 0
-        agree = (self.exponent[valid] > self.threshold) == (self.leading[valid] > 0)
+        agree = self.measured_unstable[valid] == self.model_unstable[valid]
         return float(agree.mean()), int(valid.sum())
 
 
 def analyse_plane(
     presets: Sequence[Preset], axes: Sequence[PlaneAxis], series: TwinSeries, threshold: float
 ) -> PlaneResult:
+    """The plane's result from the twins of every point (presets in plane_presets' order)."""
     shape = (len(axes[0].values), len(axes[1].values))
     exponent, stderr, fitted, grew, saturation, leading = (np.full(shape, np.nan) for _ in range(6))
     for point, preset in enumerate(presets):
         index = np.unravel_index(point, shape)
-        results = [r for r in analyse_point(series, point) if r.twin.kind != "none"]
+        results = perturbed(analyse_point(series, point))
         exponent[index], stderr[index], fitted[index] = mean_and_error([r.trail_fit.rate for r in results])
         grew[index] = np.mean([r.grew for r in results]) if results else np.nan
         saturation[index] = mean_and_error([r.saturation_step for r in results])[0]
