@@ -24,6 +24,13 @@ docs/sensitivity.md gives the method, the rules and their reasons; in short:
 
 Planes (`--plane KEY=LO:HI:N KEY=LO:HI:N`) measure the exponent over a grid of two model
 parameters and compare it with the seed's linearised 2x2 model (`LinearModel`).
+
+The modules, in the order data flows through them (each imports only those before it):
+twins (choosing and perturbing twins), metrics (divergence per step), batch (running twins in
+memory-sized chunks), fit (exponents, saturation, each twin's results), linear (the 2x2 model),
+plane (axes, one preset per point, the plane's verdicts), report (CSV, JSON, printed lines),
+figures (plots), commands (sensitivity, sensitivity_plane); errors holds AnalysisError. This
+package re-exports their public names.
 """
 
 from __future__ import annotations
@@ -42,9 +49,16 @@ from physarum.render.analysis.fit import (
     analyse_point,
     fit_exponent,
     mean_and_error,
+    perturbed,
     saturation_index,
 )
-from physarum.render.analysis.linear import LinearModel, eigenvalues, linear_model, preset_linear_model
+from physarum.render.analysis.linear import (
+    LinearModel,
+    agent_density,
+    eigenvalues,
+    linear_model,
+    preset_linear_model,
+)
 from physarum.render.analysis.metrics import METRICS, TwinSeries, divergence
 from physarum.render.analysis.plane import (
     GROWTH_THRESHOLD,
@@ -57,16 +71,21 @@ from physarum.render.analysis.plane import (
 )
 from physarum.render.analysis.report import (
     json_number,
-    output_stem,
+    linear_record,
+    output_paths,
+    plane_record,
     plus_minus,
+    run_header,
     summarise,
     summary_lines,
+    twin_record,
     write_plane_csv,
     write_twin_csv,
 )
 from physarum.render.analysis.twins import (
     KINDS,
     LOOKAHEAD_STEPS,
+    PERTURBING_KINDS,
     Twin,
     agent_positions,
     choose_agent_twins,
@@ -80,6 +99,7 @@ from physarum.render.analysis.twins import (
 
 __all__ = [
     "AnalysisError",
+    "PERTURBING_KINDS",
     "KINDS",
     "LOOKAHEAD_STEPS",
     "Twin",
@@ -107,10 +127,12 @@ __all__ = [
     "saturation_index",
     "mean_and_error",
     "TwinResult",
+    "perturbed",
     "analyse_point",
     "LinearModel",
     "eigenvalues",
     "linear_model",
+    "agent_density",
     "preset_linear_model",
     "GROWTH_THRESHOLD",
     "PLANE_KEYS",
@@ -119,11 +141,15 @@ __all__ = [
     "plane_presets",
     "PlaneResult",
     "analyse_plane",
-    "output_stem",
+    "output_paths",
     "write_twin_csv",
     "write_plane_csv",
     "summarise",
     "json_number",
+    "run_header",
+    "twin_record",
+    "linear_record",
+    "plane_record",
     "plus_minus",
     "summary_lines",
     "plot_divergence",

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from physarum.render.analysis.fit import WINDOW_FRACTION, TwinResult
-from physarum.render.analysis.linear import linear_model
+from physarum.render.analysis.linear import agent_density, linear_model
 from physarum.render.analysis.metrics import TwinSeries
 from physarum.render.analysis.plane import PlaneAxis, PlaneResult
 from physarum.render.analysis.report import plus_minus
@@ -18,6 +18,8 @@ from physarum.render.preset import Preset
 
 
 def _pyplot():
+    """pyplot on the Agg backend (files only, no display). Imported here, on the first figure,
+    not at the top: matplotlib takes a while to import, and only these figures need it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -78,6 +80,7 @@ def plot_divergence(
 
 
 def _save_figure(figure, path: Path) -> None:
+    """The figure as a PNG at `path`, written whole or not at all (PartialFile), then closed."""
     plt = _pyplot()
     partial = PartialFile(path)
     try:
@@ -91,7 +94,7 @@ def plot_plane(path: Path, preset: Preset, plane: PlaneResult) -> None:
     """The measured exponent as a heat map over the plane, the linear model's boundary (leading
     eigenvalue 0) as a black line, and a cross on every point where the two disagree."""
     plt = _pyplot()
-    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.colors import TwoSlopeNorm  # lazy, like _pyplot: only this figure needs it
 
     first, second = plane.axes
     x, y = np.asarray(first.values), np.asarray(second.values)
@@ -109,8 +112,7 @@ def plot_plane(path: Path, preset: Preset, plane: PlaneResult) -> None:
     if np.nanmin(fine) < 0 < np.nanmax(fine):
         axis.contour(fine_x, fine_y, fine, levels=[0.0], colors="black", linewidths=2)
     axis.plot([], [], color="black", lw=2, label="2x2 model: leading eigenvalue = 0")
-    measured = plane.exponent > plane.threshold
-    disagree = np.isfinite(plane.exponent) & (measured != (plane.leading > 0))
+    disagree = plane.measured & (plane.measured_unstable != plane.model_unstable)
     ii, jj = np.nonzero(disagree)
     axis.scatter(x[ii], y[jj], marker="x", color="black", s=30, label="model and measurement disagree")
     share, count = plane.agreement
@@ -124,6 +126,7 @@ def plot_plane(path: Path, preset: Preset, plane: PlaneResult) -> None:
 
 
 def _edges(values: np.ndarray) -> np.ndarray:
+    """The cell edges of a heat map whose cells are centred on `values` (evenly spaced, or one)."""
     if len(values) == 1:
         return np.array([values[0] - 0.5, values[0] + 0.5])
     middle = (values[1:] + values[:-1]) / 2
@@ -135,7 +138,7 @@ def _linear_surface(preset: Preset, axes: Sequence[PlaneAxis], size: int = 200):
     first, second = axes
     xs = np.linspace(min(first.values), max(first.values), size)
     ys = np.linspace(min(second.values), max(second.values), size)
-    density = preset.agents.count / (preset.canvas.width * preset.canvas.height)
+    density = agent_density(preset)
     model = preset.model.model_dump()
     surface = np.array(
         [
