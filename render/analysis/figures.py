@@ -31,15 +31,16 @@ def _pyplot():
 def plot_divergence(
     path: Path, preset: Preset, series: TwinSeries, results: Sequence[TwinResult], summary: dict
 ) -> None:
-    """Three panels against the step: L1 (log, with each fitted line), 1 - correlation (log),
-    agent distance (log)."""
+    """Three panels of point 0's twins against the step: L1 (log, with each fitted line and the
+    window's end level), 1 - correlation (log), agent distance (log); `summary` (summarise's) gives
+    the title's exponent."""
     plt = _pyplot()
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.6), constrained_layout=True)
     colours = {"agent": "tab:red", "trail": "tab:blue", "none": "tab:grey"}
     steps = series.steps
     for k, result in enumerate(results):
         metrics, colour = series.metrics[0, k], colours[result.twin.kind]
-        label = result.twin.kind if k < 2 else None
+        label = result.twin.kind if k < 2 else None  # kinds take turns: one legend entry each
         with np.errstate(divide="ignore", invalid="ignore"):
             for axis, values in zip(axes, (metrics[:, 0], 1 - metrics[:, 1], metrics[:, 2])):
                 axis.plot(

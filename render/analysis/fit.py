@@ -15,7 +15,7 @@ from physarum.render.analysis.twins import Twin
 WINDOW_FRACTION = 1e-2  # the exponential window closes at this share of the decorrelated level
 SATURATION_LEVEL = 0.9  # saturation: the first step at this share of the plateau
 PLATEAU_GROWTH = 1.05  # a plateau grows less than this factor across the run's last fifth
-MIN_FIT_POINTS = 3
+MIN_FIT_POINTS = 3  # a window of fewer points gives no exponent (NaN)
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def fit_exponent(
     steps: Sequence[float] | None = None,
     fraction: float = WINDOW_FRACTION,
 ) -> ExponentFit:
-    """The finite-time Lyapunov exponent of one divergence series (docs/sensitivity.md 2.3).
+    """The finite-time Lyapunov exponent of one divergence series (docs/sensitivity.md section 2.2).
 
     The window opens at the first point above the series' initial value (the perturbation
     itself) and closes at the first point at or above `fraction` of `reference` (the
