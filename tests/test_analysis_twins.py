@@ -1,5 +1,5 @@
 """Twins (render/analysis/twins.py): decisive trail cells really change a turn, agent and trail
-twins are not silent, and twins take turns between the kinds."""
+twins are not silent, twins take turns between the kinds, and fill-ins are seeded."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ import torch
 from physarum.kernels import reference
 from physarum.kernels.api import build_tables, spawn
 from physarum.render.analysis.batch import RunOptions, run_twins
-from physarum.render.analysis.twins import Twin, choose_trail_twins, decisive_cells, twin_kinds
+from physarum.render.analysis.twins import (
+    Twin,
+    choose_agent_twins,
+    choose_trail_twins,
+    decisive_cells,
+    twin_kinds,
+)
 from physarum.render.preset import build_preset
 from support import tiny, tiny_data
 
@@ -74,3 +80,18 @@ def test_no_cell_is_decisive_where_agents_cannot_turn():
     assert len(decisive_cells(simulation.state, tables)[0]) == 0
     twins = choose_trail_twins(simulation.state, tables, 2, preset.seed)[0]
     assert [t.found for t in twins] == [False, False]
+
+
+def test_agent_twins_fill_in_at_random_where_the_look_ahead_finds_none():
+    preset = tiny()
+    tables = build_tables([preset.model_params()])
+
+    def chosen():
+        simulation = reference.TorchSimulation(spawn([preset.seed], preset.agents.count, 48, 32), tables)
+        return choose_agent_twins(simulation, 5, preset.seed, lookahead=0)[0]
+
+    twins = chosen()
+    assert [(t.kind, t.found) for t in twins] == [("agent", False)] * 5
+    targets = [t.target for t in twins]
+    assert len(set(targets)) == 5 and all(0 <= a < preset.agents.count for a in targets)
+    assert chosen() == twins  # seeded by the preset's seed
