@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from physarum.render.preset import build_preset
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {
     "name": "tiny",
@@ -29,3 +31,8 @@ def tiny_data(**sections) -> dict:
         else:
             data[key] = value
     return data
+
+
+def tiny(**model):
+    """The tiny preset, its model section updated by `model` (e.g. tiny(deposit=2.0))."""
+    return build_preset(tiny_data(model={**tiny_data()["model"], **model}), "tiny.yaml")

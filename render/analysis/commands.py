@@ -1,0 +1,71 @@
+"""The two commands: `physarum sensitivity` on one preset and on a parameter plane; each runs the
+twins, analyses them and writes CSV, PNG and JSON under out_dir/<preset name>/, and returns the
+JSON document (report.summary_lines prints it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from physarum.render.analysis.batch import RunOptions, run_twins
+from physarum.render.analysis.figures import plot_divergence, plot_plane
+from physarum.render.analysis.fit import analyse_point
+from physarum.render.analysis.linear import preset_linear_model
+from physarum.render.analysis.plane import GROWTH_THRESHOLD, PlaneAxis, analyse_plane, plane_presets
+from physarum.render.analysis.report import (
+    linear_record,
+    output_paths,
+    plane_record,
+    run_header,
+    summarise,
+    twin_record,
+    write_plane_csv,
+    write_twin_csv,
+)
+from physarum.render.files import write_json
+from physarum.render.preset import Preset
+
+
+def sensitivity(preset: Preset, options: RunOptions, out_dir: Path, device_name: str = "") -> dict:
+    """Twins of one preset: CSV, plot and JSON summary under out_dir/<name>/; returns the summary."""
+    series = run_twins([preset], options)
+    results = analyse_point(series)
+    summary = summarise(results)
+    paths = output_paths(preset, out_dir, "sensitivity")
+    paths["json"].parent.mkdir(parents=True, exist_ok=True)
+    write_twin_csv(paths["csv"], series, preset.canvas.width)
+    plot_divergence(paths["png"], preset, series, results, summary)
+    document = {
+        **run_header(preset, options, device_name),
+        "summary": summary,
+        "twins_detail": [twin_record(r, series.steps, preset.canvas.width) for r in results],
+        "linear_model": linear_record(preset_linear_model(preset)),
+        "outputs": {k: p.name for k, p in paths.items()},
+    }
+    write_json(paths["json"], document)
+    return document
+
+
+def sensitivity_plane(
+    preset: Preset,
+    axes: Sequence[PlaneAxis],
+    options: RunOptions,
+    out_dir: Path,
+    threshold: float = GROWTH_THRESHOLD,
+    device_name: str = "",
+) -> dict:
+    """Twins of every point of a parameter plane: heat map, CSV and JSON; returns the summary."""
+    presets = plane_presets(preset, axes)
+    series = run_twins(presets, options)
+    plane = analyse_plane(presets, axes, series, threshold)
+    paths = output_paths(preset, out_dir, f"plane-{axes[0].name}-{axes[1].name}")
+    paths["json"].parent.mkdir(parents=True, exist_ok=True)
+    write_plane_csv(paths["csv"], plane)
+    plot_plane(paths["png"], preset, plane)
+    document = {
+        **run_header(preset, options, device_name),
+        **plane_record(plane),
+        "outputs": {k: p.name for k, p in paths.items()},
+    }
+    write_json(paths["json"], document)
+    return document
