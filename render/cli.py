@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from physarum.render.catalog import PRESETS_DIR, resolve_preset_path, resolve_sweep_path
+from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.encode import read_embedded
 from physarum.render.errors import RenderError
 from physarum.render.preset import PresetError, build_preset, load_preset
@@ -264,7 +264,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    for path in sorted(PRESETS_DIR.glob("*.yaml")):
+    for path in preset_files():
         preset = load_preset(path)
         size = f"{preset.canvas.width}x{preset.canvas.height}"
         print(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
