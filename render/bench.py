@@ -1,6 +1,6 @@
 """`physarum bench`: honest step timings of every implementation, against the memory floor.
 
-Protocol (DESIGN.md section 7): develop the state >= 500 steps with the fastest backend, then
+Protocol (docs/benchmarks.md, "Method"): develop the state >= 500 steps with the fastest backend, then
 time each implementation from a copy of that developed state, with CUDA events after warm-up,
 median of >= 7 repeats. The floor is the bytes a step must move (agent state and trail, each read
 and written once) over the device-to-device copy bandwidth measured in the same process.

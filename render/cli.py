@@ -13,13 +13,12 @@ from pathlib import Path
 
 import yaml
 
+from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.encode import read_embedded
 from physarum.render.errors import RenderError
 from physarum.render.preset import PresetError, build_preset, load_preset
 from physarum.render.runner import version
 
-PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
-SWEEPS_DIR = Path(__file__).resolve().parent.parent / "sweeps"
 EXIT_USAGE = 2
 
 
@@ -171,20 +170,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _path_or_named(name: str, folder: Path) -> Path:
-    """A path as given, or the file `folder/<name>.yaml` when only a name is given."""
-    path = Path(name)
-    if path.exists() or path.suffix in (".yaml", ".yml"):
-        return path
-    named = folder / f"{name}.yaml"
-    return named if named.exists() else path
-
-
-def resolve_preset_path(name: str) -> Path:
-    """A path as given, or a curated preset's file when only its name is given."""
-    return _path_or_named(name, PRESETS_DIR)
-
-
 def _load_for_render(args) -> Preset:  # noqa: F821
     overrides = {"seed": args.seed}
     if args.scale is not None:  # a flag for output.gif_scale, so outputs carry it
@@ -243,11 +228,6 @@ def cmd_render(args) -> int:
     return 0
 
 
-def resolve_sweep_path(name: str) -> Path:
-    """A path as given, or an example sweep's file when only its name is given."""
-    return _path_or_named(name, SWEEPS_DIR)
-
-
 def cmd_sweep(args) -> int:
     from physarum.render import sweep as sweeps
 
@@ -284,7 +264,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    for path in sorted(PRESETS_DIR.glob("*.yaml")):
+    for path in preset_files():
         preset = load_preset(path)
         size = f"{preset.canvas.width}x{preset.canvas.height}"
         print(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")

@@ -3,8 +3,10 @@
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 fi
-# The package maps render/ and kernels/ to physarum.*; a link tree stands in for an install.
-mkdir -p .pyroot/physarum && ln -sfn "$PWD/render" .pyroot/physarum/render && ln -sfn "$PWD/kernels" .pyroot/physarum/kernels
+# The package maps render/, kernels/, presets/ and sweeps/ to physarum.*; a link tree stands in
+# for an install.
+mkdir -p .pyroot/physarum
+for part in render kernels presets sweeps; do ln -sfn "$PWD/$part" ".pyroot/physarum/$part"; done
 export PYTHONPATH=/tmp/site:$PWD/.pyroot
 export PYTHONUNBUFFERED=1
 physarum() { python3 -m physarum.render.cli "$@"; }

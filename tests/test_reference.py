@@ -91,7 +91,7 @@ def sims_of(state: api.State) -> list[Sim]:
 
 
 def steering(forward, left, right, turn_positive: bool, turn: int) -> tuple[int, str]:
-    """The heading change and the name of the branch taken, as DESIGN.md section 3 words it."""
+    """The heading change and the name of the branch taken, as docs/model.md section 6.2 words it."""
     if forward > left and forward > right:
         return 0, "keep"
     if forward < left and forward < right:
