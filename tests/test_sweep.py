@@ -28,9 +28,9 @@ from physarum.render import sweep as sweeps
 from physarum.render.cli import main
 from physarum.render.encode import read_embedded
 from physarum.render.errors import RenderError
-from physarum.render.gallery import preset_yaml, write_gallery
 from physarum.render.palette import palette_table
 from physarum.render.preset import PresetError, build_preset
+from physarum.render.sweep import preset_yaml, workers, write_gallery
 from support import ROOT, tiny_data
 
 SMALL = tiny_data(
@@ -516,10 +516,10 @@ def test_two_worker_processes_share_the_jobs(tmp_path, capsys):
 def test_workers_fork_for_gpus_spawn_for_the_cpu_and_the_choice_can_be_forced(monkeypatch):
     monkeypatch.delenv("PHYSARUM_START_METHOD", raising=False)
     assert sweeps.start_method(["cpu", "cpu"]) == "spawn"
-    with mock.patch.object(sweeps, "_nvml_count", return_value=2):
+    with mock.patch.object(workers, "_nvml_count", return_value=2):
         expected = "fork" if sys.platform.startswith("linux") and not torch.cuda.is_initialized() else "spawn"
         assert sweeps.start_method(["cuda:0", "cuda:1"]) == expected
-    with mock.patch.object(sweeps, "_nvml_count", return_value=-1):  # counting initialised CUDA
+    with mock.patch.object(workers, "_nvml_count", return_value=-1):  # counting initialised CUDA
         assert sweeps.start_method(["cuda:0", "cuda:1"]) == "spawn"
     monkeypatch.setenv("PHYSARUM_START_METHOD", "spawn")
     assert sweeps.start_method(["cuda:0", "cuda:1"]) == "spawn"
