@@ -1,23 +1,15 @@
-"""Sweep files expanded into jobs: grid x zip x random samples x seeds in order, reproducible
-random draws, base presets and preview sizes, and the file's problems, every one at once."""
+"""A sweep's jobs: grid x zip x random samples x seeds in order, reproducible random draws, base
+presets and preview sizes, and every invalid job reported at once with its values."""
 
 from __future__ import annotations
 
 import copy
 
-import pytest
 import yaml
 
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
-from physarum.render.preset import PresetError
 from support import SWEEP_BASE, expand_inline, write_sweep
-
-
-def sweep_problems(sections: dict, base: dict | None = None) -> list[str]:
-    with pytest.raises(PresetError) as caught:
-        expand_inline(sections, base)
-    return caught.value.problems
 
 
 def test_grid_zip_random_and_seeds_combine_in_order():
@@ -55,14 +47,6 @@ def test_grid_zip_random_and_seeds_combine_in_order():
     assert len({j.id for j in sweep.jobs}) == len(sweep.jobs)
     assert [j.id for j in expand_inline({"grid": {"model.sensor_angle": [15, 45]}}).jobs] == [
         j.id for j in expand_inline({"grid": {"model.sensor_angle": [15, 45]}}).jobs
-    ]
-
-
-def test_zip_lists_of_different_lengths_are_an_error():
-    problems = sweep_problems({"zip": {"model.decay": [0.05, 0.1, 0.2], "model.deposit": [2, 4]}})
-    assert problems == [
-        "s.yaml: zip: the lists must have equal lengths to be walked together "
-        "(got model.decay: 3, model.deposit: 2)"
     ]
 
 
@@ -129,29 +113,3 @@ def test_every_invalid_job_is_reported_at_once_with_its_values(tmp_path, capsys)
     assert "s-0005 (model.sensor_angle=300, model.decay=1.5)" in err
     assert "5 of 6 jobs are invalid; nothing was rendered" in err
     assert not out.exists()
-
-
-def test_malformed_sweeps_name_each_problem():
-    problems = "\n".join(
-        sweep_problems(
-            {
-                "gird": {"model.decay": [0.1]},
-                "grid": {"model.sensr_angle": [10], "model.decay": 0.1, "name": ["x"]},
-                "random": {
-                    "count": 2,
-                    "params": {
-                        "model.turn_angle": {"normal": [0, 1]},
-                        "model.deposit": {"log_uniform": [0, 1]},
-                    },
-                },
-                "seeds": [1, 1],
-            }
-        )
-    )
-    assert "s.yaml: gird: unknown key; did you mean 'grid'?" in problems
-    assert "model.sensr_angle: unknown key 'sensr_angle' in model; did you mean 'sensor_angle'?" in problems
-    assert "grid.model.decay: a non-empty list of values (got 0.1)" in problems
-    assert "name: the sweep names its jobs" in problems
-    assert "random.params.model.turn_angle: one of {uniform: [lo, hi]}" in problems
-    assert "random.params.model.deposit: log_uniform: lo must be greater than 0" in problems
-    assert "seeds: each seed once" in problems
