@@ -15,7 +15,7 @@ of the data flow:
 The names below are the package's public face; callers import them from here.
 """
 
-from physarum.render.sweep.chunk import failed_outcomes, run_chunk
+from physarum.render.sweep.chunk import chunk_outcomes, failed_outcomes, run_chunk
 from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
 from physarum.render.sweep.contact import contact_sheet, write_contact_sheet
 from physarum.render.sweep.expand import PREVIEW_SIDE, Job, Sweep, expand_sweep, load_sweep
@@ -41,6 +41,7 @@ __all__ = [
     "WorkerPool",
     "batch_limit",
     "check_fits",
+    "chunk_outcomes",
     "contact_sheet",
     "dry_run_lines",
     "expand_sweep",

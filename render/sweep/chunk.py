@@ -14,10 +14,7 @@ import torch
 
 from physarum.render import machine, runner
 from physarum.render.errors import RenderError
-from physarum.render.preset import (
-    Preset,
-    PresetError,
-)
+from physarum.render.preset import Preset, PresetError
 from physarum.render.sweep.manifest import now
 from physarum.render.sweep.plan import batch_limit
 
@@ -45,6 +42,15 @@ def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str, quie
             )
         )
     return outcomes
+
+
+def chunk_outcomes(chunk: list[dict], sweep_dir: str, device: str, backend: str, quiet: bool) -> list[dict]:
+    """run_chunk's outcomes, or where it fails outside any batch (reading the presets, sizing the
+    batches), every job of the chunk failed with that error."""
+    try:
+        return run_chunk(chunk, sweep_dir, device, backend, quiet)
+    except Exception as error:
+        return failed_outcomes(chunk, error, device)
 
 
 def _render_batch_outcomes(
@@ -115,6 +121,7 @@ def _error_text(error: BaseException) -> str:
     )
 
 
-def failed_outcomes(payload: list[dict], error, device: str) -> list[dict]:
+def failed_outcomes(payload: list[dict], error: BaseException | str, device: str) -> list[dict]:
+    """Every job of a chunk failed with one error (an exception, or a message)."""
     message = error if isinstance(error, str) else _error_text(error)
     return [{"id": item["id"], "status": "failed", "error": message, "device": device} for item in payload]

@@ -70,7 +70,7 @@ def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
     rows = max(1, math.ceil(len(records) / columns))
     sheet = Image.new("RGB", (columns * cell_w, rows * cell_h), BACKGROUND)
     draw = ImageDraw.Draw(sheet)
-    # Decoding and shrinking the stills is most of the sheet's time (a 1024x1024 PNG each), and
+    # Decoding and shrinking the stills is most of the sheet's work (docs/benchmarks.md), and
     # Pillow releases the interpreter lock for both: threads do them side by side.
     with ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1)) as pool:
         tiles = pool.map(lambda record: _tile(sweep_dir, record, side), records)

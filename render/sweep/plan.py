@@ -9,13 +9,11 @@ import torch
 
 from physarum.render import machine, runner
 from physarum.render.errors import RenderError
-from physarum.render.preset import (
-    Preset,
-)
+from physarum.render.preset import Preset
 from physarum.render.sweep.expand import Job, Sweep
 from physarum.render.sweep.labels import format_params
 
-DEFAULT_MAX_BATCH = 64  # simulations per batch: each brings its own encoder threads on the host
+DEFAULT_MAX_BATCH = 64  # simulations per batch: each brings its own encoder process on the host
 DEVICE_MEMORY_SHARE = 0.85  # of the free device memory a batch may plan for (allocator slack)
 HOST_MEMORY_SHARE = 0.5  # of the free host memory the batch's frame rings and encoders may use
 # Host bytes per canvas pixel of one job: the frame ring (index, RGB) and a rough allowance for
@@ -28,8 +26,8 @@ def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[
     every worker has a chunk (where there are jobs enough), largest first.
 
     A chunk takes every k-th job, not a run of neighbours: a job's speed depends on its
-    parameters (bench128-heavy: 61 s for the 64 jobs of sensor angles 10-40, 71 s for 50-80 on
-    an H200), and interleaved chunks of a grid take as much time as each other."""
+    parameters, and interleaved chunks of a grid take about as long as each other (the halves
+    of a grid do not: docs/benchmarks.md)."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
         groups.setdefault(runner.batch_key(job.preset), []).append(job)

@@ -16,7 +16,7 @@ from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
 from physarum.render.sweep.expand import Sweep
 from physarum.render.sweep.gallery import write_gallery
 from physarum.render.sweep.labels import format_params
-from physarum.render.sweep.manifest import Manifest, job_record, job_states, outputs_complete
+from physarum.render.sweep.manifest import Manifest, job_record, job_states
 from physarum.render.sweep.plan import DEFAULT_MAX_BATCH, check_fits, plan_chunks
 from physarum.render.sweep.workers import WorkerPool, parse_devices, run_here
 
@@ -118,16 +118,10 @@ def _run_jobs(
     pool: WorkerPool | None = None,
 ) -> SweepSummary:
     summary = SweepSummary(sweep, sweep_dir, [])
-    latest = manifest.latest()
-    todo = []
-    for job in sweep.jobs:
-        record = latest.get(job.id)
-        if outputs_complete(sweep_dir, record, job):
-            summary.skipped += 1
-        elif record and record.get("status") == "failed" and not options.retry_failed:
-            continue  # stays failed; --retry-failed runs it again
-        else:
-            todo.append(job)
+    states = job_states(sweep, sweep_dir)
+    summary.skipped = sum(1 for state in states.values() if state == "done")
+    runs = ("pending", "failed") if options.retry_failed else ("pending",)  # failed jobs stay failed
+    todo = [job for job in sweep.jobs if states[job.id] in runs]
     if not todo:
         return summary
     ray = ray_connect(options.ray) if options.ray else None

@@ -17,7 +17,7 @@ import torch
 from physarum.render import machine
 from physarum.render.encoder_process import die_with_parent
 from physarum.render.errors import RenderError
-from physarum.render.sweep.chunk import failed_outcomes, run_chunk
+from physarum.render.sweep.chunk import chunk_outcomes, failed_outcomes
 
 
 def parse_devices(text: str | None) -> list[str]:
@@ -68,33 +68,26 @@ def _device(item: str, text: str) -> str:
 
 
 def run_here(payloads, device, sweep_dir, backend, quiet, on_start, on_done) -> None:
+    """Every chunk in this process, one after another (the executor for one device)."""
     for number, payload in enumerate(payloads):
         on_start(number)
-        try:
-            outcomes = run_chunk(payload, sweep_dir, device, backend, quiet)
-        except Exception as error:
-            outcomes = failed_outcomes(payload, error, device)
-        on_done(number, outcomes)
+        on_done(number, chunk_outcomes(payload, sweep_dir, device, backend, quiet))
 
 
 def _process_worker(
     worker: int, device: str, tasks, events, sweep_dir: str, backend: str, parent: int, threads: int
 ) -> None:
     die_with_parent(parent)
-    # The worker's share of the host: two workers with a thread per core each (spawning agents
-    # and colouring use torch's CPU threads, which spin while they wait) ran a 2-GPU sweep slower
-    # than one GPU did.
+    # The worker's share of the host's cores: spawning agents and colouring use torch's CPU
+    # threads, which spin while they wait, so workers with a thread per core each slow each
+    # other down (docs/benchmarks.md).
     torch.set_num_threads(threads)
     if device.startswith("cuda"):
         torch.cuda.set_device(device)  # where anything not placed explicitly goes (contexts, events)
     while (task := tasks.get()) is not None:
         number, payload = task
         events.put(("start", worker, number, None))
-        try:
-            outcomes = run_chunk(payload, sweep_dir, device, backend, True)
-        except Exception as error:
-            outcomes = failed_outcomes(payload, error, device)
-        events.put(("done", worker, number, outcomes))
+        events.put(("done", worker, number, chunk_outcomes(payload, sweep_dir, device, backend, True)))
 
 
 def start_method(devices: list[str]) -> str:
@@ -102,8 +95,8 @@ def start_method(devices: list[str]) -> str:
     Linux while this process has not initialised CUDA, else "spawn".
 
     A spawned worker starts Python and imports torch and this package again before its GPU can
-    start: its first batch began 3.4 to 9 s after a one-GPU sweep's, on an H200 host. A forked
-    one has them imported already, and began with it. CUDA cannot be forked once initialised,
+    start; a forked one has them imported already, and starts its first batch as soon as a
+    one-GPU sweep would (docs/benchmarks.md). CUDA cannot be forked once initialised,
     hence the check (sweeps count GPUs through NVML; where NVML does not answer, counting
     initialises CUDA). CPU workers are spawned: a process that has run torch's OpenMP threads (a
     test run, a notebook) can hang in a forked child.
