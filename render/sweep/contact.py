@@ -88,6 +88,7 @@ def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
 
 
 def write_contact_sheet(sweep_dir: Path, records: list[dict]) -> Path:
+    """Write sweep_dir/contact.png (whole or not at all); returns its path."""
     path = Path(sweep_dir) / "contact.png"
     partial = PartialFile(path)
     image = contact_sheet(Path(sweep_dir), records)

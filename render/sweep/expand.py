@@ -57,6 +57,8 @@ class Job:
 
 @dataclass(frozen=True)
 class Sweep:
+    """A sweep file expanded: its name, the file it came from and its jobs, in job order."""
+
     name: str
     source: str
     jobs: list[Job]
@@ -164,6 +166,8 @@ def _job(
     source: str,
     preset_dir: Path = Path("."),
 ) -> Job:
+    """Job `index`: the base with its swept values set, named, validated and given its id. Its GIF
+    preview is shrunk to fit PREVIEW_SIDE unless the sweep sets output.gif_scale."""
     data = copy.deepcopy(base)
     where = f"{source} job {name} ({format_params(params)})"
     for key, value in params.items():

@@ -37,6 +37,7 @@ def write_gallery(sweep_dir: Path, records: list[dict]) -> Path:
 
 
 def _preview(record: dict) -> str | None:
+    """A done job's animated preview (its GIF), else its PNG still; None for other jobs."""
     outputs = record.get("outputs") or {}
     if record.get("status") != "done":
         return None
@@ -50,11 +51,13 @@ def _script_json(value) -> str:
 
 
 def preset_yaml(record: dict) -> str:
+    """A job's preset as a YAML file headed by its name and id (what the copy button copies)."""
     header = f"# physarum sweep job {record['name']} ({record['id']})\n"
     return header + yaml.safe_dump(record["preset"], sort_keys=False)
 
 
 def gallery_html(sweep_dir: Path, records: list[dict]) -> str:
+    """index.html for these records: a card per job, controls for every swept key and status."""
     keys = list(dict.fromkeys(key for record in records for key in record.get("params", {})))
     title = sweep_dir.name
     done = sum(1 for r in records if r.get("status") == "done")

@@ -18,4 +18,5 @@ def format_value(value) -> str:
 
 
 def format_params(params: dict) -> str:
+    """Swept values as `key=value, ...`, in the order the sweep file names them."""
     return ", ".join(f"{key}={format_value(value)}" for key, value in params.items())

@@ -41,6 +41,7 @@ class Manifest:
         return {record["id"]: record for record in self.records()}
 
     def append(self, record: dict) -> None:
+        """Append one record and sync it to disk before returning."""
         line = json.dumps(record, separators=(",", ":")) + "\n"
         with open(self.path, "ab") as file:
             if file.tell() > 0:
@@ -54,10 +55,13 @@ class Manifest:
 
 
 def now() -> str:
+    """The time as records carry it: UTC, ISO 8601, to the millisecond."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def job_record(job: Job, status: str, **fields) -> dict:
+    """A record of a job's status: its id, name, index, values, preset and the time, then `fields`
+    (an outcome's: outputs, seconds, device, error, ...)."""
     record = {
         "id": job.id,
         "name": job.name,

@@ -45,6 +45,7 @@ def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[
 
 
 def _job_cost(preset: Preset) -> int:
+    """A rough measure of a job's work, so that the largest chunks start first."""
     steps = preset.run.steps + preset.run.warmup
     return steps * (preset.agents.count + preset.canvas.width * preset.canvas.height)
 

@@ -23,6 +23,8 @@ from physarum.render.sweep.workers import WorkerPool, parse_devices, run_here
 
 @dataclass
 class SweepOptions:
+    """How run_sweep runs: the sweep command's flags."""
+
     backend: str = "auto"
     devices: str | None = None  # --devices; None: every GPU, else the CPU
     ray: str | None = None  # --ray auto|local|ADDRESS
@@ -35,6 +37,8 @@ class SweepOptions:
 
 @dataclass
 class SweepSummary:
+    """What a run did, and the final record of every job."""
+
     sweep: Sweep
     sweep_dir: Path
     records: list[dict]  # the final record of every job, in job order
@@ -117,6 +121,8 @@ def _run_jobs(
     log,
     pool: WorkerPool | None = None,
 ) -> SweepSummary:
+    """Plan and run every job that is pending (and failed, with retry_failed), recording each
+    chunk's start and each job's outcome in the manifest, from this thread only."""
     summary = SweepSummary(sweep, sweep_dir, [])
     states = job_states(sweep, sweep_dir)
     summary.skipped = sum(1 for state in states.values() if state == "done")

@@ -47,6 +47,7 @@ def _nvml_count() -> int:
 
 
 def _device(item: str, text: str) -> str:
+    """One device of --devices, checked: cpu, or a CUDA GPU this machine has."""
     try:
         device = torch.device(item)
     except RuntimeError:
@@ -77,6 +78,8 @@ def run_here(payloads, device, sweep_dir, backend, quiet, on_start, on_done) -> 
 def _process_worker(
     worker: int, device: str, tasks, events, sweep_dir: str, backend: str, parent: int, threads: int
 ) -> None:
+    """A worker process: chunks from `tasks` until None, each one's start and outcomes put on
+    `events`. It dies with the sweep's process (`parent`)."""
     die_with_parent(parent)
     # The worker's share of the host's cores: spawning agents and colouring use torch's CPU
     # threads, which spin while they wait, so workers with a thread per core each slow each
@@ -196,6 +199,7 @@ class WorkerPool:
 
 
 def _drain(events, handle) -> None:
+    """Handle every event still queued."""
     time.sleep(0.2)  # the last messages of a dead worker may still be in the pipe
     while True:
         try:
