@@ -1,11 +1,16 @@
-"""What tests share: the repository root and a tiny preset that renders in a fraction of a second
-on a CPU. Fixtures live in conftest.py; plain helpers here, imported as `from support import ...`."""
+"""What tests share: the repository root, a tiny preset that renders in a fraction of a second
+on a CPU, and sweeps of it. Fixtures live in conftest.py; plain helpers here, imported as
+`from support import ...`."""
 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
+import yaml
+
+from physarum.render import sweep as sweeps
 from physarum.render.preset import build_preset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,3 +41,62 @@ def tiny_data(**sections) -> dict:
 def tiny(**model):
     """The tiny preset, its model section updated by `model` (e.g. tiny(deposit=2.0))."""
     return build_preset(tiny_data(model={**tiny_data()["model"], **model}), "tiny.yaml")
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweeps
+
+SWEEP_BASE = tiny_data(
+    canvas={"width": 32, "height": 32},
+    agents={"count": 300},
+    run={"steps": 12, "steps_per_frame": 3},
+    output={"formats": ["gif", "png"]},
+)
+del SWEEP_BASE["name"]  # the sweep names its jobs
+
+
+def write_sweep(folder: Path, name: str = "s", base: dict | None = None, **sections) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "base": base or SWEEP_BASE, **sections}, sort_keys=False))
+    return path
+
+
+def expand_inline(sections: dict, base: dict | None = None) -> sweeps.Sweep:
+    """The sweep named s of these sections, with SWEEP_BASE (or `base`) inline."""
+    return sweeps.expand_sweep({"name": "s", "base": copy.deepcopy(base or SWEEP_BASE), **sections}, "s.yaml")
+
+
+def read_manifest(sweep_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (sweep_dir / "manifest.jsonl").read_text().splitlines() if line]
+
+
+def block(path: Path) -> None:
+    """Put a folder (with a file in it) where an output file will go: its encoder then fails when
+    it moves the finished file into place, in whichever process it runs."""
+    (path / "in-the-way").mkdir(parents=True)
+
+
+def sweep_records(tmp_path: Path, failed: bool = False) -> tuple[Path, list[dict]]:
+    """A 4-job sweep rendered on the CPU (no gallery): its folder and its jobs' records, with
+    a failed job's record added if asked."""
+    path = write_sweep(
+        tmp_path, grid={"model.sensor_angle": [15, 45], "model.turn_angle": [10, 20]}, seeds=[1]
+    )
+    summary = sweeps.run_sweep(
+        sweeps.load_sweep(path),
+        sweeps.SweepOptions(devices="cpu", out_dir=tmp_path / "out", quiet=True, gallery=False),
+        log=lambda line: None,
+    )
+    records = summary.records
+    if failed:
+        records = records + [
+            {
+                **records[0],
+                "id": "f00000000f",
+                "name": "s-9999",
+                "status": "failed",
+                "outputs": None,
+                "error": "RenderError: <boom> & more",
+            }
+        ]
+    return summary.sweep_dir, records

@@ -1,11 +1,12 @@
-"""The gallery of a sweep: index.html to browse every job, contact.png to see them all at once.
+"""The gallery of a sweep: index.html to browse every job (and contact.png, contact.py, to see
+them all at once).
 
 The page is one static file that works from the file system with no server and no network: its
 CSS and script are inline, previews are relative links to each job's GIF (or PNG), and every
 job's preset YAML is embedded for the copy button. Sorting and filtering happen in the page;
 `index.html?filter=model.decay=0.1&sort=model.sensor_angle&order=desc` opens it filtered.
 
-Records are the sweep manifest's last record of each job (sweep.job_record): id, name, index,
+Records are the sweep manifest's last record of each job (manifest.job_record): id, name, index,
 status, params, preset, and for done jobs outputs (paths relative to the sweep folder).
 """
 
@@ -13,25 +14,15 @@ from __future__ import annotations
 
 import html
 import json
-import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
-from PIL import Image, ImageDraw, ImageFont
 
 from physarum.render.files import PartialFile
+from physarum.render.sweep.contact import write_contact_sheet
+from physarum.render.sweep.labels import format_value
 
-TILE = 160  # contact-sheet tile side for the picture, pixels
-TILE_SMALL = 96  # ... for sweeps of more than MANY_JOBS jobs, so the sheet stays a sane size
-MANY_JOBS = 256
-MAX_COLUMNS = 8
 SELECT_VALUES = 24  # a parameter with at most this many distinct values is filtered by a list
-LABEL_FONT_SIZE = 11
-BACKGROUND = (16, 16, 20)
-TEXT = (225, 225, 230)
-FAILED = (200, 70, 70)
 
 
 def write_gallery(sweep_dir: Path, records: list[dict]) -> Path:
@@ -45,17 +36,8 @@ def write_gallery(sweep_dir: Path, records: list[dict]) -> Path:
     return page
 
 
-# ---------------------------------------------------------------------------------------------
-# The page
-
-
-def _label(value) -> str:
-    from physarum.render.sweep import format_value
-
-    return format_value(value)
-
-
 def _preview(record: dict) -> str | None:
+    """A done job's animated preview (its GIF), else its PNG still; None for other jobs."""
     outputs = record.get("outputs") or {}
     if record.get("status") != "done":
         return None
@@ -69,11 +51,13 @@ def _script_json(value) -> str:
 
 
 def preset_yaml(record: dict) -> str:
+    """A job's preset as a YAML file headed by its name and id (what the copy button copies)."""
     header = f"# physarum sweep job {record['name']} ({record['id']})\n"
     return header + yaml.safe_dump(record["preset"], sort_keys=False)
 
 
 def gallery_html(sweep_dir: Path, records: list[dict]) -> str:
+    """index.html for these records: a card per job, controls for every swept key and status."""
     keys = list(dict.fromkeys(key for record in records for key in record.get("params", {})))
     title = sweep_dir.name
     done = sum(1 for r in records if r.get("status") == "done")
@@ -106,7 +90,7 @@ def _select(key: str, values: list[str]) -> str:
 
 
 def _filter_control(key: str, values: list) -> str:
-    labels = list(dict.fromkeys(_label(v) for v in values if v is not None))
+    labels = list(dict.fromkeys(format_value(v) for v in values if v is not None))
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values if v is not None)
     if numbers:
         labels.sort(key=float)
@@ -126,7 +110,7 @@ def _filter_control(key: str, values: list) -> str:
 
 def _card(record: dict, keys: list[str]) -> str:
     params = record.get("params", {})
-    values = {key: _label(params[key]) for key in keys if key in params}
+    values = {key: format_value(params[key]) for key in keys if key in params}
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in values.items())
     preview = _preview(record)
     preset = record.get("preset", {})
@@ -200,6 +184,7 @@ main { display: grid; grid-template-columns: repeat(auto-fill, minmax(272px, 1fr
 code { color: var(--dim); }
 #clip { position: fixed; left: -9999px; top: 0; }
 """
+
 
 SCRIPT = r"""
 (function () {
@@ -355,6 +340,7 @@ SCRIPT = r"""
 })();
 """
 
+
 PAGE = """<!doctype html>
 <html lang="en">
 <head>
@@ -385,80 +371,3 @@ PAGE = """<!doctype html>
 </body>
 </html>
 """
-
-
-# ---------------------------------------------------------------------------------------------
-# The contact sheet
-
-
-def _last_frame(sweep_dir: Path, record: dict) -> Image.Image | None:
-    """The job's last frame: its PNG still, else the GIF's last frame."""
-    outputs = record.get("outputs") or {}
-    if record.get("status") != "done":
-        return None
-    try:
-        if "png" in outputs:
-            with Image.open(sweep_dir / outputs["png"]) as image:
-                return image.convert("RGB")
-        if "gif" in outputs:
-            with Image.open(sweep_dir / outputs["gif"]) as image:
-                image.seek(image.n_frames - 1)
-                return image.convert("RGB")
-    except OSError:
-        return None
-    return None
-
-
-def _tile(sweep_dir: Path, record: dict, side: int) -> Image.Image | None:
-    frame = _last_frame(sweep_dir, record)
-    return None if frame is None else _fit(frame, side)
-
-
-def _fit(image: Image.Image, side: int) -> Image.Image:
-    scale = side / max(image.size)
-    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-    return image.resize(size, Image.NEAREST if scale >= 1 else Image.LANCZOS)
-
-
-def _clip(text: str, font, width: int) -> str:
-    while text and font.getlength(text) > width:
-        text = text[:-2] + "\u2026" if len(text) > 2 else ""
-    return text
-
-
-def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
-    """Every job's last frame in a grid, each labelled with its name and parameter values."""
-    side = TILE if len(records) <= MANY_JOBS else TILE_SMALL
-    font = ImageFont.load_default(size=LABEL_FONT_SIZE)
-    line = LABEL_FONT_SIZE + 3
-    lines = 1 + max((len(r.get("params", {})) for r in records), default=0)
-    pad = 6
-    cell_w, cell_h = side + 2 * pad, side + 2 * pad + lines * line
-    columns = max(1, min(MAX_COLUMNS, math.ceil(math.sqrt(len(records)))))
-    rows = max(1, math.ceil(len(records) / columns))
-    sheet = Image.new("RGB", (columns * cell_w, rows * cell_h), BACKGROUND)
-    draw = ImageDraw.Draw(sheet)
-    # Decoding and shrinking the stills is most of the sheet's time (a 1024x1024 PNG each), and
-    # Pillow releases the interpreter lock for both: threads do them side by side.
-    with ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1)) as pool:
-        tiles = pool.map(lambda record: _tile(sweep_dir, record, side), records)
-    for number, (record, tile) in enumerate(zip(records, tiles)):
-        x, y = (number % columns) * cell_w + pad, (number // columns) * cell_h + pad
-        if tile is None:
-            draw.rectangle([x, y, x + side - 1, y + side - 1], outline=FAILED)
-            draw.text((x + 6, y + 6), record.get("status", "?"), fill=FAILED, font=font)
-        else:
-            sheet.paste(tile, (x + (side - tile.width) // 2, y + (side - tile.height) // 2))
-        labels = [record["name"]] + [f"{k}={_label(v)}" for k, v in record.get("params", {}).items()]
-        for row, text in enumerate(labels):
-            draw.text((x, y + side + 2 + row * line), _clip(text, font, side), fill=TEXT, font=font)
-    return sheet
-
-
-def write_contact_sheet(sweep_dir: Path, records: list[dict]) -> Path:
-    path = Path(sweep_dir) / "contact.png"
-    partial = PartialFile(path)
-    image = contact_sheet(Path(sweep_dir), records)
-    image.save(partial.temporary, format="PNG", optimize=False)
-    partial.commit()
-    return path

@@ -1,0 +1,70 @@
+"""Parameter sweeps: one YAML file expanded into many validated jobs, rendered in batches,
+resumably, on one device, several, or a Ray cluster; and a gallery to browse them. In the order
+of the data flow:
+
+- labels: swept values as short labels (listings, errors, the gallery);
+- schema: the sweep file's sections (pydantic models) and their problems;
+- expand: the sweep's jobs (grid x zip x random samples x seeds), each a validated preset;
+- manifest: the JSON-lines record of every job's progress, and what a run would do with each;
+- plan: jobs that share a simulation grouped into chunks, batches sized to memory;
+- chunk: one chunk rendered on one device, one outcome per job;
+- workers, cluster: where chunks run (this process, a worker process per device, Ray tasks);
+- run: the sweep itself (lock, resume, summary) and the dry run;
+- gallery, contact: index.html and contact.png.
+
+The names below are the package's public face; callers import them from here.
+"""
+
+from physarum.render.sweep.chunk import chunk_outcomes, failed_outcomes, run_chunk
+from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
+from physarum.render.sweep.contact import contact_sheet, write_contact_sheet
+from physarum.render.sweep.expand import PREVIEW_SIDE, Job, Sweep, expand_sweep, load_sweep
+from physarum.render.sweep.gallery import gallery_html, preset_yaml, write_gallery
+from physarum.render.sweep.labels import format_params, format_value
+from physarum.render.sweep.manifest import Manifest, job_record, job_states, outputs_complete
+from physarum.render.sweep.plan import DEFAULT_MAX_BATCH, batch_limit, check_fits, plan_chunks
+from physarum.render.sweep.run import SweepLock, SweepOptions, SweepSummary, dry_run_lines, run_sweep
+from physarum.render.sweep.schema import MAX_JOBS, SweepFile, read_sections, relation_problems
+from physarum.render.sweep.workers import WorkerPool, parse_devices, run_here, start_method
+
+__all__ = [
+    "DEFAULT_MAX_BATCH",
+    "MAX_JOBS",
+    "PREVIEW_SIDE",
+    "Job",
+    "Manifest",
+    "Sweep",
+    "SweepLock",
+    "SweepOptions",
+    "SweepFile",
+    "SweepSummary",
+    "WorkerPool",
+    "batch_limit",
+    "check_fits",
+    "chunk_outcomes",
+    "contact_sheet",
+    "dry_run_lines",
+    "expand_sweep",
+    "failed_outcomes",
+    "format_params",
+    "format_value",
+    "gallery_html",
+    "job_record",
+    "job_states",
+    "load_sweep",
+    "outputs_complete",
+    "parse_devices",
+    "plan_chunks",
+    "preset_yaml",
+    "ray_connect",
+    "ray_workers",
+    "read_sections",
+    "relation_problems",
+    "run_chunk",
+    "run_here",
+    "run_ray",
+    "run_sweep",
+    "start_method",
+    "write_contact_sheet",
+    "write_gallery",
+]

@@ -1,0 +1,127 @@
+"""Running one chunk of jobs on one device (in this process, a worker process or a Ray task):
+batched simulations (runner.render_batch) and one outcome per job."""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from physarum.render import machine, runner
+from physarum.render.errors import RenderError
+from physarum.render.preset import Preset, PresetError
+from physarum.render.sweep.manifest import now
+from physarum.render.sweep.plan import batch_limit
+
+
+def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str, quiet: bool = True) -> list[dict]:
+    """Render a chunk of jobs ({"id", "preset"} dicts) on one device; one outcome each.
+
+    The chunk runs as batches that fit the device's memory; a batch that still runs out of
+    memory is halved and tried again. A failure fails only the jobs of its batch.
+    """
+    torch_device = machine.resolve_device(device)
+    backend = machine.resolve_backend(backend, torch_device)
+    presets = [Preset.model_validate(item["preset"]) for item in chunk]
+    limit = batch_limit(presets[0], backend, torch_device)
+    outcomes = []
+    for start in range(0, len(chunk), limit):
+        outcomes.extend(
+            _render_batch_outcomes(
+                chunk[start : start + limit],
+                presets[start : start + limit],
+                Path(sweep_dir),
+                torch_device,
+                backend,
+                quiet,
+            )
+        )
+    return outcomes
+
+
+def chunk_outcomes(chunk: list[dict], sweep_dir: str, device: str, backend: str, quiet: bool) -> list[dict]:
+    """run_chunk's outcomes, or where it fails outside any batch (reading the presets, sizing the
+    batches), every job of the chunk failed with that error."""
+    try:
+        return run_chunk(chunk, sweep_dir, device, backend, quiet)
+    except Exception as error:
+        return failed_outcomes(chunk, error, device)
+
+
+def _render_batch_outcomes(
+    items, presets, sweep_dir: Path, device: torch.device, backend: str, quiet: bool
+) -> list[dict]:
+    started, began = now(), time.perf_counter()
+    options = runner.RenderOptions(backend=backend, device=str(device), out_dir=sweep_dir, quiet=quiet)
+    results, message, out_of_memory = None, None, False
+    try:
+        results = runner.render_batch(presets, options)
+    except torch.cuda.OutOfMemoryError as error:
+        message, out_of_memory = _error_text(error), True
+    except Exception as error:  # the simulation failed: every job of the batch with it
+        message = _error_text(error)
+    if out_of_memory and len(items) > 1:
+        # Halve the batch, outside the except block: its traceback held the failed batch's tensors.
+        gc.collect()
+        torch.cuda.empty_cache()
+        half = len(items) // 2
+        return _render_batch_outcomes(
+            items[:half], presets[:half], sweep_dir, device, backend, quiet
+        ) + _render_batch_outcomes(items[half:], presets[half:], sweep_dir, device, backend, quiet)
+    if results is None:
+        return [
+            {
+                "id": item["id"],
+                "status": "failed",
+                "error": message,
+                "started": started,
+                "seconds": round(time.perf_counter() - began, 3),
+                "device": str(device),
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "batch": len(items),
+            }
+            for item in items
+        ]
+    seconds = round(time.perf_counter() - began, 3)
+    outcomes = []
+    for item, result in zip(items, results):
+        outcome = {
+            "id": item["id"],
+            "started": started,
+            "seconds": seconds,
+            "device": str(device),
+            "device_name": result.device,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "backend": result.backend,
+            "batch": len(items),
+        }
+        if result.error is None:
+            outcome.update(
+                status="done",
+                outputs={fmt: str(path.relative_to(sweep_dir)) for fmt, path in result.outputs.items()},
+            )
+        else:
+            outcome.update(status="failed", error=result.error)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _error_text(error: BaseException) -> str:
+    if isinstance(error, (RenderError, PresetError)):
+        return str(error)
+    return (
+        f"{type(error).__name__}: {error}\n{''.join(traceback.format_tb(error.__traceback__)[-3:])}".strip()
+    )
+
+
+def failed_outcomes(payload: list[dict], error: BaseException | str, device: str) -> list[dict]:
+    """Every job of a chunk failed with one error (an exception, or a message)."""
+    message = error if isinstance(error, str) else _error_text(error)
+    return [{"id": item["id"], "status": "failed", "error": message, "device": device} for item in payload]

@@ -1,0 +1,189 @@
+"""The sweep: every job not already done rendered on one device, several, or a Ray cluster,
+with the manifest written as it goes and the gallery at the end; and the dry run."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from physarum.render.errors import RenderError
+from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
+from physarum.render.sweep.expand import Sweep
+from physarum.render.sweep.gallery import write_gallery
+from physarum.render.sweep.labels import format_params
+from physarum.render.sweep.manifest import Manifest, job_record, job_states
+from physarum.render.sweep.plan import DEFAULT_MAX_BATCH, check_fits, plan_chunks
+from physarum.render.sweep.workers import WorkerPool, parse_devices, run_here
+
+
+@dataclass
+class SweepOptions:
+    """How run_sweep runs: the sweep command's flags."""
+
+    backend: str = "auto"
+    devices: str | None = None  # --devices; None: every GPU, else the CPU
+    ray: str | None = None  # --ray auto|local|ADDRESS
+    out_dir: Path = Path("outputs")
+    retry_failed: bool = False
+    max_batch: int = DEFAULT_MAX_BATCH
+    quiet: bool = False
+    gallery: bool = True
+
+
+@dataclass
+class SweepSummary:
+    """What a run did, and the final record of every job."""
+
+    sweep: Sweep
+    sweep_dir: Path
+    records: list[dict]  # the final record of every job, in job order
+    ran: int = 0  # jobs run by this call (done or failed)
+    skipped: int = 0  # jobs done before, with complete outputs
+    seconds: float = 0.0
+    gallery: Path | None = None
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.records if r.get("status") != "done"]
+
+
+class SweepLock:
+    """One sweep at a time per output folder (an flock, released by the kernel on any exit)."""
+
+    def __init__(self, folder: Path):
+        self.path = folder / ".lock"
+
+    def __enter__(self):
+        self.file = open(self.path, "a")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.file.close()
+            raise RenderError(f"{self.path.parent}: another sweep is running in this folder") from None
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.file, fcntl.LOCK_UN)
+        self.file.close()
+
+
+def _remove_stale_parts(sweep_dir: Path) -> None:
+    """Temporary files of a killed run (the lock says no other run is writing here)."""
+    for part in sweep_dir.glob("*/.*.part"):
+        part.unlink(missing_ok=True)
+
+
+def run_sweep(
+    sweep: Sweep, options: SweepOptions | None = None, log: Callable[[str], None] | None = None
+) -> SweepSummary:
+    """Render every job not already done; write the manifest as it goes and the gallery at the end."""
+    options = options or SweepOptions()
+    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    if options.max_batch < 1:
+        raise RenderError(f"--batch must be at least 1, got {options.max_batch}")
+    devices = parse_devices(options.devices) if options.ray is None else []
+    sweep_dir = (Path(options.out_dir) / sweep.name).resolve()
+    began = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        pool = (
+            stack.enter_context(WorkerPool(devices, str(sweep_dir), options.backend))
+            if len(devices) > 1
+            else None
+        )
+        if devices:
+            check_fits(sweep, devices, options.backend)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(SweepLock(sweep_dir))
+        _remove_stale_parts(sweep_dir)
+        manifest = Manifest(sweep_dir / "manifest.jsonl")
+        summary = _run_jobs(sweep, sweep_dir, manifest, devices, options, log, pool)
+        latest = manifest.latest()
+        summary.records = [
+            latest.get(job.id) or job_record(job, "failed", error="no record") for job in sweep.jobs
+        ]
+        summary.seconds = time.perf_counter() - began
+        if options.gallery:
+            summary.gallery = write_gallery(sweep_dir, summary.records)
+    return summary
+
+
+def _run_jobs(
+    sweep: Sweep,
+    sweep_dir: Path,
+    manifest: Manifest,
+    devices: list[str],
+    options: SweepOptions,
+    log,
+    pool: WorkerPool | None = None,
+) -> SweepSummary:
+    """Plan and run every job that is pending (and failed, with retry_failed), recording each
+    chunk's start and each job's outcome in the manifest, from this thread only."""
+    summary = SweepSummary(sweep, sweep_dir, [])
+    states = job_states(sweep, sweep_dir)
+    summary.skipped = sum(1 for state in states.values() if state == "done")
+    runs = ("pending", "failed") if options.retry_failed else ("pending",)  # failed jobs stay failed
+    todo = [job for job in sweep.jobs if states[job.id] in runs]
+    if not todo:
+        return summary
+    ray = ray_connect(options.ray) if options.ray else None
+    workers = ray_workers(ray) if ray else len(devices)
+    chunks = plan_chunks(todo, options.max_batch, workers)
+    by_id = {job.id: job for job in todo}
+    payloads = [
+        [{"id": job.id, "preset": job.preset.model_dump(mode="json")} for job in chunk] for chunk in chunks
+    ]
+    where = f"Ray ({options.ray})" if options.ray else ", ".join(devices)
+    log(
+        f"{sweep.name}: {len(todo)} jobs to render in {len(chunks)} batches on {where}"
+        + (f" ({summary.skipped} already done)" if summary.skipped else "")
+    )
+
+    def on_start(number: int) -> None:
+        for job in chunks[number]:
+            manifest.append(job_record(job, "running"))
+
+    def on_done(number: int, outcomes: list[dict]) -> None:
+        for outcome in outcomes:
+            job = by_id[outcome.pop("id")]
+            manifest.append(job_record(job, outcome.pop("status"), **outcome))
+            summary.ran += 1
+            failed = "error" in outcome
+            if not options.quiet or failed:
+                log(
+                    f"[{summary.ran}/{len(todo)}] {'FAILED' if failed else 'done'} {job.name} {job.id} "
+                    f"({format_params(job.params)})" + (f": {outcome['error']}" if failed else "")
+                )
+
+    backend, folder = options.backend, str(sweep_dir)
+    if ray:
+        run_ray(ray, payloads, folder, backend, on_start, on_done)
+    elif len(devices) == 1:
+        run_here(payloads, devices[0], folder, backend, options.quiet, on_start, on_done)
+    else:
+        pool.run(payloads, on_start, on_done)
+    return summary
+
+
+def dry_run_lines(sweep: Sweep, out_dir: Path, max_batch: int = DEFAULT_MAX_BATCH) -> list[str]:
+    """`physarum sweep FILE --dry-run`: every job with its id, values and state; writes nothing."""
+    sweep_dir = Path(out_dir) / sweep.name
+    states = job_states(sweep, sweep_dir)
+    batches = len(plan_chunks(sweep.jobs, max_batch))
+    counts = {s: sum(1 for v in states.values() if v == s) for s in ("done", "failed", "pending")}
+    lines = [
+        f"sweep {sweep.name}: {len(sweep.jobs)} jobs in {batches} batched simulation{'s' * (batches != 1)} "
+        f"-> {sweep_dir}/ ({counts['done']} done, {counts['failed']} failed, {counts['pending']} to run)"
+    ]
+    width = max(len(job.name) for job in sweep.jobs)
+    for job in sweep.jobs:
+        preset = job.preset
+        shape = f"{preset.canvas.width}x{preset.canvas.height} {preset.agents.count} agents s{preset.seed}"
+        lines.append(
+            f"{job.id}  {job.name:<{width}}  {states[job.id]:<7}  {shape}  {format_params(job.params)}"
+        )
+    return lines
