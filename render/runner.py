@@ -18,8 +18,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from physarum.kernels import get_backend
-from physarum.kernels.api import build_tables
 from physarum.render import __version__
 from physarum.render.colour import Colourist, downscale, make_colourist, preview_size
 from physarum.render.encode import even_size, open_writer
@@ -33,6 +31,15 @@ from physarum.render.machine import (
     share_cpu_with_encoders,
 )
 from physarum.render.preset import MP4_MAX_SIDE, Preset
+
+# Transitional, until the merge points render/profile.py at physarum.render.simulation.
+from physarum.render.simulation import (
+    advance,
+    batch_key,
+    make_batch_simulation,
+    make_simulation,  # noqa: F401
+    simulation_maps,
+)
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
 # What each output reads of a frame; a PNG still needs only the last frame's RGB.
@@ -207,11 +214,6 @@ def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
     return {fmt: folder / f"{stem}.{fmt}" for fmt in (*preset.output.formats, "json")}
 
 
-def make_simulation(preset: Preset, backend: str, device: torch.device):
-    """The chosen backend's simulation of one preset, spawned on `device`."""
-    return make_batch_simulation([preset], backend, device)
-
-
 def _writer_spec(
     fmt: str, preset: Preset, text: str, paths: dict[str, Path], colourist: Colourist, options: RenderOptions
 ) -> dict:
@@ -355,17 +357,6 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     return result
 
 
-def advance(simulation, steps: int, on_step: Callable[[object], None] | None = None) -> None:
-    """Advance `steps` steps; with on_step, one step at a time, calling on_step(simulation) after
-    each (on CUDA this gives up the Triton backend's graph chunks)."""
-    if on_step is None:
-        simulation.advance(steps)
-        return
-    for _ in range(steps):
-        simulation.advance(1)
-        on_step(simulation)
-
-
 def sidecar(preset: Preset, result: RenderResult) -> dict:
     return {
         "physarum_version": version(),
@@ -389,60 +380,6 @@ def sidecar(preset: Preset, result: RenderResult) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # Batches: several presets of one shape advanced as one simulation (sweeps)
-
-
-def batch_key(preset: Preset) -> tuple:
-    """What presets must share to run as one batched simulation: canvas, agent count, run length,
-    and the shape of their world: species count, boundary, whether there are walls and food.
-
-    Everything else may differ per simulation: model, seed, spawn pattern and radius (each
-    simulation is spawned on its own), palette and outputs (each has its own colouring and files),
-    interaction, images (each simulation has its own maps).
-    """
-    from physarum.render.world import has_food, needs_world
-
-    world = preset.world
-    shape = (
-        preset.species_count,
-        preset.boundary,
-        bool(world and world.walls),
-        has_food(preset),
-        needs_world(preset),
-    )
-    plain = (1, "wrap", False, False, False)
-    return (
-        preset.canvas.width,
-        preset.canvas.height,
-        preset.agents.count,
-        preset.run.steps,
-        preset.run.steps_per_frame,
-        preset.run.warmup,
-    ) + (() if shape == plain else shape)
-
-
-def simulation_maps(preset: Preset, trail: torch.Tensor, b: int) -> torch.Tensor:
-    """What colours simulation b of a batch: its trail map [H, W], or with a species section the
-    maps of its S species [S, H, W] (groups b * S .. b * S + S - 1)."""
-    if preset.species is None:
-        return trail[b]
-    species = preset.species_count
-    return trail[b * species : (b + 1) * species]
-
-
-def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch.device):
-    """One simulation of B = len(presets) (B * S groups): each group spawned alone, then stacked.
-
-    Spawning one at a time gives each simulation exactly the state make_simulation gives it, and
-    the model is batch-independent, so simulation b evolves as the preset rendered alone would.
-    Presets without world, species or image spawns run the kernels' plain path (no World)."""
-    from physarum.render.world import spawn_groups
-
-    state, params, world = spawn_groups(presets, device)
-    tables = build_tables(params, device=device)
-    extra = {} if world is None else {"world": world.to(device)}
-    if backend == "triton":  # moves a host state to the device itself: one copy there, not two
-        return get_backend(backend)(state, tables, device=device, **extra)
-    return get_backend(backend)(state.to(device), tables, **extra)
 
 
 @dataclass

@@ -23,7 +23,8 @@ from physarum.render.colour import Colourist
 from physarum.render.encode import FramesDirWriter, GifWriter, Mp4Writer
 from physarum.render.machine import resolve_backend, resolve_device
 from physarum.render.preset import load_preset
-from physarum.render.runner import RenderOptions, make_simulation, render
+from physarum.render.runner import RenderOptions, render
+from physarum.render.simulation import make_simulation
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from PIL import Image
 
+from physarum.kernels import get_backend
 from physarum.render import runner
 from physarum.render.cli import main
 from physarum.render.encode import Mp4Writer
@@ -89,7 +90,7 @@ def test_encoder_failure_stops_the_render_and_removes_partial_files(tmp_path, mo
 
 def test_interruption_leaves_no_output(tmp_path, monkeypatch, capsys):
     calls = {"n": 0}
-    advance = runner.get_backend("torch").advance
+    advance = get_backend("torch").advance
 
     def interrupted(self, steps):
         calls["n"] += 1
@@ -97,7 +98,7 @@ def test_interruption_leaves_no_output(tmp_path, monkeypatch, capsys):
             raise KeyboardInterrupt
         advance(self, steps)
 
-    monkeypatch.setattr(runner.get_backend("torch"), "advance", interrupted)
+    monkeypatch.setattr(get_backend("torch"), "advance", interrupted)
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny_data()))
     assert main(["render", str(path), "--out", str(tmp_path / "o"), "--quiet", "--backend", "torch"]) == 130

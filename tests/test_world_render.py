@@ -28,7 +28,8 @@ from physarum.render.colour import (
     species_ramp,
 )
 from physarum.render.preset import Palette, PresetError, build_preset
-from physarum.render.world import box_resize, point_cells, spawn_groups, wall_cells
+from physarum.render.simulation import batch_key, spawn_groups
+from physarum.render.world import box_resize, point_cells, wall_cells
 from support import tiny_data
 
 
@@ -307,7 +308,7 @@ def test_plain_presets_dump_and_build_as_before(tiny_preset):
     assert world is None and params == [tiny_preset.model_params()]
     plain = api.spawn([3], 400, 48, 32, "random", 0.35)
     assert torch.equal(state.position, plain.position) and torch.equal(state.heading, plain.heading)
-    assert runner.batch_key(tiny_preset) == (48, 32, 400, 24, 3, 0)
+    assert batch_key(tiny_preset) == (48, 32, 400, 24, 3, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -468,7 +469,7 @@ def test_a_batch_of_world_presets_renders_each_as_alone(images):
             str(images / "p.yaml"),
         ),
     ]
-    assert runner.batch_key(presets[0]) == runner.batch_key(presets[1])
+    assert batch_key(presets[0]) == batch_key(presets[1])
     batch = runner.render_batch(presets, backend="torch", device="cpu", out_dir=images / "batch", quiet=True)
     assert [r.error for r in batch] == [None, None]
     for preset, result in zip(presets, batch):
@@ -479,17 +480,17 @@ def test_a_batch_of_world_presets_renders_each_as_alone(images):
 
 
 def test_batch_key_separates_world_shapes(images):
-    base = runner.batch_key(build_preset(world_data(), str(images / "p.yaml")))
+    base = batch_key(build_preset(world_data(), str(images / "p.yaml")))
     others = [
         world_data(species=[{}, {}, {}], interaction=None),
         world_data(world={**WORLD, "boundary": "clamp"}),
         world_data(world={**WORLD, "walls": None}),
         world_data(world={**WORLD, "food": None}),
     ]
-    keys = {runner.batch_key(build_preset(d, str(images / "p.yaml"))) for d in others}
+    keys = {batch_key(build_preset(d, str(images / "p.yaml"))) for d in others}
     assert base not in keys and len(keys) == 4
-    plain = runner.batch_key(build_preset(tiny_data(), "p"))
-    image_trail = runner.batch_key(
+    plain = batch_key(build_preset(tiny_data(), "p"))
+    image_trail = batch_key(
         build_preset(tiny_data(world={"trail_image": {"path": "gradient.png"}}), str(images / "p.yaml"))
     )
     assert plain == image_trail  # only the initial trail differs: one batch
@@ -534,7 +535,7 @@ def test_sweep_of_a_world_base_preset_finds_its_images(images):
     )
     sweep = sweeps.load_sweep(sweep_file)
     assert [job.preset.world.walls.path for job in sweep.jobs] == [str(images / "wall.png")] * 2
-    assert len({runner.batch_key(job.preset) for job in sweep.jobs}) == 2  # boundaries: two batches
+    assert len({batch_key(job.preset) for job in sweep.jobs}) == 2  # boundaries: two batches
     assert (
         main(
             [
@@ -574,7 +575,7 @@ def test_triton_in_the_interpreter_renders_a_world_preset_byte_for_byte(images):
 def test_one_species_with_a_palette_shows_the_plain_render(tmp_path):
     plain = build_preset(tiny_data(palette={"names": ["magma"]}), "p.yaml")
     one = build_preset(tiny_data(palette={"names": ["magma"]}, species=[{"palette": "magma"}]), "p.yaml")
-    assert runner.batch_key(one) == runner.batch_key(plain)
+    assert batch_key(one) == batch_key(plain)
     outputs = [render(preset, tmp_path / str(i)).outputs for i, preset in enumerate((plain, one))]
     for fmt in ("gif", "png"):
         with Image.open(outputs[0][fmt]) as a, Image.open(outputs[1][fmt]) as b:
@@ -632,12 +633,12 @@ def test_agents_are_spawned_on_the_simulations_device_up_to_a_size(monkeypatch):
     """Groups spawn where they will run (the meta device stands in for a GPU here: no values,
     only where tensors live); groups larger than SPAWN_ON_DEVICE_MAX spawn on the host, which has
     the memory for the spawn's temporaries."""
-    from physarum.render import world
+    from physarum.render import simulation
 
     preset = build_preset(tiny_data(), "t.yaml")
     state, _, _ = spawn_groups([preset, preset.model_copy(update={"seed": 4})], "meta")
     assert {state.position.device.type, state.heading.device.type, state.trail.device.type} == {"meta"}
     assert tuple(state.position.shape) == (2, 2, preset.agents.count)
-    monkeypatch.setattr(world, "SPAWN_ON_DEVICE_MAX", preset.agents.count - 1)
+    monkeypatch.setattr(simulation, "SPAWN_ON_DEVICE_MAX", preset.agents.count - 1)
     state, _, _ = spawn_groups([preset], "meta")
     assert state.position.device.type == "cpu"
