@@ -19,6 +19,7 @@ from physarum.render import runner
 from physarum.render.cli import main
 from physarum.render.encode import Mp4Writer
 from physarum.render.errors import RenderError
+from physarum.render.frames import FramePipeline
 from physarum.render.preset import build_preset
 from support import ROOT, tiny_data
 
@@ -211,13 +212,13 @@ def test_a_png_still_alone_gets_only_the_last_frames_rgb(tmp_path, monkeypatch):
     """Without an MP4 (or a frames folder) no frame but the last is turned into RGB and copied
     to the host: the PNG still is the last frame, the GIF reads index frames."""
     seen = []
-    submit = runner.FramePipeline.submit
+    submit = FramePipeline.submit
 
     def record(self, number, trail):
         submit(self, number, trail)
         seen.append((number, self.pending[-1][0].rgb is not None))
 
-    monkeypatch.setattr(runner.FramePipeline, "submit", record)
+    monkeypatch.setattr(FramePipeline, "submit", record)
     result = render_tiny(tmp_path / "gp", output={"formats": ["gif", "png"]})
     assert [number for number, rgb in seen if rgb] == [len(seen) - 1] and len(seen) == 8
     seen.clear()
