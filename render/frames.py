@@ -1,39 +1,28 @@
-"""Frames on their way to the encoders: coloured on the device, copied into a ring of host
+"""Frames on their way to the writers: coloured on the device, copied into a ring of host
 buffers (pinned on CUDA) and handed to one encoder worker thread per output behind a bounded
-queue.
+queue. Every worker's writer gets every Frame (render/outputs.py) and takes what it reads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from physarum.render.colour import Colourist, downscale, preview_size
+from physarum.render.encode import open_writer
+from physarum.render.encoder_process import EncoderProcess
 from physarum.render.errors import RenderError
+from physarum.render.outputs import Frame, FramesDirSpec, Spec, Writer
 from physarum.render.preset import Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
-# What each output reads of a frame; a PNG still needs only the last frame's RGB.
-FRAME_ARRAY = {"gif": "preview", "mp4": "rgb", "png": "last_rgb", "frames": "rgb"}
-
-
-@dataclass
-class Frame:
-    """One frame on the host: what the encoders need, in host (pinned where possible) memory.
-
-    preview: the GIF's (scaled) index frame [h, w] uint8; rgb: [H, W, 3] uint8. Arrays a frame
-    does not need are None. They are slots of a ring that is reused QUEUE_FRAMES + 3 frames
-    later, by which time every worker has finished with them.
-    """
-
-    number: int
-    preview: np.ndarray | None
-    rgb: np.ndarray | None
 
 
 class HostRing:
@@ -56,12 +45,12 @@ class HostRing:
 
 
 class EncoderWorker:
-    """One output (or a child process of several) encoded in a background thread behind a
-    bounded queue. needs: the Frame arrays it reads ("preview", "rgb", or "last_rgb": the RGB of
-    the frames that have one, the last at least)."""
+    """One writer (or a child process of several) fed in a background thread behind a bounded
+    queue. reads: what its writer reads of a frame (the specs' `reads`: "preview", "rgb", or
+    "last_rgb": the RGB of the last frame at least), which tells the pipeline what to make."""
 
-    def __init__(self, name: str, writer, needs: tuple[str, ...], colourist: Colourist):
-        self.name, self.writer, self.needs, self.colourist = name, writer, needs, colourist
+    def __init__(self, name: str, writer: Writer, reads: Iterable[str]):
+        self.name, self.writer, self.reads = name, writer, frozenset(reads)
         self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
         self.error: BaseException | None = None
         self.seconds = 0.0
@@ -69,24 +58,13 @@ class EncoderWorker:
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
-    def _feed(self, frame: Frame) -> None:
-        if self.needs == ("rgb",):  # MP4, frames
-            self.writer.write(frame.rgb)
-        elif self.needs == ("last_rgb",):  # PNG: every frame that has its RGB, the last at least
-            if frame.rgb is not None:
-                self.writer.write(frame.rgb)
-        elif self.needs == ("preview",):  # GIF
-            self.writer.write(frame.preview, self.colourist.table(frame.number))
-        else:  # an EncoderProcess: what its outputs need
-            self.writer.write(frame.preview, self.colourist.table(frame.number), frame.rgb)
-
     def _run(self) -> None:
         while (frame := self.queue.get()) is not None:
             if self.error is not None:
                 continue  # drain so that the producer never blocks on a dead worker
             started = time.perf_counter()
             try:
-                self._feed(frame)
+                self.writer.write(frame)
             except BaseException as error:  # reported to the main thread at the next put
                 self.error = error
             self.seconds += time.perf_counter() - started
@@ -136,7 +114,7 @@ class FramePipeline:
         self, preset: Preset, colourist: Colourist, workers: list[EncoderWorker], device: torch.device
     ):
         self.colourist, self.workers = colourist, workers
-        self.needs = {name for w in workers for name in w.needs}
+        self.reads = {name for w in workers for name in w.reads}
         self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
         # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
         # been handed over (the pipeline lags one frame), so each worker holds at most
@@ -149,19 +127,20 @@ class FramePipeline:
 
     def submit(self, number: int, trail: torch.Tensor) -> None:
         """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
-        want_rgb = "rgb" in self.needs or ("last_rgb" in self.needs and number == self.last)
+        want_rgb = "rgb" in self.reads or ("last_rgb" in self.reads and number == self.last)
         index, rgb = self.colourist.colour(trail, number, want_rgb)
-        arrays = {}
-        if "preview" in self.needs:
-            arrays["preview"] = self.ring.copy("preview", number, downscale(index, self.preview))
+        preview = palette = None
+        if "preview" in self.reads:
+            preview = self.ring.copy("preview", number, downscale(index, self.preview))
+            palette = self.colourist.table(number)
         if want_rgb:
-            arrays["rgb"] = self.ring.copy("rgb", number, rgb)
+            rgb = self.ring.copy("rgb", number, rgb)
         event = None
         if self.device.type == "cuda":
             event = torch.cuda.Event()
             event.record(torch.cuda.current_stream(self.device))  # the copies' device, not device 0
-        frame = Frame(number, arrays.get("preview"), arrays.get("rgb"))
-        self.pending.append((frame, event))
+        # the frame's arrays are host tensors, perhaps still being copied, until handed over
+        self.pending.append((Frame(number, preview, palette, rgb), event))
 
     def hand_over(self, keep: int = 0) -> None:
         """Give every pending frame but the last `keep` to the workers, once it is on the host."""
@@ -169,8 +148,31 @@ class FramePipeline:
             frame, event = self.pending.pop(0)
             if event is not None:
                 event.synchronize()
-            frame = Frame(
-                frame.number, *(None if a is None else a.numpy() for a in (frame.preview, frame.rgb))
-            )
+            frame = dataclasses.replace(frame, preview=_numpy(frame.preview), rgb=_numpy(frame.rgb))
             for worker in self.workers:
                 worker.put(frame)
+
+
+def _numpy(tensor: torch.Tensor | None) -> np.ndarray | None:
+    return None if tensor is None else tensor.numpy()
+
+
+def open_workers(specs: list[Spec], job: Path, own_process: bool = False) -> list[EncoderWorker]:
+    """One encoder worker per output spec. With own_process (batches of several), one worker
+    sends the GIF, MP4 and PNG frames to a child process of the job's own, where they are
+    encoded (render/encoder_process.py says why); a frames folder is written here. job: the
+    outputs' path without suffix, which names the child in messages."""
+    here = [spec for spec in specs if isinstance(spec, FramesDirSpec) or not own_process]
+    child = [spec for spec in specs if spec not in here]
+    workers = []
+    try:
+        if child:
+            name = "+".join(spec.format for spec in child)
+            workers.append(EncoderWorker(name, EncoderProcess(child, job), {s.reads for s in child}))
+        for spec in here:
+            workers.append(EncoderWorker(spec.format, open_writer(spec), {spec.reads}))
+    except BaseException:
+        for worker in workers:
+            worker.abort()
+        raise
+    return workers

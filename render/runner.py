@@ -12,19 +12,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from physarum.render import __version__
-from physarum.render.colour import Colourist, make_colourist, preview_size
-from physarum.render.encode import even_size, open_writer
+from physarum.render.colour import make_colourist, preview_size
+from physarum.render.encode import even_size
 from physarum.render.errors import RenderError
 from physarum.render.files import write_json
 from physarum.render.frames import (
-    FRAME_ARRAY,
     QUEUE_FRAMES,  # noqa: F401  (transitional: render/sweep.py reads runner.QUEUE_FRAMES)
     EncoderWorker,
     FramePipeline,
+    open_workers,
 )
 from physarum.render.machine import (
     check_memory,
@@ -33,6 +34,7 @@ from physarum.render.machine import (
     resolve_device,
     share_cpu_with_encoders,
 )
+from physarum.render.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 from physarum.render.simulation import (
     advance,
@@ -98,90 +100,38 @@ class RenderResult:
     error: str | None = None  # render_batch: why this job failed (its files were removed)
 
 
+def output_stem(preset: Preset) -> str:
+    """The name every output file of a preset starts with: <name>-s<seed>."""
+    return f"{preset.name}-s{preset.seed}"
+
+
 def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
     folder = Path(out_dir) / preset.name
-    stem = f"{preset.name}-s{preset.seed}"
-    return {fmt: folder / f"{stem}.{fmt}" for fmt in (*preset.output.formats, "json")}
+    return {fmt: folder / f"{output_stem(preset)}.{fmt}" for fmt in (*preset.output.formats, "json")}
 
 
-def _writer_spec(
-    fmt: str, preset: Preset, text: str, paths: dict[str, Path], colourist: Colourist, options: RenderOptions
-) -> dict:
-    """encode.open_writer's spec of one output; text: embedded_text(preset), which every output
-    carries (dumping a preset's YAML takes milliseconds, a 64-job batch's opening once per job)."""
-    out = preset.output
-    width, height = preset.canvas.width, preset.canvas.height
-    if fmt == "gif":
-        size = preview_size(width, height, out.gif_scale)
-        return {
-            "format": "gif",
-            "path": str(paths[fmt]),
-            "width": size[0],
-            "height": size[1],
-            "fps": out.fps,
-            "loop": out.loop,
-            "comment": text,
-            "palette": colourist.table(0).reshape(-1).tolist(),
-        }
-    if fmt == "mp4":
-        return {
-            "format": "mp4",
-            "path": str(paths[fmt]),
-            "width": width,
-            "height": height,
-            "fps": out.fps,
-            "comment": text,
-        }
-    if fmt == "png":
-        return {
-            "format": "png",
-            "path": str(paths[fmt]),
-            "width": width,
-            "height": height,
-            "comment": text,
-            "dpi": out.png_dpi,
-        }
-    return {
-        "format": "frames",
-        "folder": str(options.frames_dir),
-        "stem": f"{preset.name}-s{preset.seed}",
-        "comment": text,
-    }
-
-
-def _open_workers(
-    preset: Preset,
-    paths: dict[str, Path],
-    colourist: Colourist,
-    options: RenderOptions,
-    own_process: bool = False,
-) -> list[EncoderWorker]:
-    """One encoder worker per output. With own_process (batches of several), one worker sends the
-    GIF, MP4 and PNG frames to a child process of the job's own, where they are encoded: x264's
-    bytes and Pillow's interpreter lock both need that (render/encoder_process.py)."""
-    formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
+def output_specs(
+    preset: Preset, paths: dict[str, Path], palette: np.ndarray, frames_dir: Path | None = None
+) -> list[Spec]:
+    """The spec of each output of a preset (output.formats, then the frames folder with
+    frames_dir); palette [256, 3] uint8: the first frame's, the GIF's global table. Every output
+    carries embedded_text(preset), dumped once for all of them."""
+    out, width, height = preset.output, preset.canvas.width, preset.canvas.height
     text = embedded_text(preset)
-    specs = [_writer_spec(fmt, preset, text, paths, colourist, options) for fmt in formats]
-    workers = []
-    try:
-        if own_process:
-            from physarum.render.encoder_process import EncoderProcess
-
-            child = [spec for spec in specs if spec["format"] != "frames"]
-            specs = [spec for spec in specs if spec["format"] == "frames"]
-            if child:
-                name = "+".join(spec["format"] for spec in child)
-                needs = tuple(sorted({FRAME_ARRAY[spec["format"]] for spec in child}))
-                process = EncoderProcess(child, paths["json"].with_suffix(""))
-                workers.append(EncoderWorker(name, process, needs, colourist))
-        for spec in specs:
-            writer = open_writer(spec)
-            workers.append(EncoderWorker(spec["format"], writer, (FRAME_ARRAY[spec["format"]],), colourist))
-    except BaseException:
-        for worker in workers:
-            worker.abort()
-        raise
-    return workers
+    specs: list[Spec] = []
+    for fmt in out.formats:
+        if fmt == "gif":
+            size = preview_size(width, height, out.gif_scale)
+            specs.append(GifSpec(paths[fmt], *size, out.fps, out.loop, text, palette.tobytes()))
+        elif fmt == "mp4":
+            specs.append(Mp4Spec(paths[fmt], width, height, out.fps, text))
+        elif fmt == "png":
+            specs.append(PngSpec(paths[fmt], width, height, text, out.png_dpi))
+        else:
+            raise ValueError(f"no output format {fmt!r}")
+    if frames_dir is not None:
+        specs.append(FramesDirSpec(Path(frames_dir), output_stem(preset), text))
+    return specs
 
 
 def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> RenderResult:
@@ -318,7 +268,8 @@ def render_batch(
     try:
         for job in jobs:
             colourist = make_colourist(job.preset)
-            job.workers = _open_workers(job.preset, job.paths, colourist, options, own_process=len(jobs) > 1)
+            specs = output_specs(job.preset, job.paths, colourist.table(0), options.frames_dir)
+            job.workers = open_workers(specs, job.paths["json"].with_suffix(""), own_process=len(jobs) > 1)
             job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
         clock.append(time.perf_counter())
         advance(simulation, presets[0].run.warmup, options.on_step)

@@ -80,7 +80,7 @@ def test_from_a_file_without_a_preset_is_a_clear_error(tmp_path, capsys):
 
 
 def test_encoder_failure_stops_the_render_and_removes_partial_files(tmp_path, monkeypatch):
-    def broken(self, rgb):
+    def broken(self, frame):
         raise OSError("disk full")
 
     monkeypatch.setattr(Mp4Writer, "write", broken)
@@ -181,9 +181,9 @@ def test_slow_encoders_get_the_frames_they_were_given(tmp_path, monkeypatch):
     quick = render_tiny(tmp_path / "quick", run={"steps": 40, "steps_per_frame": 1}).outputs
     write = GifWriter.write
 
-    def slow(self, index, palette):
+    def slow(self, frame):
         time.sleep(0.02)
-        return write(self, index, palette)
+        return write(self, frame)
 
     monkeypatch.setattr(GifWriter, "write", slow)
     slow_outputs = render_tiny(tmp_path / "slow", run={"steps": 40, "steps_per_frame": 1}).outputs
