@@ -22,6 +22,7 @@ stdout is `ok` or `error: ...`. It imports no torch, so it starts in a fraction 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import signal
@@ -121,8 +122,6 @@ def die_with_parent(parent: int | None = None) -> None:
     """Make this child process die with its parent, even a parent killed with kill -9 (Linux:
     PR_SET_PDEATHSIG), so that nothing writes on alone; exit at once if the parent (pid) is gone."""
     if sys.platform.startswith("linux"):
-        import ctypes
-
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if parent is not None and os.getppid() != parent:
         os._exit(1)
