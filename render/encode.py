@@ -85,9 +85,9 @@ class Mp4Writer(PartialFile):
         stream = self.container.add_stream("libx264", rate=Fraction(spec.fps))
         stream.width, stream.height = self.size
         stream.pix_fmt = "yuv420p"
-        # mbtree off: with it on, x264's bytes were seen to depend on what else the process had
-        # encoded (1 of 8 sequential renders and 5-25% of concurrent ones differed from a fresh
-        # process); with it off none of 600 did. It costs a little compression.
+        # mbtree off: with it on, x264's bytes depend on what else the process has encoded
+        # (docs/benchmarks.md, "Measurements behind the code: the render pipeline"). It costs a
+        # little compression.
         stream.options = {"crf": str(MP4_CRF), "preset": "medium", "x264-params": "mbtree=0"}
         stream.codec_context.thread_count = MP4_THREADS
         self.stream = stream

@@ -1,16 +1,14 @@
 """The encoders of one job (its GIF, MP4 and PNG) in a process of its own, for batched renders.
 
-Two measured reasons:
+Two reasons (the measurements are in docs/benchmarks.md, "Measurements behind the code: the
+render pipeline"):
 
-- x264's macroblock-tree rate control keeps state that the encoders of one process share: when
-  several encode at once, as in a batch, their frames interleave and their bytes change. On an
-  8-job batch of tiny canvases 5 to 25% of the MP4s differed from the same job rendered alone
-  (the decoded frames by up to 40 levels); none did with mbtree off, or with one encoder per
-  process. One per process keeps every MP4 of a batch byte-identical to a single render.
-- Pillow's GIF encoder holds the interpreter lock: two GIF writers in threads of one process
-  took longer (0.30 s) than the same two one after the other (0.17 s; 100 frames of 256 x 256
-  each). A 64-job sweep fed its 64 GIF writers from one process, and with GIF added to PNG its
-  time went from 12 s to 23 s on a 32-core H200 host. A process per job encodes them in parallel.
+- x264's bytes depend on what else its process encodes: the encoders of one process share
+  state, and when several encode at once, as in a batch, their MP4s differ from the same jobs
+  rendered alone. One encoder process per job keeps every MP4 of a batch byte-identical to a
+  single render.
+- Pillow's GIF encoder holds the interpreter lock, so GIF writers in threads of one process
+  encode one after another; a process per job encodes them in parallel.
 
 The child is `python -m physarum.render.encoder_process`. Its stdin carries one length-prefixed
 header, the pickled list of the job's specs (render/outputs.py), then every frame: a flags byte,
@@ -79,8 +77,8 @@ class EncoderProcess:
 
     def end_input(self) -> None:
         """No more frames: the child commits its files now. A batch ends every job's input before
-        it waits for any (commit), so that the children write their last files side by side; one
-        after the other, 64 PNG stills of 1024 x 1024 took 7 to 10 s on an H200 host."""
+        it waits for any (commit), so that the children write their last files (PNG stills take
+        the longest) side by side rather than one after another."""
         try:
             self.process.stdin.close()
         except OSError:
