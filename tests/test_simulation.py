@@ -9,7 +9,11 @@ import torch
 from physarum.kernels import api
 from physarum.render.preset import build_preset
 from physarum.render.simulation import (
+    advance,
     batch_key,
+    make_batch_simulation,
+    make_simulation,
+    simulation_maps,
     spawn_groups,
 )
 from physarum.render.world import box_resize, point_cells
@@ -73,3 +77,21 @@ def test_agents_are_spawned_on_the_simulations_device_up_to_a_size(monkeypatch):
     monkeypatch.setattr(simulation, "SPAWN_ON_DEVICE_MAX", preset.agents.count - 1)
     state, _, _ = spawn_groups([preset], "meta")
     assert state.position.device.type == "cpu"
+
+
+def test_simulation_b_of_a_batch_evolves_as_its_preset_alone(images):
+    """Each group is spawned alone and the model is batch-independent: simulation_maps(b) of
+    the batch is the maps of preset b simulated by itself, species and world included."""
+    for data in (tiny_data(), world_data()):
+        presets = [build_preset({**data, "seed": seed}, str(images / "p.yaml")) for seed in (3, 8)]
+        batch = make_batch_simulation(presets, "torch", torch.device("cpu"))
+        advance(batch, 5)
+        for b, preset in enumerate(presets):
+            alone = make_simulation(preset, "torch", torch.device("cpu"))
+            advance(alone, 5)
+            maps = simulation_maps(preset, batch.trail, b)
+            assert torch.equal(maps, simulation_maps(preset, alone.trail, 0)), (preset.name, b)
+        assert not torch.equal(
+            simulation_maps(presets[0], batch.trail, 0), simulation_maps(presets[1], batch.trail, 1)
+        )
+    assert simulation_maps(presets[0], batch.trail, 1).shape == (2, 32, 48)  # S species maps [S, H, W]
