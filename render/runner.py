@@ -1,8 +1,10 @@
-"""The runner: a validated Preset in, finished files out.
+"""The runner: validated Presets in, finished files out (render, render_batch).
 
 Chooses the backend and device, checks that the simulation fits in memory before allocating it,
-advances the simulation frame by frame, colours each frame on the device, and hands the 8-bit
-frames to one encoder worker per format behind a bounded queue.
+makes one simulation of the batch (render/simulation.py), opens every job's writers from its
+output specs (render/frames.py, render/encode.py), advances the simulation frame by frame
+handing each job's maps to its frame pipeline, then finishes the files and writes each job's
+JSON sidecar.
 """
 
 from __future__ import annotations
@@ -193,6 +195,13 @@ class _BatchJob:
             if not path.is_dir():  # a folder in the way of an output (why it failed) is not ours
                 path.unlink(missing_ok=True)
 
+    def open(self, frames_dir: Path | None, device: torch.device, own_process: bool) -> None:
+        """Open this job's writers and its frame pipeline (own_process: in a child process)."""
+        colourist = make_colourist(self.preset)
+        specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir)
+        self.workers = open_workers(specs, self.paths["json"].with_suffix(""), own_process)
+        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device)
+
     def hand_over(self, keep: int = 0) -> None:
         if self.error is None:
             try:
@@ -215,7 +224,9 @@ class _BatchJob:
                 self.fail(error)
 
 
-def _check_distinct_outputs(presets: Sequence[Preset], paths: list[dict[str, Path]]) -> None:
+def _batch_paths(presets: Sequence[Preset], options: RenderOptions) -> list[dict[str, Path]]:
+    """Every job's output paths, their folders made; two jobs may not share their files."""
+    paths = [output_paths(p, Path(options.out_dir)) for p in presets]
     seen = set()
     for preset, job_paths in zip(presets, paths):
         if job_paths["json"] in seen:
@@ -224,6 +235,11 @@ def _check_distinct_outputs(presets: Sequence[Preset], paths: list[dict[str, Pat
                 f"({job_paths['json'].with_suffix('')}.*); give them different names or seeds"
             )
         seen.add(job_paths["json"])
+    for job_paths in paths:
+        job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
+    if options.frames_dir:
+        Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
+    return paths
 
 
 def render_batch(
@@ -252,12 +268,7 @@ def render_batch(
     backend = resolve_backend(options.backend, torch_device)
     notes = [check_formats(p) for p in presets]
     check_memory(presets[0], backend, torch_device, batch=len(presets))
-    paths = [output_paths(p, Path(options.out_dir)) for p in presets]
-    _check_distinct_outputs(presets, paths)
-    for job_paths in paths:
-        job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
-    if options.frames_dir:
-        Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
+    paths = _batch_paths(presets, options)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     simulation = make_batch_simulation(presets, backend, torch_device)
     clock.append(time.perf_counter())
@@ -267,10 +278,7 @@ def render_batch(
     ]
     try:
         for job in jobs:
-            colourist = make_colourist(job.preset)
-            specs = output_specs(job.preset, job.paths, colourist.table(0), options.frames_dir)
-            job.workers = open_workers(specs, job.paths["json"].with_suffix(""), own_process=len(jobs) > 1)
-            job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
+            job.open(options.frames_dir, torch_device, own_process=len(jobs) > 1)
         clock.append(time.perf_counter())
         advance(simulation, presets[0].run.warmup, options.on_step)
         _frame_loop(presets[0], simulation, jobs, options)
