@@ -48,6 +48,7 @@ from physarum.render.simulation import (
 
 
 def version() -> str:
+    """The physarum version that outputs and sidecars name."""
     return __version__
 
 
@@ -149,6 +150,8 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
 
 
 def sidecar(preset: Preset, result: RenderResult) -> dict:
+    """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
+    how it ran, its timings and notes, and each output file's name and size."""
     return {
         "physarum_version": version(),
         "preset": preset.portable_dump(),

@@ -105,6 +105,9 @@ def spawn_groups(
 
 
 def make_world(presets, maps: list[WorldMaps]) -> api.World:
+    """The kernels' World of a batch: each simulation's species interaction (the identity where a
+    preset gives none; each value the float32 nearest it), walls per simulation and food per
+    group (empty maps for presets without them; None where no preset has any)."""
     species = presets[0].species_count
     mix = None
     if species > 1:

@@ -236,5 +236,6 @@ class WorldMaps:
 
 
 def has_food(preset) -> bool:
+    """Whether a preset's world feeds the trail: food points or a food image."""
     food = preset.world.food if preset.world else None
     return food is not None and (bool(food.points) or food.image is not None)
