@@ -13,11 +13,17 @@ from pathlib import Path
 
 import yaml
 
+from physarum.render import analysis
+from physarum.render import sweep as sweeps
+from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.encode import read_embedded
 from physarum.render.errors import RenderError
-from physarum.render.preset import PresetError, build_preset, load_preset
-from physarum.render.runner import version
+from physarum.render.machine import device_name, resolve_backend, resolve_device
+from physarum.render.preset import Preset, PresetError, build_preset, load_preset
+from physarum.render.profile import profile_preset
+from physarum.render.runner import RenderOptions, output_paths, render, version
+from physarum.render.stats import StatsRecorder
 
 EXIT_USAGE = 2
 
@@ -170,7 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_for_render(args) -> Preset:  # noqa: F821
+def _load_for_render(args) -> Preset:
     overrides = {"seed": args.seed}
     if args.scale is not None:  # a flag for output.gif_scale, so outputs carry it
         args.settings = [*args.settings, f"output.gif_scale={args.scale!r}"]
@@ -193,14 +199,9 @@ def _load_for_render(args) -> Preset:  # noqa: F821
 
 
 def cmd_render(args) -> int:
-    from physarum.render.runner import RenderOptions, render
-
     preset = _load_for_render(args)
     stats = None
     if args.stats:
-        from physarum.render.runner import output_paths
-        from physarum.render.stats import StatsRecorder
-
         stats = StatsRecorder(output_paths(preset, Path(args.out))["json"].with_suffix(".stats.csv"))
     options = RenderOptions(
         backend=args.backend,
@@ -229,8 +230,6 @@ def cmd_render(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from physarum.render import sweep as sweeps
-
     sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
     max_batch = sweeps.DEFAULT_MAX_BATCH if args.batch is None else args.batch
     if args.dry_run:
@@ -293,9 +292,6 @@ def _positive(value: int, flag: str) -> int:
 
 
 def cmd_profile(args) -> int:
-    from physarum.render.machine import resolve_backend, resolve_device
-    from physarum.render.profile import profile_preset
-
     preset = load_preset(resolve_preset_path(args.preset))
     device = resolve_device(args.device)
     backend = resolve_backend(args.backend, device)
@@ -306,9 +302,6 @@ def cmd_profile(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from physarum.render.bench import CONFIGS, run_bench
-    from physarum.render.machine import device_name, resolve_device
-
     device = resolve_device(args.device)
     default = "S,L,XL,X" if device.type == "cuda" else "CPU"
     configs = [c.strip() for c in (args.configs or default).split(",") if c.strip()]
@@ -325,9 +318,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from physarum.render import analysis
-    from physarum.render.machine import device_name, resolve_backend, resolve_device
-
     axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
     if preset.has_world:

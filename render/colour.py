@@ -202,6 +202,7 @@ def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
 
 
 def preview_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """(width, height) of the GIF of a canvas at gif_scale `scale`: each side rounded, at least 1."""
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 

@@ -1,4 +1,5 @@
-"""Encoders: GIF from index frames with the exact palette, H.264 MP4, PNG still, JSON sidecar.
+"""The writers of the output formats (render/outputs.py's Writer, each opened from its spec):
+GIF from index frames with the exact palette, H.264 MP4, PNG still, numbered PNG frames.
 
 Every writer writes to a hidden temporary file beside its target and renames it only when the
 file is complete, so a killed render never leaves a truncated file under the final name. Every
@@ -18,6 +19,7 @@ import numpy as np
 from PIL import GifImagePlugin, Image, PngImagePlugin
 
 from physarum.render.files import PartialFile
+from physarum.render.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, Writer
 
 EMBED_KEY = "physarum"
 MP4_THREADS = 4  # fixed: x264 output is deterministic for a given thread count, not across counts
@@ -26,28 +28,28 @@ MP4_CRF = 18
 
 class GifWriter(PartialFile):
     """Streams index frames into a GIF89a: one global colour table for the first palette and
-    a local table on every frame shown with another; no re-quantization, no frame merging."""
+    a local table on every frame shown with another; no re-quantization, no frame merging.
+    Reads a frame's preview and palette."""
 
-    def __init__(
-        self, path: Path, width: int, height: int, fps: int, loop: int, comment: str, palette: np.ndarray
-    ):
-        super().__init__(path)
-        self.global_palette = palette.tobytes()
-        self.duration_ms = 10 * max(1, round(100 / fps))  # GIF delays are whole centiseconds
+    def __init__(self, spec: GifSpec):
+        super().__init__(spec.path)
+        self.global_palette = spec.palette
+        self.duration_ms = 10 * max(1, round(100 / spec.fps))  # GIF delays are whole centiseconds
         self.file = open(self.temporary, "wb")
-        self.file.write(b"GIF89a" + struct.pack("<HHBBB", width, height, 0xF7, 0, 0))
+        self.file.write(b"GIF89a" + struct.pack("<HHBBB", spec.width, spec.height, 0xF7, 0, 0))
         self.file.write(self.global_palette)
-        self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", loop) + b"\x00")
-        data = comment.encode("utf-8")
+        self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", spec.loop) + b"\x00")
+        data = spec.comment.encode("utf-8")
         blocks = b"".join(
             bytes([len(data[i : i + 255])]) + data[i : i + 255] for i in range(0, len(data), 255)
         )
         self.file.write(b"!\xfe" + blocks + b"\x00")
 
-    def write(self, index: np.ndarray, palette: np.ndarray) -> None:
-        image = Image.fromarray(index, mode="P")
-        image.putpalette(palette.tobytes())
-        local = palette.tobytes() != self.global_palette
+    def write(self, frame: Frame) -> None:
+        palette = frame.palette.tobytes()
+        image = Image.fromarray(frame.preview, mode="P")
+        image.putpalette(palette)
+        local = palette != self.global_palette
         for chunk in GifImagePlugin.getdata(image, duration=self.duration_ms, include_color_table=local):
             self.file.write(chunk)
 
@@ -70,31 +72,33 @@ class Mp4Writer(PartialFile):
     """H.264, yuv420p, faststart, with the preset in the container's comment tag.
 
     Odd canvas sides are padded by repeating the last row or column (yuv420p needs even sizes).
+    Reads a frame's RGB.
     """
 
-    def __init__(self, path: Path, width: int, height: int, fps: int, comment: str):
-        super().__init__(path)
-        self.size = even_size(width, height)
+    def __init__(self, spec: Mp4Spec):
+        super().__init__(spec.path)
+        self.size = even_size(spec.width, spec.height)
         self.container = av.open(
             str(self.temporary), mode="w", format="mp4", options={"movflags": "+faststart"}
         )
-        self.container.metadata["comment"] = comment
-        stream = self.container.add_stream("libx264", rate=Fraction(fps))
+        self.container.metadata["comment"] = spec.comment
+        stream = self.container.add_stream("libx264", rate=Fraction(spec.fps))
         stream.width, stream.height = self.size
         stream.pix_fmt = "yuv420p"
-        # mbtree off: with it on, x264's bytes were seen to depend on what else the process had
-        # encoded (1 of 8 sequential renders and 5-25% of concurrent ones differed from a fresh
-        # process); with it off none of 600 did. It costs a little compression.
+        # mbtree off: with it on, x264's bytes depend on what else the process has encoded
+        # (docs/benchmarks.md, "Measurements behind the code: the render pipeline"). It costs a
+        # little compression.
         stream.options = {"crf": str(MP4_CRF), "preset": "medium", "x264-params": "mbtree=0"}
         stream.codec_context.thread_count = MP4_THREADS
         self.stream = stream
 
-    def write(self, rgb: np.ndarray) -> None:
+    def write(self, frame: Frame) -> None:
+        rgb = frame.rgb
         pad_y, pad_x = self.size[1] - rgb.shape[0], self.size[0] - rgb.shape[1]
         if pad_x or pad_y:
             rgb = np.pad(rgb, ((0, pad_y), (0, pad_x), (0, 0)), mode="edge")
-        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-        for packet in self.stream.encode(frame):
+        video = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+        for packet in self.stream.encode(video):
             self.container.mux(packet)
 
     def commit(self) -> None:
@@ -112,19 +116,22 @@ class Mp4Writer(PartialFile):
 
 
 class PngWriter(PartialFile):
-    """A PNG still of the last frame written, with the preset in a text chunk, and with dpi its
-    print resolution (a pHYs chunk, so print software sizes it: pixels / dpi inches)."""
+    """A PNG still of the last frame written with an RGB, with the preset in a text chunk, and
+    with dpi its print resolution (a pHYs chunk, so print software sizes it: pixels / dpi
+    inches). Frames without an RGB pass by."""
 
-    def __init__(self, path: Path, comment: str, dpi: int | None = None):
-        super().__init__(path)
-        self.comment = comment
-        self.dpi = dpi
+    def __init__(self, spec: PngSpec):
+        super().__init__(spec.path)
+        self.comment = spec.comment
+        self.dpi = spec.dpi
         self.last: np.ndarray | None = None
 
-    def write(self, rgb: np.ndarray) -> None:
-        if self.last is None or self.last.shape != rgb.shape:
-            self.last = np.empty_like(rgb)
-        np.copyto(self.last, rgb)  # the caller reuses its buffer
+    def write(self, frame: Frame) -> None:
+        if frame.rgb is None:
+            return
+        if self.last is None or self.last.shape != frame.rgb.shape:
+            self.last = np.empty_like(frame.rgb)
+        np.copyto(self.last, frame.rgb)  # the caller reuses its buffer
 
     def commit(self) -> None:
         save_png(self.temporary, self.last, self.comment, dpi=self.dpi)
@@ -146,21 +153,21 @@ class FramesDirWriter:
     """Every frame as a numbered PNG (<stem>-00001.png, ...) for editing in other tools.
 
     Each file appears under its name only when complete; on abort the frames written so far
-    stay (each is whole) and the render's error says where it stopped.
+    stay (each is whole) and the render's error says where it stopped. Reads a frame's RGB.
     """
 
     COMPRESS_LEVEL = 1  # a sequence is an intermediate: fast to write matters more than size
 
-    def __init__(self, folder: Path, stem: str, comment: str):
-        self.folder, self.stem, self.comment = Path(folder), stem, comment
-        self.path = self.folder / f"{stem}-%05d.png"
+    def __init__(self, spec: FramesDirSpec):
+        self.folder, self.stem, self.comment = Path(spec.folder), spec.stem, spec.comment
+        self.path = spec.path
         self.count = 0
 
-    def write(self, rgb: np.ndarray) -> None:
+    def write(self, frame: Frame) -> None:
         self.count += 1
         partial = PartialFile(self.folder / f"{self.stem}-{self.count:05d}.png")
         try:
-            save_png(partial.temporary, rgb, self.comment, self.COMPRESS_LEVEL)
+            save_png(partial.temporary, frame.rgb, self.comment, self.COMPRESS_LEVEL)
         except BaseException:
             partial.abort()
             raise
@@ -173,30 +180,15 @@ class FramesDirWriter:
         pass
 
 
-def open_writer(spec: dict):
-    """A writer from its spec, a JSON-able dict (so that a child process can open it too):
-    {"format": "gif", "path", "width", "height", "fps", "loop", "comment", "palette": [768 ints]},
-    {"format": "mp4", "path", "width", "height", "fps", "comment"},
-    {"format": "png", "path", "width", "height", "comment", "dpi"} or
-    {"format": "frames", "folder", "stem", "comment"}."""
-    kind = spec["format"]
-    if kind == "gif":
-        return GifWriter(
-            Path(spec["path"]),
-            spec["width"],
-            spec["height"],
-            spec["fps"],
-            spec["loop"],
-            spec["comment"],
-            np.array(spec["palette"], dtype=np.uint8).reshape(256, 3),
-        )
-    if kind == "mp4":
-        return Mp4Writer(Path(spec["path"]), spec["width"], spec["height"], spec["fps"], spec["comment"])
-    if kind == "png":
-        return PngWriter(Path(spec["path"]), spec["comment"], spec["dpi"])
-    if kind == "frames":
-        return FramesDirWriter(Path(spec["folder"]), spec["stem"], spec["comment"])
-    raise ValueError(f"no writer for format {kind!r}")
+WRITERS = {GifSpec: GifWriter, Mp4Spec: Mp4Writer, PngSpec: PngWriter, FramesDirSpec: FramesDirWriter}
+
+
+def open_writer(spec: Spec) -> Writer:
+    """The writer of a spec (render/outputs.py), its file opened under a temporary name."""
+    writer = WRITERS.get(type(spec))
+    if writer is None:
+        raise ValueError(f"no writer for {spec!r}")
+    return writer(spec)
 
 
 def read_embedded(path: Path) -> str:

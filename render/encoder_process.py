@@ -1,29 +1,28 @@
 """The encoders of one job (its GIF, MP4 and PNG) in a process of its own, for batched renders.
 
-Two measured reasons:
+Two reasons (the measurements are in docs/benchmarks.md, "Measurements behind the code: the
+render pipeline"):
 
-- x264's macroblock-tree rate control keeps state that the encoders of one process share: when
-  several encode at once, as in a batch, their frames interleave and their bytes change. On an
-  8-job batch of tiny canvases 5 to 25% of the MP4s differed from the same job rendered alone
-  (the decoded frames by up to 40 levels); none did with mbtree off, or with one encoder per
-  process. One per process keeps every MP4 of a batch byte-identical to a single render.
-- Pillow's GIF encoder holds the interpreter lock: two GIF writers in threads of one process
-  took longer (0.30 s) than the same two one after the other (0.17 s; 100 frames of 256 x 256
-  each). A 64-job sweep fed its 64 GIF writers from one process, and with GIF added to PNG its
-  time went from 12 s to 23 s on a 32-core H200 host. A process per job encodes them in parallel.
+- x264's bytes depend on what else its process encodes: the encoders of one process share
+  state, and when several encode at once, as in a batch, their MP4s differ from the same jobs
+  rendered alone. One encoder process per job keeps every MP4 of a batch byte-identical to a
+  single render.
+- Pillow's GIF encoder holds the interpreter lock, so GIF writers in threads of one process
+  encode one after another; a process per job encodes them in parallel.
 
 The child is `python -m physarum.render.encoder_process`. Its stdin carries one length-prefixed
-JSON header {"outputs": [spec, ...]} (encode.open_writer's specs), then every frame: a flags
-byte, then the GIF's preview index frame and its palette (768 bytes) if flag 1 is set, and the
-RGB frame if flag 2 is (every frame for an MP4; a PNG still needs only the last). End of input
-commits every file; the child's last line on stdout is `ok` or `error: ...`. It imports no
-torch, so it starts in a fraction of a second.
+header, the pickled list of the job's specs (render/outputs.py), then every frame: a flags byte,
+then the GIF's preview index frame and its palette (768 bytes) if flag 1 is set, and the RGB
+frame if flag 2 is (every frame for an MP4; a PNG still needs only the last). A frame carries
+only what the child's writers read. End of input commits every file; the child's last line on
+stdout is `ok` or `error: ...`. It imports no torch, so it starts in a fraction of a second.
 """
 
 from __future__ import annotations
 
-import json
+import ctypes
 import os
+import pickle
 import signal
 import struct
 import subprocess
@@ -35,18 +34,19 @@ import numpy as np
 
 from physarum.render.encode import open_writer
 from physarum.render.files import PartialFile
+from physarum.render.outputs import Frame, GifSpec, Spec, Writer
 
-RGB_FORMATS = ("mp4", "png")
 GIF_FLAG, RGB_FLAG = 1, 2  # a frame's flags byte: which blocks follow
 
 
 class EncoderProcess:
-    """Writes one job's outputs (GIF, MP4, PNG specs) in a child process; the writer interface
-    (write, commit, abort, path) with write(preview, palette, rgb)."""
+    """Writes one job's outputs (GIF, MP4 and PNG specs) in a child process: a Writer
+    (render/outputs.py) with end_input()."""
 
-    def __init__(self, specs: list[dict], path: Path):
+    def __init__(self, specs: list[Spec], path: Path):
         self.specs, self.path = specs, Path(path)  # path names the job in messages
-        self.gif = any(spec["format"] == "gif" for spec in specs)
+        self.gif = any(isinstance(spec, GifSpec) for spec in specs)
+        self.rgb = any(spec.reads != "preview" for spec in specs)
         self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child never blocks
         self.process = subprocess.Popen(
             [sys.executable, "-m", "physarum.render.encoder_process"],
@@ -54,18 +54,20 @@ class EncoderProcess:
             stdout=subprocess.PIPE,
             stderr=self.stderr,
         )
-        header = json.dumps({"outputs": specs}).encode("utf-8")
+        header = pickle.dumps(list(specs))
         self._send(struct.pack("<Q", len(header)) + header)
 
-    def write(self, preview: np.ndarray | None, palette: np.ndarray, rgb: np.ndarray | None) -> None:
-        """One frame: the GIF's preview and palette (with a GIF), the RGB frame where there is one
-        (every frame with an MP4, the last with only a PNG)."""
-        self._send(bytes([GIF_FLAG * self.gif | RGB_FLAG * (rgb is not None)]))
-        if self.gif:
-            self._send(np.ascontiguousarray(preview, dtype=np.uint8).data)
-            self._send(np.ascontiguousarray(palette, dtype=np.uint8).data)
-        if rgb is not None:
-            self._send(np.ascontiguousarray(rgb, dtype=np.uint8).data)
+    def write(self, frame: Frame) -> None:
+        """Send what the child's writers read of a frame: the preview and palette (with a GIF),
+        the RGB where the frame has one (with an MP4 or a PNG)."""
+        gif = self.gif and frame.preview is not None
+        rgb = self.rgb and frame.rgb is not None
+        self._send(bytes([GIF_FLAG * gif | RGB_FLAG * rgb]))
+        if gif:
+            self._send(np.ascontiguousarray(frame.preview, dtype=np.uint8).data)
+            self._send(np.ascontiguousarray(frame.palette, dtype=np.uint8).data)
+        if rgb:
+            self._send(np.ascontiguousarray(frame.rgb, dtype=np.uint8).data)
 
     def _send(self, data) -> None:
         try:
@@ -75,8 +77,8 @@ class EncoderProcess:
 
     def end_input(self) -> None:
         """No more frames: the child commits its files now. A batch ends every job's input before
-        it waits for any (commit), so that the children write their last files side by side; one
-        after the other, 64 PNG stills of 1024 x 1024 took 7 to 10 s on an H200 host."""
+        it waits for any (commit), so that the children write their last files (PNG stills take
+        the longest) side by side rather than one after another."""
         try:
             self.process.stdin.close()
         except OSError:
@@ -97,7 +99,7 @@ class EncoderProcess:
             except OSError:
                 pass
         for spec in self.specs:  # what the child had written so far, under its temporary names
-            PartialFile.temporary_of(spec["path"], self.process.pid).unlink(missing_ok=True)
+            PartialFile.temporary_of(spec.path, self.process.pid).unlink(missing_ok=True)
 
     def _outcome(self) -> str:
         """Close the child's input and wait for its verdict."""
@@ -118,8 +120,6 @@ def die_with_parent(parent: int | None = None) -> None:
     """Make this child process die with its parent, even a parent killed with kill -9 (Linux:
     PR_SET_PDEATHSIG), so that nothing writes on alone; exit at once if the parent (pid) is gone."""
     if sys.platform.startswith("linux"):
-        import ctypes
-
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if parent is not None and os.getppid() != parent:
         os._exit(1)
@@ -134,25 +134,25 @@ def _read_exactly(stream, size: int) -> bytes | None:
     return data
 
 
-def _encode(stdin, writers: list[tuple[dict, object]]) -> None:
-    """Read frames until the end of input, each into the writers it is for; then commit them all."""
-    gif = next(((spec, writer) for spec, writer in writers if spec["format"] == "gif"), None)
-    rgb = [(spec, writer) for spec, writer in writers if spec["format"] in RGB_FORMATS]
+def _encode(stdin, specs: list[Spec], writers: list[Writer]) -> None:
+    """Read frames until the end of input and give each to every writer; then commit them all."""
+    gif = next((spec for spec in specs if isinstance(spec, GifSpec)), None)
+    canvas = next((spec for spec in specs if spec.reads != "preview"), None)  # MP4 or PNG
+    number = 0
     while (flags := _read_exactly(stdin, 1)) is not None:
+        preview = palette = rgb = None
         if flags[0] & GIF_FLAG:
-            spec, writer = gif
-            index = _read_block(stdin, spec["width"] * spec["height"])
-            palette = _read_block(stdin, 768)
-            writer.write(
-                np.frombuffer(index, dtype=np.uint8).reshape(spec["height"], spec["width"]),
-                np.frombuffer(palette, dtype=np.uint8).reshape(256, 3),
-            )
+            index = _read_block(stdin, gif.width * gif.height)
+            preview = np.frombuffer(index, dtype=np.uint8).reshape(gif.height, gif.width)
+            palette = np.frombuffer(_read_block(stdin, 768), dtype=np.uint8).reshape(256, 3)
         if flags[0] & RGB_FLAG:
-            width, height = rgb[0][0]["width"], rgb[0][0]["height"]
-            frame = np.frombuffer(_read_block(stdin, width * height * 3), dtype=np.uint8)
-            for _, writer in rgb:
-                writer.write(frame.reshape(height, width, 3))
-    for _, writer in writers:
+            pixels = _read_block(stdin, canvas.width * canvas.height * 3)
+            rgb = np.frombuffer(pixels, dtype=np.uint8).reshape(canvas.height, canvas.width, 3)
+        frame = Frame(number, preview, palette, rgb)
+        for writer in writers:
+            writer.write(frame)
+        number += 1
+    for writer in writers:
         writer.commit()
 
 
@@ -167,17 +167,18 @@ def _read_block(stream, size: int) -> bytes:
 def main() -> int:
     die_with_parent()
     stdin = sys.stdin.buffer
-    writers: list[tuple[dict, object]] = []
+    writers: list[Writer] = []
     try:
         header = _read_exactly(stdin, 8)
         if header is None:
             raise OSError("no header on standard input (physarum starts this process and sends it one)")
         (length,) = struct.unpack("<Q", header)
-        for spec in json.loads(_read_exactly(stdin, length))["outputs"]:
-            writers.append((spec, open_writer(spec)))
-        _encode(stdin, writers)
+        specs = pickle.loads(_read_block(stdin, length))
+        for spec in specs:
+            writers.append(open_writer(spec))
+        _encode(stdin, specs, writers)
     except BaseException as error:
-        for _, writer in writers:
+        for writer in writers:
             writer.abort()
         print(f"error: {type(error).__name__}: {error}", flush=True)
         return 1

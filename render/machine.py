@@ -111,8 +111,8 @@ def check_memory(preset: Preset, backend: str, device: torch.device, batch: int 
 def share_cpu_with_encoders() -> None:
     """Leave half the cores to the encoder threads on a CPU render.
 
-    Torch's OpenMP threads spin while they wait; competing with x264 and the GIF encoder for
-    every core, a render on 2 cores measured 40 s instead of 7 s (quickstart)."""
+    Torch's OpenMP threads spin while they wait: competing with x264 and the GIF encoder for
+    every core, they slow a render down several times (docs/benchmarks.md)."""
     torch.set_num_threads(max(1, min(torch.get_num_threads(), host_cores() // 2)))
 
 

@@ -18,7 +18,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from physarum.kernels import reference
 from physarum.render.preset import Preset
-from physarum.render.runner import make_simulation
+from physarum.render.simulation import make_simulation
 
 PHASE_OF_KERNEL = (("agent", "sense/steer/move+deposit"), ("diffuse", "diffuse"))
 

@@ -1,14 +1,14 @@
-"""The runner: a validated Preset in, finished files out.
+"""The runner: validated Presets in, finished files out (render, render_batch).
 
 Chooses the backend and device, checks that the simulation fits in memory before allocating it,
-advances the simulation frame by frame, colours each frame on the device, and hands the 8-bit
-frames to one encoder worker per format behind a bounded queue.
+makes one simulation of the batch (render/simulation.py), opens every job's writers from its
+output specs (render/frames.py, render/encode.py), advances the simulation frame by frame
+handing each job's maps to its frame pipeline, then finishes the files and writes each job's
+JSON sidecar.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,13 +18,16 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from physarum.kernels import get_backend
-from physarum.kernels.api import build_tables
 from physarum.render import __version__
-from physarum.render.colour import Colourist, downscale, make_colourist, preview_size
-from physarum.render.encode import even_size, open_writer
+from physarum.render.colour import make_colourist, preview_size
+from physarum.render.encode import even_size
 from physarum.render.errors import RenderError
 from physarum.render.files import write_json
+from physarum.render.frames import (
+    EncoderWorker,
+    FramePipeline,
+    open_workers,
+)
 from physarum.render.machine import (
     check_memory,
     device_name,
@@ -32,14 +35,18 @@ from physarum.render.machine import (
     resolve_device,
     share_cpu_with_encoders,
 )
+from physarum.render.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec
 from physarum.render.preset import MP4_MAX_SIDE, Preset
-
-QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
-# What each output reads of a frame; a PNG still needs only the last frame's RGB.
-FRAME_ARRAY = {"gif": "preview", "mp4": "rgb", "png": "last_rgb", "frames": "rgb"}
+from physarum.render.simulation import (
+    advance,
+    batch_key,
+    make_batch_simulation,
+    simulation_maps,
+)
 
 
 def version() -> str:
+    """The physarum version that outputs and sidecars name."""
     return __version__
 
 
@@ -65,113 +72,6 @@ def check_formats(preset: Preset) -> list[str]:
                 )
             )
     return notes
-
-
-# ---------------------------------------------------------------------------------------------
-# Frames on their way to the encoders
-
-
-@dataclass
-class Frame:
-    """One frame on the host: what the encoders need, in host (pinned where possible) memory.
-
-    preview: the GIF's (scaled) index frame [h, w] uint8; rgb: [H, W, 3] uint8. Arrays a frame
-    does not need are None. They are slots of a ring that is reused QUEUE_FRAMES + 3 frames
-    later, by which time every worker has finished with them.
-    """
-
-    number: int
-    preview: np.ndarray | None
-    rgb: np.ndarray | None
-
-
-class HostRing:
-    """Device-to-host copies into a ring of reusable (pinned, on CUDA) host buffers."""
-
-    def __init__(self, device: torch.device, slots: int):
-        self.device, self.slots = device, slots
-        self.buffers: dict[tuple[str, int], torch.Tensor] = {}
-
-    def copy(self, name: str, frame: int, tensor: torch.Tensor) -> torch.Tensor:
-        """Start copying `tensor` into the ring slot of `frame`; returns the host tensor."""
-        key = (name, frame % self.slots)
-        buffer = self.buffers.get(key)
-        if buffer is None or buffer.shape != tensor.shape:
-            pin = self.device.type == "cuda"
-            buffer = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=pin)
-            self.buffers[key] = buffer
-        buffer.copy_(tensor, non_blocking=self.device.type == "cuda")
-        return buffer
-
-
-class EncoderWorker:
-    """One output (or a child process of several) encoded in a background thread behind a
-    bounded queue. needs: the Frame arrays it reads ("preview", "rgb", or "last_rgb": the RGB of
-    the frames that have one, the last at least)."""
-
-    def __init__(self, name: str, writer, needs: tuple[str, ...], colourist: Colourist):
-        self.name, self.writer, self.needs, self.colourist = name, writer, needs, colourist
-        self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
-        self.error: BaseException | None = None
-        self.seconds = 0.0
-        self.frames = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _feed(self, frame: Frame) -> None:
-        if self.needs == ("rgb",):  # MP4, frames
-            self.writer.write(frame.rgb)
-        elif self.needs == ("last_rgb",):  # PNG: every frame that has its RGB, the last at least
-            if frame.rgb is not None:
-                self.writer.write(frame.rgb)
-        elif self.needs == ("preview",):  # GIF
-            self.writer.write(frame.preview, self.colourist.table(frame.number))
-        else:  # an EncoderProcess: what its outputs need
-            self.writer.write(frame.preview, self.colourist.table(frame.number), frame.rgb)
-
-    def _run(self) -> None:
-        while (frame := self.queue.get()) is not None:
-            if self.error is not None:
-                continue  # drain so that the producer never blocks on a dead worker
-            started = time.perf_counter()
-            try:
-                self._feed(frame)
-            except BaseException as error:  # reported to the main thread at the next put
-                self.error = error
-            self.seconds += time.perf_counter() - started
-            self.frames += 1
-
-    def put(self, frame: Frame) -> None:
-        self.raise_error()
-        self.queue.put(frame)
-
-    def raise_error(self) -> None:
-        if self.error is not None:
-            raise RenderError(f"{self.writer.path.name}: encoder failed: {self.error}") from self.error
-
-    def end_input(self) -> None:
-        """Hand over the frames still queued and tell the writer that no more follow (a child
-        process starts writing its files then); commit() waits for the files."""
-        if self.thread.is_alive():
-            self.queue.put(None)
-            self.thread.join()
-        self.raise_error()
-        if hasattr(self.writer, "end_input"):
-            self.writer.end_input()
-
-    def finish(self) -> None:
-        self.end_input()
-        self.writer.commit()
-
-    def abort(self) -> None:
-        self.error = self.error or RuntimeError("aborted")
-        self.queue.put(None)
-        self.thread.join()
-        self.writer.abort()
-
-    @property
-    def fps(self) -> float:
-        return self.frames / self.seconds if self.seconds else 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,146 +101,38 @@ class RenderResult:
     error: str | None = None  # render_batch: why this job failed (its files were removed)
 
 
+def output_stem(preset: Preset) -> str:
+    """The name every output file of a preset starts with: <name>-s<seed>."""
+    return f"{preset.name}-s{preset.seed}"
+
+
 def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
     folder = Path(out_dir) / preset.name
-    stem = f"{preset.name}-s{preset.seed}"
-    return {fmt: folder / f"{stem}.{fmt}" for fmt in (*preset.output.formats, "json")}
+    return {fmt: folder / f"{output_stem(preset)}.{fmt}" for fmt in (*preset.output.formats, "json")}
 
 
-def make_simulation(preset: Preset, backend: str, device: torch.device):
-    """The chosen backend's simulation of one preset, spawned on `device`."""
-    return make_batch_simulation([preset], backend, device)
-
-
-def _writer_spec(
-    fmt: str, preset: Preset, text: str, paths: dict[str, Path], colourist: Colourist, options: RenderOptions
-) -> dict:
-    """encode.open_writer's spec of one output; text: embedded_text(preset), which every output
-    carries (dumping a preset's YAML takes milliseconds, a 64-job batch's opening once per job)."""
-    out = preset.output
-    width, height = preset.canvas.width, preset.canvas.height
-    if fmt == "gif":
-        size = preview_size(width, height, out.gif_scale)
-        return {
-            "format": "gif",
-            "path": str(paths[fmt]),
-            "width": size[0],
-            "height": size[1],
-            "fps": out.fps,
-            "loop": out.loop,
-            "comment": text,
-            "palette": colourist.table(0).reshape(-1).tolist(),
-        }
-    if fmt == "mp4":
-        return {
-            "format": "mp4",
-            "path": str(paths[fmt]),
-            "width": width,
-            "height": height,
-            "fps": out.fps,
-            "comment": text,
-        }
-    if fmt == "png":
-        return {
-            "format": "png",
-            "path": str(paths[fmt]),
-            "width": width,
-            "height": height,
-            "comment": text,
-            "dpi": out.png_dpi,
-        }
-    return {
-        "format": "frames",
-        "folder": str(options.frames_dir),
-        "stem": f"{preset.name}-s{preset.seed}",
-        "comment": text,
-    }
-
-
-def _open_workers(
-    preset: Preset,
-    paths: dict[str, Path],
-    colourist: Colourist,
-    options: RenderOptions,
-    own_process: bool = False,
-) -> list[EncoderWorker]:
-    """One encoder worker per output. With own_process (batches of several), one worker sends the
-    GIF, MP4 and PNG frames to a child process of the job's own, where they are encoded: x264's
-    bytes and Pillow's interpreter lock both need that (render/encoder_process.py)."""
-    formats = list(preset.output.formats) + (["frames"] if options.frames_dir else [])
+def output_specs(
+    preset: Preset, paths: dict[str, Path], palette: np.ndarray, frames_dir: Path | None = None
+) -> list[Spec]:
+    """The spec of each output of a preset (output.formats, then the frames folder with
+    frames_dir); palette [256, 3] uint8: the first frame's, the GIF's global table. Every output
+    carries embedded_text(preset), dumped once for all of them."""
+    out, width, height = preset.output, preset.canvas.width, preset.canvas.height
     text = embedded_text(preset)
-    specs = [_writer_spec(fmt, preset, text, paths, colourist, options) for fmt in formats]
-    workers = []
-    try:
-        if own_process:
-            from physarum.render.encoder_process import EncoderProcess
-
-            child = [spec for spec in specs if spec["format"] != "frames"]
-            specs = [spec for spec in specs if spec["format"] == "frames"]
-            if child:
-                name = "+".join(spec["format"] for spec in child)
-                needs = tuple(sorted({FRAME_ARRAY[spec["format"]] for spec in child}))
-                process = EncoderProcess(child, paths["json"].with_suffix(""))
-                workers.append(EncoderWorker(name, process, needs, colourist))
-        for spec in specs:
-            writer = open_writer(spec)
-            workers.append(EncoderWorker(spec["format"], writer, (FRAME_ARRAY[spec["format"]],), colourist))
-    except BaseException:
-        for worker in workers:
-            worker.abort()
-        raise
-    return workers
-
-
-class FramePipeline:
-    """Colours frames on the device, copies them to the host and feeds the encoder workers.
-
-    A frame's copy is started and the next frame's simulation is queued before the frame is
-    handed over, so on a GPU the copy overlaps the simulation; workers encode in the background.
-    """
-
-    def __init__(
-        self, preset: Preset, colourist: Colourist, workers: list[EncoderWorker], device: torch.device
-    ):
-        self.colourist, self.workers = colourist, workers
-        self.needs = {name for w in workers for name in w.needs}
-        self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
-        # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
-        # been handed over (the pipeline lags one frame), so each worker holds at most
-        # QUEUE_FRAMES of them queued plus one in hand, the oldest f - 2 - QUEUE_FRAMES: every
-        # frame up to f - 3 - QUEUE_FRAMES is done with, hence QUEUE_FRAMES + 3 slots.
-        self.ring = HostRing(device, QUEUE_FRAMES + 3)
-        self.pending: list[tuple[Frame, torch.cuda.Event | None]] = []
-        self.device = device
-        self.last = preset.frames - 1
-
-    def submit(self, number: int, trail: torch.Tensor) -> None:
-        """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
-        want_rgb = "rgb" in self.needs or ("last_rgb" in self.needs and number == self.last)
-        index, rgb = self.colourist.colour(trail, number, want_rgb)
-        arrays = {}
-        if "preview" in self.needs:
-            arrays["preview"] = self.ring.copy("preview", number, downscale(index, self.preview))
-        if want_rgb:
-            arrays["rgb"] = self.ring.copy("rgb", number, rgb)
-        event = None
-        if self.device.type == "cuda":
-            event = torch.cuda.Event()
-            event.record(torch.cuda.current_stream(self.device))  # the copies' device, not device 0
-        frame = Frame(number, arrays.get("preview"), arrays.get("rgb"))
-        self.pending.append((frame, event))
-
-    def hand_over(self, keep: int = 0) -> None:
-        """Give every pending frame but the last `keep` to the workers, once it is on the host."""
-        while len(self.pending) > keep:
-            frame, event = self.pending.pop(0)
-            if event is not None:
-                event.synchronize()
-            frame = Frame(
-                frame.number, *(None if a is None else a.numpy() for a in (frame.preview, frame.rgb))
-            )
-            for worker in self.workers:
-                worker.put(frame)
+    specs: list[Spec] = []
+    for fmt in out.formats:
+        if fmt == "gif":
+            size = preview_size(width, height, out.gif_scale)
+            specs.append(GifSpec(paths[fmt], *size, out.fps, out.loop, text, palette.tobytes()))
+        elif fmt == "mp4":
+            specs.append(Mp4Spec(paths[fmt], width, height, out.fps, text))
+        elif fmt == "png":
+            specs.append(PngSpec(paths[fmt], width, height, text, out.png_dpi))
+        else:
+            raise ValueError(f"no output format {fmt!r}")
+    if frames_dir is not None:
+        specs.append(FramesDirSpec(Path(frames_dir), output_stem(preset), text))
+    return specs
 
 
 def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> RenderResult:
@@ -355,18 +147,9 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     return result
 
 
-def advance(simulation, steps: int, on_step: Callable[[object], None] | None = None) -> None:
-    """Advance `steps` steps; with on_step, one step at a time, calling on_step(simulation) after
-    each (on CUDA this gives up the Triton backend's graph chunks)."""
-    if on_step is None:
-        simulation.advance(steps)
-        return
-    for _ in range(steps):
-        simulation.advance(1)
-        on_step(simulation)
-
-
 def sidecar(preset: Preset, result: RenderResult) -> dict:
+    """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
+    how it ran, its timings and notes, and each output file's name and size."""
     return {
         "physarum_version": version(),
         "preset": preset.portable_dump(),
@@ -391,60 +174,6 @@ def sidecar(preset: Preset, result: RenderResult) -> dict:
 # Batches: several presets of one shape advanced as one simulation (sweeps)
 
 
-def batch_key(preset: Preset) -> tuple:
-    """What presets must share to run as one batched simulation: canvas, agent count, run length,
-    and the shape of their world: species count, boundary, whether there are walls and food.
-
-    Everything else may differ per simulation: model, seed, spawn pattern and radius (each
-    simulation is spawned on its own), palette and outputs (each has its own colouring and files),
-    interaction, images (each simulation has its own maps).
-    """
-    from physarum.render.world import has_food, needs_world
-
-    world = preset.world
-    shape = (
-        preset.species_count,
-        preset.boundary,
-        bool(world and world.walls),
-        has_food(preset),
-        needs_world(preset),
-    )
-    plain = (1, "wrap", False, False, False)
-    return (
-        preset.canvas.width,
-        preset.canvas.height,
-        preset.agents.count,
-        preset.run.steps,
-        preset.run.steps_per_frame,
-        preset.run.warmup,
-    ) + (() if shape == plain else shape)
-
-
-def simulation_maps(preset: Preset, trail: torch.Tensor, b: int) -> torch.Tensor:
-    """What colours simulation b of a batch: its trail map [H, W], or with a species section the
-    maps of its S species [S, H, W] (groups b * S .. b * S + S - 1)."""
-    if preset.species is None:
-        return trail[b]
-    species = preset.species_count
-    return trail[b * species : (b + 1) * species]
-
-
-def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch.device):
-    """One simulation of B = len(presets) (B * S groups): each group spawned alone, then stacked.
-
-    Spawning one at a time gives each simulation exactly the state make_simulation gives it, and
-    the model is batch-independent, so simulation b evolves as the preset rendered alone would.
-    Presets without world, species or image spawns run the kernels' plain path (no World)."""
-    from physarum.render.world import spawn_groups
-
-    state, params, world = spawn_groups(presets, device)
-    tables = build_tables(params, device=device)
-    extra = {} if world is None else {"world": world.to(device)}
-    if backend == "triton":  # moves a host state to the device itself: one copy there, not two
-        return get_backend(backend)(state, tables, device=device, **extra)
-    return get_backend(backend)(state.to(device), tables, **extra)
-
-
 @dataclass
 class _BatchJob:
     """One simulation of a batch on its way to its own files."""
@@ -466,6 +195,13 @@ class _BatchJob:
         for path in self.paths.values():
             if not path.is_dir():  # a folder in the way of an output (why it failed) is not ours
                 path.unlink(missing_ok=True)
+
+    def open(self, frames_dir: Path | None, device: torch.device, own_process: bool) -> None:
+        """Open this job's writers and its frame pipeline (own_process: in a child process)."""
+        colourist = make_colourist(self.preset)
+        specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir)
+        self.workers = open_workers(specs, self.paths["json"].with_suffix(""), own_process)
+        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device)
 
     def hand_over(self, keep: int = 0) -> None:
         if self.error is None:
@@ -489,7 +225,9 @@ class _BatchJob:
                 self.fail(error)
 
 
-def _check_distinct_outputs(presets: Sequence[Preset], paths: list[dict[str, Path]]) -> None:
+def _batch_paths(presets: Sequence[Preset], options: RenderOptions) -> list[dict[str, Path]]:
+    """Every job's output paths, their folders made; two jobs may not share their files."""
+    paths = [output_paths(p, Path(options.out_dir)) for p in presets]
     seen = set()
     for preset, job_paths in zip(presets, paths):
         if job_paths["json"] in seen:
@@ -498,6 +236,11 @@ def _check_distinct_outputs(presets: Sequence[Preset], paths: list[dict[str, Pat
                 f"({job_paths['json'].with_suffix('')}.*); give them different names or seeds"
             )
         seen.add(job_paths["json"])
+    for job_paths in paths:
+        job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
+    if options.frames_dir:
+        Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
+    return paths
 
 
 def render_batch(
@@ -526,12 +269,7 @@ def render_batch(
     backend = resolve_backend(options.backend, torch_device)
     notes = [check_formats(p) for p in presets]
     check_memory(presets[0], backend, torch_device, batch=len(presets))
-    paths = [output_paths(p, Path(options.out_dir)) for p in presets]
-    _check_distinct_outputs(presets, paths)
-    for job_paths in paths:
-        job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
-    if options.frames_dir:
-        Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
+    paths = _batch_paths(presets, options)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     simulation = make_batch_simulation(presets, backend, torch_device)
     clock.append(time.perf_counter())
@@ -541,9 +279,7 @@ def render_batch(
     ]
     try:
         for job in jobs:
-            colourist = make_colourist(job.preset)
-            job.workers = _open_workers(job.preset, job.paths, colourist, options, own_process=len(jobs) > 1)
-            job.pipeline = FramePipeline(job.preset, colourist, job.workers, torch_device)
+            job.open(options.frames_dir, torch_device, own_process=len(jobs) > 1)
         clock.append(time.perf_counter())
         advance(simulation, presets[0].run.warmup, options.on_step)
         _frame_loop(presets[0], simulation, jobs, options)

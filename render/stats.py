@@ -60,13 +60,14 @@ class SpectrumRings:
         # The ring of largest *total* power: the 1-D spectrum E(r), the radially averaged power
         # times the ring's circumference. The average alone favours the few frequencies of the
         # innermost rings: a faint large-scale shading of the network (1 to 2 cycles per side)
-        # outweighed the cells' own ring on a 2048-pixel canvas and read as a wavelength of 0.78.
+        # can outweigh the cells' own ring (docs/benchmarks.md, "Measurements behind the code:
+        # the render pipeline").
         ring_sum[:, 0] = 0.0  # the constant term, zero after centring, never counts
         peak = torch.argmax(ring_sum, dim=1)
         flat = ring_sum.amax(dim=1) <= 0
-        # The peak ring alone jumps between neighbours from step to step on broad spectra (19 and
-        # 23 on 512 pixels); the power-weighted mean ring within a quarter of the peak on either
-        # side is steady, and for a single sinusoid it is the peak ring itself.
+        # The peak ring alone jumps between neighbours from step to step on broad spectra; the
+        # power-weighted mean ring within a quarter of the peak on either side is steady, and for
+        # a single sinusoid it is the peak ring itself.
         rings = torch.arange(ring_sum.shape[1], device=ring_sum.device, dtype=torch.float64)
         reach = torch.clamp(torch.round(peak.to(torch.float64) / 4), min=1.0)[:, None]
         near = (rings[None, :] - peak[:, None]).abs() <= reach

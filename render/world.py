@@ -1,4 +1,6 @@
-"""Worlds: images read into canvas-sized maps, and the kernels' World built from presets.
+"""Worlds: images read into canvas-sized maps, and the maps of a preset's world.
+
+render/simulation.py builds the kernels' World from these maps.
 
 An image is decoded by Pillow and converted to 8-bit greyscale ("L": Pillow's integer formula;
 alpha is dropped, the first frame of an animation is used), then resized to the canvas by an
@@ -216,7 +218,7 @@ def image_problems(preset) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# A batch's simulation: groups, their initial state and the kernels' World
+# A preset's maps together
 
 
 @dataclass
@@ -234,91 +236,6 @@ class WorldMaps:
 
 
 def has_food(preset) -> bool:
+    """Whether a preset's world feeds the trail: food points or a food image."""
     food = preset.world.food if preset.world else None
     return food is not None and (bool(food.points) or food.image is not None)
-
-
-def needs_world(preset) -> bool:
-    """Whether the kernels need a World (otherwise they take their plain torus path)."""
-    world = preset.world
-    return (
-        preset.species_count > 1
-        or preset.boundary != "wrap"
-        or has_food(preset)
-        or (world is not None and world.walls is not None)
-    )
-
-
-SPAWN_ON_DEVICE_MAX = 1 << 25  # agents per group spawned on the simulation's device; more, on the host
-
-
-def spawn_groups(
-    presets, device: torch.device | str = "cpu"
-) -> tuple[api.State, list[api.ModelParams], api.World | None]:
-    """The batch's initial state (one group per species of each simulation, g = b * S + s), on
-    `device`, or on the host for groups of more than SPAWN_ON_DEVICE_MAX agents; each group's
-    parameters; and the World on the host (None when no preset needs one)."""
-    species = presets[0].species_count
-    if presets[0].agents_per_species > SPAWN_ON_DEVICE_MAX:
-        device = "cpu"  # the device needs about 40 bytes an agent while spawning; a host has more
-    states, params, maps = [], [], []
-    for preset in presets:
-        world = WorldMaps.of(preset) if preset.has_world else WorldMaps(None, None, None)
-        maps.append(world)
-        # bool as it is; moved once here for all the preset's species (spawn moves it otherwise)
-        wall = None if world.wall is None else torch.from_numpy(world.wall).to(device)
-        for s in range(species):
-            agents = preset.species_agents(s)
-            state = api.spawn(
-                [api.species_seed(preset.seed, s)],
-                preset.agents_per_species,
-                preset.canvas.width,
-                preset.canvas.height,
-                agents.spawn,
-                agents.radius,
-                device=device,
-                density=spawn_density(preset, s),
-                wall=wall,
-            )
-            if world.trail is not None:
-                state.trail[0] = world.trail
-            states.append(state)
-            params.append(preset.model_params(s))
-    state = api.State(
-        position=torch.cat([s.position for s in states]),
-        heading=torch.cat([s.heading for s in states]),
-        trail=torch.cat([s.trail for s in states]),
-        step=states[0].step,
-    )
-    if not any(needs_world(p) for p in presets):
-        return state, params, None
-    return state, params, make_world(presets, maps)
-
-
-def make_world(presets, maps: list[WorldMaps]) -> api.World:
-    species = presets[0].species_count
-    mix = None
-    if species > 1:
-        rows = []
-        for preset in presets:
-            matrix = preset.interaction or [
-                [1.0 if i == j else 0.0 for j in range(species)] for i in range(species)
-            ]
-            rows.extend([[api.float32_nearest(Fraction(v)) for v in row] for row in matrix])
-        mix = torch.tensor(rows, dtype=torch.float32)
-    wall = food = None
-    if any(m.wall is not None for m in maps):
-        height, width = presets[0].canvas.height, presets[0].canvas.width
-        wall = torch.stack(
-            [
-                torch.from_numpy(m.wall.astype(np.uint8))
-                if m.wall is not None
-                else torch.zeros((height, width), dtype=torch.uint8)
-                for m in maps
-            ]
-        )
-    if any(m.food is not None for m in maps):
-        height, width = presets[0].canvas.height, presets[0].canvas.width
-        empty = torch.zeros((height, width), dtype=torch.float32)
-        food = torch.stack([m.food if m.food is not None else empty for m in maps for _ in range(species)])
-    return api.World(species=species, boundary=presets[0].boundary, mix=mix, wall=wall, food=food)

@@ -20,10 +20,12 @@ import numpy as np
 import torch
 
 from physarum.render.colour import Colourist
-from physarum.render.encode import FramesDirWriter, GifWriter, Mp4Writer
+from physarum.render.encode import open_writer
 from physarum.render.machine import resolve_backend, resolve_device
+from physarum.render.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec
 from physarum.render.preset import load_preset
-from physarum.render.runner import RenderOptions, make_simulation, render
+from physarum.render.runner import RenderOptions, render
+from physarum.render.simulation import make_simulation
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,16 +48,16 @@ def prepared_frames(preset, count: int, device) -> tuple[np.ndarray, np.ndarray,
 def encoder_fps(preset, index, rgb, colourist, folder: Path) -> dict[str, float]:
     h, w = index.shape[1:]
     count, result = len(index), {}
-    writers = {
-        "gif": lambda: GifWriter(folder / "a.gif", w, h, 30, 0, "c", colourist.table(0)),
-        "mp4": lambda: Mp4Writer(folder / "a.mp4", w, h, 30, "c"),
-        "png-sequence": lambda: FramesDirWriter(folder, "seq", "c"),
+    specs = {
+        "gif": GifSpec(folder / "a.gif", w, h, 30, 0, "c", colourist.table(0).tobytes()),
+        "mp4": Mp4Spec(folder / "a.mp4", w, h, 30, "c"),
+        "png-sequence": FramesDirSpec(folder, "seq", "c"),
     }
-    for name, make in writers.items():
-        writer = make()
+    for name, spec in specs.items():
+        writer = open_writer(spec)
         began = time.perf_counter()
         for f in range(count):
-            writer.write(index[f], colourist.table(f)) if name == "gif" else writer.write(rgb[f])
+            writer.write(Frame(f, index[f], colourist.table(f), rgb[f]))
         writer.commit()
         result[name] = count / (time.perf_counter() - began)
         print(f"  {w}x{h} {name:<13} {result[name]:7.1f} frames/s", flush=True)
@@ -85,10 +87,10 @@ def main() -> None:
             report["encoder_fps"][size] = encoder_fps(preset, index, rgb, colourist, folder)
         # encoding alone: the same frames, prepared first, then only the MP4 encoder runs
         index, rgb, _ = prepared_frames(uhd, args.frames, device)
-        writer = Mp4Writer(folder / "alone.mp4", uhd.canvas.width, uhd.canvas.height, 30, "c")
+        writer = open_writer(Mp4Spec(folder / "alone.mp4", uhd.canvas.width, uhd.canvas.height, 30, "c"))
         began = time.perf_counter()
-        for frame in rgb:
-            writer.write(frame)
+        for f, frame in enumerate(rgb):
+            writer.write(Frame(f, rgb=frame))
         writer.commit()
         encode_alone = time.perf_counter() - began
         del index, rgb

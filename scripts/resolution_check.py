@@ -25,7 +25,7 @@ from PIL import Image
 from physarum.render.colour import Colourist
 from physarum.render.machine import resolve_backend, resolve_device
 from physarum.render.preset import load_preset
-from physarum.render.runner import make_batch_simulation
+from physarum.render.simulation import make_batch_simulation
 from physarum.render.stats import SpectrumRings, trail_statistics
 
 WAVELENGTH = 6  # column of trail_statistics: wavelength as a fraction of the short side

@@ -1,5 +1,6 @@
 """What tests share: the repository root, a tiny preset that renders in a fraction of a second
-on a CPU, and sweeps of it. Fixtures live in conftest.py; plain helpers here, imported as
+on a CPU, a world preset over small images, renders and problems of presets, and sweeps of
+the tiny preset. Fixtures live in conftest.py; plain helpers here, imported as
 `from support import ...`."""
 
 from __future__ import annotations
@@ -8,12 +9,17 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
+import pytest
 import yaml
+from PIL import Image
 
+from physarum.render import runner
 from physarum.render import sweep as sweeps
-from physarum.render.preset import build_preset
+from physarum.render.preset import PresetError, build_preset
 
 ROOT = Path(__file__).resolve().parent.parent
+CURATED = sorted((ROOT / "presets").glob("*.yaml"))  # the curated presets
 TINY = {
     "name": "tiny",
     "description": "a test preset",
@@ -100,3 +106,61 @@ def sweep_records(tmp_path: Path, failed: bool = False) -> tuple[Path, list[dict
             }
         ]
     return summary.sweep_dir, records
+
+
+# World presets over the images of conftest's `images` fixture
+WORLD = {
+    "boundary": "reflect",
+    "walls": {"path": "wall.png"},
+    "trail_image": {"path": "gradient.png", "scale": 2.0},
+    "food": {"points": [{"x": 0.75, "y": 0.5, "radius": 0.1, "amount": 2.0}]},
+}
+TWO_SPECIES = [
+    {"name": "red", "colour": "#ff4030"},
+    {
+        "name": "ice",
+        "palette": "ice",
+        "model": {"sensor_angle": 40},
+        "agents": {"spawn": "image", "image": "square.png"},
+    },
+]
+
+
+def world_data(**sections) -> dict:
+    data = tiny_data(
+        name="world",
+        world=WORLD,
+        species=TWO_SPECIES,
+        interaction=[[1.0, -0.5], [-0.5, 1.0]],
+        run={"steps": 12, "steps_per_frame": 3},
+    )
+    data.update(sections)
+    return data
+
+
+def save_image(path: Path, pixels, mode: str = "L") -> Path:
+    Image.fromarray(np.asarray(pixels, dtype=np.uint8), mode).save(path)
+    return path
+
+
+def write_preset(folder: Path, data: dict, name: str = "preset.yaml") -> Path:
+    path = folder / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def problems_of(data: dict, settings=(), source: str = "p.yaml") -> list[str]:
+    """The problems build_preset reports for `data` read from `source` (it must refuse it)."""
+    with pytest.raises(PresetError) as caught:
+        build_preset(data, source, list(settings))
+    return caught.value.problems
+
+
+def render_cpu(preset, out: Path):
+    """A quiet render with the reference backend on the CPU."""
+    return runner.render(preset, backend="torch", device="cpu", out_dir=out, quiet=True)
+
+
+def render_tiny(out, **sections):
+    """render_cpu of TINY with some sections replaced (tiny_data)."""
+    return render_cpu(build_preset(tiny_data(**sections), "tiny.yaml"), out)

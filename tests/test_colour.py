@@ -1,14 +1,23 @@
-"""Colouring: levels and gamma through thresholds, palettes, alternation, preview scaling."""
+"""Colouring: levels and gamma through thresholds, alternation, preview scaling, species."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 
-from physarum.render.colour import Colourist, downscale, gamma_levels
-from physarum.render.palette import palette_table, parse_hex
-from physarum.render.preset import Palette
+from physarum.render.colour import (
+    PRODUCT_LEVELS,
+    Colourist,
+    SpeciesColourist,
+    downscale,
+    gamma_levels,
+    make_colourist,
+    product_palette,
+    species_ramp,
+)
+from physarum.render.palette import palette_table
+from physarum.render.preset import Palette, build_preset
+from support import tiny_data
 
 
 def test_index_matches_the_levels_and_gamma_formula():
@@ -51,19 +60,56 @@ def test_palettes_alternate_every_n_frames():
     np.testing.assert_array_equal(colourist.table(2), palette_table("ice"))
 
 
-def test_named_and_hex_palettes():
-    magma = palette_table("magma")
-    assert magma.shape == (256, 3) and magma.dtype == np.uint8
-    assert tuple(magma[0]) == parse_hex("#000004") and tuple(magma[255]) == parse_hex("fcfdbf")
-    cave = palette_table("cave")
-    assert len({tuple(c) for c in cave}) == 8  # qualitative: flat bands
-    with pytest.raises(ValueError, match="not a hex colour"):
-        parse_hex("#12345")
-
-
 def test_downscale_is_exact_nearest_sampling():
     index = torch.arange(12 * 10, dtype=torch.int64).reshape(12, 10).to(torch.uint8)
     small = downscale(index, (5, 6))
     assert small.shape == (6, 5)
     assert small.tolist() == index[1::2, 1::2].tolist()
     assert downscale(index, (10, 12)) is index
+
+
+def fixed_levels() -> Palette:
+    """low 0, high 255, gamma 1: a trail value v (integer) shows at level v exactly."""
+    return Palette(levels={"low": 0.0, "high": 255.0}, gamma=1.0)
+
+
+def test_species_blend_and_product_index_by_hand():
+    ramps = np.stack([species_ramp("#ff0000", None), species_ramp("#0080ff", None)])
+    colourist = SpeciesColourist(fixed_levels(), ramps)
+    maps = torch.tensor([[[100.0, 255.0, 0.0]], [[200.0, 255.0, 0.0]]])  # [S=2, H=1, W=3]
+    assert colourist.level_frames(maps).tolist() == [[[100, 255, 0]], [[200, 255, 0]]]
+    index, rgb = colourist.colour(maps, 0)
+    # (100*255//255, 0, 0) + (0, 200*128//255, 200*255//255); saturating at 255; black
+    assert rgb.tolist() == [[[100, 100, 200], [255, 128, 255], [0, 0, 0]]]
+    # q = level * 16 // 256: (6, 12) -> 6 + 12 * 16; (15, 15) -> 255
+    assert index.tolist() == [[6 + 12 * 16, 255, 0]]
+    table = colourist.table(7)
+    assert table[198].tolist() == [102, 102, 204]  # representative levels 6*255//15, 12*255//15
+    assert table[255].tolist() == [255, 128, 255] and table[0].tolist() == [0, 0, 0]
+
+
+def test_product_palettes_for_three_and_four_species():
+    for species, k in ((1, 256), (2, 16), (3, 6), (4, 4)):
+        assert PRODUCT_LEVELS[species] == k and k**species <= 256
+    ramps = np.stack([species_ramp(c, None) for c in ("#ff0000", "#00ff00", "#0000ff")])
+    table = product_palette(ramps)
+    assert (
+        table[1].tolist() == [51, 0, 0]
+        and table[6].tolist() == [0, 51, 0]
+        and table[36].tolist() == [0, 0, 51]
+    )
+    assert table[215].tolist() == [255, 255, 255] and not table[216:].any()
+    one = SpeciesColourist(fixed_levels(), np.stack([species_ramp(None, "ice")]))
+    trail = torch.tensor([[[3.0, 77.0, 255.0]]])
+    index, rgb = one.colour(trail, 0)
+    assert index.tolist() == [[3, 77, 255]] and (one.table(0) == species_ramp(None, "ice")).all()
+
+
+def test_default_species_colours_and_palettes(images):
+    preset = build_preset(tiny_data(species=[{}, {"palette": ["#000", "#0f0"]}]), "p.yaml")
+    colourist = make_colourist(preset)
+    assert colourist.ramps[0][255].tolist() == [255, 90, 31] and colourist.ramps[1][255].tolist() == [
+        0,
+        255,
+        0,
+    ]

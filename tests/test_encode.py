@@ -11,7 +11,8 @@ import av
 import numpy as np
 import pytest
 
-from physarum.render.encode import GifWriter, Mp4Writer, PngWriter, read_embedded
+from physarum.render.encode import GifWriter, Mp4Writer, PngWriter, open_writer, read_embedded
+from physarum.render.outputs import Frame, GifSpec, Mp4Spec, PngSpec
 from physarum.render.palette import palette_table
 
 COMMENT = "# physarum test\nname: tiny\nseed: 3\n" + "x" * 600  # longer than one GIF sub-block
@@ -85,9 +86,9 @@ def test_gif_exact_palette_loop_duration_comment(tmp_path):
     path = tmp_path / "a.gif"
     magma, ice = palette_table("magma"), palette_table("ice")
     frames, tables = index_frames(5), [magma, magma, ice, ice, magma]
-    writer = GifWriter(path, 34, 21, fps=25, loop=3, comment=COMMENT, palette=magma)
-    for index, table in zip(frames, tables):
-        writer.write(index, table)
+    writer = GifWriter(GifSpec(path, 34, 21, fps=25, loop=3, comment=COMMENT, palette=magma.tobytes()))
+    for number, (index, table) in enumerate(zip(frames, tables)):
+        writer.write(Frame(number, preview=index, palette=table))
     writer.commit()
 
     blocks = parse_gif(path)
@@ -105,9 +106,9 @@ def test_gif_exact_palette_loop_duration_comment(tmp_path):
 def test_gif_identical_frames_are_kept(tmp_path):
     path = tmp_path / "still.gif"
     frame, table = index_frames(1)[0], palette_table("gray")
-    writer = GifWriter(path, 34, 21, fps=10, loop=0, comment="c", palette=table)
-    for _ in range(4):
-        writer.write(frame, table)
+    writer = GifWriter(GifSpec(path, 34, 21, fps=10, loop=0, comment="c", palette=table.tobytes()))
+    for number in range(4):
+        writer.write(Frame(number, preview=frame, palette=table))
     writer.commit()
     assert len(parse_gif(path)["frames"]) == 4 and len(decoded_frames(path)) == 4
 
@@ -116,9 +117,9 @@ def test_mp4_is_h264_yuv420p_faststart_with_metadata(tmp_path):
     path = tmp_path / "a.mp4"
     ramp = np.add.outer(np.arange(33) * 3, np.arange(49) * 2)  # smooth: chroma survives 4:2:0
     rgb = [palette_table("viridis")[(ramp + t) % 256] for t in range(12)]
-    writer = Mp4Writer(path, 49, 33, fps=24, comment=COMMENT)
-    for frame in rgb:
-        writer.write(frame)
+    writer = Mp4Writer(Mp4Spec(path, 49, 33, fps=24, comment=COMMENT))
+    for number, frame in enumerate(rgb):
+        writer.write(Frame(number, rgb=frame))
     writer.commit()
 
     with av.open(str(path)) as container:
@@ -139,9 +140,9 @@ def test_mp4_is_h264_yuv420p_faststart_with_metadata(tmp_path):
 def test_png_is_the_last_frame_with_the_preset(tmp_path):
     path = tmp_path / "a.png"
     rgb = [palette_table("fire")[index] for index in index_frames(3)]
-    writer = PngWriter(path, COMMENT)
-    for frame in rgb:
-        writer.write(frame)
+    writer = PngWriter(PngSpec(path, 34, 21, COMMENT))
+    for number, frame in enumerate(rgb):
+        writer.write(Frame(number, rgb=frame))
     writer.commit()
     (decoded,) = decoded_frames(path)
     np.testing.assert_array_equal(decoded, rgb[-1])
@@ -154,11 +155,12 @@ def test_png_is_the_last_frame_with_the_preset(tmp_path):
 def test_abort_leaves_nothing(tmp_path, writer_class):
     path = tmp_path / "x.out"
     if writer_class is GifWriter:
-        writer = GifWriter(path, 34, 21, 10, 0, "c", palette_table("gray"))
+        writer = open_writer(GifSpec(path, 34, 21, 10, 0, "c", palette_table("gray").tobytes()))
     else:
-        writer = Mp4Writer(path, 34, 21, 10, "c")
-        for _ in range(80):  # the file appears when x264 first has output (after its lookahead)
-            writer.write(palette_table("gray")[index_frames(1)[0]])
+        writer = open_writer(Mp4Spec(path, 34, 21, 10, "c"))
+        for number in range(80):  # the file appears when x264 first has output (after its lookahead)
+            writer.write(Frame(number, rgb=palette_table("gray")[index_frames(1)[0]]))
+    assert isinstance(writer, writer_class)
     assert writer.temporary.exists() and not path.exists()
     writer.abort()
     assert list(tmp_path.iterdir()) == []

@@ -1,4 +1,5 @@
-"""The encoder process: decodable files, failures reported, started by hand."""
+"""The encoder child of a batch job: decodable files, failures reported, nothing left on abort,
+and each of its writers given only what it reads."""
 
 from __future__ import annotations
 
@@ -11,48 +12,31 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from physarum.render.encoder_process import EncoderProcess
+from physarum.render.outputs import Frame, GifSpec, Mp4Spec, PngSpec
 from physarum.render.palette import palette_table
+
+FRAMES = [np.full((20, 30, 3), 40 * i, dtype=np.uint8) for i in range(5)]
+PREVIEWS = [np.full((10, 15), 50 * i, dtype=np.uint8) for i in range(5)]
+TABLE = palette_table("magma")
+
+
+def gif_spec(folder: Path, stem: str) -> GifSpec:
+    return GifSpec(folder / f"{stem}.gif", 15, 10, 10, 0, "a comment", TABLE.tobytes())
+
+
+def specs(folder: Path, stem: str) -> list:
+    return [
+        gif_spec(folder, stem),
+        Mp4Spec(folder / f"{stem}.mp4", 30, 20, 10, "a comment"),
+        PngSpec(folder / f"{stem}.png", 30, 20, "a comment", None),
+    ]
 
 
 def test_encoder_process_writes_decodable_files_and_reports_failures(tmp_path):
-    from physarum.render.encoder_process import EncoderProcess
-
-    def specs(folder: Path, stem: str) -> list[dict]:
-        return [
-            {
-                "format": "gif",
-                "path": str(folder / f"{stem}.gif"),
-                "width": 15,
-                "height": 10,
-                "fps": 10,
-                "loop": 0,
-                "comment": "a comment",
-                "palette": palette_table("magma").reshape(-1).tolist(),
-            },
-            {
-                "format": "mp4",
-                "path": str(folder / f"{stem}.mp4"),
-                "width": 30,
-                "height": 20,
-                "fps": 10,
-                "comment": "a comment",
-            },
-            {
-                "format": "png",
-                "path": str(folder / f"{stem}.png"),
-                "width": 30,
-                "height": 20,
-                "comment": "a comment",
-                "dpi": None,
-            },
-        ]
-
-    frames = [np.full((20, 30, 3), 40 * i, dtype=np.uint8) for i in range(5)]
-    previews = [np.full((10, 15), 50 * i, dtype=np.uint8) for i in range(5)]
-    table = palette_table("magma")
     writer = EncoderProcess(specs(tmp_path, "ok"), tmp_path / "ok")
-    for preview, frame in zip(previews, frames):
-        writer.write(preview, table, frame)
+    for number, (preview, frame) in enumerate(zip(PREVIEWS, FRAMES)):
+        writer.write(Frame(number, preview, TABLE, frame))
     writer.commit()
     with av.open(str(tmp_path / "ok.mp4")) as video:
         assert video.metadata["comment"] == "a comment"
@@ -61,15 +45,15 @@ def test_encoder_process_writes_decodable_files_and_reports_failures(tmp_path):
     assert abs(int(decoded[4].mean()) - 160) <= 2
     with Image.open(tmp_path / "ok.gif") as gif:
         assert gif.n_frames == 5 and gif.size == (15, 10)
-    assert np.array_equal(np.asarray(Image.open(tmp_path / "ok.png")), frames[-1])
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "ok.png")), FRAMES[-1])
     broken = EncoderProcess(specs(tmp_path / "no-such-folder", "x"), tmp_path / "x")
     with pytest.raises(OSError, match="encoder process"):
-        for preview, frame in zip(previews, frames):
-            broken.write(preview, table, frame)
+        for number, (preview, frame) in enumerate(zip(PREVIEWS, FRAMES)):
+            broken.write(Frame(number, preview, TABLE, frame))
         broken.commit()
     broken.abort()
     aborted = EncoderProcess(specs(tmp_path, "aborted"), tmp_path / "aborted")
-    aborted.write(previews[0], table, frames[0])
+    aborted.write(Frame(0, PREVIEWS[0], TABLE, FRAMES[0]))
     aborted.abort()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.gif", "ok.mp4", "ok.png"]
     alone = subprocess.run(
@@ -78,3 +62,20 @@ def test_encoder_process_writes_decodable_files_and_reports_failures(tmp_path):
     assert alone.returncode == 1 and alone.stdout.decode().strip() == (
         "error: OSError: no header on standard input (physarum starts this process and sends it one)"
     )
+
+
+def test_a_child_of_one_format_takes_only_what_it_reads(tmp_path):
+    """A GIF alone ignores the RGB frames it is handed; a PNG alone is written from the last
+    frame with an RGB, the frames before carrying none (a batch of one format sends these)."""
+    gif = EncoderProcess([gif_spec(tmp_path, "a")], tmp_path / "a")
+    for number, (preview, frame) in enumerate(zip(PREVIEWS, FRAMES)):
+        gif.write(Frame(number, preview, TABLE, frame))
+    gif.commit()
+    with Image.open(tmp_path / "a.gif") as image:
+        assert image.n_frames == 5 and image.size == (15, 10)
+    png = EncoderProcess([PngSpec(tmp_path / "b.png", 30, 20, "c")], tmp_path / "b")
+    for number in range(4):
+        png.write(Frame(number, PREVIEWS[number], TABLE))
+    png.write(Frame(4, PREVIEWS[4], TABLE, FRAMES[4]))
+    png.commit()
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "b.png")), FRAMES[4])

@@ -27,7 +27,7 @@ import torch
 
 from physarum.render.cli import main
 from physarum.render.preset import load_preset
-from physarum.render.runner import make_simulation
+from physarum.render.simulation import make_simulation
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 ROOT = GOLDEN.parent.parent

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from physarum.render import runner
 from physarum.render import sweep as sweeps
+from physarum.render.simulation import batch_key
 from support import expand_inline
 
 
@@ -11,7 +11,7 @@ def test_chunks_group_by_shape_split_by_batch_and_spread_over_workers():
     sweep = expand_inline({"grid": {"canvas.width": [32, 40], "model.decay": [0.1, 0.2, 0.3, 0.4, 0.5]}})
     chunks = sweeps.plan_chunks(sweep.jobs, max_batch=64)
     assert sorted(len(c) for c in chunks) == [5, 5]
-    assert all(len({runner.batch_key(j.preset) for j in c}) == 1 for c in chunks)
+    assert all(len({batch_key(j.preset) for j in c}) == 1 for c in chunks)
     assert sorted(len(c) for c in sweeps.plan_chunks(sweep.jobs, max_batch=2)) == [1, 1, 2, 2, 2, 2]
     spread = sweeps.plan_chunks(sweep.jobs, max_batch=64, workers=4)
     assert sorted(len(c) for c in spread) == [2, 2, 3, 3]

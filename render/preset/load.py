@@ -20,6 +20,7 @@ from physarum.kernels.api import MAX_DISTANCE
 from physarum.render.errors import PresetError, did_you_mean
 from physarum.render.preset.schema import Preset, section_at
 from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
+from physarum.render.world import image_problems
 
 
 def _describe(error: dict) -> str:
@@ -225,9 +226,7 @@ def build_preset(
         problems.extend(f"{source}: {_describe(e)}" for e in error.errors())
         raise PresetError(problems) from None
     problems.extend(f"{source}: {p}" for p in _relations(preset))
-    from physarum.render.world import image_problems  # what the images mean on this canvas
-
-    problems.extend(f"{source}: {p}" for p in image_problems(preset))
+    problems.extend(f"{source}: {p}" for p in image_problems(preset))  # the images on this canvas
     if problems:
         raise PresetError(problems)
     return preset

@@ -28,6 +28,7 @@ from pydantic import (
 from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE
 from physarum.render.errors import did_you_mean
 from physarum.render.palette import PALETTES, parse_hex
+from physarum.render.world import read_grey
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 FORMATS = ("gif", "mp4", "png")
@@ -77,9 +78,7 @@ def image_path(path: str, info: ValidationInfo) -> str:
     if not resolved.is_absolute():
         resolved = Path(base or ".") / resolved
     resolved = os.path.abspath(resolved)  # '..' collapsed, as the shell would show it
-    from physarum.render.world import read_grey  # raises ValueError naming the problem
-
-    read_grey(resolved)
+    read_grey(resolved)  # raises ValueError naming the problem
     return resolved
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from physarum.render import runner
+from physarum.render.colour import preview_size
 from physarum.render.errors import RenderError
 from physarum.render.preset import (
     Preset,
@@ -179,7 +180,7 @@ def _job(
     preset = build_preset(data, where, base=preset_dir)
     if not sets_scale:
         side = max(preset.canvas.width, preset.canvas.height)
-        if runner.preview_size(side, side, preset.output.gif_scale)[0] > PREVIEW_SIDE:
+        if preview_size(side, side, preset.output.gif_scale)[0] > PREVIEW_SIDE:
             set_dotted(data, "output.gif_scale", PREVIEW_SIDE / side)
             preset = build_preset(data, where, base=preset_dir)
     try:

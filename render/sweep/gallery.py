@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from physarum.render.colour import preview_size
 from physarum.render.files import PartialFile
 from physarum.render.sweep.contact import write_contact_sheet
 from physarum.render.sweep.labels import format_value
@@ -150,10 +151,10 @@ def _numbers(params: dict, keys: list[str]) -> dict:
 
 
 def _preview_size(preset: dict) -> tuple[int, int]:
+    """The size of a job's GIF preview from its recorded preset (the still's size without a GIF)."""
     canvas, output = preset.get("canvas", {}), preset.get("output", {})
     scale = output.get("gif_scale", 1.0) if "gif" in output.get("formats", []) else 1.0
-    width, height = canvas.get("width", 256), canvas.get("height", 256)
-    return max(1, round(width * scale)), max(1, round(height * scale))
+    return preview_size(canvas.get("width", 256), canvas.get("height", 256), scale)
 
 
 STYLE = """

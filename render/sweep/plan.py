@@ -1,4 +1,4 @@
-"""Planning: jobs that share a simulation (runner.batch_key) grouped into chunks, batches sized
+"""Planning: jobs that share a simulation (simulation.batch_key) grouped into chunks, batches sized
 to the device's memory, and the check that every job fits a device at all."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import math
 
 import torch
 
-from physarum.render import machine, runner
+from physarum.render import machine, simulation
 from physarum.render.errors import RenderError
+from physarum.render.frames import QUEUE_FRAMES
 from physarum.render.preset import Preset
 from physarum.render.sweep.expand import Job, Sweep
 from physarum.render.sweep.labels import format_params
@@ -18,11 +19,11 @@ DEVICE_MEMORY_SHARE = 0.85  # of the free device memory a batch may plan for (al
 HOST_MEMORY_SHARE = 0.5  # of the free host memory the batch's frame rings and encoders may use
 # Host bytes per canvas pixel of one job: the frame ring (index, RGB) and a rough allowance for
 # x264's lookahead and reference frames (yuv420p, about 60 frames at 1.5 bytes per pixel).
-HOST_BYTES_PER_PIXEL = 4 * (runner.QUEUE_FRAMES + 3) + 96
+HOST_BYTES_PER_PIXEL = 4 * (QUEUE_FRAMES + 3) + 96
 
 
 def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[Job]]:
-    """Jobs grouped by runner.batch_key into chunks of at most max_batch, split further until
+    """Jobs grouped by simulation.batch_key into chunks of at most max_batch, split further until
     every worker has a chunk (where there are jobs enough), largest first.
 
     A chunk takes every k-th job, not a run of neighbours: a job's speed depends on its
@@ -30,7 +31,7 @@ def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[
     of a grid do not: docs/benchmarks.md)."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
-        groups.setdefault(runner.batch_key(job.preset), []).append(job)
+        groups.setdefault(simulation.batch_key(job.preset), []).append(job)
     chunks = []
     for group in groups.values():
         parts = math.ceil(len(group) / max_batch)

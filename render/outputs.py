@@ -1,0 +1,116 @@
+"""What an output is: the typed spec it is opened from, the Writer it is written through, and the
+Frames that Writer is given.
+
+The frame path (render/frames.py) hands every Frame to every Writer; each Writer takes from it
+what its format needs. This module imports neither torch nor a writer, so that the encoder child
+(render/encoder_process.py), which unpickles the specs, starts without loading torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame for the writers, on the host.
+
+    preview: the GIF's (scaled) index frame [h, w] uint8, with palette its [256, 3] uint8 palette;
+    rgb: the RGB frame [H, W, 3] uint8. What no output of the render reads is None (a PNG still
+    alone gets only the last frame's RGB). The arrays are buffers the frame path reuses a few
+    frames later: a writer copies what it keeps beyond write().
+    """
+
+    number: int
+    preview: np.ndarray | None = None
+    palette: np.ndarray | None = None
+    rgb: np.ndarray | None = None
+
+
+class Writer(Protocol):
+    """An output being written: write() every frame in order, then commit() (the file appears
+    under its name) or abort() (nothing is left). path names the output in messages.
+
+    A writer whose work goes on elsewhere (encoder_process.EncoderProcess) also has end_input():
+    no more frames follow, finish the files now; commit() then waits for them."""
+
+    path: Path
+
+    def write(self, frame: Frame) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+# Each spec's `reads` says which arrays of a Frame its writer needs: "preview" (and palette),
+# "rgb" on every frame, or "last_rgb": the RGB of the last frame at least.
+
+
+@dataclass(frozen=True)
+class GifSpec:
+    """A GIF89a of index frames, its global colour table `palette` (768 bytes: the first
+    frame's palette), `loop` repeats (0: forever) and the preset text as its comment."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    loop: int
+    comment: str
+    palette: bytes
+
+    format: ClassVar[str] = "gif"
+    reads: ClassVar[str] = "preview"
+
+
+@dataclass(frozen=True)
+class Mp4Spec:
+    """An H.264 MP4 of RGB frames (odd sides padded) with the preset text in its metadata."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    comment: str
+
+    format: ClassVar[str] = "mp4"
+    reads: ClassVar[str] = "rgb"
+
+
+@dataclass(frozen=True)
+class PngSpec:
+    """A PNG still of the last frame, the preset text in a text chunk; dpi: its print
+    resolution (None: no pHYs chunk)."""
+
+    path: Path
+    width: int
+    height: int
+    comment: str
+    dpi: int | None = None
+
+    format: ClassVar[str] = "png"
+    reads: ClassVar[str] = "last_rgb"
+
+
+@dataclass(frozen=True)
+class FramesDirSpec:
+    """Every frame as a numbered PNG in `folder`: <stem>-00001.png, ..."""
+
+    folder: Path
+    stem: str
+    comment: str
+
+    format: ClassVar[str] = "frames"
+    reads: ClassVar[str] = "rgb"
+
+    @property
+    def path(self) -> Path:
+        return Path(self.folder) / f"{self.stem}-%05d.png"
+
+
+Spec = GifSpec | Mp4Spec | PngSpec | FramesDirSpec

@@ -1,0 +1,216 @@
+"""The command line: --from round trips, one clear error and exit code 2 for bad input, interruptions,
+--stats, sweeps, and outputs that embed paths relative to the working directory."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from PIL import Image
+
+from physarum.kernels import get_backend
+from physarum.render import sweep as sweeps
+from physarum.render.cli import main
+from physarum.render.simulation import batch_key
+from support import ROOT, TWO_SPECIES, WORLD, render_tiny, tiny_data, world_data, write_preset
+
+
+@pytest.mark.parametrize("fmt", ["gif", "mp4", "png", "json"])
+def test_render_from_an_output_reproduces_it(tmp_path, fmt):
+    original = render_tiny(tmp_path / "a").outputs
+    code = main(
+        [
+            "render",
+            "--from",
+            str(original[fmt]),
+            "--out",
+            str(tmp_path / "b"),
+            "--quiet",
+            "--backend",
+            "torch",
+        ]
+    )
+    assert code == 0
+    again = tmp_path / "b" / "tiny"
+    for kind in ("gif", "mp4", "png"):
+        assert (again / original[kind].name).read_bytes() == original[kind].read_bytes()
+
+
+def test_from_a_file_without_a_preset_is_a_clear_error(tmp_path, capsys):
+    stray = tmp_path / "stray.png"
+
+    Image.new("RGB", (4, 4)).save(stray)
+    assert main(["render", "--from", str(stray), "--out", str(tmp_path / "o")]) == 2
+    assert "carries no physarum preset" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_interruption_leaves_no_output(tmp_path, monkeypatch, capsys):
+    calls = {"n": 0}
+    advance = get_backend("torch").advance
+
+    def interrupted(self, steps):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        advance(self, steps)
+
+    monkeypatch.setattr(get_backend("torch"), "advance", interrupted)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_data()))
+    assert main(["render", str(path), "--out", str(tmp_path / "o"), "--quiet", "--backend", "torch"]) == 130
+    assert [p for p in (tmp_path / "o").rglob("*") if p.is_file()] == []
+
+
+def test_cli_rejects_a_bad_scale(tmp_path, capsys):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_data()))
+    assert main(["render", str(path), "--scale", "0", "--out", str(tmp_path / "o")]) == 2
+    assert "output.gif_scale: Input should be greater than 0 (got 0.0)" in capsys.readouterr().err
+
+
+BAD_FILES = {
+    "unknown_key": "name: x\nmodle: {}\n",
+    "wrong_type": "name: x\nseed: seven\n",
+    "out_of_range": "name: x\nmodel: {sensor_angle: 181}\n",
+    "nan": "name: x\nmodel: {decay: .nan}\n",
+    "malformed": "name: x\n  bad: [\n",
+    "tag": "name: !!python/name:os.system\n",
+    "escape": "name: ../../x\n",
+    "too_big": "name: huge\ncanvas: {width: 16384, height: 16384}\nagents: {count: 268435456}\n",
+    "mp4_too_wide": "name: wide\ncanvas: {width: 9000, height: 16}\nagents: {count: 10}\nmodel: {sensor_distance: 3}\n",
+    "not_a_mapping": "- just\n- a list\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_cli_bad_input_exits_2_with_one_message_and_writes_nothing(case, write_yaml, tmp_path, capsys):
+    path = write_yaml(BAD_FILES[case])
+    out = tmp_path / "out"
+    code = main(["render", str(path), "--out", str(out), "--quiet", "--backend", "torch"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.startswith("error: ") and "Traceback" not in captured.err
+    assert not out.exists() or not any(out.rglob("*"))
+
+
+def test_cli_missing_preset(tmp_path, capsys):
+    assert main(["validate", str(tmp_path / "none.yaml")]) == 2
+    assert "none.yaml: no such preset file" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_is_not_a_traceback():
+
+    command = f"{sys.executable} -m physarum.render.cli presets | head -1"
+    done = subprocess.run(command, shell=True, capture_output=True, text=True, cwd=ROOT)
+    assert done.stdout.count("\n") == 1
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_render_from_a_world_output_reproduces_it(images, monkeypatch):
+    path = write_preset(images, world_data())
+    assert main(["render", str(path), "--out", str(images / "a"), "--quiet", "--backend", "torch"]) == 0
+    monkeypatch.chdir(images / "folder.png")  # --from elsewhere: the outputs carry absolute paths
+    original = images / "a" / "world" / "world-s3.gif"
+    assert (
+        main(["render", "--from", str(original), "--out", str(images / "b"), "--quiet", "--backend", "torch"])
+        == 0
+    )
+    for fmt in ("gif", "mp4", "png"):
+        name = f"world-s3.{fmt}"
+        assert (images / "a" / "world" / name).read_bytes() == (images / "b" / "world" / name).read_bytes()
+
+
+def test_stats_use_species_0_and_sensitivity_refuses_worlds(images, capsys):
+    path = write_preset(images, world_data())
+    assert (
+        main(["render", str(path), "--out", str(images / "out"), "--quiet", "--backend", "torch", "--stats"])
+        == 0
+    )
+    assert (images / "out" / "world" / "world-s3.stats.csv").read_text().count("\n") == 13
+    capsys.readouterr()
+    assert main(["sensitivity", str(path), "--steps", "2", "--out", str(images / "sens")]) == 2
+    assert "physarum sensitivity measures plain presets" in capsys.readouterr().err
+    assert not (images / "sens").exists()
+
+
+def test_sweep_of_a_world_base_preset_finds_its_images(images):
+    (images / "presets").mkdir()
+    base = world_data()
+    base["world"] = {**WORLD, "walls": {"path": "../wall.png"}, "trail_image": {"path": "../gradient.png"}}
+    base["species"] = [
+        TWO_SPECIES[0],
+        {**TWO_SPECIES[1], "agents": {"spawn": "image", "image": "../square.png"}},
+    ]
+    write_preset(images / "presets", base, "base.yaml")
+    sweep_file = images / "sweeps" / "s.yaml"
+    sweep_file.parent.mkdir()
+    sweep_file.write_text(
+        yaml.safe_dump(
+            {"name": "s", "base": "../presets/base.yaml", "grid": {"world.boundary": ["wrap", "clamp"]}}
+        )
+    )
+    sweep = sweeps.load_sweep(sweep_file)
+    assert [job.preset.world.walls.path for job in sweep.jobs] == [str(images / "wall.png")] * 2
+    assert len({batch_key(job.preset) for job in sweep.jobs}) == 2  # boundaries: two batches
+    assert (
+        main(
+            [
+                "sweep",
+                str(sweep_file),
+                "--out",
+                str(images / "out"),
+                "--devices",
+                "cpu",
+                "--backend",
+                "torch",
+                "--quiet",
+                "--no-gallery",
+            ]
+        )
+        == 0
+    )
+    assert len(list((images / "out" / "s").rglob("*.gif"))) == 2
+
+
+def test_outputs_embed_image_paths_relative_to_the_working_directory(images, tmp_path_factory, monkeypatch):
+    """Two machines rendering from copies of one folder write the same bytes: image paths under
+    the working directory are embedded relative to it, and `--from` reads them back from there."""
+
+    here = tmp_path_factory.mktemp("machine-a")
+    there = tmp_path_factory.mktemp("machine-b")
+    for folder in (here, there):
+        shutil.copytree(images, folder / "work", ignore=shutil.ignore_patterns("folder.png"))
+        write_preset(folder / "work", world_data())
+    outputs = []
+    for folder in (here, there):
+        monkeypatch.chdir(folder / "work")
+        assert main(["render", "preset.yaml", "--out", "out", "--quiet", "--backend", "torch"]) == 0
+        outputs.append(folder / "work" / "out" / "world")
+    text = (outputs[0] / "world-s3.json").read_text()
+    assert '"path": "wall.png"' in text and str(here) not in text
+    for fmt in ("gif", "mp4", "png"):
+        name = f"world-s3.{fmt}"
+        assert (outputs[0] / name).read_bytes() == (outputs[1] / name).read_bytes(), fmt
+    monkeypatch.chdir(there / "work")  # --from reads the relative paths from the working directory
+    assert (
+        main(
+            [
+                "render",
+                "--from",
+                str(outputs[0] / "world-s3.gif"),
+                "--out",
+                "again",
+                "--quiet",
+                "--backend",
+                "torch",
+            ]
+        )
+        == 0
+    )
+    assert (there / "work" / "again" / "world" / "world-s3.gif").read_bytes() == (
+        outputs[0] / "world-s3.gif"
+    ).read_bytes()

@@ -1,0 +1,35 @@
+"""The machine: memory checked before allocating, backends that need what is not there."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from physarum.render import machine
+from physarum.render.cli import main
+from physarum.render.errors import RenderError
+from physarum.render.machine import check_memory
+from physarum.render.preset import build_preset
+from support import TINY, tiny_data, world_data
+
+
+def test_memory_is_checked_before_allocating():
+    huge = build_preset(tiny_data(canvas={"width": 16384, "height": 16384}, agents={"count": 1 << 28}), "p")
+    with pytest.raises(RenderError, match=r"needs about \d+\.\d GiB on cpu .* GiB are free"):
+        check_memory(huge, "torch", __import__("torch").device("cpu"))
+
+
+def test_memory_estimate_counts_groups_and_maps(images):
+    plain = build_preset(tiny_data(), "p")
+    world = build_preset(world_data(), str(images / "p.yaml"))
+    assert machine.estimated_bytes(world, "torch") > machine.estimated_bytes(plain, "torch")
+    four = build_preset(tiny_data(species=[{}] * 4), "p")
+    assert machine.estimated_bytes(four, "torch", 2) > machine.estimated_bytes(plain, "torch", 2)
+
+
+def test_cli_triton_without_gpu_is_a_clear_error(write_yaml, capsys, monkeypatch):
+    # not by unsetting TRITON_INTERPRET: Triton reads it once, at import, for the whole process
+    monkeypatch.setattr(machine, "interpreter_mode", lambda: False)
+    path = write_yaml(yaml.safe_dump(TINY))
+    code = main(["render", str(path), "--backend", "triton", "--device", "cpu"])
+    assert code == 2 and "needs a CUDA GPU" in capsys.readouterr().err

@@ -1,0 +1,101 @@
+"""Preset loading: layering, every problem reported at once, safe YAML, the curated presets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from physarum.render.preset import PresetError, load_preset
+from support import CURATED, ROOT, TWO_SPECIES, problems_of, tiny_data
+
+
+def test_precedence_file_then_set_then_flags(write_yaml):
+    path = write_yaml(yaml.safe_dump(tiny_data(seed=5)))
+    preset = load_preset(path, ["seed=6", "model.decay=0.25"], {"seed": 7})
+    assert (preset.seed, preset.model.decay) == (7, 0.25)
+    assert load_preset(path, ["seed=6"]).seed == 6
+    assert load_preset(path).seed == 5
+
+
+def test_unknown_keys_suggest_the_near_one():
+    problems = problems_of(tiny_data(modle={"decay": 0.1}, canvas={"widht": 64}))
+    assert any("modle: unknown key; did you mean 'model'?" in p for p in problems)
+    assert any("canvas.widht: unknown key; did you mean 'width'?" in p for p in problems)
+
+
+def test_all_problems_are_reported_at_once_with_file_path_and_value():
+    problems = problems_of(
+        tiny_data(model={"sensor_angle": 500, "deposit": "lots"}, agents={"spawn": "circle"})
+    )
+    assert len(problems) == 3
+    joined = "\n".join(problems)
+    assert "p.yaml: model.sensor_angle:" in joined and "(got 500)" in joined
+    assert "model.deposit: Input should be a valid number (got 'lots')" in joined
+    assert "'random', 'disk', 'ring', 'center' or 'image'" in joined
+
+
+def test_every_problem_at_once_images_among_them(images):
+    found = problems_of(
+        tiny_data(
+            world={"trail_image": {"path": "nope.png"}, "walls": {"path": "notes.txt"}},
+            species=TWO_SPECIES,
+            interaction=[[1.0]],
+            model={"decay": 2},
+        ),
+        source=str(images / "p.yaml"),
+    )
+    joined = "\n".join(found)
+    assert len(found) == 3, joined  # schema errors: the two images and the decay
+    assert "nope.png" in joined and "notes.txt" in joined and "model.decay" in joined
+    found = problems_of(
+        tiny_data(species=TWO_SPECIES, interaction=[[1.0]], agents={"spawn": "image", "image": "black.png"}),
+        source=str(images / "p.yaml"),
+    )
+    assert len(found) == 2 and "interaction" in found[0] and "black everywhere" in found[1]
+
+
+def test_sensor_distance_must_fit_the_canvas():
+    problems = problems_of(tiny_data(model={"sensor_distance": 20}))
+    assert problems == [
+        "p.yaml: model.sensor_distance: must be less than half the canvas's short side (16 pixels) (got 20.0)"
+    ]
+
+
+def test_malformed_yaml_names_the_line(write_yaml):
+    path = write_yaml("name: x\nmodel: {decay: 0.1\n")
+    with pytest.raises(PresetError, match=r"preset.yaml: malformed YAML at line 3"):
+        load_preset(path)
+
+
+def test_yaml_tags_that_construct_objects_are_refused(write_yaml, tmp_path):
+    marker = tmp_path / "pwned"
+    path = write_yaml(f'name: !!python/object/apply:os.system ["touch {marker}"]\n')
+    with pytest.raises(PresetError, match="YAML tag not allowed at line 1"):
+        load_preset(path)
+    assert not marker.exists()
+
+
+def test_missing_file_and_folder(tmp_path):
+    with pytest.raises(PresetError, match="no such preset file"):
+        load_preset(tmp_path / "absent.yaml")
+    with pytest.raises(PresetError, match="is a folder"):
+        load_preset(tmp_path)
+
+
+def test_set_needs_key_and_value():
+    problems = problems_of(tiny_data(), ["nonsense", "model.decay=oops"])
+    assert "--set 'nonsense': expected key.path=value" in problems[0]
+    assert "model.decay: Input should be a valid number (got 'oops')" in problems[1]
+
+
+def test_there_are_enough_curated_presets():
+    assert len(CURATED) >= 9 and (ROOT / "presets" / "quickstart.yaml") in CURATED
+
+
+@pytest.mark.parametrize("path", CURATED, ids=[p.stem for p in CURATED])
+def test_curated_presets_validate(path: Path):
+    preset = load_preset(path)
+    assert preset.name == path.stem
+    assert preset.description and len(preset.description.splitlines()) == 1

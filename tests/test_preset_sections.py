@@ -1,0 +1,50 @@
+"""Preset sections: defaults, bounds, strict types and finite numbers, palettes."""
+
+from __future__ import annotations
+
+import pytest
+
+from physarum.render.preset import build_preset
+from support import problems_of, tiny_data
+
+
+def test_defaults_fill_missing_sections():
+    preset = build_preset({"name": "bare"}, "bare.yaml")
+    assert preset.model.sensor_angle == 22.5
+    assert preset.output.formats == ["gif", "mp4", "png"]
+    assert preset.frames == 100
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_nan_and_infinite_numbers_are_refused(value):
+    problems = problems_of(tiny_data(model={"decay": value}))
+    assert problems == [f"p.yaml: model.decay: must be a finite number (got {value!r})"]
+
+
+@pytest.mark.parametrize(
+    "section,key,value",
+    [
+        ("canvas", "width", 7),
+        ("canvas", "height", 20000),
+        ("agents", "count", 0),
+        ("model", "decay", 1.0),
+        ("model", "diffuse", -0.1),
+        ("run", "steps", 0),
+        ("output", "fps", 0),
+        ("palette", "gamma", 0),
+    ],
+)
+def test_out_of_range_values(section, key, value):
+    problems = problems_of(tiny_data(**{section: {key: value}}))
+    assert len(problems) == 1 and f"{section}.{key}:" in problems[0] and f"(got {value})" in problems[0]
+
+
+def test_wrong_types_are_not_coerced():
+    problems = problems_of(tiny_data(seed="7", canvas={"width": 64.5}, output={"formats": "gif"}))
+    assert {p.split(":")[1].strip() for p in problems} == {"seed", "canvas.width", "output.formats"}
+
+
+def test_palette_names_and_hex_stops():
+    assert build_preset(tiny_data(palette={"names": [["#000", "#ff8800", "fff"]]}), "p").palette.names
+    problems = problems_of(tiny_data(palette={"names": ["magam", ["#zz0000", "#fff"]]}))
+    assert "did you mean 'magma'?" in problems[0]

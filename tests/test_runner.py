@@ -1,0 +1,249 @@
+"""The runner: render and render_batch, from a preset to finished files and their sidecar."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from physarum.render import runner
+from physarum.render.colour import make_colourist
+from physarum.render.encode import Mp4Writer
+from physarum.render.errors import RenderError
+from physarum.render.preset import PresetError, build_preset, load_preset
+from physarum.render.runner import check_formats
+from physarum.render.simulation import batch_key
+from support import CURATED, ROOT, WORLD, render_cpu, render_tiny, tiny_data, world_data
+
+
+@pytest.mark.parametrize("formats", [["gif"], ["png"], ["mp4"]], ids=lambda f: f[0])
+def test_a_batch_of_one_format_renders_each_job_as_alone(tmp_path, formats):
+    """Each job of a batch sends its outputs to a child process; with a single format that
+    child gets only what the format reads, and every job's file is the single render's."""
+    presets = [
+        build_preset(tiny_data(name=f"job{i}", seed=i, output={"formats": formats}), "t.yaml")
+        for i in range(2)
+    ]
+    batch = runner.render_batch(
+        presets, backend="torch", device="cpu", out_dir=tmp_path / "batch", quiet=True
+    )
+    assert [r.error for r in batch] == [None, None]
+    fmt = formats[0]
+    for preset, result in zip(presets, batch):
+        assert sorted(result.outputs) == sorted([fmt, "json"])
+        alone = runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path / "alone", quiet=True)
+        if fmt == "mp4":  # x264's bytes depend on the process (render/encoder_process.py)
+            with av.open(str(result.outputs[fmt])) as video:
+                assert sum(1 for _ in video.decode(video=0)) == preset.frames
+        else:
+            assert result.outputs[fmt].read_bytes() == alone.outputs[fmt].read_bytes(), preset.name
+    assert batch[0].outputs[fmt].read_bytes() != batch[1].outputs[fmt].read_bytes()
+
+
+def test_render_writes_every_format_and_a_sidecar(tmp_path):
+    result = render_tiny(tmp_path)
+    assert sorted(result.outputs) == ["gif", "json", "mp4", "png"]
+    sidecar = json.loads(result.outputs["json"].read_text())
+    assert sidecar["seed"] == 3 and sidecar["backend"] == "torch" and sidecar["frames"] == 8
+    assert sidecar["outputs"]["gif"]["bytes"] == result.outputs["gif"].stat().st_size
+    assert result.outputs["gif"] == tmp_path / "tiny" / "tiny-s3.gif"
+    assert not list(tmp_path.rglob(".*.part"))
+
+
+def test_same_preset_and_seed_give_identical_bytes(tmp_path):
+    first = render_tiny(tmp_path / "a").outputs
+    second = render_tiny(tmp_path / "b").outputs
+    for fmt in ("gif", "mp4", "png"):
+        assert first[fmt].read_bytes() == second[fmt].read_bytes(), fmt
+    other_seed = render_tiny(tmp_path / "c", seed=4).outputs
+    assert other_seed["png"].read_bytes() != first["png"].read_bytes()
+
+
+def test_encoder_failure_stops_the_render_and_removes_partial_files(tmp_path, monkeypatch):
+    def broken(self, frame):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Mp4Writer, "write", broken)
+    with pytest.raises(RenderError, match="tiny-s3.mp4: encoder failed: disk full"):
+        render_tiny(tmp_path, run={"steps": 60, "steps_per_frame": 1})
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_killed_render_leaves_no_truncated_file(tmp_path):
+    preset = tmp_path / "slow.yaml"
+    preset.write_text(
+        yaml.safe_dump(
+            tiny_data(
+                name="slow",
+                canvas={"width": 256, "height": 256},
+                agents={"count": 50000},
+                run={"steps": 4000, "steps_per_frame": 2},
+            )
+        )
+    )
+    out = tmp_path / "o"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "physarum.render.cli",
+            "render",
+            str(preset),
+            "--out",
+            str(out),
+            "--quiet",
+            "--backend",
+            "torch",
+        ],
+        cwd=ROOT,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(out.rglob(".*.part")):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert list(out.rglob(".*.part")), "the render never started writing"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    finals = [p for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    assert finals == []
+
+
+def test_gif_preview_scale_and_frames_dir(tmp_path):
+    from PIL import Image
+
+    preset = build_preset(
+        tiny_data(canvas={"width": 64, "height": 40}, output={"gif_scale": 0.5}), "tiny.yaml"
+    )
+    frames = tmp_path / "frames"
+    result = runner.render(
+        preset, backend="torch", device="cpu", out_dir=tmp_path / "o", quiet=True, frames_dir=frames
+    )
+    with Image.open(result.outputs["gif"]) as gif:
+        assert gif.size == (32, 20) and gif.n_frames == 8
+    sequence = sorted(frames.iterdir())
+    assert [p.name for p in sequence] == [f"tiny-s3-{i:05d}.png" for i in range(1, 9)]
+    with Image.open(sequence[-1]) as last, Image.open(result.outputs["png"]) as still:
+        assert last.size == (64, 40)
+        assert last.tobytes() == still.tobytes()
+
+
+def test_png_still_carries_its_print_resolution(tmp_path):
+    from PIL import Image
+
+    plain = render_tiny(tmp_path / "plain")
+    printed = render_tiny(tmp_path / "print", output={"formats": ["png"], "png_dpi": 300})
+    with Image.open(printed.outputs["png"]) as image:
+        assert image.info["dpi"] == pytest.approx((300, 300), abs=0.01)  # pHYs holds dots per metre
+        pixels = image.convert("RGB").tobytes()
+    with Image.open(plain.outputs["png"]) as image:
+        assert "dpi" not in image.info  # unset: no pHYs chunk, the bytes as before
+        assert image.convert("RGB").tobytes() == pixels  # the same picture either way
+    assert "png_dpi" not in plain.outputs["json"].read_text()
+    with pytest.raises(PresetError, match="output.png_dpi"):
+        build_preset(tiny_data(output={"png_dpi": 0}), "tiny.yaml")
+
+
+def test_mp4_sizes():
+    odd = build_preset(tiny_data(canvas={"width": 49, "height": 33}), "p")
+    assert check_formats(odd) == ["mp4 padded from 49x33 to 50x34 (H.264 yuv420p needs even sides)"]
+    wide = build_preset(tiny_data(canvas={"width": 9000, "height": 64}), "p")
+    with pytest.raises(RenderError, match="at most 8192 pixels per side"):
+        check_formats(wide)
+
+
+@pytest.mark.parametrize("path", CURATED, ids=[p.stem for p in CURATED])
+def test_curated_presets_render_a_few_steps(path: Path, tmp_path):
+    from physarum.render.runner import render
+
+    preset = load_preset(path, ["run.steps=2", "run.steps_per_frame=1", "run.warmup=0"])
+    result = render(preset, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
+    for fmt in preset.output.formats:
+        assert result.outputs[fmt].stat().st_size > 0
+    assert json_frames(result.outputs["json"]) == 2
+
+
+def json_frames(path: Path) -> int:
+    import json
+
+    return json.loads(path.read_text())["frames"]
+
+
+def test_two_species_render_writes_gif_mp4_png_and_repeats_exactly(images):
+    preset = build_preset(world_data(), str(images / "p.yaml"))
+    first = render_cpu(preset, images / "a").outputs
+    with Image.open(first["gif"]) as gif:
+        assert gif.n_frames == 4 and gif.size == (48, 32)
+        palette = np.array(gif.getpalette()[:768], dtype=np.uint8).reshape(256, 3)
+        assert (palette == make_colourist(preset).table(0)).all()
+    with av.open(str(first["mp4"])) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 4
+    with Image.open(first["png"]) as png:
+        pixels = np.asarray(png.convert("RGB"))
+        assert pixels.shape == (32, 48, 3) and not pixels[:, :16].any() and pixels[:, 16:].any()
+    second = render_cpu(preset, images / "b").outputs
+    for fmt in ("gif", "mp4", "png"):
+        assert first[fmt].read_bytes() == second[fmt].read_bytes(), fmt
+    sidecar = json.loads(first["json"].read_text())
+    assert sidecar["preset"]["world"]["walls"]["path"] == str(images / "wall.png")
+
+
+def test_a_batch_of_world_presets_renders_each_as_alone(images):
+    second_world = {**WORLD, "walls": {"path": "wall.png", "invert": True}, "trail_image": None}
+    presets = [
+        build_preset(world_data(name="one"), str(images / "p.yaml")),
+        build_preset(
+            world_data(name="two", seed=8, world=second_world, interaction=[[1.0, 0.25], [2.0, -1.0]]),
+            str(images / "p.yaml"),
+        ),
+    ]
+    assert batch_key(presets[0]) == batch_key(presets[1])
+    batch = runner.render_batch(presets, backend="torch", device="cpu", out_dir=images / "batch", quiet=True)
+    assert [r.error for r in batch] == [None, None]
+    for preset, result in zip(presets, batch):
+        alone = render_cpu(preset, images / "alone").outputs
+        for fmt in ("gif", "png"):  # MP4 bytes: see test_sweep's batch test (x264 per process)
+            assert result.outputs[fmt].read_bytes() == alone[fmt].read_bytes(), (preset.name, fmt)
+    assert batch[0].outputs["png"].read_bytes() != batch[1].outputs["png"].read_bytes()
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None or os.environ.get("TRITON_INTERPRET") != "1",
+    reason="needs triton and TRITON_INTERPRET=1 set before Python starts",
+)
+def test_triton_in_the_interpreter_renders_a_world_preset_byte_for_byte(images):
+    preset = build_preset(world_data(), str(images / "p.yaml"))
+    outputs = {
+        backend: runner.render(
+            preset, backend=backend, device="cpu", out_dir=images / backend, quiet=True
+        ).outputs
+        for backend in ("torch", "triton")
+    }
+    for fmt in ("gif", "png"):
+        assert outputs["torch"][fmt].read_bytes() == outputs["triton"][fmt].read_bytes(), fmt
+
+
+def test_one_species_with_a_palette_shows_the_plain_render(tmp_path):
+    plain = build_preset(tiny_data(palette={"names": ["magma"]}), "p.yaml")
+    one = build_preset(tiny_data(palette={"names": ["magma"]}, species=[{"palette": "magma"}]), "p.yaml")
+    assert batch_key(one) == batch_key(plain)
+    outputs = [render_cpu(preset, tmp_path / str(i)).outputs for i, preset in enumerate((plain, one))]
+    for fmt in ("gif", "png"):
+        with Image.open(outputs[0][fmt]) as a, Image.open(outputs[1][fmt]) as b:
+            for frame in range(getattr(a, "n_frames", 1)):
+                a.seek(frame)
+                b.seek(frame)
+                assert np.array_equal(np.asarray(a.convert("RGB")), np.asarray(b.convert("RGB"))), (
+                    fmt,
+                    frame,
+                )
