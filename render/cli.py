@@ -22,7 +22,8 @@ from physarum.render.errors import RenderError
 from physarum.render.machine import device_name, resolve_backend, resolve_device
 from physarum.render.preset import Preset, PresetError, build_preset, load_preset
 from physarum.render.profile import profile_preset
-from physarum.render.runner import RenderOptions, output_paths, render, version
+from physarum.render.provenance import version
+from physarum.render.runner import RenderOptions, output_paths, render
 from physarum.render.stats import StatsRecorder
 
 EXIT_USAGE = 2

@@ -18,7 +18,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from physarum.render import __version__
 from physarum.render.colour import make_colourist, preview_size
 from physarum.render.encode import even_size
 from physarum.render.errors import RenderError
@@ -37,22 +36,13 @@ from physarum.render.machine import (
 )
 from physarum.render.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec
 from physarum.render.preset import MP4_MAX_SIDE, Preset
+from physarum.render.provenance import embedded_text, version
 from physarum.render.simulation import (
     advance,
     batch_key,
     make_batch_simulation,
     simulation_maps,
 )
-
-
-def version() -> str:
-    """The physarum version that outputs and sidecars name."""
-    return __version__
-
-
-def embedded_text(preset: Preset) -> str:
-    """What every output carries: a YAML preset that `physarum render --from` reads back."""
-    return f"# physarum {version()}\n{preset.to_yaml()}"
 
 
 def check_formats(preset: Preset) -> list[str]:
