@@ -46,9 +46,9 @@ from physarum.kernels.api import (
     State,
     Tables,
     build_tables,
-    spawn,
     turn_bits,
 )
+from physarum.kernels.spawn import spawn
 from physarum.render.errors import RenderError, did_you_mean
 from physarum.render.files import PartialFile, write_csv, write_json
 from physarum.render.machine import available_bytes, estimated_bytes

@@ -20,8 +20,9 @@ from pathlib import Path
 import torch
 
 from physarum.kernels import get_backend, reference
-from physarum.kernels.api import ModelParams, State, build_tables, spawn
+from physarum.kernels.api import ModelParams, State, build_tables
 from physarum.kernels.prototype import PrototypeSimulation
+from physarum.kernels.spawn import spawn
 from physarum.render.machine import device_name
 
 BENCH_PARAMS = ModelParams(

@@ -28,6 +28,7 @@ import torch
 from PIL import Image, UnidentifiedImageError
 
 from physarum.kernels import api
+from physarum.kernels.spawn import spawn, species_seed
 
 _DECODED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size) -> greyscale pixels
 _RESIZED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size, width, height) -> canvas pixels
@@ -269,8 +270,8 @@ def spawn_groups(
         wall = None if world.wall is None else torch.from_numpy(world.wall).to(device)
         for s in range(species):
             agents = preset.species_agents(s)
-            state = api.spawn(
-                [api.species_seed(preset.seed, s)],
+            state = spawn(
+                [species_seed(preset.seed, s)],
                 preset.agents_per_species,
                 preset.canvas.width,
                 preset.canvas.height,

@@ -6,8 +6,9 @@ import json
 
 import torch
 
-from physarum.kernels.api import ModelParams, spawn
+from physarum.kernels.api import ModelParams
 from physarum.kernels.prototype import PrototypeSimulation
+from physarum.kernels.spawn import spawn
 from physarum.render import bench
 from physarum.render.cli import main
 

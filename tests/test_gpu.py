@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from physarum.kernels import get_backend
-from physarum.kernels.api import ModelParams, build_tables, spawn
+from physarum.kernels.api import ModelParams, build_tables
+from physarum.kernels.spawn import spawn
 
 pytestmark = [
     pytest.mark.gpu,
@@ -87,7 +88,8 @@ def test_sorted_and_unsorted_triton_match_reference_on_a_million_agents():
 
 def world_run(backend: str, device: str, boundary: str, steps: int = 300):
     """2 simulations of 2 species on 301 x 203 with walls and food, chunks of 64, 7, 5, 3."""
-    from physarum.kernels.api import World, species_seed
+    from physarum.kernels.api import World
+    from physarum.kernels.spawn import species_seed
 
     width, height, agents, species = 301, 203, 20_001, 2
     wall = torch.zeros((2, height, width), dtype=torch.uint8)

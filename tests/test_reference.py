@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from physarum.kernels import api, reference
+from physarum.kernels.spawn import SPAWNS, spawn
 
 HEADINGS = 4096
 FRAC = 16
@@ -448,7 +449,7 @@ def test_turn_bits_of_the_step_match_the_contract(monkeypatch, on_host):
     seeds = [0, 1, 7, 2**31 - 1, 2**31, 2**32 - 1, 0xDEADBEEF]
     tables = api.build_tables([params(seed=s) for s in seeds])
     agents = 70_000  # past 2^16, where agent ^ (agent >> 16) differs from agent
-    plan = reference._plan(api.spawn(seeds, agents, 8, 8), tables)
+    plan = reference._plan(spawn(seeds, agents, 8, 8), tables)
     for step in (0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40 + 3):
         expected = api.turn_bits(tables.seed_key, torch.tensor(step), agents)
         assert torch.equal(plan.turn_bit(plan.hash_before_last(torch.tensor(step))), -expected.to(torch.int8))
@@ -577,11 +578,11 @@ def density(height: int, width: int) -> torch.Tensor:
     return (torch.arange(height * width).reshape(height, width) * 7919) % 11
 
 
-@pytest.mark.parametrize("how", api.SPAWNS)
+@pytest.mark.parametrize("how", SPAWNS)
 def test_spawn_inside_canvas_and_reproducible(how):
     width, height, agents = 13, 11, 500
     extra = dict(density=density(height, width)) if how == "image" else {}
-    state = api.spawn([1, 2], agents, width, height, how, **extra)
+    state = spawn([1, 2], agents, width, height, how, **extra)
     assert state.position.shape == (2, 2, agents) and state.position.dtype == torch.int32
     assert state.heading.shape == (2, agents) and state.heading.dtype == torch.int16
     assert state.trail.shape == (2, height, width) and float(state.trail.abs().sum()) == 0.0
@@ -590,17 +591,17 @@ def test_spawn_inside_canvas_and_reproducible(how):
     assert int(x.min()) >= 0 and int(x.max()) < width << FRAC
     assert int(y.min()) >= 0 and int(y.max()) < height << FRAC
     assert int(state.heading.min()) >= 0 and int(state.heading.max()) < HEADINGS
-    again = api.spawn([1, 2], agents, width, height, how, **extra)
+    again = spawn([1, 2], agents, width, height, how, **extra)
     assert torch.equal(again.position, state.position) and torch.equal(again.heading, state.heading)
     # a different seed changes the headings (and, except for 'center', the positions)
     assert not torch.equal(state.heading[0], state.heading[1])
     if how != "center":
         assert not torch.equal(state.position[0], state.position[1])
-    assert torch.equal(api.spawn([2], agents, width, height, how, **extra).heading[0], state.heading[1])
+    assert torch.equal(spawn([2], agents, width, height, how, **extra).heading[0], state.heading[1])
 
 
 def test_random_spawn_covers_the_canvas():
-    state = api.spawn([9], 2000, 7, 5, "random")
+    state = spawn([9], 2000, 7, 5, "random")
     cells = set(zip((state.position[0, 0] >> FRAC).tolist(), (state.position[0, 1] >> FRAC).tolist()))
     assert len(cells) == 35
     assert len(set(state.heading[0].tolist())) > 1400  # about 1580 expected
@@ -614,7 +615,7 @@ def _offsets_from_centre(state, width, height):
 
 def _spawn_distances(kind, seed, agents, width, height, radius):
     """A spawned state, each agent's distance from the centre, and the spawn radius in pixels."""
-    state = api.spawn([seed], agents, width, height, kind, radius=radius)
+    state = spawn([seed], agents, width, height, kind, radius=radius)
     x, y = _offsets_from_centre(state, width, height)
     return state, x, y, torch.hypot(x, y), radius * min(width, height)
 
@@ -638,11 +639,11 @@ def test_ring_spawn_on_radius_facing_centre():
 
 
 def test_center_spawn_all_at_centre():
-    state = api.spawn([6], 100, 13, 11, "center")
+    state = spawn([6], 100, 13, 11, "center")
     assert state.position[0, 0].unique().tolist() == [13 * ONE_CELL // 2]
     assert state.position[0, 1].unique().tolist() == [11 * ONE_CELL // 2]
 
 
 def test_unknown_spawn_rejected():
     with pytest.raises(ValueError, match="random, disk, ring, center"):
-        api.spawn([1], 10, 7, 5, "spiral")
+        spawn([1], 10, 7, 5, "spiral")

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from physarum.kernels import api, reference
+from physarum.kernels.spawn import SPAWNS, spawn
 
 pytestmark = [
     pytest.mark.interpreter,
@@ -101,18 +102,18 @@ def _random_trail(batch: int, height: int, width: int, seed: int) -> torch.Tenso
 
 
 def test_single_steps_match_on_odd_canvas():
-    state = api.spawn([VEINS.seed], 1000, 37, 23, "random")
+    state = spawn([VEINS.seed], 1000, 37, 23, "random")
     _run_and_compare(state, api.build_tables([VEINS]), steps=3, every_step=True)
 
 
 def test_thirty_steps_match_batch_with_varied_parameters():
     seeds = [p.seed for p in VARIED]
-    state = api.spawn(seeds, 700, 61, 45, "random")
+    state = spawn(seeds, 700, 61, 45, "random")
     _run_and_compare(state, api.build_tables(VARIED), steps=30)
 
 
 def test_trail_values_below_the_floor_flush_to_zero():
-    state = api.spawn([21], 30, 37, 23, "random")
+    state = spawn([21], 30, 37, 23, "random")
     generator = torch.Generator().manual_seed(21)
     scale = 1.0 + 3.0 * torch.rand((1, 23, 37), generator=generator)
     state.trail = (scale * api.TRAIL_FLOOR * 2.0).to(torch.float32)
@@ -122,11 +123,11 @@ def test_trail_values_below_the_floor_flush_to_zero():
     assert flushed.any() and not flushed.all(), "the test should flush some cells, not all"
 
 
-@pytest.mark.parametrize("pattern", api.SPAWNS)
+@pytest.mark.parametrize("pattern", SPAWNS)
 def test_spawn_patterns_match(pattern):
     params = [VEINS, VARIED[1]]
     extra = dict(density=(torch.arange(23 * 37).reshape(23, 37) * 7919) % 11) if pattern == "image" else {}
-    state = api.spawn([p.seed for p in params], 600, 37, 23, pattern, **extra)
+    state = spawn([p.seed for p in params], 600, 37, 23, pattern, **extra)
     _run_and_compare(state, api.build_tables(params), steps=12)
 
 
@@ -134,7 +135,7 @@ def test_spawn_patterns_match(pattern):
 @pytest.mark.parametrize("agents", [1, 1000, 2500])
 def test_agent_counts_not_a_multiple_of_the_block(agents, sort_every):
     # sort_every=0: lanes hold agents in spawn order (no agent_id); 1: sorted before every step.
-    state = api.spawn([5], agents, 37, 23, "disk")
+    state = spawn([5], agents, 37, 23, "disk")
     _run_and_compare(state, api.build_tables([VEINS]), steps=8, sort_every=sort_every)
 
 
@@ -149,7 +150,7 @@ def test_canvas_wider_than_a_diffuse_tile(monkeypatch, tile):
         tile = (triton_kernels.DIFFUSE_BLOCK_H, triton_kernels.DIFFUSE_BLOCK_W)
     monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_H", tile[0])
     monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_W", tile[1])
-    state = api.spawn([3], 900, 131, 11, "random")
+    state = spawn([3], 900, 131, 11, "random")
     params = api.ModelParams(30.0, 4.0, 45.0, 1.5, 3.0, 0.6, 0.1, 3)
     _run_and_compare(state, api.build_tables([params]), steps=10)
 
@@ -193,7 +194,7 @@ def test_agents_on_the_edges():
 
 def test_nonzero_initial_trail_exercises_random_turns():
     params = [VEINS, VARIED[2]]
-    state = api.spawn([p.seed for p in params], 1000, 37, 23, "random")
+    state = spawn([p.seed for p in params], 1000, 37, 23, "random")
     state.trail = _random_trail(2, 23, 37, seed=4)
     tables = api.build_tables(params)
     # Make sure the test can catch a wrong hash: some agents must take the random turn.
@@ -209,7 +210,7 @@ def test_nonzero_initial_trail_exercises_random_turns():
 
 def test_step_counter_near_two_to_the_32():
     # The hash uses step mod 2^32; the counter itself keeps counting in int64.
-    state = api.spawn([11], 800, 37, 23, "random")
+    state = spawn([11], 800, 37, 23, "random")
     state.trail = _random_trail(1, 23, 37, seed=2)
     state.step = torch.tensor(2**32 - 2, dtype=torch.int64)
     expected, actual = _run_and_compare(state, api.build_tables([VEINS]), steps=4, every_step=True)
@@ -219,7 +220,7 @@ def test_step_counter_near_two_to_the_32():
 def test_step_counter_advances_on_the_device():
     from physarum.kernels import triton_kernels
 
-    state = api.spawn([1], 50, 37, 23, "random")
+    state = spawn([1], 50, 37, 23, "random")
     simulation = _simulation(state, api.build_tables([VEINS]))
     simulation.advance(3)
     assert int(simulation.state.step) == 3
@@ -238,7 +239,7 @@ def test_step_counter_advances_on_the_device():
 
 def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     tables = api.build_tables([VARIED[1]])
-    state = api.spawn([VARIED[1].seed], 400, 37, 23, "ring")
+    state = spawn([VARIED[1].seed], 400, 37, 23, "ring")
     stepped, chunked = (_simulation(state, tables, sort_every=3), _simulation(state, tables, sort_every=3))
     for _ in range(6):
         stepped.advance(1)
@@ -306,7 +307,7 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
     monkeypatch.setattr(torch.cuda, "graph", _capture)
     monkeypatch.setattr(triton_backend, "GRAPH_CHUNK", 8)
     tables = api.build_tables([VARIED[1]])
-    state = api.spawn([VARIED[1].seed], 300, 37, 23, "random")
+    state = spawn([VARIED[1].seed], 300, 37, 23, "random")
     expected = reference.TorchSimulation(state.clone(), tables)
     actual = _simulation(state, tables, sort_every=sort_every)
     actual._use_graphs = True
@@ -342,7 +343,7 @@ def test_sort_agents_orders_lanes_by_tile_and_moves_whole_agents(monkeypatch, ti
 
     monkeypatch.setattr(triton_kernels, "SORT_TILE", tile)
     batch, agents, width, height = 2, 2500, 61, 45
-    state = api.spawn([1, 2], agents, width, height, "random")
+    state = spawn([1, 2], agents, width, height, "random")
     position, heading = state.position.clone(), state.heading.clone()
     identity = torch.arange(agents, dtype=torch.int32).repeat(batch, 1)
     agent_id = identity.clone()
@@ -364,7 +365,7 @@ def test_sorted_runs_match_reference_and_resume_from_snapshots():
     # many agents take the random turn (whose hash must follow the agent, not its lane).
     params = VARIED[:3]
     agents, width, height = 1500, 53, 29
-    state = api.spawn([p.seed for p in params], agents, width, height, "random")
+    state = spawn([p.seed for p in params], agents, width, height, "random")
     state.trail = _random_trail(3, height, width, seed=9)
     tables = api.build_tables(params)
     expected = reference.TorchSimulation(state.clone(), tables)
@@ -387,7 +388,7 @@ def test_sorted_runs_match_reference_and_resume_from_snapshots():
 def test_rejects_negative_sort_every():
     from physarum.kernels.triton_backend import TritonSimulation
 
-    state = api.spawn([1], 10, 37, 23, "random")
+    state = spawn([1], 10, 37, 23, "random")
     with pytest.raises(ValueError, match="sort_every"):
         TritonSimulation(state, api.build_tables([VEINS]), sort_every=-1)
 
@@ -395,7 +396,7 @@ def test_rejects_negative_sort_every():
 def test_rejects_bad_tables():
     from physarum.kernels.triton_backend import TritonSimulation
 
-    state = api.spawn([1], 10, 37, 23, "random")
+    state = spawn([1], 10, 37, 23, "random")
     tables = api.build_tables([VEINS, VEINS])
     with pytest.raises(ValueError, match="tables.sense_offset"):
         TritonSimulation(state, tables)
@@ -410,7 +411,7 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     monkeypatch.setattr(triton_kernels, "SORT_SEGMENT", 700)
     monkeypatch.setattr(triton_backend, "COUNTS_DOUBLE_BUFFER_BYTES", 0)
     params = VARIED[:2]
-    state = api.spawn([p.seed for p in params], 1500, 41, 27, "random")
+    state = spawn([p.seed for p in params], 1500, 41, 27, "random")
     state.trail = _random_trail(2, 27, 41, seed=4)
     tables = api.build_tables(params)
     simulation = _simulation(state, tables, sort_every=2)

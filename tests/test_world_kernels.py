@@ -14,6 +14,7 @@ import torch
 from test_reference import hash32, steering  # the plain model's naive hash and steering rule
 
 from physarum.kernels import api, reference
+from physarum.kernels.spawn import spawn, species_seed
 
 HEADINGS = 4096
 FRAC = 16
@@ -154,7 +155,7 @@ def world_case(name: str, boundary: str):
         wall = torch.stack([walls(height, width, b) for b in range(batch)])
     group_params = [
         params(
-            api.species_seed(10 + b, s),
+            species_seed(10 + b, s),
             sensor_angle=20.0 + 15 * s,
             step_size=1.0 + 0.4 * s + 0.3 * b,
             decay=0.05 + 0.1 * s,
@@ -166,14 +167,14 @@ def world_case(name: str, boundary: str):
     parts = []
     for g in range(groups):
         b, s = divmod(g, species)
-        spawn = ("random", "disk", "ring")[s]
+        pattern = ("random", "disk", "ring")[s]
         parts.append(
-            api.spawn(
-                [api.species_seed(10 + b, s)],
+            spawn(
+                [species_seed(10 + b, s)],
                 agents,
                 width,
                 height,
-                spawn,
+                pattern,
                 0.45,
                 wall=None if wall is None else wall[b],
             )
@@ -270,13 +271,13 @@ def test_world_rejects_bad_shapes():
 def test_image_spawn_follows_the_weights_exactly():
     weights = torch.zeros((6, 9), dtype=torch.int64)
     weights[1, 2], weights[4, 7] = 1, 3  # only two cells, one three times the other
-    state = api.spawn([4], 4000, 9, 6, "image", density=weights)
+    state = spawn([4], 4000, 9, 6, "image", density=weights)
     cells = ((state.position[0, 1] >> FRAC) * 9 + (state.position[0, 0] >> FRAC)).tolist()
     assert set(cells) == {1 * 9 + 2, 4 * 9 + 7}
     share = cells.count(4 * 9 + 7) / len(cells)
     assert 0.72 < share < 0.78
     with pytest.raises(ValueError, match="no cell"):
-        api.spawn([4], 10, 9, 6, "image", density=torch.zeros((6, 9), dtype=torch.int64))
+        spawn([4], 10, 9, 6, "image", density=torch.zeros((6, 9), dtype=torch.int64))
 
 
 def test_brightness_table_is_exact_and_keeps_the_floor():

@@ -17,6 +17,7 @@ import yaml
 from PIL import Image
 
 from physarum.kernels import api
+from physarum.kernels.spawn import spawn, species_seed
 from physarum.render import machine, runner
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
@@ -105,7 +106,7 @@ def test_a_world_preset_validates_with_paths_made_absolute(images):
     assert preset.species[1].agents.image == str(images / "square.png")
     assert preset.species_count == 2 and preset.agents_per_species == 200 and preset.boundary == "reflect"
     assert preset.species_model(1).sensor_angle == 40 and preset.species_model(0).sensor_angle == 22.5
-    assert preset.model_params(1).seed == api.species_seed(3, 1) and preset.model_params(0).seed == 3
+    assert preset.model_params(1).seed == species_seed(3, 1) and preset.model_params(0).seed == 3
     again = build_preset(yaml.safe_load(preset.to_yaml()), "elsewhere/p.yaml")  # absolute: stays
     assert again == preset
 
@@ -305,7 +306,7 @@ def test_plain_presets_dump_and_build_as_before(tiny_preset):
     assert set(tiny_preset.model_dump()["agents"]) == {"count", "spawn", "radius"}
     state, params, world = spawn_groups([tiny_preset])
     assert world is None and params == [tiny_preset.model_params()]
-    plain = api.spawn([3], 400, 48, 32, "random", 0.35)
+    plain = spawn([3], 400, 48, 32, "random", 0.35)
     assert torch.equal(state.position, plain.position) and torch.equal(state.heading, plain.heading)
     assert runner.batch_key(tiny_preset) == (48, 32, 400, 24, 3, 0)
 
