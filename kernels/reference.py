@@ -34,9 +34,8 @@ from physarum.kernels.api import (
     State,
     Tables,
     World,
-    lowbias32_int,
-    step_key,
 )
+from physarum.kernels.exact import lowbias32_int, step_key
 
 # lowbias32's multipliers as int32 values with the same low 32 bits.
 _HASH_MUL_1 = 0x7FEB352D
@@ -260,9 +259,9 @@ class _Plan:
 
     def key_mix(self, step: torch.Tensor) -> torch.Tensor:
         """[B, 1] int32 holding the 32 bits of k ^ (k >> 16) for each simulation's step key
-        k = api.step_key(seed_key, step).
+        k = exact.step_key(seed_key, step).
 
-        On the CPU the B scalars are hashed as Python ints by api.lowbias32_int, the same
+        On the CPU the B scalars are hashed as Python ints by exact.lowbias32_int, the same
         function, instead of by some thirty tiny tensor operations.
         """
         if self.seed_key.device.type == "cpu" and not torch.compiler.is_compiling():
@@ -292,7 +291,7 @@ class _Plan:
     @staticmethod
     def turn_bit(words: torch.Tensor) -> torch.Tensor:
         """[B, N] int8, minus the turn bit of every agent (-1: turn +, 0: turn -), that is
-        -(bit 31 of lowbias32(agent ^ key)) as api.turn_bits gives it, from hash_before_last's
+        -(bit 31 of lowbias32(agent ^ key)) as exact.turn_bits gives it, from hash_before_last's
         words: the hash's last step x ^= x >> 16 leaves bit 31 alone, so the bit is the sign of
         the word before it, and x >> 31 is -1 or 0."""
         return (words >> 31).to(torch.int8)

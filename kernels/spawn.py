@@ -19,10 +19,8 @@ from physarum.kernels.api import (
     ONE,
     UNIT_BITS,
     State,
-    lowbias32,
-    lowbias32_int,
-    unit_circle,
 )
+from physarum.kernels.exact import lowbias32, lowbias32_int, unit_circle
 
 SPAWN_X_STREAM = 0x5EED0001
 SPAWN_Y_STREAM = 0x5EED0002  # also the disk spawn's radius

@@ -294,7 +294,7 @@ def _agent_kernel(
         agent = lane
     else:
         agent = tl.load(agent_id_ptr + batch * agents + lane, mask=mask, other=0)
-    step = tl.load(step_ptr).to(tl.uint32)  # truncation: step mod 2^32, as api.step_key
+    step = tl.load(step_ptr).to(tl.uint32)  # truncation: step mod 2^32, as exact.step_key
     seed_key = tl.load(seed_key_ptr + batch).to(tl.uint32)
     key = _lowbias32(seed_key ^ _lowbias32(step))
     bits = _lowbias32(agent.to(tl.uint32) ^ key)

@@ -45,9 +45,8 @@ from physarum.kernels.api import (
     TRAIL_FLOOR,
     State,
     Tables,
-    build_tables,
-    turn_bits,
 )
+from physarum.kernels.exact import build_tables, turn_bits
 from physarum.kernels.spawn import spawn
 from physarum.render.errors import RenderError, did_you_mean
 from physarum.render.files import PartialFile, write_csv, write_json

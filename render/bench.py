@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from physarum.kernels import get_backend, reference
-from physarum.kernels.api import ModelParams, State, build_tables
+from physarum.kernels.api import ModelParams, State
+from physarum.kernels.exact import build_tables
 from physarum.kernels.prototype import PrototypeSimulation
 from physarum.kernels.spawn import spawn
 from physarum.render.machine import device_name

@@ -19,7 +19,7 @@ import torch
 from tqdm import tqdm
 
 from physarum.kernels import get_backend
-from physarum.kernels.api import build_tables
+from physarum.kernels.exact import build_tables
 from physarum.render import __version__
 from physarum.render.colour import Colourist, downscale, make_colourist, preview_size
 from physarum.render.encode import even_size, open_writer

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from physarum.kernels import reference
-from physarum.kernels.api import build_tables
+from physarum.kernels.exact import build_tables
 from physarum.kernels.spawn import spawn
 from physarum.render import analysis
 from physarum.render.analysis import (

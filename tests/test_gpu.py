@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from physarum.kernels import get_backend
-from physarum.kernels.api import ModelParams, build_tables
+from physarum.kernels.api import ModelParams
+from physarum.kernels.exact import build_tables
 from physarum.kernels.spawn import spawn
 
 pytestmark = [

@@ -3,7 +3,7 @@
 The naive step below loops over agents and cells in plain Python: Python ints for positions and
 headings, numpy float32 scalars for the trail, the order of operations of docs/model.md, and its
 own copy of the lowbias32 hash. It reads only the contract's inputs (the Tables of
-api.build_tables). Every comparison is exact: integer state by value, the trail by bit pattern.
+exact.build_tables). Every comparison is exact: integer state by value, the trail by bit pattern.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from physarum.kernels import api, reference
+from physarum.kernels import api, exact, reference
 from physarum.kernels.spawn import SPAWNS, spawn
 
 HEADINGS = 4096
@@ -233,8 +233,8 @@ def test_hash_matches_contract_on_python_ints_and_tensors():
     values = [0, 1, 2, 3, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xDEADBEEF, 12345]
     values += random.Random(1).sample(range(2**32), 200)
     expected = [hash32(v) for v in values]
-    assert [api.lowbias32_int(v) for v in values] == expected
-    assert api.lowbias32(torch.tensor(values, dtype=torch.int64)).tolist() == expected
+    assert [exact.lowbias32_int(v) for v in values] == expected
+    assert exact.lowbias32(torch.tensor(values, dtype=torch.int64)).tolist() == expected
     assert hash32(1) != hash32(2) and hash32(0) == 0
 
 
@@ -242,7 +242,7 @@ def test_turn_bits_keyed_by_seed_step_and_agent():
     seeds = [7, 8]
     seed_key = torch.tensor([hash32(s) for s in seeds], dtype=torch.int64)
     for step in (0, 1, 2**32 + 5, 999):
-        bits = api.turn_bits(seed_key, torch.tensor(step), 64)
+        bits = exact.turn_bits(seed_key, torch.tensor(step), 64)
         for b in range(2):
             key = hash32(hash32(seeds[b]) ^ hash32(step & 0xFFFFFFFF))
             assert bits[b].tolist() == [hash32(a ^ key) >> 31 == 1 for a in range(64)]
@@ -280,7 +280,7 @@ def test_step_matches_naive_batch_of_two(width, height):
             seed=123456789,
         ),
     ]
-    tables = api.build_tables(batch)
+    tables = exact.build_tables(batch)
     state = make_state(rng, batch=2, agents=40, width=width, height=height)
     _, branches = run_both(state, tables, steps=5)
     assert sum(branches.values()) == 2 * 40 * 5
@@ -313,7 +313,7 @@ def test_step_matches_naive_over_many_steps_and_odd_parameters():
             seed=2**32 - 1,
         ),
     ]
-    tables = api.build_tables(batch)
+    tables = exact.build_tables(batch)
     assert tables.keep[0].item() == 1.0 and tables.spread[0].item() == 0.0
     assert tables.retain[0].item() == 1.0
     state = make_state(random.Random(3), batch=2, agents=60, width=13, height=11, step=2**32 - 2)
@@ -323,7 +323,7 @@ def test_step_matches_naive_over_many_steps_and_odd_parameters():
 
 
 def test_zero_trail_ties_keep_heading():
-    tables = api.build_tables([params(seed=3), params(seed=4, sensor_angle=45.0)])
+    tables = exact.build_tables([params(seed=3), params(seed=4, sensor_angle=45.0)])
     state = make_state(random.Random(5), batch=2, agents=30, width=7, height=5, trail_density=0.0)
     assert float(state.trail.abs().sum()) == 0.0
     sims = sims_of(state)
@@ -337,7 +337,7 @@ def test_zero_trail_ties_keep_heading():
 
 def test_crowded_cell_accumulates_deposits():
     width, height, agents = 13, 11, 50
-    tables = api.build_tables(
+    tables = exact.build_tables(
         [params(step_size=3.0, sensor_distance=2.0, deposit=0.25, diffuse=0.5, decay=0.2, seed=11)]
     )
     centre_x, centre_y = (6 << FRAC) + 100, (5 << FRAC) + 200
@@ -359,10 +359,10 @@ def test_each_steering_branch_turns_as_the_rule_says():
     # one cell holds many agents heading +x; sensors 3 cells ahead at -90, 0, +90 degrees
     width, height, agents = 13, 11, 64
     turn = 45.0
-    tables = api.build_tables(
+    tables = exact.build_tables(
         [params(sensor_angle=90.0, sensor_distance=3.0, turn_angle=turn, step_size=1.0, seed=21)]
     )
-    turn_steps = api.degrees_to_heading(turn)
+    turn_steps = exact.degrees_to_heading(turn)
     x, y = (6 << FRAC) + ONE_CELL // 2, (5 << FRAC) + ONE_CELL // 2
     forward_cell, left_cell, right_cell = (5, 9), (2, 6), (8, 6)  # (row, column)
 
@@ -391,7 +391,7 @@ def test_each_steering_branch_turns_as_the_rule_says():
 
 
 def test_trail_below_floor_is_flushed():
-    tables = api.build_tables([params(deposit=1.0, diffuse=0.0, decay=0.5, seed=1)])
+    tables = exact.build_tables([params(deposit=1.0, diffuse=0.0, decay=0.5, seed=1)])
     trail = torch.zeros((1, 5, 7))
     trail[0, 1, 1] = 2.0**-100  # retained half: below the floor
     trail[0, 2, 2] = 2.0**-99  # retained half: exactly the floor, kept
@@ -432,7 +432,7 @@ def test_step_matches_naive_on_power_of_two_sides(width, height):
             seed=2**31,
         ),
     ]
-    tables = api.build_tables(batch)
+    tables = exact.build_tables(batch)
     state = make_state(
         random.Random(width * 31 + height), batch=2, agents=50, width=width, height=height, step=2**31 - 3
     )
@@ -443,20 +443,20 @@ def test_step_matches_naive_on_power_of_two_sides(width, height):
 @pytest.mark.parametrize("on_host", [True, False])
 def test_turn_bits_of_the_step_match_the_contract(monkeypatch, on_host):
     # The reference hashes 32-bit words in int32 (its products wrap mod 2^32) and, on the CPU,
-    # the step keys as Python ints; api.turn_bits (int64, no overflow) is the contract.
+    # the step keys as Python ints; exact.turn_bits (int64, no overflow) is the contract.
     if not on_host:  # the tensor path that CUDA and torch.compile take
         monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     seeds = [0, 1, 7, 2**31 - 1, 2**31, 2**32 - 1, 0xDEADBEEF]
-    tables = api.build_tables([params(seed=s) for s in seeds])
+    tables = exact.build_tables([params(seed=s) for s in seeds])
     agents = 70_000  # past 2^16, where agent ^ (agent >> 16) differs from agent
     plan = reference._plan(spawn(seeds, agents, 8, 8), tables)
     for step in (0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40 + 3):
-        expected = api.turn_bits(tables.seed_key, torch.tensor(step), agents)
+        expected = exact.turn_bits(tables.seed_key, torch.tensor(step), agents)
         assert torch.equal(plan.turn_bit(plan.hash_before_last(torch.tensor(step))), -expected.to(torch.int8))
 
 
 def test_simulation_equals_steps_and_follows_a_replaced_state():
-    tables = api.build_tables([params(seed=1), params(seed=2, sensor_angle=45.0)])
+    tables = exact.build_tables([params(seed=1), params(seed=2, sensor_angle=45.0)])
 
     def same(a: api.State, b: api.State) -> bool:
         return (
@@ -487,7 +487,7 @@ def test_simulation_equals_steps_and_follows_a_replaced_state():
 
 
 def test_unit_circle_is_exactly_symmetric_and_exact():
-    table = api.unit_circle()
+    table = exact.unit_circle()
     assert len(table) == HEADINGS
     assert table[0] == (2**30, 0) and table[HEADINGS // 4] == (0, 2**30)
     assert table[HEADINGS // 2] == (-(2**30), 0) and table[3 * HEADINGS // 4] == (0, -(2**30))
@@ -508,22 +508,22 @@ def test_unit_circle_is_exactly_symmetric_and_exact():
 
 
 def test_vector_table_rounds_the_circle_half_to_even():
-    nine = api.vector_table(9)
+    nine = exact.vector_table(9)
     assert nine[0] == (9 << 16, 0)
     assert nine[HEADINGS // 4] == (0, 9 << 16)
     assert nine[HEADINGS // 2] == (-(9 << 16), 0)
     for distance in (1, 3, 9):
-        table = api.vector_table(distance)
-        for (c, s), (dx, dy) in zip(api.unit_circle(), table):
+        table = exact.vector_table(distance)
+        for (c, s), (dx, dy) in zip(exact.unit_circle(), table):
             for unit, got in ((c, dx), (s, dy)):
                 quotient, remainder = divmod(unit * distance, 2**14)
                 if 2 * remainder > 2**14 or (2 * remainder == 2**14 and quotient % 2):
                     quotient += 1
                 assert got == quotient
-    half = api.vector_table(2.0**-15)  # 2^30 * 2^-15 * 2^16 / 2^30 = 2: no rounding
+    half = exact.vector_table(2.0**-15)  # 2^30 * 2^-15 * 2^16 / 2^30 = 2: no rounding
     assert half[0] == (2, 0)
-    tie = api.vector_table(2.0**-17)  # exactly 0.5 in 16.16: rounds to even 0
-    assert tie[0] == (0, 0) and api.vector_table(3 * 2.0**-17)[0] == (2, 0)
+    tie = exact.vector_table(2.0**-17)  # exactly 0.5 in 16.16: rounds to even 0
+    assert tie[0] == (0, 0) and exact.vector_table(3 * 2.0**-17)[0] == (2, 0)
 
 
 def test_vector_table_equals_the_exact_rational_rounding_for_any_distance():
@@ -533,23 +533,23 @@ def test_vector_table_equals_the_exact_rational_rounding_for_any_distance():
 
     for distance in (0.512, 1.536, 20.48, 1 / 3, 2.0**-17 * 5, 254.99999):
         scale = Fraction(distance) * (1 << 16) / 2**30
-        expected = tuple((round(c * scale), round(s * scale)) for c, s in api.unit_circle())
-        assert api.vector_table(distance) == expected, distance
+        expected = tuple((round(c * scale), round(s * scale)) for c, s in exact.unit_circle())
+        assert exact.vector_table(distance) == expected, distance
 
 
 def test_degrees_to_heading():
-    assert api.degrees_to_heading(22.5) == 256
-    assert api.degrees_to_heading(45) == 512
-    assert api.degrees_to_heading(360) == HEADINGS
+    assert exact.degrees_to_heading(22.5) == 256
+    assert exact.degrees_to_heading(45) == 512
+    assert exact.degrees_to_heading(360) == HEADINGS
     step = 360 / HEADINGS
-    assert api.degrees_to_heading(step / 2) == 0  # 0.5 -> 0 (even)
-    assert api.degrees_to_heading(3 * step / 2) == 2  # 1.5 -> 2 (even)
-    assert api.degrees_to_heading(-22.5) == -256
+    assert exact.degrees_to_heading(step / 2) == 0  # 0.5 -> 0 (even)
+    assert exact.degrees_to_heading(3 * step / 2) == 2  # 1.5 -> 2 (even)
+    assert exact.degrees_to_heading(-22.5) == -256
 
 
 def test_tables_coefficients_are_float32_and_snap_tiny_values():
     tiny = 2.0**-21
-    tables = api.build_tables(
+    tables = exact.build_tables(
         [
             params(deposit=tiny, diffuse=1.0, decay=1.0 - tiny, seed=1),
             params(deposit=0.1, diffuse=9 * tiny, decay=0.25, seed=2),
@@ -632,7 +632,7 @@ def test_disk_spawn_within_radius():
 def test_ring_spawn_on_radius_facing_centre():
     state, x, y, distance, r_max = _spawn_distances("ring", 5, 1000, 64, 48, 0.35)
     assert float((distance - r_max).abs().max()) < 2.0**-15
-    circle = torch.tensor(api.unit_circle(), dtype=torch.float64) / 2**30
+    circle = torch.tensor(exact.unit_circle(), dtype=torch.float64) / 2**30
     facing = circle[state.heading[0].long()]
     cosine = -(facing[:, 0] * x + facing[:, 1] * y) / distance  # heading . (centre - position)
     assert float(cosine.min()) > 1 - 1e-6

@@ -14,7 +14,7 @@ import os
 import pytest
 import torch
 
-from physarum.kernels import api, reference
+from physarum.kernels import api, exact, reference
 from physarum.kernels.spawn import SPAWNS, spawn
 
 pytestmark = [
@@ -103,13 +103,13 @@ def _random_trail(batch: int, height: int, width: int, seed: int) -> torch.Tenso
 
 def test_single_steps_match_on_odd_canvas():
     state = spawn([VEINS.seed], 1000, 37, 23, "random")
-    _run_and_compare(state, api.build_tables([VEINS]), steps=3, every_step=True)
+    _run_and_compare(state, exact.build_tables([VEINS]), steps=3, every_step=True)
 
 
 def test_thirty_steps_match_batch_with_varied_parameters():
     seeds = [p.seed for p in VARIED]
     state = spawn(seeds, 700, 61, 45, "random")
-    _run_and_compare(state, api.build_tables(VARIED), steps=30)
+    _run_and_compare(state, exact.build_tables(VARIED), steps=30)
 
 
 def test_trail_values_below_the_floor_flush_to_zero():
@@ -118,7 +118,7 @@ def test_trail_values_below_the_floor_flush_to_zero():
     scale = 1.0 + 3.0 * torch.rand((1, 23, 37), generator=generator)
     state.trail = (scale * api.TRAIL_FLOOR * 2.0).to(torch.float32)
     params = api.ModelParams(22.5, 5.0, 45.0, 1.0, 1.0, 0.5, 0.5, 21)
-    expected, _ = _run_and_compare(state, api.build_tables([params]), steps=2, every_step=True)
+    expected, _ = _run_and_compare(state, exact.build_tables([params]), steps=2, every_step=True)
     flushed = expected.trail == 0
     assert flushed.any() and not flushed.all(), "the test should flush some cells, not all"
 
@@ -128,7 +128,7 @@ def test_spawn_patterns_match(pattern):
     params = [VEINS, VARIED[1]]
     extra = dict(density=(torch.arange(23 * 37).reshape(23, 37) * 7919) % 11) if pattern == "image" else {}
     state = spawn([p.seed for p in params], 600, 37, 23, pattern, **extra)
-    _run_and_compare(state, api.build_tables(params), steps=12)
+    _run_and_compare(state, exact.build_tables(params), steps=12)
 
 
 @pytest.mark.parametrize("sort_every", [0, 1])
@@ -136,7 +136,7 @@ def test_spawn_patterns_match(pattern):
 def test_agent_counts_not_a_multiple_of_the_block(agents, sort_every):
     # sort_every=0: lanes hold agents in spawn order (no agent_id); 1: sorted before every step.
     state = spawn([5], agents, 37, 23, "disk")
-    _run_and_compare(state, api.build_tables([VEINS]), steps=8, sort_every=sort_every)
+    _run_and_compare(state, exact.build_tables([VEINS]), steps=8, sort_every=sort_every)
 
 
 @pytest.mark.parametrize("tile", ["tuned", (4, 32)])
@@ -152,7 +152,7 @@ def test_canvas_wider_than_a_diffuse_tile(monkeypatch, tile):
     monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_W", tile[1])
     state = spawn([3], 900, 131, 11, "random")
     params = api.ModelParams(30.0, 4.0, 45.0, 1.5, 3.0, 0.6, 0.1, 3)
-    _run_and_compare(state, api.build_tables([params]), steps=10)
+    _run_and_compare(state, exact.build_tables([params]), steps=10)
 
 
 def _edge_state(width: int, height: int) -> api.State:
@@ -189,14 +189,14 @@ def test_agents_on_the_edges():
     assert state.agents == 6 * 5 * 11
     # Long steps and sensors (under half the short side) cross the edges in one move.
     params = api.ModelParams(45.0, 11.0, 45.0, 9.5, 4.0, 0.5, 0.2, 99)
-    _run_and_compare(state, api.build_tables([params]), steps=4, every_step=True)
+    _run_and_compare(state, exact.build_tables([params]), steps=4, every_step=True)
 
 
 def test_nonzero_initial_trail_exercises_random_turns():
     params = [VEINS, VARIED[2]]
     state = spawn([p.seed for p in params], 1000, 37, 23, "random")
     state.trail = _random_trail(2, 23, 37, seed=4)
-    tables = api.build_tables(params)
+    tables = exact.build_tables(params)
     # Make sure the test can catch a wrong hash: some agents must take the random turn.
     x, y = state.position[:, 0], state.position[:, 1]
     heading = state.heading.to(torch.int32)
@@ -213,7 +213,7 @@ def test_step_counter_near_two_to_the_32():
     state = spawn([11], 800, 37, 23, "random")
     state.trail = _random_trail(1, 23, 37, seed=2)
     state.step = torch.tensor(2**32 - 2, dtype=torch.int64)
-    expected, actual = _run_and_compare(state, api.build_tables([VEINS]), steps=4, every_step=True)
+    expected, actual = _run_and_compare(state, exact.build_tables([VEINS]), steps=4, every_step=True)
     assert int(actual.step) == 2**32 + 2
 
 
@@ -221,7 +221,7 @@ def test_step_counter_advances_on_the_device():
     from physarum.kernels import triton_kernels
 
     state = spawn([1], 50, 37, 23, "random")
-    simulation = _simulation(state, api.build_tables([VEINS]))
+    simulation = _simulation(state, exact.build_tables([VEINS]))
     simulation.advance(3)
     assert int(simulation.state.step) == 3
     # The diffuse kernel alone increments the counter the agent kernel reads.
@@ -238,7 +238,7 @@ def test_step_counter_advances_on_the_device():
 
 
 def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
-    tables = api.build_tables([VARIED[1]])
+    tables = exact.build_tables([VARIED[1]])
     state = spawn([VARIED[1].seed], 400, 37, 23, "ring")
     stepped, chunked = (_simulation(state, tables, sort_every=3), _simulation(state, tables, sort_every=3))
     for _ in range(6):
@@ -306,7 +306,7 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _RecordingGraph)
     monkeypatch.setattr(torch.cuda, "graph", _capture)
     monkeypatch.setattr(triton_backend, "GRAPH_CHUNK", 8)
-    tables = api.build_tables([VARIED[1]])
+    tables = exact.build_tables([VARIED[1]])
     state = spawn([VARIED[1].seed], 300, 37, 23, "random")
     expected = reference.TorchSimulation(state.clone(), tables)
     actual = _simulation(state, tables, sort_every=sort_every)
@@ -367,7 +367,7 @@ def test_sorted_runs_match_reference_and_resume_from_snapshots():
     agents, width, height = 1500, 53, 29
     state = spawn([p.seed for p in params], agents, width, height, "random")
     state.trail = _random_trail(3, height, width, seed=9)
-    tables = api.build_tables(params)
+    tables = exact.build_tables(params)
     expected = reference.TorchSimulation(state.clone(), tables)
     actual = _simulation(state, tables, sort_every=3)
     for steps in (1, 4, 2, 5):
@@ -390,14 +390,14 @@ def test_rejects_negative_sort_every():
 
     state = spawn([1], 10, 37, 23, "random")
     with pytest.raises(ValueError, match="sort_every"):
-        TritonSimulation(state, api.build_tables([VEINS]), sort_every=-1)
+        TritonSimulation(state, exact.build_tables([VEINS]), sort_every=-1)
 
 
 def test_rejects_bad_tables():
     from physarum.kernels.triton_backend import TritonSimulation
 
     state = spawn([1], 10, 37, 23, "random")
-    tables = api.build_tables([VEINS, VEINS])
+    tables = exact.build_tables([VEINS, VEINS])
     with pytest.raises(ValueError, match="tables.sense_offset"):
         TritonSimulation(state, tables)
 
@@ -413,7 +413,7 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     params = VARIED[:2]
     state = spawn([p.seed for p in params], 1500, 41, 27, "random")
     state.trail = _random_trail(2, 27, 41, seed=4)
-    tables = api.build_tables(params)
+    tables = exact.build_tables(params)
     simulation = _simulation(state, tables, sort_every=2)
     assert simulation._counts[0] is simulation._counts[1]
     expected = reference.TorchSimulation(state.clone(), tables)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from test_reference import hash32, steering  # the plain model's naive hash and steering rule
 
-from physarum.kernels import api, reference
+from physarum.kernels import api, exact, reference
 from physarum.kernels.spawn import spawn, species_seed
 
 HEADINGS = 4096
@@ -163,7 +163,7 @@ def world_case(name: str, boundary: str):
         for b in range(batch)
         for s in range(species)
     ]
-    tables = api.build_tables(group_params)
+    tables = exact.build_tables(group_params)
     parts = []
     for g in range(groups):
         b, s = divmod(g, species)
@@ -281,11 +281,11 @@ def test_image_spawn_follows_the_weights_exactly():
 
 
 def test_brightness_table_is_exact_and_keeps_the_floor():
-    table = api.brightness_table(5.0)
+    table = exact.brightness_table(5.0)
     assert table.dtype == torch.float32 and table.shape == (256,)
     assert float(table[0]) == 0.0 and float(table[255]) == 5.0 and float(table[51]) == 1.0
     assert torch.all(table[1:] > table[:-1])
-    tiny = api.brightness_table(2.0**-95)
+    tiny = exact.brightness_table(2.0**-95)
     assert float(tiny[1]) == 0.0 and float(tiny[255]) == 2.0**-95  # below the floor: 0
 
 

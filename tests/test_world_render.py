@@ -16,7 +16,7 @@ import torch
 import yaml
 from PIL import Image
 
-from physarum.kernels import api
+from physarum.kernels import exact
 from physarum.kernels.spawn import spawn, species_seed
 from physarum.render import machine, runner
 from physarum.render import sweep as sweeps
@@ -348,7 +348,7 @@ def test_initial_trail_food_and_image_spawn(images):
     state, params, world = spawn_groups([preset])
     assert state.batch == 2 and state.agents == 200 and world.species == 2 and world.boundary == "reflect"
     gradient = box_resize(np.tile(np.arange(0, 256, 4, dtype=np.uint8), (40, 1)), 48, 32)
-    expected = api.brightness_table(2.0)[torch.from_numpy(gradient).long()]
+    expected = exact.brightness_table(2.0)[torch.from_numpy(gradient).long()]
     expected[:, :16] = 0  # no trail on walls
     assert torch.equal(state.trail[0], expected) and torch.equal(state.trail[1], expected)
     assert world.wall.shape == (1, 32, 48) and world.wall.dtype == torch.uint8 and world.wall[0, :, :16].all()
