@@ -1,8 +1,8 @@
 """The PyTorch reference backend: the model of docs/model.md as plain tensor code.
 
 Runs on CPU and CUDA. Every other backend is tested against it byte for byte, and it against a
-naive per-agent loop (tests/test_reference.py). Each phase of a step is one method in the model's
-words, written as few whole-tensor passes as it allows (on a CPU each operation is a trip through
+naive per-agent loop (tests/naive.py). Each phase of a step is one method in the model's words,
+written as few whole-tensor passes as it allows (on a CPU each operation is a trip through
 memory). Every shortcut is exact, and the comment at each says why it gives the same bits:
 
 - per-agent values are laid out [B, k, N], agents innermost, and pairs (x, y) travel together as

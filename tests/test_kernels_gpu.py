@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from physarum.kernels import get_backend
+from physarum.kernels import get_backend, reference
 from physarum.kernels.api import ModelParams
 from physarum.kernels.exact import build_tables
 from physarum.kernels.spawn import spawn
+from support import WORLD_CASES, assert_same_state, world_case
 
 pytestmark = [
     pytest.mark.gpu,
@@ -149,3 +150,18 @@ def test_spawning_on_the_gpu_gives_the_cpus_state(how):
         ]
         for name in ("position", "heading", "trail", "step"):
             assert torch.equal(getattr(states[0], name), getattr(states[1], name).cpu()), (how, name)
+
+
+@pytest.mark.parametrize("sort_every", [0, 3])
+@pytest.mark.parametrize("name,boundary", WORLD_CASES)
+def test_triton_on_cuda_matches_the_reference_in_every_test_world(name, boundary, sort_every):
+    """The interpreter's world test (tests/test_kernels_triton.py) on the GPU."""
+    from physarum.kernels.triton_backend import TritonSimulation
+
+    state, tables, world = world_case(name, boundary)
+    expected = reference.TorchSimulation(state, tables, world)
+    simulation = TritonSimulation(state, tables, sort_every=sort_every, device="cuda", world=world)
+    for chunk in (1, 4, 2):
+        expected.advance(chunk)
+        simulation.advance(chunk)
+        assert_same_state(simulation.state.to("cpu"), expected.state, f"at step {int(expected.state.step)}")

@@ -1,7 +1,7 @@
 """The Triton backend against the PyTorch reference, byte for byte, in Triton's CPU interpreter.
 
 Run with TRITON_INTERPRET=1 set before Python starts:
-    TRITON_INTERPRET=1 python -m pytest tests/test_triton_interpreter.py
+    TRITON_INTERPRET=1 python -m pytest tests/test_kernels_triton.py
 Canvases are small and odd so that every mask, tile edge and wrap-around is exercised.
 """
 
@@ -16,6 +16,7 @@ import torch
 
 from physarum.kernels import api, exact, reference
 from physarum.kernels.spawn import SPAWNS, spawn
+from support import WORLD_CASES, assert_same_state, world_case
 
 pytestmark = [
     pytest.mark.interpreter,
@@ -430,3 +431,21 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
         assert (segment[:, 1:] >= segment[:, :-1]).all(), f"lanes {start}..{end} not in order"
         ids = agent_id[:, start:end].sort(dim=1).values
         assert torch.equal(ids, torch.arange(start, end, dtype=torch.int32).repeat(2, 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Worlds: the test worlds of tests/support.py, sorted and unsorted.
+
+
+@pytest.mark.parametrize("sort_every", [0, 3])
+@pytest.mark.parametrize("name,boundary", WORLD_CASES)
+def test_triton_matches_the_reference_in_every_world(name, boundary, sort_every):
+    from physarum.kernels.triton_backend import TritonSimulation
+
+    state, tables, world = world_case(name, boundary)
+    expected = reference.TorchSimulation(state, tables, world)
+    simulation = TritonSimulation(state, tables, sort_every=sort_every, device="cpu", world=world)
+    for chunk in (1, 4, 2):
+        expected.advance(chunk)
+        simulation.advance(chunk)
+        assert_same_state(simulation.state.to("cpu"), expected.state, f"at step {int(expected.state.step)}")
