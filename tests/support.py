@@ -59,11 +59,22 @@ def params(**changes) -> api.ModelParams:
 
 
 def assert_same_state(got: api.State, expected: api.State, where: str = "") -> None:
-    assert torch.equal(got.position, expected.position), f"positions differ {where}"
-    assert torch.equal(got.heading, expected.heading), f"headings differ {where}"
-    mismatch = (got.trail.view(torch.int32) != expected.trail.view(torch.int32)).nonzero()
-    assert mismatch.numel() == 0, f"trail differs {where} at {mismatch[:5].tolist()}"
-    assert int(got.step) == int(expected.step)
+    """got is expected byte for byte, in the contract's dtypes: integer state by value, the trail
+    by bit pattern, simulation by simulation."""
+    assert got.position.dtype == torch.int32 and got.heading.dtype == torch.int16
+    assert got.trail.dtype == torch.float32 and got.step.dtype == torch.int64
+    assert got.step.shape == ()
+    assert int(got.step) == int(expected.step), f"step differs {where}"
+    assert got.trail.shape == expected.trail.shape and got.heading.shape == expected.heading.shape
+    for b in range(expected.batch):
+        assert torch.equal(got.position[b], expected.position[b]), (
+            f"positions differ in simulation {b} {where}"
+        )
+        assert torch.equal(got.heading[b], expected.heading[b]), f"headings differ in simulation {b} {where}"
+        mismatch = (got.trail[b].view(torch.int32) != expected.trail[b].view(torch.int32)).nonzero()
+        assert mismatch.numel() == 0, (
+            f"trail differs in simulation {b} {where}: {mismatch.shape[0]} cells, first {mismatch[:5].tolist()}"
+        )
 
 
 def world_params(seed: int, **changes) -> api.ModelParams:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from naive import FRAC, HEADINGS, Sim, constants_of, hash32, naive_step, naive_world_step, sims_of
+from naive import FRAC, HEADINGS, hash32, naive_step
 from physarum.kernels import api, exact, reference
 from physarum.kernels.spawn import spawn
 from support import WORLD_CASES, assert_same_state, params, world_case
@@ -20,30 +20,15 @@ from support import WORLD_CASES, assert_same_state, params, world_case
 ONE_CELL = 1 << FRAC
 
 
-def assert_same(state: api.State, sims: list[Sim], step: int) -> None:
-    assert int(state.step) == step
-    assert state.position.dtype == torch.int32 and state.heading.dtype == torch.int16
-    assert state.trail.dtype == torch.float32
-    for b, sim in enumerate(sims):
-        assert state.position[b, 0].tolist() == sim.x, f"x differs in simulation {b}"
-        assert state.position[b, 1].tolist() == sim.y, f"y differs in simulation {b}"
-        assert state.heading[b].tolist() == sim.heading, f"heading differs in simulation {b}"
-        expected = np.array(sim.trail, dtype=np.float32).view(np.int32)
-        got = state.trail[b].numpy().view(np.int32)
-        mismatch = np.argwhere(expected != got)
-        assert mismatch.size == 0, f"trail differs in simulation {b} at {mismatch[:5].tolist()}"
-
-
-def run_both(state: api.State, tables: api.Tables, steps: int) -> tuple[api.State, dict]:
+def run_both(
+    state: api.State, tables: api.Tables, steps: int, world: api.World = api.EMPTY_WORLD
+) -> tuple[api.State, dict]:
     """Advance the reference and the naive step side by side, comparing after every step."""
-    sims = sims_of(state)
-    consts = [constants_of(tables, b) for b in range(state.batch)]
-    branches: dict = {}
-    start = int(state.step)
+    expected, branches = state, {}
     for n in range(steps):
-        sims = [naive_step(s, c, start + n, branches) for s, c in zip(sims, consts)]
-        state = reference.step(state, tables)
-        assert_same(state, sims, start + n + 1)
+        expected = naive_step(expected, tables, world, branches)
+        state = reference.step(state, tables, world)
+        assert_same_state(state, expected, f"after step {n + 1}")
     return state, branches
 
 
@@ -150,11 +135,10 @@ def test_zero_trail_ties_keep_heading():
     tables = exact.build_tables([params(seed=3), params(seed=4, sensor_angle=45.0)])
     state = make_state(random.Random(5), batch=2, agents=30, width=7, height=5, trail_density=0.0)
     assert float(state.trail.abs().sum()) == 0.0
-    sims = sims_of(state)
     branches: dict = {}
-    sims = [naive_step(s, constants_of(tables, b), 0, branches) for b, s in enumerate(sims)]
+    expected = naive_step(state, tables, branches=branches)
     after = reference.step(state, tables)
-    assert_same(after, sims, 1)
+    assert_same_state(after, expected)
     assert branches == {"tie": 60}
     assert torch.equal(after.heading, state.heading)
 
@@ -313,10 +297,7 @@ def test_simulation_equals_steps_and_follows_a_replaced_state():
 @pytest.mark.parametrize("name,boundary", WORLD_CASES)
 def test_reference_matches_the_naive_world_step(name, boundary):
     state, tables, world = world_case(name, boundary)
-    for n in range(6):
-        expected = naive_world_step(state, tables, world)
-        state = reference.step(state, tables, world)
-        assert_same_state(state, expected, f"after step {n + 1}")
+    state, _ = run_both(state, tables, 6, world)
     if world.wall is not None:  # agents never stand on walls; walls hold no trail
         wall = world.wall.repeat_interleave(world.species, 0) != 0
         cells = (state.position[:, 1] >> FRAC) * state.width + (state.position[:, 0] >> FRAC)

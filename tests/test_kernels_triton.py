@@ -65,20 +65,6 @@ def _simulation(state: api.State, tables: api.Tables, **options):
     return TritonSimulation(state.clone(), tables, **options)
 
 
-def _assert_same(expected: api.State, actual: api.State, context: str = "") -> None:
-    """Byte-for-byte equality of two states (trail compared as int32 bit patterns)."""
-    assert actual.position.dtype == torch.int32 and actual.heading.dtype == torch.int16
-    assert actual.trail.dtype == torch.float32 and actual.step.dtype == torch.int64
-    assert actual.step.shape == ()
-    assert torch.equal(expected.step, actual.step), context
-    assert torch.equal(expected.position, actual.position), f"position differs {context}"
-    assert torch.equal(expected.heading, actual.heading), f"heading differs {context}"
-    different = expected.trail.view(torch.int32) != actual.trail.view(torch.int32)
-    assert not different.any(), (
-        f"trail differs in {int(different.sum())} cells {context}, first at {different.nonzero()[0].tolist()}"
-    )
-
-
 def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_step: bool = False, **options):
     """Advance the reference and the Triton backend from `state`; compare; return the states."""
     expected = reference.TorchSimulation(state.clone(), tables)
@@ -87,11 +73,11 @@ def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_ste
         for index in range(steps):
             expected.advance(1)
             actual.advance(1)
-            _assert_same(expected.state, actual.state, f"after step {index + 1}")
+            assert_same_state(actual.state, expected.state, f"after step {index + 1}")
     else:
         expected.advance(steps)
         actual.advance(steps)
-        _assert_same(expected.state, actual.state, f"after {steps} steps")
+        assert_same_state(actual.state, expected.state, f"after {steps} steps")
     return expected.state, actual.state
 
 
@@ -248,11 +234,11 @@ def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     chunked.advance(0)
     chunked.advance(7)
     snapshot = chunked.state
-    _assert_same(stepped.state, snapshot)
+    assert_same_state(snapshot, stepped.state)
     assert torch.equal(stepped._agent_id, chunked._agent_id)  # eager_step keeps the schedule
     assert torch.equal(chunked.trail, snapshot.trail)
     chunked.advance(2)
-    _assert_same(stepped.state, snapshot)  # the snapshot did not change with the simulation
+    assert_same_state(snapshot, stepped.state)  # the snapshot did not change with the simulation
 
 
 class _RecordingGraph:
@@ -315,7 +301,7 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
     for steps in (1, 5, 3, 19, 5, 1, 8):
         expected.advance(steps)
         actual.advance(steps)
-        _assert_same(expected.state, actual.state, f"after advance({steps})")
+        assert_same_state(actual.state, expected.state, f"after advance({steps})")
     if sort_every:
         assert sorted_at == list(range(0, 42, sort_every))
         assert {(5, 1), (4, 1), (5, 0), (2, 0), (3, 0)} <= set(actual._graphs)
@@ -374,7 +360,7 @@ def test_sorted_runs_match_reference_and_resume_from_snapshots():
     for steps in (1, 4, 2, 5):
         expected.advance(steps)
         actual.advance(steps)
-        _assert_same(expected.state, actual.state, f"at step {int(expected.state.step)}")
+        assert_same_state(actual.state, expected.state, f"at step {int(expected.state.step)}")
     identity = torch.arange(agents, dtype=torch.int32).repeat(3, 1)
     assert torch.equal(actual._agent_id.sort(dim=1).values, identity), "not a permutation"
     assert (actual._agent_id != identity).float().mean() > 0.9, "the sort did not reorder"
@@ -383,7 +369,7 @@ def test_sorted_runs_match_reference_and_resume_from_snapshots():
     assert torch.equal(resumed._agent_id, identity)  # a State holds agents in spawn order
     expected.advance(3)
     resumed.advance(3)
-    _assert_same(expected.state, resumed.state, "after resuming")
+    assert_same_state(resumed.state, expected.state, "after resuming")
 
 
 def test_rejects_negative_sort_every():
@@ -421,7 +407,7 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     for steps in (1, 3, 4):
         expected.advance(steps)
         simulation.advance(steps)
-        _assert_same(expected.state, simulation.state, f"at step {int(expected.state.step)}")
+        assert_same_state(simulation.state, expected.state, f"at step {int(expected.state.step)}")
     position, heading = state.position.clone(), state.heading.clone()
     agent_id = torch.arange(1500, dtype=torch.int32).repeat(2, 1)
     triton_kernels.sort_agents(position, heading, agent_id, 41)
