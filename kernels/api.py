@@ -15,6 +15,7 @@ The exact arithmetic built on these constants is kernels/exact.py; spawning, ker
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -89,6 +90,22 @@ class State:
 
     def clone(self) -> State:
         return State(*(t.clone() for t in (self.position, self.heading, self.trail, self.step)))
+
+    @classmethod
+    def concat(cls, states: Sequence[State]) -> State:
+        """The simulations of `states`, in order, as one batch. They share one canvas size and
+        agent count, lie on one device and stand at the same step (a batch has one counter)."""
+        if not states:
+            raise ValueError("no states to concatenate")
+        first = states[0]
+        if any(not torch.equal(s.step, first.step) for s in states[1:]):
+            raise ValueError("states at different steps make no batch: a batch shares one step counter")
+        return cls(
+            position=torch.cat([s.position for s in states]),
+            heading=torch.cat([s.heading for s in states]),
+            trail=torch.cat([s.trail for s in states]),
+            step=first.step,
+        )
 
 
 @dataclass

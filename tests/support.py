@@ -140,7 +140,8 @@ def world_case(name: str, boundary: str):
                 wall=None if wall is None else wall[b],
             )
         )
-    position = torch.cat([p.position for p in parts])
+    state = api.State.concat(parts)
+    position = state.position
     # agents exactly on the edges and corners (where there is no wall)
     last_x, last_y = (width << FRAC) - 1, (height << FRAC) - 1
     for g in range(groups):
@@ -154,9 +155,7 @@ def world_case(name: str, boundary: str):
     trail = (torch.rand((groups, height, width), generator=gen) * 4).to(torch.float32)
     if wall is not None:
         trail = torch.where(wall.repeat_interleave(species, 0) != 0, 0.0, trail)
-    state = api.State(
-        position, torch.cat([p.heading for p in parts]), trail, torch.tensor(5, dtype=torch.int64)
-    )
+    state.trail, state.step = trail, torch.tensor(5, dtype=torch.int64)
     mix = None
     if species > 1:
         rows = [[1.0, -0.5, 0.25], [-0.75, 1.0, 0.5], [0.5, 0.5, -1.0]]

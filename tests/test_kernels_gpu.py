@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from physarum.kernels import get_backend, reference
-from physarum.kernels.api import ModelParams
+from physarum.kernels.api import ModelParams, State
 from physarum.kernels.exact import build_tables
 from physarum.kernels.spawn import spawn
 from support import WORLD_CASES, assert_same_state, world_case
@@ -99,14 +99,7 @@ def world_run(backend: str, device: str, boundary: str, steps: int = 300):
         spawn([seeds[g]], agents, width, height, ("random", "disk")[g % 2], 0.3, wall=wall[g // species])
         for g in range(4)
     ]
-    from physarum.kernels.api import State
-
-    state = State(
-        torch.cat([p.position for p in parts]),
-        torch.cat([p.heading for p in parts]),
-        torch.cat([p.trail for p in parts]),
-        parts[0].step,
-    ).to(device)
+    state = State.concat(parts).to(device)
     mix = torch.tensor([[1.0, -0.5], [-0.25, 1.0]] * 2)
     world = World(species=species, boundary=boundary, mix=mix, wall=wall, food=food)
     simulation = get_backend(backend)(state, build_tables(params, device=device), world=world)
