@@ -15,8 +15,10 @@ The exact arithmetic built on these constants is kernels/exact.py; spawning, ker
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
+from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 
@@ -194,3 +196,67 @@ class World:
 
 
 EMPTY_WORLD = World()
+
+
+# ---------------------------------------------------------------------------------------------
+# The backend contract.
+
+Phase = Callable[[str], AbstractContextManager]
+
+
+def untimed(name: str) -> AbstractContextManager:
+    """The phase wrapper of a step that nobody times: it wraps nothing."""
+    return nullcontext()
+
+
+@runtime_checkable
+class Simulation(Protocol):
+    """What every backend is: B groups (api.World) advanced step by step, exactly as the reference.
+
+    Backends register in kernels/__init__.py and are built as
+    ``Backend(state, tables, world=None, device=None, **options)``: state and tables hold one
+    entry per group; world None is the empty torus; device None is the state's device (the
+    backend moves state, tables and world there itself, so a state spawned on the host is
+    copied once). Backend-specific tuning comes only as keyword-only options with defaults,
+    none of which changes a result.
+    """
+
+    name: ClassVar[str]  # the registry's name of the backend
+    phases: ClassVar[tuple[str, ...]]  # the names profiled_step may pass to its `phase`
+
+    def __init__(
+        self,
+        state: State,
+        tables: Tables,
+        world: World | None = None,
+        device: torch.device | str | None = None,
+    ) -> None: ...
+
+    @property
+    def state(self) -> State:
+        """A snapshot of the current state, equal to the reference's (agents in spawn order)."""
+        ...
+
+    @property
+    def trail(self) -> torch.Tensor:
+        """[B, H, W] float32, the current trail (it may be a live buffer: copy it to keep it)."""
+        ...
+
+    def advance(self, steps: int) -> None:
+        """Advance every group by `steps` steps (asynchronously on a GPU)."""
+        ...
+
+    def eager_step(self) -> None:
+        """One step as plain launches, never a graph replay, so a profiler sees each kernel."""
+        ...
+
+    def profiled_step(self, phase: Phase) -> None:
+        """One step like eager_step, each of its phases (names in `phases`) run inside
+        ``with phase(name):``, e.g. torch.profiler.record_function."""
+        ...
+
+    @staticmethod
+    def device_bytes(agents: int) -> tuple[float, float]:
+        """(bytes per agent, bytes per cell of its map) that one group of `agents` agents needs
+        on the device at its peak: its state, buffers and a step's temporaries."""
+        ...

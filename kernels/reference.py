@@ -31,9 +31,11 @@ from physarum.kernels.api import (
     HEADINGS,
     TRAIL_FLOOR,
     U32,
+    Phase,
     State,
     Tables,
     World,
+    untimed,
 )
 from physarum.kernels.exact import lowbias32_int, step_key
 
@@ -388,21 +390,23 @@ class _Plan:
         torch.threshold_(blended, _BELOW_FLOOR, 0.0)
         return blended if self.wall is None else blended.masked_fill_(self.wall, 0.0)
 
-    def step(self, state: State) -> State:
-        readings = self.sense(state.trail, state.position, state.heading.to(torch.int64))
-        words = self.hash_before_last(state.step)
-        heading = state.heading + self.steer(readings, self.turn_bit(words))
-        heading &= HEADING_MASK
-        position, heading = self.move(state.position, heading)
-        if self.wall is not None:
-            position, heading = self.stop_at_walls(state.position, position, heading, words)
-        counts = self.deposit_counts(position)
-        return State(
-            position=position,
-            heading=heading,
-            trail=self.diffuse_and_decay(state.trail, counts),
-            step=state.step + 1,
-        )
+    def step(self, state: State, phase: Phase = untimed) -> State:
+        """The state one step later, each phase of TorchSimulation.phases inside phase(name)."""
+        with phase("sense"):
+            readings = self.sense(state.trail, state.position, state.heading.to(torch.int64))
+        with phase("steer"):
+            words = self.hash_before_last(state.step)
+            heading = state.heading + self.steer(readings, self.turn_bit(words))
+            heading &= HEADING_MASK
+        with phase("move"):
+            position, heading = self.move(state.position, heading)
+            if self.wall is not None:
+                position, heading = self.stop_at_walls(state.position, position, heading, words)
+        with phase("deposit"):
+            counts = self.deposit_counts(position)
+        with phase("diffuse"):
+            trail = self.diffuse_and_decay(state.trail, counts)
+        return State(position=position, heading=heading, trail=trail, step=state.step + 1)
 
 
 def _plan(state: State, tables: Tables, world: World = EMPTY_WORLD) -> _Plan:
@@ -427,26 +431,57 @@ def step(state: State, tables: Tables, world: World = EMPTY_WORLD) -> State:
 
 
 class TorchSimulation:
-    """The reference backend behind the common simulation interface (see kernels/__init__)."""
+    """The reference backend behind the Simulation protocol (api.Simulation).
+
+    `state` is a plain attribute: each step replaces it (the old state is never written), and a
+    state assigned to it is where the next step starts."""
 
     name = "torch"
+    phases = ("sense", "steer", "move", "deposit", "diffuse")  # docs/model.md sections 6.1-6.5
 
-    def __init__(self, state: State, tables: Tables, world: World | None = None):
+    def __init__(
+        self,
+        state: State,
+        tables: Tables,
+        world: World | None = None,
+        device: torch.device | str | None = None,
+    ):
+        world = world or EMPTY_WORLD
+        if device is not None:
+            state, tables, world = state.to(device), tables.to(device), world.to(device)
         self.state = state
         self.tables = tables
-        self.world = world or EMPTY_WORLD
+        self.world = world
         self.world.simulations(state.batch)  # checks the groups make whole simulations
         self._plan: _Plan | None = None
         self._plan_key = None
 
-    def advance(self, steps: int) -> None:
+    def _current_plan(self) -> _Plan:
+        """The plan of the current state; built once, again only if its shape or tables change."""
         state = self.state
         key = (id(self.tables), state.batch, state.agents, state.height, state.width, state.trail.device)
-        if self._plan_key != key:  # built once, again only if the state's shape or tables change
+        if self._plan_key != key:
             self._plan, self._plan_key = _plan(state, self.tables, self.world), key
+        return self._plan
+
+    def advance(self, steps: int) -> None:
+        plan, state = self._current_plan(), self.state
         for _ in range(steps):
-            state = self._plan.step(state)
+            state = plan.step(state)
         self.state = state
+
+    def eager_step(self) -> None:
+        self.advance(1)
+
+    def profiled_step(self, phase: Phase) -> None:
+        self.state = self._current_plan().step(self.state, phase)
+
+    @staticmethod
+    def device_bytes(agents: int) -> tuple[float, float]:
+        """Per agent a step's int64 index and gather temporaries; per cell fourteen 4-byte maps
+        (the trail, the counts, the padded copy, the 3x3 sum and their temporaries) and 8 bytes
+        of slack."""
+        return 160, 4 * 14 + 8
 
     @property
     def trail(self) -> torch.Tensor:

@@ -28,8 +28,14 @@ import warnings
 
 import torch
 
-from physarum.kernels.api import EMPTY_WORLD, HEADINGS, State, Tables, World
-from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents, sort_agents
+from physarum.kernels.api import EMPTY_WORLD, HEADINGS, Phase, State, Tables, World, untimed
+from physarum.kernels.triton_kernels import (
+    MAX_GRID_YZ,
+    SORT_SEGMENT,
+    diffuse_and_decay,
+    move_agents,
+    sort_agents,
+)
 
 # Steps per captured CUDA graph: long enough that launch overhead vanishes (two launches a
 # step would otherwise cost ~5 us each on small canvases), short enough that capturing one is
@@ -114,21 +120,23 @@ def _own(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype) -> torc
 
 
 class TritonSimulation:
-    """B simulations advanced by the Triton kernels; same interface as TorchSimulation."""
+    """B groups advanced by the Triton kernels, behind the Simulation protocol (api.Simulation)."""
 
     name = "triton"
+    # The agent kernel fuses four phases of the model; a sort runs before a step when one is due.
+    phases = ("sort", "sense/steer/move/deposit", "diffuse")
 
     def __init__(
         self,
         state: State,
         tables: Tables,
-        sort_every: int = SORT_EVERY,
-        device: torch.device | str | None = None,
         world: World | None = None,
+        device: torch.device | str | None = None,
+        *,
+        sort_every: int = SORT_EVERY,
     ):
         """sort_every: steps between spatial sorts of the agents, 0 never sorts (results are
-        the same either way; only the speed differs). world: api.World (None: the empty torus),
-        with state and tables holding one entry per group."""
+        the same either way; only the speed differs)."""
         if sort_every < 0:
             raise ValueError(f"sort_every must be >= 0, got {sort_every}")
         device = torch.device(device) if device is not None else state.trail.device
@@ -193,12 +201,23 @@ class TritonSimulation:
     def eager_step(self) -> None:
         """One step as two plain launches, never a graph replay (profilers see each kernel),
         preceded by the sort's launches when one is due."""
-        with self._on_device():
-            self._sort_if_due()
-            self._eager_step()
+        self.profiled_step(untimed)
 
-    def _eager_step(self) -> None:
-        self._launch_step(self._parity)
+    def profiled_step(self, phase: Phase) -> None:
+        """eager_step with the sort (when due) and each of the two launches inside phase(name)."""
+        with self._on_device():
+            self._sort_if_due(phase)
+            self._eager_step(phase)
+
+    @staticmethod
+    def device_bytes(agents: int) -> tuple[float, float]:
+        """Per agent its state (16.16 x and y, heading), its agent id and its share of a sort
+        segment's temporaries (about 40 bytes per agent of a segment of at most SORT_SEGMENT);
+        per cell the two trail buffers and two count maps (4 bytes each) and 8 bytes of slack."""
+        return 14 + 40 * min(1.0, SORT_SEGMENT / max(1, agents)), 4 * 2 + 4 * 2 + 8
+
+    def _eager_step(self, phase: Phase = untimed) -> None:
+        self._launch_step(self._parity, phase)
         self._parity ^= 1
         self._steps_since_sort += 1
         self._compiled = True
@@ -207,11 +226,12 @@ class TritonSimulation:
         """Steps that may run before the next sort (any number where sorting is off)."""
         return self._sort_every - self._steps_since_sort if self._sort_every else GRAPH_CHUNK
 
-    def _sort_if_due(self) -> None:
+    def _sort_if_due(self, phase: Phase = untimed) -> None:
         """Reorder the agents by cell when sort_every steps have passed since the last sort;
         in place, so the buffers captured graphs point at stay the live ones."""
         if self._sort_every and self._steps_since_sort >= self._sort_every:
-            sort_agents(self._position, self._heading, self._agent_id, self.trail.shape[2])
+            with phase("sort"):
+                sort_agents(self._position, self._heading, self._agent_id, self.trail.shape[2])
             self._steps_since_sort = 0
 
     @property
@@ -233,21 +253,23 @@ class TritonSimulation:
             heading = torch.empty_like(self._heading).scatter_(1, lane_agent, self._heading)
         return State(position=position, heading=heading, trail=self.trail.clone(), step=self._step.clone())
 
-    def _launch_step(self, parity: int) -> None:
+    def _launch_step(self, parity: int, phase: Phase = untimed) -> None:
         """The two launches of one step whose buffers have the given parity."""
         trail, next_trail = self._trails[parity], self._trails[parity ^ 1]
         counts, next_counts = self._counts[parity], self._counts[parity ^ 1]
-        move_agents(
-            self._position,
-            self._heading,
-            self._agent_id,
-            trail,
-            counts,
-            self._step,
-            self._tables,
-            self._world,
-        )
-        diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables, self._world)
+        with phase("sense/steer/move/deposit"):
+            move_agents(
+                self._position,
+                self._heading,
+                self._agent_id,
+                trail,
+                counts,
+                self._step,
+                self._tables,
+                self._world,
+            )
+        with phase("diffuse"):
+            diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables, self._world)
 
     def _graph(self, chunk: int) -> torch.cuda.CUDAGraph | None:
         """The CUDA graph of `chunk` steps from the current parity, captured on first use;

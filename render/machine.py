@@ -11,6 +11,7 @@ import platform
 
 import torch
 
+from physarum.kernels import get_backend
 from physarum.render.errors import RenderError
 from physarum.render.preset import Preset
 
@@ -65,17 +66,15 @@ def resolve_backend(requested: str, device: torch.device) -> str:
 
 
 def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
-    """Peak device bytes of a render, counted from the backend's own tensors and temporaries.
+    """Peak device bytes of a render, counted from the backend's own tensors and temporaries
+    (the registered backend's device_bytes, api.Simulation).
 
     With S species a simulation is S groups of agents.count // S agents, each with its own trail
     map; walls add a byte per cell, food a float32 map per group, and sensing a mixed map per
     group (the interaction's weighted sum of the species' maps)."""
     species = preset.species_count
     agents, cells = preset.agents_per_species, preset.canvas.width * preset.canvas.height
-    if backend == "triton":  # state, agent ids, and a sort segment's temporaries (<= 16M agents)
-        per_agent, per_cell = 14 + 40 * min(1.0, (1 << 24) / max(1, agents)), 4 * 2 + 4 * 2 + 8
-    else:  # the reference's int64 index and gather temporaries
-        per_agent, per_cell = 160, 4 * 14 + 8
+    per_agent, per_cell = get_backend(backend).device_bytes(agents)
     world = preset.world
     per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
     per_simulation_cell = 1 if world and world.walls else 0

@@ -1,8 +1,9 @@
 """`physarum profile`: where a step's time goes, per phase and per kernel, with a trace file.
 
 Warm-up steps run outside the record; the first-step initialisation (spawn, tables, compilation)
-is timed separately. The reference backend's phases are wrapped in named ranges; the Triton
-backend's phases are its kernels (sense/steer/move/deposit fused in one, diffuse in another).
+is timed separately. Each recorded step is the backend's profiled_step (api.Simulation), its
+phases (Simulation.phases: the reference's sense, steer, move, deposit and diffuse; the Triton
+backend's kernels) each in a named range.
 """
 
 from __future__ import annotations
@@ -10,47 +11,13 @@ from __future__ import annotations
 import time
 import warnings
 from collections import defaultdict
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from physarum.kernels import reference
 from physarum.render.preset import Preset
 from physarum.render.runner import make_simulation
-
-PHASE_OF_KERNEL = (("agent", "sense/steer/move+deposit"), ("diffuse", "diffuse"))
-
-
-@contextmanager
-def _phase_ranges():
-    """Wrap the reference's phase methods in record_function ranges while profiling."""
-    phases = {
-        "sense": "sense/steer/move",
-        "hash_before_last": "sense/steer/move",
-        "steer": "sense/steer/move",
-        "move": "sense/steer/move",
-        "stop_at_walls": "sense/steer/move",
-        "deposit_counts": "deposit",
-        "diffuse_and_decay": "diffuse",
-    }
-    originals = {name: getattr(reference._Plan, name) for name in phases}
-
-    def wrap(name, function):
-        def ranged(*args, **kwargs):
-            with record_function(phases[name]):
-                return function(*args, **kwargs)
-
-        return ranged
-
-    for name, function in originals.items():
-        setattr(reference._Plan, name, wrap(name, function))
-    try:
-        yield
-    finally:
-        for name, function in originals.items():
-            setattr(reference._Plan, name, function)
 
 
 def _sync(device: torch.device) -> None:
@@ -70,20 +37,23 @@ def profile_preset(
     _sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-    with _phase_ranges(), profile(activities=activities) as prof:
+    with profile(activities=activities) as prof:
         with record_function("steps"):
             for _ in range(steps):
-                simulation.eager_step() if hasattr(simulation, "eager_step") else simulation.advance(1)
+                simulation.profiled_step(record_function)
         _sync(device)
     trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(trace))
-    return summarise(prof, steps, device, first_step, backend, log)
+    return summarise(prof, steps, device, first_step, backend, type(simulation).phases, log)
 
 
-def summarise(prof, steps: int, device: torch.device, first_step: float, backend: str, log) -> dict:
+def summarise(
+    prof, steps: int, device: torch.device, first_step: float, backend: str, phases: tuple[str, ...], log
+) -> dict:
+    """The report of a record of `steps` profiled steps whose ranges are named by `phases`."""
     events = prof.events()
     on_gpu = device.type == "cuda"
-    ranges = {"steps", "sense/steer/move", "deposit", "diffuse"}
+    ranges = {"steps", *phases}
     kernels = [
         e
         for e in events
@@ -94,14 +64,9 @@ def summarise(prof, steps: int, device: torch.device, first_step: float, backend
         per_kernel[event.name] += event.device_time / 1e3 / steps  # ms per step
     per_phase = defaultdict(float)
     for event in events:
-        if event.name in ("sense/steer/move", "deposit", "diffuse"):
+        if event.name in phases and event.device_type != torch.autograd.DeviceType.CUDA:
             time_us = event.device_time if on_gpu else event.cpu_time
             per_phase[event.name] += time_us / 1e3 / steps
-    if backend == "triton":
-        for name, total in per_kernel.items():
-            for key, phase in PHASE_OF_KERNEL:
-                if key in name:
-                    per_phase[phase] += total
     report = {
         "backend": backend,
         "device": str(device),

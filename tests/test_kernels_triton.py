@@ -241,6 +241,28 @@ def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     assert_same_state(snapshot, stepped.state)  # the snapshot did not change with the simulation
 
 
+def test_profiled_steps_wrap_each_launch_in_its_phase_and_keep_the_schedule():
+    tables = exact.build_tables([VARIED[1]])
+    state = spawn([VARIED[1].seed], 400, 37, 23, "random")
+    profiled, plain = _simulation(state, tables, sort_every=2), _simulation(state, tables, sort_every=2)
+    assert isinstance(profiled, api.Simulation)
+    entered = []
+
+    @contextlib.contextmanager
+    def phase(name):
+        assert name in profiled.phases
+        entered.append(name)
+        yield
+
+    for _ in range(3):
+        profiled.profiled_step(phase)
+    plain.advance(3)
+    step = ["sense/steer/move/deposit", "diffuse"]
+    assert entered == ["sort"] + step + step + ["sort"] + step  # sorted at steps 0 and 2
+    assert_same_state(profiled.state, plain.state)
+    assert torch.equal(profiled._agent_id, plain._agent_id)
+
+
 class _RecordingGraph:
     """Stands in for torch.cuda.CUDAGraph: launches made while capturing are recorded, not
     run, and replay runs them again with the same arguments, as a CUDA graph does."""
