@@ -153,6 +153,29 @@ def _batch_offsets(batch: int, stride: int, device) -> torch.Tensor | None:
     return (torch.arange(batch, device=device, dtype=dtype) * stride)[:, None, None]
 
 
+def steer_sign(readings: torch.Tensor, turn_plus: torch.Tensor) -> torch.Tensor:
+    """[B, N] int8 turn of every agent in units of turn_angle (-1, 0 or +1), by the steering rule
+    of docs/model.md section 6.2, from its readings [B, 3, N] float32 (forward F, left L, right R)
+    and its random turn direction [B, N] bool (exact.turn_bits; True turns +):
+
+        keep (0)                 where F > L and F > R
+        random (+1 or -1)        where F < L and F < R
+        (R > L) - (L > R)        otherwise: towards the stronger side, 0 on a tie
+
+    In int8 arithmetic on the rule's float32 comparisons, with random_sign = 2 * turn_plus - 1:
+    side = (R > L) - (L > R), sign = side + random * (random_sign - side), sign * (1 - keep).
+    """
+    plus = turn_plus.view(torch.int8)  # the bools as 0 and 1, no copy
+    above = (readings[:, 1:3] > readings[:, 0:1]).to(torch.int8)  # L > F, R > F
+    below = (readings[:, 1:3] < readings[:, 0:1]).to(torch.int8)  # L < F, R < F
+    left, right = readings[:, 1], readings[:, 2]
+    sign = (right > left).to(torch.int8) - (left > right).to(torch.int8)
+    random = above[:, 0] & above[:, 1]
+    sign -= random * (sign + 1 - 2 * plus)
+    sign *= 1 - (below[:, 0] & below[:, 1])
+    return sign
+
+
 @dataclass
 class _Plan:
     """What a step needs besides the state, derived once per (tables, batch, agents, canvas).
@@ -277,7 +300,7 @@ class _Plan:
 
     def hash_before_last(self, step: torch.Tensor) -> torch.Tensor:
         """[B, N] int32 words of lowbias32(agent ^ key) before its last x ^= x >> 16, once per
-        step for both of its uses (turn_bit and random_heading).
+        step for both of its uses (turn_plus and random_heading).
 
         The int32 tensors hold the hash's uint32 words in two's complement. Xor does not care;
         int32 multiplication keeps the low 32 bits of the product (it wraps around, as the
@@ -291,12 +314,11 @@ class _Plan:
         return x
 
     @staticmethod
-    def turn_bit(words: torch.Tensor) -> torch.Tensor:
-        """[B, N] int8, minus the turn bit of every agent (-1: turn +, 0: turn -), that is
-        -(bit 31 of lowbias32(agent ^ key)) as exact.turn_bits gives it, from hash_before_last's
-        words: the hash's last step x ^= x >> 16 leaves bit 31 alone, so the bit is the sign of
-        the word before it, and x >> 31 is -1 or 0."""
-        return (words >> 31).to(torch.int8)
+    def turn_plus(words: torch.Tensor) -> torch.Tensor:
+        """[B, N] bool, the turn bit of every agent (True: turn +), bit 31 of lowbias32(agent ^ key)
+        as exact.turn_bits gives it, from hash_before_last's words: the hash's last step
+        x ^= x >> 16 leaves bit 31 alone, so the bit is the sign of the word before it."""
+        return words < 0
 
     @staticmethod
     def random_heading(words: torch.Tensor) -> torch.Tensor:
@@ -304,22 +326,9 @@ class _Plan:
         where an agent turns when a wall stops it (the same hash as its turn bit)."""
         return ((words ^ ((words >> 16) & 0xFFFF)) & HEADING_MASK).to(torch.int16)
 
-    def steer(self, readings: torch.Tensor, turn_bit: torch.Tensor) -> torch.Tensor:
-        """[B, N] int16 heading change (section 6.2) from [B, 3, N] readings F, L, R and the
-        negated turn bits, in int8 arithmetic on the rule's float32 comparisons:
-
-            side   = (R > L) - (L > R)                      (the rule's last three rows)
-            sign   = side + random * (random_sign - side)   (random: F < L and F < R)
-            change = sign * (1 - keep) * turn               (keep: F > L and F > R)
-        """
-        above = (readings[:, 1:3] > readings[:, 0:1]).to(torch.int8)  # L > F, R > F
-        below = (readings[:, 1:3] < readings[:, 0:1]).to(torch.int8)  # L < F, R < F
-        left, right = readings[:, 1], readings[:, 2]
-        sign = (right > left).to(torch.int8) - (left > right).to(torch.int8)
-        random = above[:, 0] & above[:, 1]
-        sign -= random * (sign + 1 + 2 * turn_bit)  # random_sign = 2 * bit - 1 = -2 * turn_bit - 1
-        sign *= 1 - (below[:, 0] & below[:, 1])
-        return sign * self.turn
+    def steer(self, readings: torch.Tensor, turn_plus: torch.Tensor) -> torch.Tensor:
+        """[B, N] int16 heading change (section 6.2): steer_sign's turns of turn_angle."""
+        return steer_sign(readings, turn_plus) * self.turn
 
     def move(self, position: torch.Tensor, heading: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """[B, 2, N] int32 positions one step along the new headings [B, N] int16 (section 6.3),
@@ -396,7 +405,7 @@ class _Plan:
             readings = self.sense(state.trail, state.position, state.heading.to(torch.int64))
         with phase("steer"):
             words = self.hash_before_last(state.step)
-            heading = state.heading + self.steer(readings, self.turn_bit(words))
+            heading = state.heading + self.steer(readings, self.turn_plus(words))
             heading &= HEADING_MASK
         with phase("move"):
             position, heading = self.move(state.position, heading)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from naive import FRAC, HEADINGS, hash32, naive_step
+from naive import FRAC, HEADINGS, hash32, naive_step, steering
 from physarum.kernels import api, exact, reference
 from physarum.kernels.spawn import spawn
 from support import WORLD_CASES, assert_same_state, params, world_case
@@ -260,7 +260,7 @@ def test_turn_bits_of_the_step_match_the_contract(monkeypatch, on_host):
     plan = reference._plan(spawn(seeds, agents, 8, 8), tables)
     for step in (0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40 + 3):
         expected = exact.turn_bits(tables.seed_key, torch.tensor(step), agents)
-        assert torch.equal(plan.turn_bit(plan.hash_before_last(torch.tensor(step))), -expected.to(torch.int8))
+        assert torch.equal(plan.turn_plus(plan.hash_before_last(torch.tensor(step))), expected)
 
 
 def test_simulation_equals_steps_and_follows_a_replaced_state():
@@ -330,3 +330,18 @@ def test_species_of_one_and_the_default_world_are_the_plain_model():
     # a single species with weight 1 reads its own trail: the mix path gives the same bits
     world = api.World(species=1, boundary="wrap")
     assert_same_state(reference.step(state, tables, world), plain)
+
+
+def test_steer_sign_is_the_steering_rule_on_every_order_of_the_readings():
+    cases = [
+        (f, lft, r, plus) for f in range(3) for lft in range(3) for r in range(3) for plus in (False, True)
+    ]
+    readings = torch.tensor([[[c[0] for c in cases], [c[1] for c in cases], [c[2] for c in cases]]]) * 0.5
+    turn_plus = torch.tensor([[c[3] for c in cases]])
+    sign = reference.steer_sign(readings.to(torch.float32), turn_plus)
+    assert sign.dtype == torch.int8 and sign.shape == (1, len(cases))
+    expected = [
+        steering(np.float32(f), np.float32(lft), np.float32(r), plus, 1)[0] for f, lft, r, plus in cases
+    ]
+    assert sign[0].tolist() == expected
+    assert set(expected) == {-1, 0, 1}
