@@ -9,7 +9,8 @@ memory). Every shortcut is exact, and the comment at each says why it gives the 
   one [B, 2, ...] tensor, so one pass serves both coordinates and all three sensors;
 - the three sensor offsets of a heading come from one combined per-simulation table, gathered
   once (no heading sums per step);
-- wrap-around is a mask on power-of-two canvases, else two sign-bit corrections;
+- wrap-around is a mask on power-of-two canvases, else two sign-bit corrections
+  (kernels/reference_grid.py);
 - the turn bit's hash runs on 32-bit words (int32 multiplication keeps the low 32 bits);
 - the 3x3 sum adds nine slices of one wrap-padded copy, in the contract's order.
 
@@ -38,119 +39,13 @@ from physarum.kernels.api import (
     untimed,
 )
 from physarum.kernels.exact import lowbias32_int, step_key
+from physarum.kernels.reference_grid import Grid, batch_offsets, clamp, reflect
 
 # lowbias32's multipliers as int32 values with the same low 32 bits.
 _HASH_MUL_1 = 0x7FEB352D
 _HASH_MUL_2 = 0x846CA68B - (1 << 32)
 # The largest float32 below TRAIL_FLOOR: "x <= _BELOW_FLOOR" is exactly "x < TRAIL_FLOOR".
 _BELOW_FLOOR = float(np.nextafter(np.float32(TRAIL_FLOOR), np.float32(0)))
-
-
-def _power_of_two(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
-
-
-def _wrap_(value: torch.Tensor, size: int | torch.Tensor) -> torch.Tensor:
-    """Wrap int32 values in (-size, 2 * size) into [0, size) in place, as
-    `if v < 0: v += size; if v >= size: v -= size` does.
-
-    (v >> 31) is -1 exactly where v < 0, so v + ((v >> 31) & size) is the first correction; the
-    second subtracts size and adds it back where that went negative. `size` may be a tensor
-    that broadcasts against `value`.
-    """
-    value += (value >> 31) & size
-    value -= size
-    value += (value >> 31) & size
-    return value
-
-
-def _reflect(value: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
-    """Mirror int32 values in (-size, 2 * size) into [0, size) at the edges: v < 0 gives -1 - v,
-    v >= size gives (size - 1) - (v - size) (never 2 * size - 1 - v, which overflows int32 on
-    the largest canvases in 16.16). The same rule serves cells and 16.16 positions."""
-    low = torch.bitwise_not(value)
-    high = (size - 1) - (value - size)
-    return torch.where(value < 0, low, torch.where(value >= size, high, value))
-
-
-def _clamp(value: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
-    """Hold int32 values at the edges of [0, size): cells and 16.16 positions alike."""
-    return torch.minimum(value.clamp_(min=0), size - 1)
-
-
-def _pair(x: int, y: int, device) -> torch.Tensor:
-    """[1, 2, 1] int32 constants, one for the x row and one for the y row of a [B, 2, N] pair."""
-    return torch.tensor([[[x], [y]]], dtype=torch.int32, device=device)
-
-
-@dataclass
-class _Grid:
-    """Cell arithmetic of one canvas on int32 [B, 2, ...] pairs (x row, y row) of 16.16 values.
-
-    On a canvas whose sides are powers of two, wrapping is a mask (two's complement: v & (n - 1)
-    is v mod n for every v), and (y_cell mod H) * W is one shift and one mask: y >> (16 - log2 W)
-    is (y >> 16) * W plus the top log2 W fractional bits, which the mask clears along with
-    everything above the cell. Other canvases use _wrap_ and a multiply-add.
-    """
-
-    width: int
-    sizes: torch.Tensor  # [1, 2, 1]: W, H
-    shifts: torch.Tensor | None  # [1, 2, 1]: 16, 16 - log2 W, if W is a power of two
-    masks: torch.Tensor | None  # [1, 2, 1]: W - 1, (H - 1) << log2 W, if W and H are (and wrap)
-    boundary: str = "wrap"
-
-    @staticmethod
-    def build(height: int, width: int, device, boundary: str = "wrap") -> _Grid:
-        log_w = width.bit_length() - 1
-        shifts = _pair(FRAC_BITS, FRAC_BITS - log_w, device) if _power_of_two(width) else None
-        masks = (
-            _pair(width - 1, (height - 1) << log_w, device)
-            if _power_of_two(width) and _power_of_two(height) and boundary == "wrap"
-            else None
-        )
-        return _Grid(width, _pair(width, height, device), shifts, masks, boundary)
-
-    def wrapped_cells_(self, xy: torch.Tensor) -> torch.Tensor:
-        """Flat cell (y_cell * W + x_cell) [B, ...] of 16.16 pairs xy [B, 2, ...] whose cells lie
-        in (-W, 2W) x (-H, 2H), brought onto the canvas by the boundary. Overwrites xy."""
-        rows = (1, 2) + (1,) * (xy.dim() - 2)
-        if self.masks is not None:
-            xy >>= self.shifts.view(rows)
-            xy &= self.masks.view(rows)
-            xy[:, 1] += xy[:, 0]
-            return xy[:, 1]
-        xy >>= FRAC_BITS
-        if self.boundary == "wrap":
-            _wrap_(xy, self.sizes.view(rows))
-        elif self.boundary == "reflect":
-            xy = _reflect(xy, self.sizes.view(rows))
-        else:
-            xy = _clamp(xy, self.sizes.view(rows))
-        return torch.add(xy[:, 0], xy[:, 1], alpha=self.width)  # integer: exact
-
-    def cells(self, position: torch.Tensor) -> torch.Tensor:
-        """Flat cell [B, N] of positions [B, 2, N] on the canvas (no wrap needed)."""
-        if self.shifts is not None:
-            xy = position >> self.shifts
-            xy[:, 1] &= -self.width  # clears the fractional bits below the cell row
-            return xy[:, 0] + xy[:, 1]
-        xy = position >> FRAC_BITS
-        return torch.add(xy[:, 0], xy[:, 1], alpha=self.width)
-
-    def wrapped_positions_(self, position: torch.Tensor) -> torch.Tensor:
-        """16.16 positions [B, 2, N] in (-size, 2 * size) wrapped onto the canvas, in place."""
-        if self.masks is not None:  # (n << 16) - 1: the mask n - 1 and 16 fractional bits
-            return position.bitwise_and_((self.sizes << FRAC_BITS) - 1)
-        return _wrap_(position, self.sizes << FRAC_BITS)
-
-
-def _batch_offsets(batch: int, stride: int, device) -> torch.Tensor | None:
-    """[B, 1, 1] start of each simulation in a flat batch of `stride` elements each (None for
-    B = 1); int32 when the whole batch fits, else int64 (sums with it are then int64)."""
-    if batch == 1:
-        return None
-    dtype = torch.int32 if batch * stride < 2**31 else torch.int64
-    return (torch.arange(batch, device=device, dtype=dtype) * stride)[:, None, None]
 
 
 def steer_sign(readings: torch.Tensor, turn_plus: torch.Tensor) -> torch.Tensor:
@@ -199,7 +94,7 @@ class _Plan:
     spread: torch.Tensor
     retain: torch.Tensor
     seed_key: torch.Tensor  # [B] int64
-    grid: _Grid
+    grid: Grid
     shape: tuple[int, int, int, int]  # B, N, H, W
     # The world (api.World; B counts groups). species: S. mix: [B, S, 1, 1] float32 or None.
     # species_base: [B, 1, 1] offset of each group's simulation's first map in the flat trail.
@@ -237,7 +132,7 @@ class _Plan:
         return _Plan(
             sensors=sensors.contiguous(),
             steps=tables.step_offset.transpose(1, 2).contiguous(),
-            cell_base=_batch_offsets(batch, height * width, device),
+            cell_base=batch_offsets(batch, height * width, device),
             agent_mix=(agent ^ (agent >> 16)).to(torch.int32)[None, :],  # a < N < 2^31
             turn=(tables.turn[:, None] & HEADING_MASK).to(torch.int16),
             deposit=tables.deposit[:, None, None],
@@ -245,7 +140,7 @@ class _Plan:
             spread=tables.spread[:, None, None],
             retain=tables.retain[:, None, None],
             seed_key=tables.seed_key,
-            grid=_Grid.build(height, width, device, world.boundary),
+            grid=Grid.build(height, width, device, world.boundary),
             shape=(batch, agents, height, width),
             species=species,
             mix=None if world.mix is None else world.mix.to(torch.float32)[:, :, None, None],
@@ -339,11 +234,11 @@ class _Plan:
             return self.grid.wrapped_positions_(moved), heading
         size = self.grid.sizes << FRAC_BITS
         if self.grid.boundary == "clamp":
-            return _clamp(moved, size), heading
+            return clamp(moved, size), heading
         hit = (moved < 0) | (moved >= size)
         heading = torch.where(hit[:, 0], (HEADINGS // 2 - heading) & HEADING_MASK, heading)
         heading = torch.where(hit[:, 1], (-heading) & HEADING_MASK, heading)
-        return _reflect(moved, size), heading
+        return reflect(moved, size), heading
 
     def stop_at_walls(
         self, old: torch.Tensor, moved: torch.Tensor, heading: torch.Tensor, words: torch.Tensor
@@ -428,7 +323,7 @@ def sense(
     """Trail [B, N] float32 at the nearest cell one sensor offset ahead along `heading` [B, N]."""
     batch, height, width = trail.shape
     offset = _Plan.lookup(tables.sense_offset.transpose(1, 2), heading.to(torch.int64))
-    cell = _Grid.build(height, width, trail.device).wrapped_cells_(offset + torch.stack([x, y], 1))
+    cell = Grid.build(height, width, trail.device).wrapped_cells_(offset + torch.stack([x, y], 1))
     batch_start = torch.arange(batch, device=trail.device)[:, None] * (height * width)
     cell = cell.to(torch.int64) + batch_start
     return trail.reshape(-1)[cell]
