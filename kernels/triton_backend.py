@@ -10,7 +10,7 @@ steps replays correctly. Results are byte-identical to kernels/reference.py.
 Agents are stored in spawn order at first, which is random in space, so neighbouring lanes of a
 warp would sense and deposit all over the canvas. Every `sort_every` steps (SORT_EVERY by
 default) the agents of each simulation are reordered by the cell they stand in (tiled order,
-triton_kernels.sort_agents), between steps and outside any graph. Nothing in a step depends on
+triton_sort.sort_agents), between steps and outside any graph. Nothing in a step depends on
 the order of the agents except the random turn bit, which hashes the agent's index in spawn
 order; an `agent_id` buffer [B, N] int32 keeps that index for every lane, and `state` scatters
 the agents back into spawn order. Deposits are integer counts, so the trail is order-free too.
@@ -29,13 +29,8 @@ import warnings
 import torch
 
 from physarum.kernels.api import EMPTY_WORLD, HEADINGS, Phase, State, Tables, World, untimed
-from physarum.kernels.triton_kernels import (
-    MAX_GRID_YZ,
-    SORT_SEGMENT,
-    diffuse_and_decay,
-    move_agents,
-    sort_agents,
-)
+from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents
+from physarum.kernels.triton_sort import SORT_SEGMENT, sort_agents
 
 # Steps per captured CUDA graph: long enough that launch overhead vanishes (two launches a
 # step would otherwise cost ~5 us each on small canvases), short enough that capturing one is

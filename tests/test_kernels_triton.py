@@ -300,7 +300,7 @@ def _recorded(launch):
 def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_every):
     # The graph bookkeeping (chunk lengths, start parities, remainders, chunks cut at sorts)
     # with CUDA graphs emulated on the CPU; the real capture is exercised by the GPU tests.
-    from physarum.kernels import triton_backend, triton_kernels
+    from physarum.kernels import triton_backend, triton_kernels, triton_sort
 
     for name in ("move_agents", "diffuse_and_decay"):
         monkeypatch.setattr(triton_backend, name, _recorded(getattr(triton_kernels, name)))
@@ -309,7 +309,7 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
     def sort_agents(*args):
         assert _RecordingGraph.capturing is None, "sorts run between graphs, never inside"
         sorted_at.append(int(actual._step))
-        triton_kernels.sort_agents(*args)
+        triton_sort.sort_agents(*args)
 
     monkeypatch.setattr(triton_backend, "sort_agents", sort_agents)
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _RecordingGraph)
@@ -348,15 +348,15 @@ def _tile_order(position: torch.Tensor, tile: int) -> torch.Tensor:
 
 @pytest.mark.parametrize("tile", [1, 7, 16])
 def test_sort_agents_orders_lanes_by_tile_and_moves_whole_agents(monkeypatch, tile):
-    from physarum.kernels import triton_kernels
+    from physarum.kernels import triton_sort
 
-    monkeypatch.setattr(triton_kernels, "SORT_TILE", tile)
+    monkeypatch.setattr(triton_sort, "SORT_TILE", tile)
     batch, agents, width, height = 2, 2500, 61, 45
     state = spawn([1, 2], agents, width, height, "random")
     position, heading = state.position.clone(), state.heading.clone()
     identity = torch.arange(agents, dtype=torch.int32).repeat(batch, 1)
     agent_id = identity.clone()
-    triton_kernels.sort_agents(position, heading, agent_id, width)
+    triton_sort.sort_agents(position, heading, agent_id, width)
 
     assert torch.equal(agent_id.sort(dim=1).values, identity), "not a permutation"
     assert (agent_id != identity).float().mean() > 0.9, "the order barely changed"
@@ -415,9 +415,9 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     # Large runs sort in segments and keep one count map cleared by a memset, to save memory;
     # both must leave results unchanged. Segments of 700 lanes over 1500 agents: three, the
     # last one short.
-    from physarum.kernels import triton_backend, triton_kernels
+    from physarum.kernels import triton_backend, triton_sort
 
-    monkeypatch.setattr(triton_kernels, "SORT_SEGMENT", 700)
+    monkeypatch.setattr(triton_sort, "SORT_SEGMENT", 700)
     monkeypatch.setattr(triton_backend, "COUNTS_DOUBLE_BUFFER_BYTES", 0)
     params = VARIED[:2]
     state = spawn([p.seed for p in params], 1500, 41, 27, "random")
@@ -432,8 +432,8 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
         assert_same_state(simulation.state, expected.state, f"at step {int(expected.state.step)}")
     position, heading = state.position.clone(), state.heading.clone()
     agent_id = torch.arange(1500, dtype=torch.int32).repeat(2, 1)
-    triton_kernels.sort_agents(position, heading, agent_id, 41)
-    key = _tile_order(position, triton_kernels.SORT_TILE)
+    triton_sort.sort_agents(position, heading, agent_id, 41)
+    key = _tile_order(position, triton_sort.SORT_TILE)
     for start, end in ((0, 700), (700, 1400), (1400, 1500)):
         segment = key[:, start:end]
         assert (segment[:, 1:] >= segment[:, :-1]).all(), f"lanes {start}..{end} not in order"
