@@ -116,7 +116,37 @@ def _lookup(table_ptr, heading, mask):
 
 
 @triton.jit
-def _sense(
+def _deposited(trail_ptr, counts_ptr, food_ptr, row_start, column, mask, deposit):
+    """T' = T + deposit * count (+ food, when there is food) on a tile of cells of one group's
+    maps (rows start at row_start, int32)."""
+    index = row_start[:, None] + column[None, :]
+    trail = tl.load(trail_ptr + index, mask=mask, other=0.0)
+    count = tl.load(counts_ptr + index, mask=mask, other=0)
+    deposited = trail + deposit * count.to(tl.float32)
+    if food_ptr is not None:
+        deposited += tl.load(food_ptr + index, mask=mask, other=0.0)
+    return deposited
+
+
+@triton.jit
+def _neighbour(index, size, step: tl.constexpr, BOUNDARY: tl.constexpr):
+    """The row or column next to `index` (step -1 or +1): wrapping on a torus, else the edge
+    cell itself (what reflect and clamp both give one cell past the edge)."""
+    if step < 0:
+        beyond = size - 1 if BOUNDARY == 0 else 0  # past the first: wrap to the last, or stay
+        neighbour = tl.where(index == 0, beyond, index - 1)
+    else:
+        beyond = 0 if BOUNDARY == 0 else size - 1
+        neighbour = tl.where(index == size - 1, beyond, index + 1)
+    return neighbour
+
+
+# ---------------------------------------------------------------------------------------------
+# The agent kernel: its phases, in the order it calls them.
+
+
+@triton.jit
+def _read_sensor(
     trail_ptr,
     mix_ptr,
     x,
@@ -151,12 +181,90 @@ def _sense(
 
 
 @triton.jit
-def _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED: tl.constexpr):
-    """Add 1 per agent to counts_ptr[cell] (relaxed int32 atomics: the sums are order-free).
+def _sense(
+    trail_ptr,
+    mix_ptr,
+    sense_offset_ptr,
+    sensor_turn,
+    x,
+    y,
+    heading,
+    mask,
+    height,
+    width,
+    SPECIES: tl.constexpr,
+    BOUNDARY: tl.constexpr,
+):
+    """Sense: the trail T_t at the forward, left and right sensors of agents at 16.16 (x, y)
+    facing `heading` (left and right at heading -+ sensor_turn), as _read_sensor reads it."""
+    left_heading = (heading - sensor_turn) & _HEADING_MASK
+    right_heading = (heading + sensor_turn) & _HEADING_MASK
+    forward = _read_sensor(
+        trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
+    )
+    left = _read_sensor(
+        trail_ptr, mix_ptr, x, y, left_heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
+    )
+    right = _read_sensor(
+        trail_ptr, mix_ptr, x, y, right_heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
+    )
+    return forward, left, right
+
+
+@triton.jit
+def _turn_hash(seed_key, step, agent):
+    """lowbias32(agent ^ lowbias32(seed_key ^ lowbias32(step))) in uint32, as exact.turn_bits
+    keys it: bit 31 is the random turn (1: turn +), the low 12 bits the heading an agent that
+    a wall stops takes. `agent` is the index in spawn order, whatever lane the agent sits in."""
+    key = _lowbias32(seed_key.to(tl.uint32) ^ _lowbias32(step.to(tl.uint32)))  # step mod 2^32
+    return _lowbias32(agent.to(tl.uint32) ^ key)
+
+
+@triton.jit
+def _steer(heading, forward, left, right, bits, turn):
+    """Steer: the heading after reference.steer_sign's rule and tie-breaking turned it by
+    `turn` heading steps (bits: _turn_hash's)."""
+    turn_positive = (bits >> 31) == 1
+    random_turn = tl.where(turn_positive, turn, -turn)
+    side_turn = tl.where(left > right, -turn, tl.where(right > left, turn, 0))
+    change = tl.where((forward < left) & (forward < right), random_turn, side_turn)
+    change = tl.where((forward > left) & (forward > right), 0, change)
+    return (heading + change) & _HEADING_MASK
+
+
+@triton.jit
+def _move(x, y, heading, bits, step_offset_ptr, wall_ptr, mask, height, width, BOUNDARY: tl.constexpr):
+    """Move: (x, y, heading) one step along `heading`, after the boundary (wrap onto the torus,
+    mirror and turn, or stop at the edge) and the walls of wall_ptr's map (None: no walls), where
+    a move onto a wall stays put and takes the heading in bits' low 12 bits."""
+    step_x, step_y = _lookup(step_offset_ptr, heading, mask)
+    moved_x, moved_y = x + step_x, y + step_y
+    size_x, size_y = width << _FRAC_BITS, height << _FRAC_BITS
+    if BOUNDARY == 1:
+        hit_x = (moved_x < 0) | (moved_x >= size_x)
+        hit_y = (moved_y < 0) | (moved_y >= size_y)
+        heading = tl.where(hit_x, (_HEADINGS // 2 - heading) & _HEADING_MASK, heading)
+        heading = tl.where(hit_y, (-heading) & _HEADING_MASK, heading)
+    moved_x = _edge(moved_x, size_x, BOUNDARY)
+    moved_y = _edge(moved_y, size_y, BOUNDARY)
+    if wall_ptr is not None:
+        cell = (moved_y >> _FRAC_BITS) * width + (moved_x >> _FRAC_BITS)
+        blocked = tl.load(wall_ptr + cell, mask=mask, other=0) != 0
+        moved_x = tl.where(blocked, x, moved_x)
+        moved_y = tl.where(blocked, y, moved_y)
+        heading = tl.where(blocked, (bits & _HEADING_MASK).to(tl.int32), heading)
+    return moved_x, moved_y, heading
+
+
+@triton.jit
+def _deposit(counts_ptr, x, y, lane, mask, width, WARP_AGGREGATED: tl.constexpr):
+    """Deposit: add 1 per agent to the count of the cell of its 16.16 (x, y) in this group's map
+    (relaxed int32 atomics: the sums are order-free).
 
     WARP_AGGREGATED: the lanes of a warp whose agents stand in one cell find each other with
     match.any, and the lowest of them adds their number; the others add nothing.
     """
+    cell = (y >> _FRAC_BITS) * width + (x >> _FRAC_BITS)
     if WARP_AGGREGATED:
         group = tl.where(mask, cell, -1 - lane)  # lanes past the end: a group of one each
         count = tl.inline_asm_elementwise(
@@ -183,36 +291,6 @@ def _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED: tl.constexpr):
 
 
 @triton.jit
-def _deposited(trail_ptr, counts_ptr, food_ptr, row_start, column, mask, deposit):
-    """T' = T + deposit * count (+ food, when there is food) on a tile of cells of one group's
-    maps (rows start at row_start, int32)."""
-    index = row_start[:, None] + column[None, :]
-    trail = tl.load(trail_ptr + index, mask=mask, other=0.0)
-    count = tl.load(counts_ptr + index, mask=mask, other=0)
-    deposited = trail + deposit * count.to(tl.float32)
-    if food_ptr is not None:
-        deposited += tl.load(food_ptr + index, mask=mask, other=0.0)
-    return deposited
-
-
-@triton.jit
-def _neighbour(index, size, step: tl.constexpr, BOUNDARY: tl.constexpr):
-    """The row or column next to `index` (step -1 or +1): wrapping on a torus, else the edge
-    cell itself (what reflect and clamp both give one cell past the edge)."""
-    if step < 0:
-        beyond = size - 1 if BOUNDARY == 0 else 0  # past the first: wrap to the last, or stay
-        neighbour = tl.where(index == 0, beyond, index - 1)
-    else:
-        beyond = 0 if BOUNDARY == 0 else size - 1
-        neighbour = tl.where(index == size - 1, beyond, index + 1)
-    return neighbour
-
-
-# ---------------------------------------------------------------------------------------------
-# Kernels.
-
-
-@triton.jit
 def _agent_kernel(
     position_ptr,  # [B, 2, N] int32, 16.16 fixed point (row 0 x, row 1 y); updated in place
     heading_ptr,  # [B, N] int16, heading in [0, HEADINGS); updated in place
@@ -235,10 +313,12 @@ def _agent_kernel(
     SPECIES: tl.constexpr,  # S, species per simulation; B counts groups (api.World)
     BOUNDARY: tl.constexpr,  # 0 wrap, 1 reflect, 2 clamp
 ):
+    """One step of every agent of every group: sense, steer, move, deposit (docs/model.md
+    section 6.1-6.4); program (i, b) takes BLOCK lanes of group b."""
     batch = tl.program_id(1).to(tl.int64)
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: N < 2^31
     mask = lane < agents
-    # This simulation's slices: int64 base pointers once per program, int32 offsets per lane.
+    # This group's slices: int64 base pointers once per program, int32 offsets per lane.
     x_ptr = position_ptr + batch * 2 * agents + lane
     y_ptr = x_ptr + agents
     heading_ptr += batch * agents
@@ -250,72 +330,39 @@ def _agent_kernel(
         trail_ptr += (batch - batch % SPECIES) * height * width
     if mix_ptr is not None:
         mix_ptr += batch * SPECIES
+    if wall_ptr is not None:  # the walls of the group's simulation
+        wall_ptr += (batch // SPECIES) * height * width
     sense_offset_ptr += batch * _HEADINGS
     step_offset_ptr += batch * _HEADINGS
-    x = tl.load(x_ptr, mask=mask, other=0)
-    y = tl.load(y_ptr, mask=mask, other=0)
-    heading = tl.load(heading_ptr + lane, mask=mask, other=0).to(tl.int32)
-
-    # Sense: forward, left, right on T_t.
-    sensor_turn = tl.load(sensor_turn_ptr + batch)
-    left_heading = (heading - sensor_turn) & _HEADING_MASK
-    right_heading = (heading + sensor_turn) & _HEADING_MASK
-    forward = _sense(
-        trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
-    )
-    left = _sense(
-        trail_ptr, mix_ptr, x, y, left_heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
-    )
-    right = _sense(
-        trail_ptr, mix_ptr, x, y, right_heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
-    )
-
-    # Random turn direction: lowbias32(agent ^ lowbias32(seed_key ^ lowbias32(step))) >> 31,
-    # where agent is the index in spawn order, whatever lane the agent sits in now.
     if agent_id_ptr is None:
         agent = lane
     else:
         agent = tl.load(agent_id_ptr + batch * agents + lane, mask=mask, other=0)
-    step = tl.load(step_ptr).to(tl.uint32)  # truncation: step mod 2^32, as exact.step_key
-    seed_key = tl.load(seed_key_ptr + batch).to(tl.uint32)
-    key = _lowbias32(seed_key ^ _lowbias32(step))
-    bits = _lowbias32(agent.to(tl.uint32) ^ key)
-    turn_positive = (bits >> 31) == 1
+    x = tl.load(x_ptr, mask=mask, other=0)
+    y = tl.load(y_ptr, mask=mask, other=0)
+    heading = tl.load(heading_ptr + lane, mask=mask, other=0).to(tl.int32)
 
-    # Steer, with reference.steer's rule and tie-breaking.
-    turn = tl.load(turn_ptr + batch)
-    random_turn = tl.where(turn_positive, turn, -turn)
-    side_turn = tl.where(left > right, -turn, tl.where(right > left, turn, 0))
-    change = tl.where((forward < left) & (forward < right), random_turn, side_turn)
-    change = tl.where((forward > left) & (forward > right), 0, change)
-    heading = (heading + change) & _HEADING_MASK
-
-    # Move, and meet the boundary: wrap onto the torus, mirror (and turn) or stop at the edge.
-    step_x, step_y = _lookup(step_offset_ptr, heading, mask)
-    moved_x, moved_y = x + step_x, y + step_y
-    size_x, size_y = width << _FRAC_BITS, height << _FRAC_BITS
-    if BOUNDARY == 1:
-        hit_x = (moved_x < 0) | (moved_x >= size_x)
-        hit_y = (moved_y < 0) | (moved_y >= size_y)
-        heading = tl.where(hit_x, (_HEADINGS // 2 - heading) & _HEADING_MASK, heading)
-        heading = tl.where(hit_y, (-heading) & _HEADING_MASK, heading)
-    moved_x = _edge(moved_x, size_x, BOUNDARY)
-    moved_y = _edge(moved_y, size_y, BOUNDARY)
-    if wall_ptr is not None:  # a move onto a wall: stay, and take a random heading
-        wall_ptr += (batch // SPECIES) * height * width
-        cell = (moved_y >> _FRAC_BITS) * width + (moved_x >> _FRAC_BITS)
-        blocked = tl.load(wall_ptr + cell, mask=mask, other=0) != 0
-        moved_x = tl.where(blocked, x, moved_x)
-        moved_y = tl.where(blocked, y, moved_y)
-        heading = tl.where(blocked, (bits & _HEADING_MASK).to(tl.int32), heading)
-    x, y = moved_x, moved_y
+    forward, left, right = _sense(
+        trail_ptr,
+        mix_ptr,
+        sense_offset_ptr,
+        tl.load(sensor_turn_ptr + batch),
+        x,
+        y,
+        heading,
+        mask,
+        height,
+        width,
+        SPECIES,
+        BOUNDARY,
+    )
+    bits = _turn_hash(tl.load(seed_key_ptr + batch), tl.load(step_ptr), agent)
+    heading = _steer(heading, forward, left, right, bits, tl.load(turn_ptr + batch))
+    x, y, heading = _move(x, y, heading, bits, step_offset_ptr, wall_ptr, mask, height, width, BOUNDARY)
     tl.store(x_ptr, x, mask=mask)
     tl.store(y_ptr, y, mask=mask)
     tl.store(heading_ptr + lane, heading.to(tl.int16), mask=mask)
-
-    # Deposit: count agents per cell.
-    cell = (y >> _FRAC_BITS) * width + (x >> _FRAC_BITS)
-    _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED)
+    _deposit(counts_ptr, x, y, lane, mask, width, WARP_AGGREGATED)
 
 
 @triton.jit
