@@ -139,8 +139,8 @@ def vector_table(distance: float) -> tuple[tuple[int, int], ...]:
     """16.16 (dx, dy) of a vector of `distance` pixels at every heading, exactly rounded:
     unit * distance * ONE / 2^UNIT_BITS with distance = n / d, a float's exact ratio.
 
-    Integer arithmetic rather than Fractions (a sweep of 128 jobs spent 12 s here), and cached:
-    a sweep's jobs mostly share their distances."""
+    Integer arithmetic rather than Fractions (sweeps build two tables per job), and cached: a
+    sweep's jobs mostly share their distances."""
     n, d = float(distance).as_integer_ratio()
     numerator, denominator = n * ONE, d << UNIT_BITS
     return tuple(

@@ -32,20 +32,16 @@ from physarum.kernels.api import EMPTY_WORLD, HEADINGS, Phase, State, Tables, Wo
 from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents
 from physarum.kernels.triton_sort import SORT_SEGMENT, sort_agents
 
-# Steps per captured CUDA graph: long enough that launch overhead vanishes (two launches a
-# step would otherwise cost ~5 us each on small canvases), short enough that capturing one is
-# quick. Not tuned by measurement yet.
+# Steps per captured CUDA graph: long enough that launch overhead vanishes (it is a step's
+# cost on small canvases), short enough that capturing one is quick. Not tuned by measurement.
 GRAPH_CHUNK = 64
 # Remainders shorter than this run as eager launches instead of getting a graph of their own.
 GRAPH_MIN_STEPS = 2
-# Steps between spatial sorts of the agents (0: never sort). On an H200, 16M agents on 4096^2
-# (BENCH_PARAMS, developed 512 steps, median of 7 runs of 512 steps): 0.839 ms/step unsorted,
-# 0.326 / 0.325 / 0.330 / 0.339 ms sorting every 64 / 128 / 256 / 512 steps (1M agents on 1024^2:
-# 0.052 unsorted, 0.028 sorted). Locality fades slowly: 1, 16, 64 and 127 steps after a sort the
-# 32 agents of a warp stand in 5, 7, 10 and 12 distinct cells. One sort of 16M agents takes about
-# 1.1-1.2 ms (torch's radix sort 0.8, the permutation 0.2, copies 0.13) and ~35 bytes per agent of
-# temporaries: every 128 steps that is ~9 us and 0.15 launches per step.
+# Steps between spatial sorts of the agents (0: never sort): sorted lanes sense and count in
+# nearby memory, locality fades slowly after a sort, and a sort costs a few launches and about
+# 35 bytes per agent of temporaries (docs/benchmarks.md, "Measurements behind the code: kernels").
 SORT_EVERY = 128
+# Past this many bytes per count map, one map cleared by a memset instead of two.
 COUNTS_DOUBLE_BUFFER_BYTES = 512 << 20
 
 _TABLE_DTYPES = {

@@ -40,20 +40,17 @@ from physarum.kernels.api import (
 _HEADINGS = tl.constexpr(HEADINGS)
 _TRAIL_FLOOR = tl.constexpr(TRAIL_FLOOR)
 
-# Tuning constants, timed on an H200 (Triton 3.6) with CUDA events, 16M agents on 4096^2 after
-# 640 steps (BENCH_PARAMS), agents sorted every 128 steps; re-tune with `physarum bench`.
-# Agent kernel: 512, 1024 and 2048 agents per program (4 or 8 warps) all took 0.30-0.31 ms.
+# Tuning constants: none changes a result. Their timings are in docs/benchmarks.md
+# ("Measurements behind the code: kernels"); re-tune with scripts/tune_batch.py.
 AGENT_BLOCK = 1024  # agents per program of the agent kernel
 AGENT_WARPS = 4
-# Diffuse kernel, rows x columns per tile: 1 x 512 0.110 ms, 1 x 1024 0.115, 2 x 512 0.131,
-# 4 x 512 (8 warps) 0.194, 8 x 128 0.271 ms. Single long rows load whole lines per neighbour.
+# Diffuse tiles of single long rows load whole lines per neighbour.
 DIFFUSE_BLOCK_H = 1  # rows per diffuse tile
 DIFFUSE_BLOCK_W = 512  # columns per diffuse tile
 DIFFUSE_WARPS = 4
 # Deposits of lanes of one warp that share a cell go out as one atomic add of their number (PTX
 # match.any, NVIDIA only; plain atomics elsewhere and in the interpreter). Only on sorted agents,
-# where lanes share cells: agent kernel 0.307 -> 0.248 ms sorted (0.750 -> 0.775 ms unsorted);
-# whole steps sorted every 128 steps 0.489 -> 0.325 ms.
+# where lanes share cells (on unsorted ones it is a little slower).
 WARP_AGGREGATED_DEPOSITS = True
 
 MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (the batch axis here)

@@ -17,16 +17,15 @@ _FRAC_BITS = tl.constexpr(FRAC_BITS)
 
 
 # Side of the square tiles of cells the sort key walks in row-major order (of tiles, and of cells
-# within a tile); 1 is plain row-major order of cells. Whole steps (sorting every 128 steps, with
-# 8 x 128 diffuse tiles and plain atomics) took 0.608 ms with tiles of 16, 32 or 64 cells, 0.625
-# ms with row-major order (tile 1).
+# within a tile); 1 is plain row-major order of cells (docs/benchmarks.md,
+# "Measurements behind the code: kernels").
 SORT_TILE = 16
 SORT_BLOCK = 1024  # agents per program of the sort key and permutation kernels
 SORT_WARPS = 4
 # Agents per simulation sorted in one pass. Sorting segments instead of the whole population
-# bounds the sort's temporaries (about 40 bytes per agent of a segment: 0.7 GB here), which is
-# what lets 256M agents run in under 8 GB; within a segment a warp's lanes are still
-# neighbours in space, which is what the gathers and atomics need.
+# bounds the sort's temporaries (about 40 bytes per agent of a segment), which is what lets the
+# largest populations fit; within a segment a warp's lanes are still neighbours in space, which
+# is what the gathers and atomics need.
 SORT_SEGMENT = 1 << 24
 
 # Sort keys are int32: the padded tile grid of the largest canvas must fit.
