@@ -72,8 +72,9 @@ def assert_same_state(got: api.State, expected: api.State, where: str = "") -> N
         )
         assert torch.equal(got.heading[b], expected.heading[b]), f"headings differ in simulation {b} {where}"
         mismatch = (got.trail[b].view(torch.int32) != expected.trail[b].view(torch.int32)).nonzero()
+        first = mismatch[:5].tolist()
         assert mismatch.numel() == 0, (
-            f"trail differs in simulation {b} {where}: {mismatch.shape[0]} cells, first {mismatch[:5].tolist()}"
+            f"trail differs in simulation {b} {where}: {len(mismatch)} cells, first {first}"
         )
 
 
