@@ -47,6 +47,33 @@ def profile_preset(
     return summarise(prof, steps, device, first_step, backend, type(simulation).phases, log)
 
 
+_GPU = torch.autograd.DeviceType.CUDA
+
+
+def cpu_phase_times(events, phases: tuple[str, ...]) -> dict[str, float]:
+    """Microseconds of each phase: the CPU time of its ranges."""
+    times = defaultdict(float)
+    for event in events:
+        if event.name in phases and event.device_type != _GPU:
+            times[event.name] += event.cpu_time
+    return times
+
+
+def gpu_phase_times(events, kernels, phases: tuple[str, ...]) -> dict[str, float]:
+    """Microseconds of each phase: the device time of the kernels that ran inside its ranges on
+    the GPU's timeline (innermost range first). A range's own device time would miss kernels
+    that no torch operation launched, such as Triton's."""
+    spans = [e for e in events if e.device_type == _GPU and e.name in phases]
+    times = defaultdict(float)
+    for kernel in kernels:
+        start, end = kernel.time_range.start, kernel.time_range.end
+        inside = [s for s in spans if s.time_range.start <= start and end <= s.time_range.end]
+        if inside:
+            phase = min(inside, key=lambda s: s.time_range.end - s.time_range.start)
+            times[phase.name] += kernel.device_time
+    return times
+
+
 def summarise(
     prof, steps: int, device: torch.device, first_step: float, backend: str, phases: tuple[str, ...], log
 ) -> dict:
@@ -54,26 +81,19 @@ def summarise(
     events = prof.events()
     on_gpu = device.type == "cuda"
     ranges = {"steps", *phases}
-    kernels = [
-        e
-        for e in events
-        if on_gpu and e.device_type == torch.autograd.DeviceType.CUDA and e.name not in ranges
-    ]
+    kernels = [e for e in events if on_gpu and e.device_type == _GPU and e.name not in ranges]
     per_kernel = defaultdict(float)
     for event in kernels:
         per_kernel[event.name] += event.device_time / 1e3 / steps  # ms per step
-    per_phase = defaultdict(float)
-    for event in events:
-        if event.name in phases and event.device_type != torch.autograd.DeviceType.CUDA:
-            time_us = event.device_time if on_gpu else event.cpu_time
-            per_phase[event.name] += time_us / 1e3 / steps
+    per_phase = gpu_phase_times(events, kernels, phases) if on_gpu else cpu_phase_times(events, phases)
+    per_phase = {name: us / 1e3 / steps for name, us in per_phase.items()}
     report = {
         "backend": backend,
         "device": str(device),
         "steps": steps,
         "first_step_s": first_step,
         "launches_per_step": len(kernels) / steps if on_gpu else None,
-        "ms_per_step_by_phase": dict(per_phase),
+        "ms_per_step_by_phase": per_phase,
         "ms_per_step_by_kernel": dict(per_kernel),
     }
     log(f"backend {backend} on {device}: first step (spawn, tables, compile) {first_step * 1e3:.1f} ms")
