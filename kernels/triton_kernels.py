@@ -84,10 +84,10 @@ def _deposited(trail_ptr, counts_ptr, food_ptr, row_start, column, mask, deposit
 
 
 @triton.jit
-def _neighbour(index, size, step: tl.constexpr, BOUNDARY: tl.constexpr):
-    """The row or column next to `index` (step -1 or +1): wrapping on a torus, else the edge
+def _neighbour(index, size, STEP: tl.constexpr, BOUNDARY: tl.constexpr):
+    """The row or column next to `index` (STEP -1 or +1): wrapping on a torus, else the edge
     cell itself (what reflect and clamp both give one cell past the edge)."""
-    if step < 0:
+    if STEP < 0:
         beyond = size - 1 if BOUNDARY == 0 else 0  # past the first: wrap to the last, or stay
         neighbour = tl.where(index == 0, beyond, index - 1)
     else:
