@@ -337,38 +337,6 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
 # Spatial sorting: agents change lanes, the results do not change.
 
 
-def _tile_order(position: torch.Tensor, tile: int) -> torch.Tensor:
-    """[B, N] int64 rank-preserving key of (tile row, tile column, row, column in the tile),
-    packed with room to spare rather than with the kernel's tiles-across count."""
-    column, row = position[:, 0] >> api.FRAC_BITS, position[:, 1] >> api.FRAC_BITS
-    key = (row // tile).to(torch.int64) << 40
-    key |= (column // tile).to(torch.int64) << 20
-    return key | ((row % tile) * tile + column % tile).to(torch.int64)
-
-
-@pytest.mark.parametrize("tile", [1, 7, 16])
-def test_sort_agents_orders_lanes_by_tile_and_moves_whole_agents(monkeypatch, tile):
-    from physarum.kernels import triton_sort
-
-    monkeypatch.setattr(triton_sort, "SORT_TILE", tile)
-    batch, agents, width, height = 2, 2500, 61, 45
-    state = spawn([1, 2], agents, width, height, "random")
-    position, heading = state.position.clone(), state.heading.clone()
-    identity = torch.arange(agents, dtype=torch.int32).repeat(batch, 1)
-    agent_id = identity.clone()
-    triton_sort.sort_agents(position, heading, agent_id, width)
-
-    assert torch.equal(agent_id.sort(dim=1).values, identity), "not a permutation"
-    assert (agent_id != identity).float().mean() > 0.9, "the order barely changed"
-    lane_agent = agent_id.to(torch.int64)
-    assert torch.equal(position, state.position.gather(2, lane_agent[:, None].expand(-1, 2, -1)))
-    assert torch.equal(heading, state.heading.gather(1, lane_agent))
-    key = _tile_order(position, tile)
-    assert (key[:, 1:] >= key[:, :-1]).all(), "lanes are not in tile order"
-    ties = key[:, 1:] == key[:, :-1]
-    assert ties.any() and (agent_id[:, 1:] > agent_id[:, :-1])[ties].all(), "not stable"
-
-
 def test_sorted_runs_match_reference_and_resume_from_snapshots():
     # Three simulations, an odd canvas, agents spanning two blocks, a trail with ties so that
     # many agents take the random turn (whose hash must follow the agent, not its lane).
@@ -414,7 +382,7 @@ def test_rejects_bad_tables():
 def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     # Large runs sort in segments and keep one count map cleared by a memset, to save memory;
     # both must leave results unchanged. Segments of 700 lanes over 1500 agents: three, the
-    # last one short.
+    # last one short (tests/test_kernels_triton_sort.py checks the order within each).
     from physarum.kernels import triton_backend, triton_sort
 
     monkeypatch.setattr(triton_sort, "SORT_SEGMENT", 700)
@@ -430,15 +398,6 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
         expected.advance(steps)
         simulation.advance(steps)
         assert_same_state(simulation.state, expected.state, f"at step {int(expected.state.step)}")
-    position, heading = state.position.clone(), state.heading.clone()
-    agent_id = torch.arange(1500, dtype=torch.int32).repeat(2, 1)
-    triton_sort.sort_agents(position, heading, agent_id, 41)
-    key = _tile_order(position, triton_sort.SORT_TILE)
-    for start, end in ((0, 700), (700, 1400), (1400, 1500)):
-        segment = key[:, start:end]
-        assert (segment[:, 1:] >= segment[:, :-1]).all(), f"lanes {start}..{end} not in order"
-        ids = agent_id[:, start:end].sort(dim=1).values
-        assert torch.equal(ids, torch.arange(start, end, dtype=torch.int32).repeat(2, 1))
 
 
 # ---------------------------------------------------------------------------------------------
