@@ -1,15 +1,16 @@
 """The PyTorch reference backend: the model of docs/model.md as plain tensor code.
 
 Runs on CPU and CUDA. Every other backend is tested against it byte for byte, and it against a
-naive per-agent loop (tests/test_reference.py). Each phase of a step is one method in the model's
-words, written as few whole-tensor passes as it allows (on a CPU each operation is a trip through
+naive per-agent loop (tests/naive.py). Each phase of a step is one method in the model's words,
+written as few whole-tensor passes as it allows (on a CPU each operation is a trip through
 memory). Every shortcut is exact, and the comment at each says why it gives the same bits:
 
 - per-agent values are laid out [B, k, N], agents innermost, and pairs (x, y) travel together as
   one [B, 2, ...] tensor, so one pass serves both coordinates and all three sensors;
 - the three sensor offsets of a heading come from one combined per-simulation table, gathered
   once (no heading sums per step);
-- wrap-around is a mask on power-of-two canvases, else two sign-bit corrections;
+- wrap-around is a mask on power-of-two canvases, else two sign-bit corrections
+  (kernels/reference_grid.py);
 - the turn bit's hash runs on 32-bit words (int32 multiplication keeps the low 32 bits);
 - the 3x3 sum adds nine slices of one wrap-padded copy, in the contract's order.
 
@@ -31,12 +32,14 @@ from physarum.kernels.api import (
     HEADINGS,
     TRAIL_FLOOR,
     U32,
+    Phase,
     State,
     Tables,
     World,
-    lowbias32_int,
-    step_key,
+    untimed,
 )
+from physarum.kernels.exact import lowbias32_int, step_key
+from physarum.kernels.reference_grid import Grid, batch_offsets, clamp, reflect
 
 # lowbias32's multipliers as int32 values with the same low 32 bits.
 _HASH_MUL_1 = 0x7FEB352D
@@ -45,111 +48,27 @@ _HASH_MUL_2 = 0x846CA68B - (1 << 32)
 _BELOW_FLOOR = float(np.nextafter(np.float32(TRAIL_FLOOR), np.float32(0)))
 
 
-def _power_of_two(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
+def steer_sign(readings: torch.Tensor, turn_plus: torch.Tensor) -> torch.Tensor:
+    """[B, N] int8 turn of every agent in units of turn_angle (-1, 0 or +1), by the steering rule
+    of docs/model.md section 6.2, from its readings [B, 3, N] float32 (forward F, left L, right R)
+    and its random turn direction [B, N] bool (exact.turn_bits; True turns +):
 
+        keep (0)                 where F > L and F > R
+        random (+1 or -1)        where F < L and F < R
+        (R > L) - (L > R)        otherwise: towards the stronger side, 0 on a tie
 
-def _wrap_(value: torch.Tensor, size: int | torch.Tensor) -> torch.Tensor:
-    """Wrap int32 values in (-size, 2 * size) into [0, size) in place, as
-    `if v < 0: v += size; if v >= size: v -= size` does.
-
-    (v >> 31) is -1 exactly where v < 0, so v + ((v >> 31) & size) is the first correction; the
-    second subtracts size and adds it back where that went negative. `size` may be a tensor
-    that broadcasts against `value`.
+    In int8 arithmetic on the rule's float32 comparisons, with random_sign = 2 * turn_plus - 1:
+    side = (R > L) - (L > R), sign = side + random * (random_sign - side), sign * (1 - keep).
     """
-    value += (value >> 31) & size
-    value -= size
-    value += (value >> 31) & size
-    return value
-
-
-def _reflect(value: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
-    """Mirror int32 values in (-size, 2 * size) into [0, size) at the edges: v < 0 gives -1 - v,
-    v >= size gives (size - 1) - (v - size) (never 2 * size - 1 - v, which overflows int32 on
-    the largest canvases in 16.16). The same rule serves cells and 16.16 positions."""
-    low = torch.bitwise_not(value)
-    high = (size - 1) - (value - size)
-    return torch.where(value < 0, low, torch.where(value >= size, high, value))
-
-
-def _clamp(value: torch.Tensor, size: torch.Tensor) -> torch.Tensor:
-    """Hold int32 values at the edges of [0, size): cells and 16.16 positions alike."""
-    return torch.minimum(value.clamp_(min=0), size - 1)
-
-
-def _pair(x: int, y: int, device) -> torch.Tensor:
-    """[1, 2, 1] int32 constants, one for the x row and one for the y row of a [B, 2, N] pair."""
-    return torch.tensor([[[x], [y]]], dtype=torch.int32, device=device)
-
-
-@dataclass
-class _Grid:
-    """Cell arithmetic of one canvas on int32 [B, 2, ...] pairs (x row, y row) of 16.16 values.
-
-    On a canvas whose sides are powers of two, wrapping is a mask (two's complement: v & (n - 1)
-    is v mod n for every v), and (y_cell mod H) * W is one shift and one mask: y >> (16 - log2 W)
-    is (y >> 16) * W plus the top log2 W fractional bits, which the mask clears along with
-    everything above the cell. Other canvases use _wrap_ and a multiply-add.
-    """
-
-    width: int
-    sizes: torch.Tensor  # [1, 2, 1]: W, H
-    shifts: torch.Tensor | None  # [1, 2, 1]: 16, 16 - log2 W, if W is a power of two
-    masks: torch.Tensor | None  # [1, 2, 1]: W - 1, (H - 1) << log2 W, if W and H are (and wrap)
-    boundary: str = "wrap"
-
-    @staticmethod
-    def build(height: int, width: int, device, boundary: str = "wrap") -> _Grid:
-        log_w = width.bit_length() - 1
-        shifts = _pair(FRAC_BITS, FRAC_BITS - log_w, device) if _power_of_two(width) else None
-        masks = (
-            _pair(width - 1, (height - 1) << log_w, device)
-            if _power_of_two(width) and _power_of_two(height) and boundary == "wrap"
-            else None
-        )
-        return _Grid(width, _pair(width, height, device), shifts, masks, boundary)
-
-    def wrapped_cells_(self, xy: torch.Tensor) -> torch.Tensor:
-        """Flat cell (y_cell * W + x_cell) [B, ...] of 16.16 pairs xy [B, 2, ...] whose cells lie
-        in (-W, 2W) x (-H, 2H), brought onto the canvas by the boundary. Overwrites xy."""
-        rows = (1, 2) + (1,) * (xy.dim() - 2)
-        if self.masks is not None:
-            xy >>= self.shifts.view(rows)
-            xy &= self.masks.view(rows)
-            xy[:, 1] += xy[:, 0]
-            return xy[:, 1]
-        xy >>= FRAC_BITS
-        if self.boundary == "wrap":
-            _wrap_(xy, self.sizes.view(rows))
-        elif self.boundary == "reflect":
-            xy = _reflect(xy, self.sizes.view(rows))
-        else:
-            xy = _clamp(xy, self.sizes.view(rows))
-        return torch.add(xy[:, 0], xy[:, 1], alpha=self.width)  # integer: exact
-
-    def cells(self, position: torch.Tensor) -> torch.Tensor:
-        """Flat cell [B, N] of positions [B, 2, N] on the canvas (no wrap needed)."""
-        if self.shifts is not None:
-            xy = position >> self.shifts
-            xy[:, 1] &= -self.width  # clears the fractional bits below the cell row
-            return xy[:, 0] + xy[:, 1]
-        xy = position >> FRAC_BITS
-        return torch.add(xy[:, 0], xy[:, 1], alpha=self.width)
-
-    def wrapped_positions_(self, position: torch.Tensor) -> torch.Tensor:
-        """16.16 positions [B, 2, N] in (-size, 2 * size) wrapped onto the canvas, in place."""
-        if self.masks is not None:  # (n << 16) - 1: the mask n - 1 and 16 fractional bits
-            return position.bitwise_and_((self.sizes << FRAC_BITS) - 1)
-        return _wrap_(position, self.sizes << FRAC_BITS)
-
-
-def _batch_offsets(batch: int, stride: int, device) -> torch.Tensor | None:
-    """[B, 1, 1] start of each simulation in a flat batch of `stride` elements each (None for
-    B = 1); int32 when the whole batch fits, else int64 (sums with it are then int64)."""
-    if batch == 1:
-        return None
-    dtype = torch.int32 if batch * stride < 2**31 else torch.int64
-    return (torch.arange(batch, device=device, dtype=dtype) * stride)[:, None, None]
+    plus = turn_plus.view(torch.int8)  # the bools as 0 and 1, no copy
+    above = (readings[:, 1:3] > readings[:, 0:1]).to(torch.int8)  # L > F, R > F
+    below = (readings[:, 1:3] < readings[:, 0:1]).to(torch.int8)  # L < F, R < F
+    left, right = readings[:, 1], readings[:, 2]
+    sign = (right > left).to(torch.int8) - (left > right).to(torch.int8)
+    random = above[:, 0] & above[:, 1]
+    sign -= random * (sign + 1 - 2 * plus)
+    sign *= 1 - (below[:, 0] & below[:, 1])
+    return sign
 
 
 @dataclass
@@ -175,7 +94,7 @@ class _Plan:
     spread: torch.Tensor
     retain: torch.Tensor
     seed_key: torch.Tensor  # [B] int64
-    grid: _Grid
+    grid: Grid
     shape: tuple[int, int, int, int]  # B, N, H, W
     # The world (api.World; B counts groups). species: S. mix: [B, S, 1, 1] float32 or None.
     # species_base: [B, 1, 1] offset of each group's simulation's first map in the flat trail.
@@ -213,7 +132,7 @@ class _Plan:
         return _Plan(
             sensors=sensors.contiguous(),
             steps=tables.step_offset.transpose(1, 2).contiguous(),
-            cell_base=_batch_offsets(batch, height * width, device),
+            cell_base=batch_offsets(batch, height * width, device),
             agent_mix=(agent ^ (agent >> 16)).to(torch.int32)[None, :],  # a < N < 2^31
             turn=(tables.turn[:, None] & HEADING_MASK).to(torch.int16),
             deposit=tables.deposit[:, None, None],
@@ -221,7 +140,7 @@ class _Plan:
             spread=tables.spread[:, None, None],
             retain=tables.retain[:, None, None],
             seed_key=tables.seed_key,
-            grid=_Grid.build(height, width, device, world.boundary),
+            grid=Grid.build(height, width, device, world.boundary),
             shape=(batch, agents, height, width),
             species=species,
             mix=None if world.mix is None else world.mix.to(torch.float32)[:, :, None, None],
@@ -260,9 +179,9 @@ class _Plan:
 
     def key_mix(self, step: torch.Tensor) -> torch.Tensor:
         """[B, 1] int32 holding the 32 bits of k ^ (k >> 16) for each simulation's step key
-        k = api.step_key(seed_key, step).
+        k = exact.step_key(seed_key, step).
 
-        On the CPU the B scalars are hashed as Python ints by api.lowbias32_int, the same
+        On the CPU the B scalars are hashed as Python ints by exact.lowbias32_int, the same
         function, instead of by some thirty tiny tensor operations.
         """
         if self.seed_key.device.type == "cpu" and not torch.compiler.is_compiling():
@@ -276,7 +195,7 @@ class _Plan:
 
     def hash_before_last(self, step: torch.Tensor) -> torch.Tensor:
         """[B, N] int32 words of lowbias32(agent ^ key) before its last x ^= x >> 16, once per
-        step for both of its uses (turn_bit and random_heading).
+        step for both of its uses (turn_plus and random_heading).
 
         The int32 tensors hold the hash's uint32 words in two's complement. Xor does not care;
         int32 multiplication keeps the low 32 bits of the product (it wraps around, as the
@@ -290,12 +209,11 @@ class _Plan:
         return x
 
     @staticmethod
-    def turn_bit(words: torch.Tensor) -> torch.Tensor:
-        """[B, N] int8, minus the turn bit of every agent (-1: turn +, 0: turn -), that is
-        -(bit 31 of lowbias32(agent ^ key)) as api.turn_bits gives it, from hash_before_last's
-        words: the hash's last step x ^= x >> 16 leaves bit 31 alone, so the bit is the sign of
-        the word before it, and x >> 31 is -1 or 0."""
-        return (words >> 31).to(torch.int8)
+    def turn_plus(words: torch.Tensor) -> torch.Tensor:
+        """[B, N] bool, the turn bit of every agent (True: turn +), bit 31 of lowbias32(agent ^ key)
+        as exact.turn_bits gives it, from hash_before_last's words: the hash's last step
+        x ^= x >> 16 leaves bit 31 alone, so the bit is the sign of the word before it."""
+        return words < 0
 
     @staticmethod
     def random_heading(words: torch.Tensor) -> torch.Tensor:
@@ -303,22 +221,9 @@ class _Plan:
         where an agent turns when a wall stops it (the same hash as its turn bit)."""
         return ((words ^ ((words >> 16) & 0xFFFF)) & HEADING_MASK).to(torch.int16)
 
-    def steer(self, readings: torch.Tensor, turn_bit: torch.Tensor) -> torch.Tensor:
-        """[B, N] int16 heading change (section 6.2) from [B, 3, N] readings F, L, R and the
-        negated turn bits, in int8 arithmetic on the rule's float32 comparisons:
-
-            side   = (R > L) - (L > R)                      (the rule's last three rows)
-            sign   = side + random * (random_sign - side)   (random: F < L and F < R)
-            change = sign * (1 - keep) * turn               (keep: F > L and F > R)
-        """
-        above = (readings[:, 1:3] > readings[:, 0:1]).to(torch.int8)  # L > F, R > F
-        below = (readings[:, 1:3] < readings[:, 0:1]).to(torch.int8)  # L < F, R < F
-        left, right = readings[:, 1], readings[:, 2]
-        sign = (right > left).to(torch.int8) - (left > right).to(torch.int8)
-        random = above[:, 0] & above[:, 1]
-        sign -= random * (sign + 1 + 2 * turn_bit)  # random_sign = 2 * bit - 1 = -2 * turn_bit - 1
-        sign *= 1 - (below[:, 0] & below[:, 1])
-        return sign * self.turn
+    def steer(self, readings: torch.Tensor, turn_plus: torch.Tensor) -> torch.Tensor:
+        """[B, N] int16 heading change (section 6.2): steer_sign's turns of turn_angle."""
+        return steer_sign(readings, turn_plus) * self.turn
 
     def move(self, position: torch.Tensor, heading: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """[B, 2, N] int32 positions one step along the new headings [B, N] int16 (section 6.3),
@@ -329,11 +234,11 @@ class _Plan:
             return self.grid.wrapped_positions_(moved), heading
         size = self.grid.sizes << FRAC_BITS
         if self.grid.boundary == "clamp":
-            return _clamp(moved, size), heading
+            return clamp(moved, size), heading
         hit = (moved < 0) | (moved >= size)
         heading = torch.where(hit[:, 0], (HEADINGS // 2 - heading) & HEADING_MASK, heading)
         heading = torch.where(hit[:, 1], (-heading) & HEADING_MASK, heading)
-        return _reflect(moved, size), heading
+        return reflect(moved, size), heading
 
     def stop_at_walls(
         self, old: torch.Tensor, moved: torch.Tensor, heading: torch.Tensor, words: torch.Tensor
@@ -389,21 +294,23 @@ class _Plan:
         torch.threshold_(blended, _BELOW_FLOOR, 0.0)
         return blended if self.wall is None else blended.masked_fill_(self.wall, 0.0)
 
-    def step(self, state: State) -> State:
-        readings = self.sense(state.trail, state.position, state.heading.to(torch.int64))
-        words = self.hash_before_last(state.step)
-        heading = state.heading + self.steer(readings, self.turn_bit(words))
-        heading &= HEADING_MASK
-        position, heading = self.move(state.position, heading)
-        if self.wall is not None:
-            position, heading = self.stop_at_walls(state.position, position, heading, words)
-        counts = self.deposit_counts(position)
-        return State(
-            position=position,
-            heading=heading,
-            trail=self.diffuse_and_decay(state.trail, counts),
-            step=state.step + 1,
-        )
+    def step(self, state: State, phase: Phase = untimed) -> State:
+        """The state one step later, each phase of TorchSimulation.phases inside phase(name)."""
+        with phase("sense"):
+            readings = self.sense(state.trail, state.position, state.heading.to(torch.int64))
+        with phase("steer"):
+            words = self.hash_before_last(state.step)
+            heading = state.heading + self.steer(readings, self.turn_plus(words))
+            heading &= HEADING_MASK
+        with phase("move"):
+            position, heading = self.move(state.position, heading)
+            if self.wall is not None:
+                position, heading = self.stop_at_walls(state.position, position, heading, words)
+        with phase("deposit"):
+            counts = self.deposit_counts(position)
+        with phase("diffuse"):
+            trail = self.diffuse_and_decay(state.trail, counts)
+        return State(position=position, heading=heading, trail=trail, step=state.step + 1)
 
 
 def _plan(state: State, tables: Tables, world: World = EMPTY_WORLD) -> _Plan:
@@ -416,7 +323,7 @@ def sense(
     """Trail [B, N] float32 at the nearest cell one sensor offset ahead along `heading` [B, N]."""
     batch, height, width = trail.shape
     offset = _Plan.lookup(tables.sense_offset.transpose(1, 2), heading.to(torch.int64))
-    cell = _Grid.build(height, width, trail.device).wrapped_cells_(offset + torch.stack([x, y], 1))
+    cell = Grid.build(height, width, trail.device).wrapped_cells_(offset + torch.stack([x, y], 1))
     batch_start = torch.arange(batch, device=trail.device)[:, None] * (height * width)
     cell = cell.to(torch.int64) + batch_start
     return trail.reshape(-1)[cell]
@@ -428,26 +335,62 @@ def step(state: State, tables: Tables, world: World = EMPTY_WORLD) -> State:
 
 
 class TorchSimulation:
-    """The reference backend behind the common simulation interface (see kernels/__init__)."""
+    """The reference backend behind the Simulation protocol (api.Simulation).
+
+    `state` is a plain attribute: each step replaces it (the old state is never written), and a
+    state assigned to it is where the next step starts."""
 
     name = "torch"
+    phases = ("sense", "steer", "move", "deposit", "diffuse")  # docs/model.md sections 6.1-6.5
 
-    def __init__(self, state: State, tables: Tables, world: World | None = None):
+    def __init__(
+        self,
+        state: State,
+        tables: Tables,
+        world: World | None = None,
+        device: torch.device | str | None = None,
+    ):
+        world = world or EMPTY_WORLD
+        if device is not None:
+            state, tables, world = state.to(device), tables.to(device), world.to(device)
         self.state = state
         self.tables = tables
-        self.world = world or EMPTY_WORLD
+        self.world = world
         self.world.simulations(state.batch)  # checks the groups make whole simulations
         self._plan: _Plan | None = None
         self._plan_key = None
 
-    def advance(self, steps: int) -> None:
+    def _current_plan(self) -> _Plan:
+        """The plan of the current state; built once, again only if its shape or tables change."""
         state = self.state
         key = (id(self.tables), state.batch, state.agents, state.height, state.width, state.trail.device)
-        if self._plan_key != key:  # built once, again only if the state's shape or tables change
+        if self._plan_key != key:
             self._plan, self._plan_key = _plan(state, self.tables, self.world), key
+        return self._plan
+
+    def advance(self, steps: int) -> None:
+        plan, state = self._current_plan(), self.state
         for _ in range(steps):
-            state = self._plan.step(state)
+            state = plan.step(state)
         self.state = state
+
+    def eager_step(self) -> None:
+        self.advance(1)
+
+    def profiled_step(self, phase: Phase) -> None:
+        self.state = self._current_plan().step(self.state, phase)
+
+    @staticmethod
+    def unusable_on(device: torch.device) -> str | None:
+        """The reference runs wherever PyTorch does."""
+        return None
+
+    @staticmethod
+    def device_bytes(agents: int) -> tuple[float, float]:
+        """Per agent a step's int64 index and gather temporaries; per cell fourteen 4-byte maps
+        (the trail, the counts, the padded copy, the 3x3 sum and their temporaries) and 8 bytes
+        of slack."""
+        return 160, 4 * 14 + 8
 
     @property
     def trail(self) -> torch.Tensor:

@@ -10,7 +10,7 @@ steps replays correctly. Results are byte-identical to kernels/reference.py.
 Agents are stored in spawn order at first, which is random in space, so neighbouring lanes of a
 warp would sense and deposit all over the canvas. Every `sort_every` steps (SORT_EVERY by
 default) the agents of each simulation are reordered by the cell they stand in (tiled order,
-triton_kernels.sort_agents), between steps and outside any graph. Nothing in a step depends on
+triton_sort.sort_agents), between steps and outside any graph. Nothing in a step depends on
 the order of the agents except the random turn bit, which hashes the agent's index in spawn
 order; an `agent_id` buffer [B, N] int32 keeps that index for every lane, and `state` scatters
 the agents back into spawn order. Deposits are integer counts, so the trail is order-free too.
@@ -28,23 +28,20 @@ import warnings
 
 import torch
 
-from physarum.kernels.api import EMPTY_WORLD, HEADINGS, State, Tables, World
-from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents, sort_agents
+from physarum.kernels.api import EMPTY_WORLD, HEADINGS, Phase, State, Tables, World, untimed
+from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents
+from physarum.kernels.triton_sort import SORT_SEGMENT, sort_agents
 
-# Steps per captured CUDA graph: long enough that launch overhead vanishes (two launches a
-# step would otherwise cost ~5 us each on small canvases), short enough that capturing one is
-# quick. Not tuned by measurement yet.
+# Steps per captured CUDA graph: long enough that launch overhead vanishes (it is a step's
+# cost on small canvases), short enough that capturing one is quick. Not tuned by measurement.
 GRAPH_CHUNK = 64
 # Remainders shorter than this run as eager launches instead of getting a graph of their own.
 GRAPH_MIN_STEPS = 2
-# Steps between spatial sorts of the agents (0: never sort). On an H200, 16M agents on 4096^2
-# (BENCH_PARAMS, developed 512 steps, median of 7 runs of 512 steps): 0.839 ms/step unsorted,
-# 0.326 / 0.325 / 0.330 / 0.339 ms sorting every 64 / 128 / 256 / 512 steps (1M agents on 1024^2:
-# 0.052 unsorted, 0.028 sorted). Locality fades slowly: 1, 16, 64 and 127 steps after a sort the
-# 32 agents of a warp stand in 5, 7, 10 and 12 distinct cells. One sort of 16M agents takes about
-# 1.1-1.2 ms (torch's radix sort 0.8, the permutation 0.2, copies 0.13) and ~35 bytes per agent of
-# temporaries: every 128 steps that is ~9 us and 0.15 launches per step.
+# Steps between spatial sorts of the agents (0: never sort): sorted lanes sense and count in
+# nearby memory, locality fades slowly after a sort, and a sort costs a few launches and about
+# 35 bytes per agent of temporaries (docs/benchmarks.md, "Measurements behind the code: kernels").
 SORT_EVERY = 128
+# Past this many bytes per count map, one map cleared by a memset instead of two.
 COUNTS_DOUBLE_BUFFER_BYTES = 512 << 20
 
 _TABLE_DTYPES = {
@@ -114,21 +111,23 @@ def _own(tensor: torch.Tensor, device: torch.device, dtype: torch.dtype) -> torc
 
 
 class TritonSimulation:
-    """B simulations advanced by the Triton kernels; same interface as TorchSimulation."""
+    """B groups advanced by the Triton kernels, behind the Simulation protocol (api.Simulation)."""
 
     name = "triton"
+    # The agent kernel fuses four phases of the model; a sort runs before a step when one is due.
+    phases = ("sort", "sense/steer/move/deposit", "diffuse")
 
     def __init__(
         self,
         state: State,
         tables: Tables,
-        sort_every: int = SORT_EVERY,
-        device: torch.device | str | None = None,
         world: World | None = None,
+        device: torch.device | str | None = None,
+        *,
+        sort_every: int = SORT_EVERY,
     ):
         """sort_every: steps between spatial sorts of the agents, 0 never sorts (results are
-        the same either way; only the speed differs). world: api.World (None: the empty torus),
-        with state and tables holding one entry per group."""
+        the same either way; only the speed differs)."""
         if sort_every < 0:
             raise ValueError(f"sort_every must be >= 0, got {sort_every}")
         device = torch.device(device) if device is not None else state.trail.device
@@ -193,12 +192,33 @@ class TritonSimulation:
     def eager_step(self) -> None:
         """One step as two plain launches, never a graph replay (profilers see each kernel),
         preceded by the sort's launches when one is due."""
-        with self._on_device():
-            self._sort_if_due()
-            self._eager_step()
+        self.profiled_step(untimed)
 
-    def _eager_step(self) -> None:
-        self._launch_step(self._parity)
+    def profiled_step(self, phase: Phase) -> None:
+        """eager_step with the sort (when due) and each of the two launches inside phase(name)."""
+        with self._on_device():
+            self._sort_if_due(phase)
+            self._eager_step(phase)
+
+    @staticmethod
+    def unusable_on(device: torch.device) -> str | None:
+        """Triton needs a CUDA GPU, or its CPU interpreter (TRITON_INTERPRET=1, for tests)."""
+        if torch.device(device).type == "cuda" or interpreter_mode():
+            return None
+        return (
+            "needs a CUDA GPU and none is in use here; use --backend torch (or set "
+            "TRITON_INTERPRET=1 before Python starts, for tests)"
+        )
+
+    @staticmethod
+    def device_bytes(agents: int) -> tuple[float, float]:
+        """Per agent its state (16.16 x and y, heading), its agent id and its share of a sort
+        segment's temporaries (about 40 bytes per agent of a segment of at most SORT_SEGMENT);
+        per cell the two trail buffers and two count maps (4 bytes each) and 8 bytes of slack."""
+        return 14 + 40 * min(1.0, SORT_SEGMENT / max(1, agents)), 4 * 2 + 4 * 2 + 8
+
+    def _eager_step(self, phase: Phase = untimed) -> None:
+        self._launch_step(self._parity, phase)
         self._parity ^= 1
         self._steps_since_sort += 1
         self._compiled = True
@@ -207,11 +227,12 @@ class TritonSimulation:
         """Steps that may run before the next sort (any number where sorting is off)."""
         return self._sort_every - self._steps_since_sort if self._sort_every else GRAPH_CHUNK
 
-    def _sort_if_due(self) -> None:
+    def _sort_if_due(self, phase: Phase = untimed) -> None:
         """Reorder the agents by cell when sort_every steps have passed since the last sort;
         in place, so the buffers captured graphs point at stay the live ones."""
         if self._sort_every and self._steps_since_sort >= self._sort_every:
-            sort_agents(self._position, self._heading, self._agent_id, self.trail.shape[2])
+            with phase("sort"):
+                sort_agents(self._position, self._heading, self._agent_id, self.trail.shape[2])
             self._steps_since_sort = 0
 
     @property
@@ -233,21 +254,23 @@ class TritonSimulation:
             heading = torch.empty_like(self._heading).scatter_(1, lane_agent, self._heading)
         return State(position=position, heading=heading, trail=self.trail.clone(), step=self._step.clone())
 
-    def _launch_step(self, parity: int) -> None:
+    def _launch_step(self, parity: int, phase: Phase = untimed) -> None:
         """The two launches of one step whose buffers have the given parity."""
         trail, next_trail = self._trails[parity], self._trails[parity ^ 1]
         counts, next_counts = self._counts[parity], self._counts[parity ^ 1]
-        move_agents(
-            self._position,
-            self._heading,
-            self._agent_id,
-            trail,
-            counts,
-            self._step,
-            self._tables,
-            self._world,
-        )
-        diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables, self._world)
+        with phase("sense/steer/move/deposit"):
+            move_agents(
+                self._position,
+                self._heading,
+                self._agent_id,
+                trail,
+                counts,
+                self._step,
+                self._tables,
+                self._world,
+            )
+        with phase("diffuse"):
+            diffuse_and_decay(trail, counts, next_counts, next_trail, self._step, self._tables, self._world)
 
     def _graph(self, chunk: int) -> torch.cuda.CUDAGraph | None:
         """The CUDA graph of `chunk` steps from the current parity, captured on first use;

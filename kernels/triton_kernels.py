@@ -1,5 +1,5 @@
-"""Triton kernels of one simulation step and their launchers: two launches per step, plus the
-occasional spatial sort of the agents.
+"""Triton kernels of one simulation step and their launchers: two launches per step (the
+occasional spatial sort of the agents is kernels/triton_sort.py).
 
 1. ``_agent_kernel``: per agent, sense (three trail gathers), steer, move, write position and
    heading, and add 1 to the agent's cell in an int32 count map (relaxed atomics; integer sums
@@ -9,9 +9,6 @@ occasional spatial sort of the agents.
    neighbourhood, the nine-neighbour sum in the reference's order, decay, the subnormal flush;
    it writes the other trail buffer, zeroes the other count buffer (the next step's) and
    increments the step counter on the device.
-3. ``_sort_key_kernel`` and ``_permute_agents_kernel`` (every so many steps, see
-   kernels/triton_backend.py): the cell of each agent as a key in tiled order, and the agents
-   gathered into key order, so that neighbouring lanes sense and deposit in nearby memory.
 
 The step kernels follow kernels/reference.py operation for operation, in float32 mul and add
 only, and are launched with FMA contraction off, so their results are bit-identical to the
@@ -29,62 +26,41 @@ import torch
 import triton
 import triton.language as tl
 
+from physarum.kernels import triton_agent_phases as phases
 from physarum.kernels.api import (
     BOUNDARIES,
     EMPTY_WORLD,
-    FRAC_BITS,
-    HEADING_MASK,
     HEADINGS,
-    MAX_CANVAS,
     TRAIL_FLOOR,
     Tables,
     World,
 )
 
 # Model constants as compile-time values the kernels can read.
-_FRAC_BITS = tl.constexpr(FRAC_BITS)
 _HEADINGS = tl.constexpr(HEADINGS)
-_HEADING_MASK = tl.constexpr(HEADING_MASK)
 _TRAIL_FLOOR = tl.constexpr(TRAIL_FLOOR)
 
-# Tuning constants, timed on an H200 (Triton 3.6) with CUDA events, 16M agents on 4096^2 after
-# 640 steps (BENCH_PARAMS), agents sorted every 128 steps; re-tune with `physarum bench`.
-# Agent kernel: 512, 1024 and 2048 agents per program (4 or 8 warps) all took 0.30-0.31 ms.
+# Tuning constants: none changes a result. Their timings are in docs/benchmarks.md
+# ("Measurements behind the code: kernels"); re-tune with scripts/tune_batch.py.
 AGENT_BLOCK = 1024  # agents per program of the agent kernel
 AGENT_WARPS = 4
-# Diffuse kernel, rows x columns per tile: 1 x 512 0.110 ms, 1 x 1024 0.115, 2 x 512 0.131,
-# 4 x 512 (8 warps) 0.194, 8 x 128 0.271 ms. Single long rows load whole lines per neighbour.
+# Diffuse tiles of single long rows load whole lines per neighbour.
 DIFFUSE_BLOCK_H = 1  # rows per diffuse tile
 DIFFUSE_BLOCK_W = 512  # columns per diffuse tile
 DIFFUSE_WARPS = 4
 # Deposits of lanes of one warp that share a cell go out as one atomic add of their number (PTX
 # match.any, NVIDIA only; plain atomics elsewhere and in the interpreter). Only on sorted agents,
-# where lanes share cells: agent kernel 0.307 -> 0.248 ms sorted (0.750 -> 0.775 ms unsorted);
-# whole steps sorted every 128 steps 0.489 -> 0.325 ms.
+# where lanes share cells (on unsorted ones it is a little slower).
 WARP_AGGREGATED_DEPOSITS = True
-# Side of the square tiles of cells the sort key walks in row-major order (of tiles, and of cells
-# within a tile); 1 is plain row-major order of cells. Whole steps (sorting every 128 steps, with
-# 8 x 128 diffuse tiles and plain atomics) took 0.608 ms with tiles of 16, 32 or 64 cells, 0.625
-# ms with row-major order (tile 1).
-SORT_TILE = 16
-SORT_BLOCK = 1024  # agents per program of the sort key and permutation kernels
-SORT_WARPS = 4
-# Agents per simulation sorted in one pass. Sorting segments instead of the whole population
-# bounds the sort's temporaries (about 40 bytes per agent of a segment: 0.7 GB here), which is
-# what lets 256M agents run in under 8 GB; within a segment a warp's lanes are still
-# neighbours in space, which is what the gathers and atomics need.
-SORT_SEGMENT = 1 << 24
 
 MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (the batch axis here)
 
-# Sort keys are int32: the padded tile grid of the largest canvas must fit.
-assert (MAX_CANVAS + SORT_TILE) ** 2 < 2**31
 # Warp-aggregated deposits count the lanes holding each element: no element may sit in two
 # threads, which a block at least as large as the program's threads guarantees.
 assert AGENT_BLOCK % (32 * AGENT_WARPS) == 0
 
 
-def _launch_options(num_warps: int) -> dict:
+def launch_options(num_warps: int) -> dict:
     """Launch options shared by every kernel: no FMA contraction, so float results round as in
     the reference (which multiplies and adds in separate operations)."""
     return dict(num_warps=num_warps, enable_fp_fusion=False)
@@ -92,112 +68,6 @@ def _launch_options(num_warps: int) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # Device helpers.
-
-
-@triton.jit
-def _lowbias32(x):
-    """lowbias32 of a uint32 value or block (multiplication wraps mod 2^32, >> is logical)."""
-    x ^= x >> 16
-    x *= 0x7FEB352D
-    x ^= x >> 15
-    x *= 0x846CA68B
-    x ^= x >> 16
-    return x
-
-
-@triton.jit
-def _wrap(value, size):
-    """Wrap int32 values in (-size, 2 * size) into [0, size) with compares, not a modulo."""
-    value = tl.where(value < 0, value + size, value)
-    return tl.where(value >= size, value - size, value)
-
-
-@triton.jit
-def _edge(value, size, BOUNDARY: tl.constexpr):
-    """int32 values in (-size, 2 * size) brought into [0, size) by the boundary (0 wrap,
-    1 reflect, 2 clamp), as reference._wrap_, reference._reflect and a clamp do."""
-    if BOUNDARY == 0:
-        edged = _wrap(value, size)
-    elif BOUNDARY == 1:
-        edged = tl.where(value < 0, -1 - value, tl.where(value >= size, (size - 1) - (value - size), value))
-    else:
-        edged = tl.minimum(tl.maximum(value, 0), size - 1)
-    return edged
-
-
-@triton.jit
-def _lookup(table_ptr, heading, mask):
-    """(dx, dy) int32 at `heading` of one simulation's table, read as int64 pairs: one gather
-    of 8 bytes instead of two of 4. dx is the low half (every target is little-endian)."""
-    pair = tl.load(table_ptr + heading, mask=mask, other=0)
-    return pair.to(tl.int32), (pair >> 32).to(tl.int32)
-
-
-@triton.jit
-def _sense(
-    trail_ptr,
-    mix_ptr,
-    x,
-    y,
-    heading,
-    sense_offset_ptr,
-    mask,
-    height,
-    width,
-    SPECIES: tl.constexpr,
-    BOUNDARY: tl.constexpr,
-):
-    """Trail at the nearest cell one sensor offset ahead of 16.16 (x, y) along `heading`;
-    sense_offset_ptr points at this group's table, trail_ptr at its own map (one species) or at
-    its simulation's first map (several: then the mix_ptr-weighted sum over species, species 0
-    first, each product and sum rounded on its own)."""
-    dx, dy = _lookup(sense_offset_ptr, heading, mask)
-    cell_x = _edge((x + dx) >> _FRAC_BITS, width, BOUNDARY)
-    cell_y = _edge((y + dy) >> _FRAC_BITS, height, BOUNDARY)
-    cell = cell_y * width + cell_x
-    # One return at the end: the compiler (unlike the interpreter) still builds the code after
-    # an early return under a constexpr `if`, which here would load through mix_ptr = None.
-    if SPECIES == 1:
-        reading = tl.load(trail_ptr + cell, mask=mask, other=0.0)
-    else:
-        reading = tl.load(mix_ptr) * tl.load(trail_ptr + cell, mask=mask, other=0.0)
-        for j in tl.static_range(1, SPECIES):
-            reading += tl.load(mix_ptr + j) * tl.load(
-                trail_ptr + j * height * width + cell, mask=mask, other=0.0
-            )
-    return reading
-
-
-@triton.jit
-def _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED: tl.constexpr):
-    """Add 1 per agent to counts_ptr[cell] (relaxed int32 atomics: the sums are order-free).
-
-    WARP_AGGREGATED: the lanes of a warp whose agents stand in one cell find each other with
-    match.any, and the lowest of them adds their number; the others add nothing.
-    """
-    if WARP_AGGREGATED:
-        group = tl.where(mask, cell, -1 - lane)  # lanes past the end: a group of one each
-        count = tl.inline_asm_elementwise(
-            asm="""{
-            .reg .b32 peers, lower;
-            .reg .pred follower;
-            match.any.sync.b32 peers, $1, 0xffffffff;
-            mov.u32 lower, %lanemask_lt;
-            and.b32 lower, peers, lower;
-            setp.ne.u32 follower, lower, 0;
-            popc.b32 $0, peers;
-            @follower mov.u32 $0, 0;
-            }""",
-            constraints="=r,r",
-            args=[group],
-            dtype=tl.int32,
-            is_pure=True,
-            pack=1,
-        )
-        tl.atomic_add(counts_ptr + cell, count, mask=mask & (count > 0), sem="relaxed")
-    else:
-        one = tl.full(cell.shape, 1, tl.int32)
-        tl.atomic_add(counts_ptr + cell, one, mask=mask, sem="relaxed")
 
 
 @triton.jit
@@ -214,10 +84,10 @@ def _deposited(trail_ptr, counts_ptr, food_ptr, row_start, column, mask, deposit
 
 
 @triton.jit
-def _neighbour(index, size, step: tl.constexpr, BOUNDARY: tl.constexpr):
-    """The row or column next to `index` (step -1 or +1): wrapping on a torus, else the edge
+def _neighbour(index, size, STEP: tl.constexpr, BOUNDARY: tl.constexpr):
+    """The row or column next to `index` (STEP -1 or +1): wrapping on a torus, else the edge
     cell itself (what reflect and clamp both give one cell past the edge)."""
-    if step < 0:
+    if STEP < 0:
         beyond = size - 1 if BOUNDARY == 0 else 0  # past the first: wrap to the last, or stay
         neighbour = tl.where(index == 0, beyond, index - 1)
     else:
@@ -227,7 +97,7 @@ def _neighbour(index, size, step: tl.constexpr, BOUNDARY: tl.constexpr):
 
 
 # ---------------------------------------------------------------------------------------------
-# Kernels.
+# Kernels: the agent kernel calls its phases (kernels/triton_agent_phases.py) in order.
 
 
 @triton.jit
@@ -249,14 +119,16 @@ def _agent_kernel(
     height,  # H, canvas rows
     width,  # W, canvas columns
     BLOCK: tl.constexpr,  # agents per program
-    WARP_AGGREGATED: tl.constexpr,  # one atomic per cell per warp (NVIDIA PTX), see _deposit
+    WARP_AGGREGATED: tl.constexpr,  # one atomic per cell per warp (NVIDIA PTX), see phases.deposit
     SPECIES: tl.constexpr,  # S, species per simulation; B counts groups (api.World)
     BOUNDARY: tl.constexpr,  # 0 wrap, 1 reflect, 2 clamp
 ):
+    """One step of every agent of every group: sense, steer, move, deposit (docs/model.md
+    section 6.1-6.4); program (i, b) takes BLOCK lanes of group b."""
     batch = tl.program_id(1).to(tl.int64)
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # int32: N < 2^31
     mask = lane < agents
-    # This simulation's slices: int64 base pointers once per program, int32 offsets per lane.
+    # This group's slices: int64 base pointers once per program, int32 offsets per lane.
     x_ptr = position_ptr + batch * 2 * agents + lane
     y_ptr = x_ptr + agents
     heading_ptr += batch * agents
@@ -268,72 +140,39 @@ def _agent_kernel(
         trail_ptr += (batch - batch % SPECIES) * height * width
     if mix_ptr is not None:
         mix_ptr += batch * SPECIES
+    if wall_ptr is not None:  # the walls of the group's simulation
+        wall_ptr += (batch // SPECIES) * height * width
     sense_offset_ptr += batch * _HEADINGS
     step_offset_ptr += batch * _HEADINGS
-    x = tl.load(x_ptr, mask=mask, other=0)
-    y = tl.load(y_ptr, mask=mask, other=0)
-    heading = tl.load(heading_ptr + lane, mask=mask, other=0).to(tl.int32)
-
-    # Sense: forward, left, right on T_t.
-    sensor_turn = tl.load(sensor_turn_ptr + batch)
-    left_heading = (heading - sensor_turn) & _HEADING_MASK
-    right_heading = (heading + sensor_turn) & _HEADING_MASK
-    forward = _sense(
-        trail_ptr, mix_ptr, x, y, heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
-    )
-    left = _sense(
-        trail_ptr, mix_ptr, x, y, left_heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
-    )
-    right = _sense(
-        trail_ptr, mix_ptr, x, y, right_heading, sense_offset_ptr, mask, height, width, SPECIES, BOUNDARY
-    )
-
-    # Random turn direction: lowbias32(agent ^ lowbias32(seed_key ^ lowbias32(step))) >> 31,
-    # where agent is the index in spawn order, whatever lane the agent sits in now.
     if agent_id_ptr is None:
         agent = lane
     else:
         agent = tl.load(agent_id_ptr + batch * agents + lane, mask=mask, other=0)
-    step = tl.load(step_ptr).to(tl.uint32)  # truncation: step mod 2^32, as api.step_key
-    seed_key = tl.load(seed_key_ptr + batch).to(tl.uint32)
-    key = _lowbias32(seed_key ^ _lowbias32(step))
-    bits = _lowbias32(agent.to(tl.uint32) ^ key)
-    turn_positive = (bits >> 31) == 1
+    x = tl.load(x_ptr, mask=mask, other=0)
+    y = tl.load(y_ptr, mask=mask, other=0)
+    heading = tl.load(heading_ptr + lane, mask=mask, other=0).to(tl.int32)
 
-    # Steer, with reference.steer's rule and tie-breaking.
-    turn = tl.load(turn_ptr + batch)
-    random_turn = tl.where(turn_positive, turn, -turn)
-    side_turn = tl.where(left > right, -turn, tl.where(right > left, turn, 0))
-    change = tl.where((forward < left) & (forward < right), random_turn, side_turn)
-    change = tl.where((forward > left) & (forward > right), 0, change)
-    heading = (heading + change) & _HEADING_MASK
-
-    # Move, and meet the boundary: wrap onto the torus, mirror (and turn) or stop at the edge.
-    step_x, step_y = _lookup(step_offset_ptr, heading, mask)
-    moved_x, moved_y = x + step_x, y + step_y
-    size_x, size_y = width << _FRAC_BITS, height << _FRAC_BITS
-    if BOUNDARY == 1:
-        hit_x = (moved_x < 0) | (moved_x >= size_x)
-        hit_y = (moved_y < 0) | (moved_y >= size_y)
-        heading = tl.where(hit_x, (_HEADINGS // 2 - heading) & _HEADING_MASK, heading)
-        heading = tl.where(hit_y, (-heading) & _HEADING_MASK, heading)
-    moved_x = _edge(moved_x, size_x, BOUNDARY)
-    moved_y = _edge(moved_y, size_y, BOUNDARY)
-    if wall_ptr is not None:  # a move onto a wall: stay, and take a random heading
-        wall_ptr += (batch // SPECIES) * height * width
-        cell = (moved_y >> _FRAC_BITS) * width + (moved_x >> _FRAC_BITS)
-        blocked = tl.load(wall_ptr + cell, mask=mask, other=0) != 0
-        moved_x = tl.where(blocked, x, moved_x)
-        moved_y = tl.where(blocked, y, moved_y)
-        heading = tl.where(blocked, (bits & _HEADING_MASK).to(tl.int32), heading)
-    x, y = moved_x, moved_y
+    forward, left, right = phases.sense(
+        trail_ptr,
+        mix_ptr,
+        sense_offset_ptr,
+        tl.load(sensor_turn_ptr + batch),
+        x,
+        y,
+        heading,
+        mask,
+        height,
+        width,
+        SPECIES,
+        BOUNDARY,
+    )
+    bits = phases.turn_hash(tl.load(seed_key_ptr + batch), tl.load(step_ptr), agent)
+    heading = phases.steer(heading, forward, left, right, bits, tl.load(turn_ptr + batch))
+    x, y, heading = phases.move(x, y, heading, bits, step_offset_ptr, wall_ptr, mask, height, width, BOUNDARY)
     tl.store(x_ptr, x, mask=mask)
     tl.store(y_ptr, y, mask=mask)
     tl.store(heading_ptr + lane, heading.to(tl.int16), mask=mask)
-
-    # Deposit: count agents per cell.
-    cell = (y >> _FRAC_BITS) * width + (x >> _FRAC_BITS)
-    _deposit(counts_ptr, cell, lane, mask, WARP_AGGREGATED)
+    phases.deposit(counts_ptr, x, y, lane, mask, width, WARP_AGGREGATED)
 
 
 @triton.jit
@@ -410,65 +249,9 @@ def _diffuse_kernel(
         tl.store(step_ptr, tl.load(step_ptr) + 1)
 
 
-@triton.jit
-def _sort_key_kernel(
-    position_ptr,  # [B, 2, N] int32, 16.16 fixed point (row 0 x, row 1 y)
-    key_ptr,  # [B, count] int32, written: the agent's cell in tiled row-major order
-    agents,  # N, agents per simulation (the row stride of position)
-    start,  # first lane of the segment being sorted
-    count,  # lanes in the segment
-    width,  # W, canvas columns
-    TILE: tl.constexpr,  # side of a square tile of cells
-    BLOCK: tl.constexpr,  # agents per program
-):
-    batch = tl.program_id(1).to(tl.int64)
-    offset = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offset < count
-    lane = start + offset
-    x_ptr = position_ptr + batch * 2 * agents + lane
-    column = tl.load(x_ptr, mask=mask, other=0) >> _FRAC_BITS
-    row = tl.load(x_ptr + agents, mask=mask, other=0) >> _FRAC_BITS
-    # Tiles in row-major order, cells in row-major order within a tile; edge tiles are padded
-    # (keys may skip values, which sorting does not mind). Cells are >= 0: // and % are exact.
-    tiles_across = (width + TILE - 1) // TILE
-    tile = (row // TILE) * tiles_across + column // TILE
-    key = (tile * TILE + row % TILE) * TILE + column % TILE
-    tl.store(key_ptr + batch * count + offset, key, mask=mask)
-
-
-@triton.jit
-def _permute_agents_kernel(
-    order_ptr,  # [B, count] int64, the segment lane each lane takes its agent from
-    position_ptr,  # [B, 2, N] int32, 16.16 positions (read)
-    heading_ptr,  # [B, N] int16, headings (read)
-    agent_id_ptr,  # [B, N] int32, agent ids (read)
-    sorted_position_ptr,  # [B, 2, count] int32, the segment's positions in the new order
-    sorted_heading_ptr,  # [B, count] int16, the segment's headings in the new order
-    sorted_agent_id_ptr,  # [B, count] int32, the segment's agent ids in the new order
-    agents,  # N, agents per simulation (the row stride of the inputs)
-    start,  # first lane of the segment
-    count,  # lanes in the segment
-    BLOCK: tl.constexpr,  # agents per program
-):
-    batch = tl.program_id(1).to(tl.int64)
-    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = lane < count
-    row_base = batch * agents + start  # [B, N] inputs
-    x_base = batch * 2 * agents + start  # [B, 2, N] inputs
-    source = tl.load(order_ptr + batch * count + lane, mask=mask, other=0).to(tl.int32)
-    x = tl.load(position_ptr + x_base + source, mask=mask)
-    y = tl.load(position_ptr + x_base + agents + source, mask=mask)
-    heading = tl.load(heading_ptr + row_base + source, mask=mask)
-    agent_id = tl.load(agent_id_ptr + row_base + source, mask=mask)
-    tl.store(sorted_position_ptr + batch * 2 * count + lane, x, mask=mask)
-    tl.store(sorted_position_ptr + batch * 2 * count + count + lane, y, mask=mask)
-    tl.store(sorted_heading_ptr + batch * count + lane, heading, mask=mask)
-    tl.store(sorted_agent_id_ptr + batch * count + lane, agent_id, mask=mask)
-
-
 # ---------------------------------------------------------------------------------------------
 # Launchers. The step's launchers allocate nothing, so a sequence of them can be captured in a
-# CUDA graph; sort_agents allocates its temporaries and runs outside graphs.
+# CUDA graph.
 
 
 def _pairs(table: torch.Tensor) -> torch.Tensor:
@@ -525,7 +308,7 @@ def move_agents(
         WARP_AGGREGATED=warp_aggregated,
         SPECIES=world.species,
         BOUNDARY=BOUNDARIES.index(world.boundary),
-        **_launch_options(AGENT_WARPS),
+        **launch_options(AGENT_WARPS),
     )
 
 
@@ -571,67 +354,7 @@ def diffuse_and_decay(
         CLEAR_NEXT=not single,
         SPECIES=world.species,
         BOUNDARY=BOUNDARIES.index(world.boundary),
-        **_launch_options(DIFFUSE_WARPS),
+        **launch_options(DIFFUSE_WARPS),
     )
     if single:
         counts.zero_()
-
-
-def sort_agents(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor, width: int) -> None:
-    """Reorder each simulation's agents by their cell, in SORT_TILE tiles, in place.
-
-    position: [B, 2, N] int32 16.16, heading: [B, N] int16, agent_id: [B, N] int32, permuted
-    together (the model does not depend on the order: see kernels/triton_backend.py); width: W.
-    Stable, so the order is deterministic. Launches: the key kernel, torch.argsort (a radix sort
-    of [B, N] int32 keys), the permutation kernel, three copies back into the given buffers (a
-    captured graph holds their addresses). Temporaries: 4 + 8 + 14 bytes per agent, plus the
-    radix sort's own.
-    """
-    batch, agents = heading.shape
-    for start in range(0, agents, SORT_SEGMENT):
-        _sort_segment(position, heading, agent_id, width, start, min(SORT_SEGMENT, agents - start))
-
-
-def _sort_segment(
-    position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor, width: int, start: int, count: int
-) -> None:
-    """Sort lanes [start, start + count) of every simulation by cell, in place."""
-    batch, agents = heading.shape
-    if count < 2:
-        return
-    grid = (triton.cdiv(count, SORT_BLOCK), batch)
-    key = torch.empty((batch, count), dtype=torch.int32, device=heading.device)
-    _sort_key_kernel[grid](
-        position,
-        key,
-        agents,
-        start,
-        count,
-        width,
-        TILE=SORT_TILE,
-        BLOCK=SORT_BLOCK,
-        **_launch_options(SORT_WARPS),
-    )
-    order = torch.argsort(key, dim=1, stable=True)
-    del key
-    sorted_position = torch.empty((batch, 2, count), dtype=position.dtype, device=position.device)
-    sorted_heading = torch.empty((batch, count), dtype=heading.dtype, device=heading.device)
-    sorted_agent_id = torch.empty((batch, count), dtype=agent_id.dtype, device=agent_id.device)
-    _permute_agents_kernel[grid](
-        order,
-        position,
-        heading,
-        agent_id,
-        sorted_position,
-        sorted_heading,
-        sorted_agent_id,
-        agents,
-        start,
-        count,
-        BLOCK=SORT_BLOCK,
-        **_launch_options(SORT_WARPS),
-    )
-    end = start + count
-    position[:, :, start:end].copy_(sorted_position)
-    heading[:, start:end].copy_(sorted_heading)
-    agent_id[:, start:end].copy_(sorted_agent_id)

@@ -1,8 +1,8 @@
 """`physarum bench`: honest step timings of every implementation, against the memory floor.
 
-Protocol (docs/benchmarks.md, "Method"): develop the state >= 500 steps with the fastest backend, then
-time each implementation from a copy of that developed state, with CUDA events after warm-up,
-median of >= 7 repeats. The floor is the bytes a step must move (agent state and trail, each read
+Protocol: develop the state >= 500 steps with the fastest backend, then time each
+implementation from a copy of that developed state, with CUDA events after warm-up, median of
+>= 7 repeats. The floor is the bytes a step must move (agent state and trail, each read
 and written once) over the device-to-device copy bandwidth measured in the same process.
 """
 
@@ -20,8 +20,10 @@ from pathlib import Path
 import torch
 
 from physarum.kernels import get_backend, reference
-from physarum.kernels.api import ModelParams, State, build_tables, spawn
+from physarum.kernels.api import ModelParams, State, Tables
+from physarum.kernels.exact import build_tables
 from physarum.kernels.prototype import PrototypeSimulation
+from physarum.kernels.spawn import spawn
 from physarum.render.machine import device_name
 
 BENCH_PARAMS = ModelParams(
@@ -90,12 +92,13 @@ def median_seconds(run: Callable[[], object], device: torch.device, repeats: int
 
 
 def launches_per_step(simulation, device: torch.device, steps: int = 4) -> float | None:
-    """Kernels launched per step, counted by torch.profiler over plain (not graph) steps."""
+    """Kernels launched per step, counted by torch.profiler over plain (not graph) steps: the
+    implementation's eager_step (api.Simulation)."""
     if device.type != "cuda":
         return None
     from torch.profiler import ProfilerActivity, profile
 
-    step = getattr(simulation, "eager_step", None) or (lambda: simulation.advance(1))
+    step = simulation.eager_step
     step()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -124,6 +127,9 @@ class CompiledReference:
     def advance(self, steps: int) -> None:
         for _ in range(steps):
             self.state = self.step(self.state, self.tables)
+
+    def eager_step(self) -> None:
+        self.advance(1)
 
 
 def _implementations(device: torch.device, skip: set[str]) -> dict[str, Callable]:
@@ -212,7 +218,7 @@ def _one_after_another(
             state.trail[b : b + 1].clone(),
             state.step.clone(),
         )
-        one_tables = type(tables)(**{k: v[b : b + 1] for k, v in tables.__dict__.items()})
+        one_tables = Tables(**{k: v[b : b + 1] for k, v in tables.__dict__.items()})
         simulation = get_backend("triton")(one, one_tables)
         seconds += median_seconds(lambda: simulation.advance(steps_per_repeat), device) / steps_per_repeat
     log(

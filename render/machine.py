@@ -11,13 +11,9 @@ import platform
 
 import torch
 
+from physarum.kernels import AUTO_ORDER, BACKENDS, backend_problem, get_backend
 from physarum.render.errors import RenderError
 from physarum.render.preset import Preset
-
-
-def interpreter_mode() -> bool:
-    """Whether Triton runs its kernels on the CPU (TRITON_INTERPRET=1, read when Triton is imported)."""
-    return os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def resolve_device(requested: str | None) -> torch.device:
@@ -38,44 +34,31 @@ def resolve_device(requested: str | None) -> torch.device:
     return device
 
 
-def _triton_available() -> bool:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def resolve_backend(requested: str, device: torch.device) -> str:
-    """'torch' or 'triton' for --backend auto|torch|triton on `device`."""
+    """The registered backend (kernels.BACKENDS) for --backend auto|NAME on `device`: auto is
+    the first of kernels.AUTO_ORDER for the device's type that can run there."""
     if requested == "auto":
-        return "triton" if device.type == "cuda" and _triton_available() else "torch"
-    if requested == "torch":
-        return "torch"
-    if requested != "triton":
-        raise RenderError(f"--backend {requested!r}: choose auto, torch or triton")
-    if not _triton_available():
-        raise RenderError("--backend triton: Triton is not installed (pip install 'physarum[triton]')")
-    if device.type != "cuda" and not interpreter_mode():
-        raise RenderError(
-            "--backend triton needs a CUDA GPU and none is in use here; use --backend "
-            "torch (or set TRITON_INTERPRET=1 before Python starts, for tests)"
-        )
-    return "triton"
+        usable = (n for n in AUTO_ORDER[device.type] if backend_problem(n, device) is None)
+        return next(usable, "torch")
+    if requested not in BACKENDS:
+        raise RenderError(f"--backend {requested!r}: choose auto, {', '.join(BACKENDS)}")
+    problem = backend_problem(requested, device)
+    if problem is not None:
+        sep = " " if problem.startswith("needs") else ": "
+        raise RenderError(f"--backend {requested}{sep}{problem}")
+    return requested
 
 
 def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
-    """Peak device bytes of a render, counted from the backend's own tensors and temporaries.
+    """Peak device bytes of a render, counted from the backend's own tensors and temporaries
+    (the registered backend's device_bytes, api.Simulation).
 
     With S species a simulation is S groups of agents.count // S agents, each with its own trail
     map; walls add a byte per cell, food a float32 map per group, and sensing a mixed map per
     group (the interaction's weighted sum of the species' maps)."""
     species = preset.species_count
     agents, cells = preset.agents_per_species, preset.canvas.width * preset.canvas.height
-    if backend == "triton":  # state, agent ids, and a sort segment's temporaries (<= 16M agents)
-        per_agent, per_cell = 14 + 40 * min(1.0, (1 << 24) / max(1, agents)), 4 * 2 + 4 * 2 + 8
-    else:  # the reference's int64 index and gather temporaries
-        per_agent, per_cell = 160, 4 * 14 + 8
+    per_agent, per_cell = get_backend(backend).device_bytes(agents)
     world = preset.world
     per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
     per_simulation_cell = 1 if world and world.walls else 0

@@ -1,8 +1,9 @@
 """`physarum profile`: where a step's time goes, per phase and per kernel, with a trace file.
 
 Warm-up steps run outside the record; the first-step initialisation (spawn, tables, compilation)
-is timed separately. The reference backend's phases are wrapped in named ranges; the Triton
-backend's phases are its kernels (sense/steer/move/deposit fused in one, diffuse in another).
+is timed separately. Each recorded step is the backend's profiled_step (api.Simulation), its
+phases (Simulation.phases: the reference's sense, steer, move, deposit and diffuse; the Triton
+backend's kernels) each in a named range.
 """
 
 from __future__ import annotations
@@ -10,47 +11,13 @@ from __future__ import annotations
 import time
 import warnings
 from collections import defaultdict
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from physarum.kernels import reference
 from physarum.render.preset import Preset
 from physarum.render.simulation import make_simulation
-
-PHASE_OF_KERNEL = (("agent", "sense/steer/move+deposit"), ("diffuse", "diffuse"))
-
-
-@contextmanager
-def _phase_ranges():
-    """Wrap the reference's phase methods in record_function ranges while profiling."""
-    phases = {
-        "sense": "sense/steer/move",
-        "hash_before_last": "sense/steer/move",
-        "steer": "sense/steer/move",
-        "move": "sense/steer/move",
-        "stop_at_walls": "sense/steer/move",
-        "deposit_counts": "deposit",
-        "diffuse_and_decay": "diffuse",
-    }
-    originals = {name: getattr(reference._Plan, name) for name in phases}
-
-    def wrap(name, function):
-        def ranged(*args, **kwargs):
-            with record_function(phases[name]):
-                return function(*args, **kwargs)
-
-        return ranged
-
-    for name, function in originals.items():
-        setattr(reference._Plan, name, wrap(name, function))
-    try:
-        yield
-    finally:
-        for name, function in originals.items():
-            setattr(reference._Plan, name, function)
 
 
 def _sync(device: torch.device) -> None:
@@ -70,45 +37,63 @@ def profile_preset(
     _sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-    with _phase_ranges(), profile(activities=activities) as prof:
+    with profile(activities=activities) as prof:
         with record_function("steps"):
             for _ in range(steps):
-                simulation.eager_step() if hasattr(simulation, "eager_step") else simulation.advance(1)
+                simulation.profiled_step(record_function)
         _sync(device)
     trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(trace))
-    return summarise(prof, steps, device, first_step, backend, log)
+    return summarise(prof, steps, device, first_step, backend, type(simulation).phases, log)
 
 
-def summarise(prof, steps: int, device: torch.device, first_step: float, backend: str, log) -> dict:
+_GPU = torch.autograd.DeviceType.CUDA
+
+
+def cpu_phase_times(events, phases: tuple[str, ...]) -> dict[str, float]:
+    """Microseconds of each phase: the CPU time of its ranges."""
+    times = defaultdict(float)
+    for event in events:
+        if event.name in phases and event.device_type != _GPU:
+            times[event.name] += event.cpu_time
+    return times
+
+
+def gpu_phase_times(events, kernels, phases: tuple[str, ...]) -> dict[str, float]:
+    """Microseconds of each phase: the device time of the kernels that ran inside its ranges on
+    the GPU's timeline (innermost range first). A range's own device time would miss kernels
+    that no torch operation launched, such as Triton's."""
+    spans = [e for e in events if e.device_type == _GPU and e.name in phases]
+    times = defaultdict(float)
+    for kernel in kernels:
+        start, end = kernel.time_range.start, kernel.time_range.end
+        inside = [s for s in spans if s.time_range.start <= start and end <= s.time_range.end]
+        if inside:
+            phase = min(inside, key=lambda s: s.time_range.end - s.time_range.start)
+            times[phase.name] += kernel.device_time
+    return times
+
+
+def summarise(
+    prof, steps: int, device: torch.device, first_step: float, backend: str, phases: tuple[str, ...], log
+) -> dict:
+    """The report of a record of `steps` profiled steps whose ranges are named by `phases`."""
     events = prof.events()
     on_gpu = device.type == "cuda"
-    ranges = {"steps", "sense/steer/move", "deposit", "diffuse"}
-    kernels = [
-        e
-        for e in events
-        if on_gpu and e.device_type == torch.autograd.DeviceType.CUDA and e.name not in ranges
-    ]
+    ranges = {"steps", *phases}
+    kernels = [e for e in events if on_gpu and e.device_type == _GPU and e.name not in ranges]
     per_kernel = defaultdict(float)
     for event in kernels:
         per_kernel[event.name] += event.device_time / 1e3 / steps  # ms per step
-    per_phase = defaultdict(float)
-    for event in events:
-        if event.name in ("sense/steer/move", "deposit", "diffuse"):
-            time_us = event.device_time if on_gpu else event.cpu_time
-            per_phase[event.name] += time_us / 1e3 / steps
-    if backend == "triton":
-        for name, total in per_kernel.items():
-            for key, phase in PHASE_OF_KERNEL:
-                if key in name:
-                    per_phase[phase] += total
+    per_phase = gpu_phase_times(events, kernels, phases) if on_gpu else cpu_phase_times(events, phases)
+    per_phase = {name: us / 1e3 / steps for name, us in per_phase.items()}
     report = {
         "backend": backend,
         "device": str(device),
         "steps": steps,
         "first_step_s": first_step,
         "launches_per_step": len(kernels) / steps if on_gpu else None,
-        "ms_per_step_by_phase": dict(per_phase),
+        "ms_per_step_by_phase": per_phase,
         "ms_per_step_by_kernel": dict(per_kernel),
     }
     log(f"backend {backend} on {device}: first step (spawn, tables, compile) {first_step * 1e3:.1f} ms")

@@ -14,8 +14,9 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from physarum.kernels import api, get_backend
-from physarum.kernels.api import build_tables
+from physarum.kernels import api, exact, get_backend
+from physarum.kernels import spawn as spawning
+from physarum.kernels.exact import build_tables
 from physarum.render.preset import Preset
 from physarum.render.world import WorldMaps, has_food, spawn_density
 
@@ -78,8 +79,8 @@ def spawn_groups(
         wall = None if world.wall is None else torch.from_numpy(world.wall).to(device)
         for s in range(species):
             agents = preset.species_agents(s)
-            state = api.spawn(
-                [api.species_seed(preset.seed, s)],
+            state = spawning.spawn(
+                [spawning.species_seed(preset.seed, s)],
                 preset.agents_per_species,
                 preset.canvas.width,
                 preset.canvas.height,
@@ -93,12 +94,7 @@ def spawn_groups(
                 state.trail[0] = world.trail
             states.append(state)
             params.append(preset.model_params(s))
-    state = api.State(
-        position=torch.cat([s.position for s in states]),
-        heading=torch.cat([s.heading for s in states]),
-        trail=torch.cat([s.trail for s in states]),
-        step=states[0].step,
-    )
+    state = api.State.concat(states)
     if not any(needs_world(p) for p in presets):
         return state, params, None
     return state, params, make_world(presets, maps)
@@ -116,7 +112,7 @@ def make_world(presets, maps: list[WorldMaps]) -> api.World:
             matrix = preset.interaction or [
                 [1.0 if i == j else 0.0 for j in range(species)] for i in range(species)
             ]
-            rows.extend([[api.float32_nearest(Fraction(v)) for v in row] for row in matrix])
+            rows.extend([[exact.float32_nearest(Fraction(v)) for v in row] for row in matrix])
         mix = torch.tensor(rows, dtype=torch.float32)
     wall = food = None
     if any(m.wall is not None for m in maps):
@@ -144,10 +140,7 @@ def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch
     Presets without world, species or image spawns run the kernels' plain path (no World)."""
     state, params, world = spawn_groups(presets, device)
     tables = build_tables(params, device=device)
-    extra = {} if world is None else {"world": world.to(device)}
-    if backend == "triton":  # moves a host state to the device itself: one copy there, not two
-        return get_backend(backend)(state, tables, device=device, **extra)
-    return get_backend(backend)(state.to(device), tables, **extra)
+    return get_backend(backend)(state, tables, world, device=device)  # it moves them to `device`
 
 
 def make_simulation(preset: Preset, backend: str, device: torch.device):

@@ -9,8 +9,8 @@ it covers, weighted by the covered area, rounded half up), so a resized image is
 every machine and every Pillow version. The maps built from it:
 
 - walls: brightness >= threshold (or < threshold with invert) is wall;
-- trail image: brightness v seeds the trail with api.brightness_table(scale)[v];
-- food image: brightness v adds api.brightness_table(amount)[v] every step; food points add
+- trail image: brightness v seeds the trail with exact.brightness_table(scale)[v];
+- food image: brightness v adds exact.brightness_table(amount)[v] every step; food points add
   float32(amount) in the cells whose centres lie within the radius (at least the cell holding
   the point); where sources overlap the largest amount wins;
 - agents image (spawn: image): brightness is the weight of a cell in the agents' placement.
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-from physarum.kernels import api
+from physarum.kernels import exact
 
 _DECODED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size) -> greyscale pixels
 _RESIZED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size, width, height) -> canvas pixels
@@ -136,7 +136,7 @@ def initial_trail(preset, wall: np.ndarray | None) -> torch.Tensor | None:
     if spec is None:
         return None
     pixels = canvas_image(spec.path, preset.canvas.width, preset.canvas.height)
-    trail = api.brightness_table(spec.scale)[torch.from_numpy(pixels).to(torch.int64)]
+    trail = exact.brightness_table(spec.scale)[torch.from_numpy(pixels).to(torch.int64)]
     return _off_walls(trail, wall)
 
 
@@ -156,10 +156,10 @@ def food_amounts(preset) -> torch.Tensor | None:
     amounts = torch.zeros((height, width), dtype=torch.float32)
     if food.image is not None:
         pixels = canvas_image(food.image.path, width, height)
-        amounts = api.brightness_table(food.image.amount)[torch.from_numpy(pixels).to(torch.int64)]
+        amounts = exact.brightness_table(food.image.amount)[torch.from_numpy(pixels).to(torch.int64)]
     for point in food.points:
         cells = torch.from_numpy(point_cells(point.x, point.y, point.radius, width, height))
-        value = torch.tensor(api.float32_nearest(Fraction(point.amount)), dtype=torch.float32)
+        value = torch.tensor(exact.float32_nearest(Fraction(point.amount)), dtype=torch.float32)
         amounts = torch.where(cells, torch.maximum(amounts, value), amounts)
     return amounts
 

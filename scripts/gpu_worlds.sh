@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Worlds evidence on a GPU machine (run through the device tool, like gpu_check.sh), one call:
-#   1. tests/test_gpu.py and tests/test_world_kernels.py on CUDA (Triton and the reference on
+#   1. tests/test_kernels_gpu.py on CUDA (Triton and the reference on
 #      CUDA against the reference on the CPU, byte for byte);
 #   2. every world preset rendered with --backend triton on the GPU and with --backend torch on
 #      the CPU (in the background, at the same time), the PNG still only (the final state, in
@@ -17,8 +17,7 @@ PRESETS=${PRESETS:-$(printf 'presets/%s.yaml ' maze lettering feast rivals tribe
 # The GPU tests first, alone: with CPU renders beside them their CPU references crawled (an
 # earlier call spent 400 s here). The naive-step tests are CPU-only and run in CI.
 t0=$SECONDS
-{ timeout "${TESTS_TIMEOUT_S:-240}" python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py
-  timeout "${KERNEL_TESTS_TIMEOUT_S:-120}" python3 -m pytest -q -p no:cacheprovider tests/test_world_kernels.py -k triton; } 2>&1 \
+{ timeout "${TESTS_TIMEOUT_S:-360}" python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py; } 2>&1 \
   | tail -n 20 | tee "$OUT/gpu-tests.log"
 echo "tests: $((SECONDS - t0)) s" | tee -a "$OUT/gpu-tests.log"
 

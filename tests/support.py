@@ -1,19 +1,24 @@
 """What tests share: the repository root, a tiny preset that renders in a fraction of a second
-on a CPU, a world preset over small images, renders and problems of presets, and sweeps of
-the tiny preset. Fixtures live in conftest.py; plain helpers here, imported as
-`from support import ...`."""
+on a CPU, a world preset over small images, renders and problems of presets, sweeps of the tiny
+preset, and the kernel tests' model parameters, test worlds and exact state comparison. Fixtures
+live in conftest.py; plain helpers here, imported as `from support import ...`."""
 
 from __future__ import annotations
 
 import copy
 import json
+import random
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import yaml
 from PIL import Image
 
+from physarum.kernels import api, exact
+from physarum.kernels.api import FRAC_BITS as FRAC
+from physarum.kernels.spawn import spawn, species_seed
 from physarum.render import runner
 from physarum.render import sweep as sweeps
 from physarum.render.preset import PresetError, build_preset
@@ -164,3 +169,141 @@ def render_cpu(preset, out: Path):
 def render_tiny(out, **sections):
     """render_cpu of TINY with some sections replaced (tiny_data)."""
     return render_cpu(build_preset(tiny_data(**sections), "tiny.yaml"), out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel tests: model parameters, test worlds, byte-for-byte state comparison.
+
+
+def params(**changes) -> api.ModelParams:
+    base = dict(
+        sensor_angle=22.5,
+        sensor_distance=2.0,
+        turn_angle=45.0,
+        step_size=1.0,
+        deposit=5.0,
+        diffuse=1.0,
+        decay=0.1,
+        seed=7,
+    )
+    base.update(changes)
+    return api.ModelParams(**base)
+
+
+def assert_same_state(got: api.State, expected: api.State, where: str = "") -> None:
+    """got is expected byte for byte, in the contract's dtypes: integer state by value, the trail
+    by bit pattern, simulation by simulation."""
+    assert got.position.dtype == torch.int32 and got.heading.dtype == torch.int16
+    assert got.trail.dtype == torch.float32 and got.step.dtype == torch.int64
+    assert got.step.shape == ()
+    assert int(got.step) == int(expected.step), f"step differs {where}"
+    assert got.trail.shape == expected.trail.shape and got.heading.shape == expected.heading.shape
+    for b in range(expected.batch):
+        assert torch.equal(got.position[b], expected.position[b]), (
+            f"positions differ in simulation {b} {where}"
+        )
+        assert torch.equal(got.heading[b], expected.heading[b]), f"headings differ in simulation {b} {where}"
+        mismatch = (got.trail[b].view(torch.int32) != expected.trail[b].view(torch.int32)).nonzero()
+        first = mismatch[:5].tolist()
+        assert mismatch.numel() == 0, (
+            f"trail differs in simulation {b} {where}: {len(mismatch)} cells, first {first}"
+        )
+
+
+def world_params(seed: int, **changes) -> api.ModelParams:
+    base = dict(
+        sensor_angle=30.0,
+        sensor_distance=3.0,
+        turn_angle=45.0,
+        step_size=1.7,
+        deposit=4.0,
+        diffuse=0.8,
+        decay=0.1,
+        seed=seed,
+    )
+    base.update(changes)
+    return api.ModelParams(**base)
+
+
+def walls(height: int, width: int, seed: int) -> torch.Tensor:
+    """A few wall blocks, an edge strip and single wall cells; most cells free."""
+    rng = random.Random(seed)
+    wall = torch.zeros((height, width), dtype=torch.uint8)
+    wall[:, width // 2] = 1
+    wall[height // 3, :] = 1
+    wall[height // 2, width // 2] = 0  # a gap
+    wall[0:2, 0:3] = 1
+    for _ in range(6):
+        wall[rng.randrange(height), rng.randrange(width)] = 1
+    return wall
+
+
+def world_case(name: str, boundary: str):
+    """(state, tables, world) of a named test world on an odd canvas with agents on the edges."""
+    height, width, agents = 11, 13, 300
+    species = {"plain": 1, "walls": 1, "species2": 2, "species3": 3}[name]
+    batch = 2 if name != "species3" else 1
+    groups = batch * species
+    wall = None
+    if name in ("walls", "species3"):
+        wall = torch.stack([walls(height, width, b) for b in range(batch)])
+    group_params = [
+        world_params(
+            species_seed(10 + b, s),
+            sensor_angle=20.0 + 15 * s,
+            step_size=1.0 + 0.4 * s + 0.3 * b,
+            decay=0.05 + 0.1 * s,
+        )
+        for b in range(batch)
+        for s in range(species)
+    ]
+    tables = exact.build_tables(group_params)
+    parts = []
+    for g in range(groups):
+        b, s = divmod(g, species)
+        pattern = ("random", "disk", "ring")[s]
+        parts.append(
+            spawn(
+                [species_seed(10 + b, s)],
+                agents,
+                width,
+                height,
+                pattern,
+                0.45,
+                wall=None if wall is None else wall[b],
+            )
+        )
+    state = api.State.concat(parts)
+    position = state.position
+    # agents exactly on the edges and corners (where there is no wall)
+    last_x, last_y = (width << FRAC) - 1, (height << FRAC) - 1
+    for g in range(groups):
+        for a, (x, y) in enumerate(
+            [(last_x, last_y), (last_x, 5 << FRAC), (0, last_y), (7 << FRAC, 0), (last_x, 3 << FRAC)]
+        ):
+            free = wall is None or not wall[g // species, y >> FRAC, x >> FRAC]
+            if free:
+                position[g, 0, a], position[g, 1, a] = x, y
+    gen = torch.Generator().manual_seed(3)
+    trail = (torch.rand((groups, height, width), generator=gen) * 4).to(torch.float32)
+    if wall is not None:
+        trail = torch.where(wall.repeat_interleave(species, 0) != 0, 0.0, trail)
+    state.trail, state.step = trail, torch.tensor(5, dtype=torch.int64)
+    mix = None
+    if species > 1:
+        rows = [[1.0, -0.5, 0.25], [-0.75, 1.0, 0.5], [0.5, 0.5, -1.0]]
+        mix = torch.tensor(
+            [rows[s][:species] for _ in range(batch) for s in range(species)], dtype=torch.float32
+        )
+    food = None
+    if name in ("walls", "species2"):
+        food = torch.zeros((groups, height, width), dtype=torch.float32)
+        food[:, 4:6, 2:4] = 0.75
+        food[0, 8, 9] = 2.5
+    world = api.World(species=species, boundary=boundary, mix=mix, wall=wall, food=food)
+    return state, tables, world
+
+
+WORLD_CASES = [
+    (name, boundary) for name in ("plain", "walls", "species2", "species3") for boundary in api.BOUNDARIES
+]

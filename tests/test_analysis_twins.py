@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from physarum.kernels import reference
-from physarum.kernels.api import build_tables, spawn
+from physarum.kernels.exact import build_tables
+from physarum.kernels.spawn import spawn
 from physarum.render.analysis.batch import RunOptions, run_twins
 from physarum.render.analysis.twins import (
     Twin,

@@ -1,4 +1,4 @@
-"""The bench and profile commands on the CPU, at tiny sizes: what they write and report."""
+"""The bench command on the CPU, at a tiny size: what it writes and reports."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import json
 
 import torch
 
-from physarum.kernels.api import ModelParams, spawn
-from physarum.kernels.prototype import PrototypeSimulation
 from physarum.render import bench
 from physarum.render.cli import main
 
@@ -29,47 +27,6 @@ def test_bench_rows_have_every_figure_and_a_consistent_floor(monkeypatch, tmp_pa
         floor = tiny.floor_bytes() / bandwidth
         assert abs(row["ratio_to_floor"] - seconds / floor) < 1e-6 * row["ratio_to_floor"]
     assert tiny.floor_bytes() == 2 * 2 * (3000 * 10 + 64 * 48 * 4)
-
-
-def test_prototype_deposits_and_decays_the_expected_mass():
-    params = ModelParams(22.5, 5, 45, 1, 2.0, 0.5, 0.25, 1)
-    state = spawn([1], 500, 40, 30, "random")
-    prototype = PrototypeSimulation(state, [params])
-    prototype.advance(1)
-    # every agent deposits 2.0 once; the 3x3 mean keeps mass; decay keeps 75%
-    assert abs(float(prototype.trail.sum()) - 500 * 2.0 * 0.75) < 1e-2
-
-
-def test_profile_writes_a_chrome_trace_and_reports_phases(tmp_path, capsys):
-    preset = tmp_path / "p.yaml"
-    preset.write_text(
-        "name: p\ncanvas: {width: 32, height: 32}\nagents: {count: 300}\nmodel: {sensor_distance: 4}\n"
-    )
-    trace = tmp_path / "t.json"
-    assert (
-        main(
-            [
-                "profile",
-                str(preset),
-                "--backend",
-                "torch",
-                "--device",
-                "cpu",
-                "--steps",
-                "3",
-                "--warmup",
-                "1",
-                "--trace",
-                str(trace),
-            ]
-        )
-        == 0
-    )
-    printed = capsys.readouterr().out
-    for phase in ("sense/steer/move", "deposit", "diffuse", "first step"):
-        assert phase in printed
-    events = json.loads(trace.read_text())["traceEvents"]
-    assert any(e.get("name") == "diffuse" for e in events)
 
 
 def test_bench_refuses_gpu_configs_on_a_cpu(capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from physarum import kernels
 from physarum.render import machine
 from physarum.render.cli import main
 from physarum.render.errors import RenderError
@@ -29,7 +30,25 @@ def test_memory_estimate_counts_groups_and_maps(images):
 
 def test_cli_triton_without_gpu_is_a_clear_error(write_yaml, capsys, monkeypatch):
     # not by unsetting TRITON_INTERPRET: Triton reads it once, at import, for the whole process
-    monkeypatch.setattr(machine, "interpreter_mode", lambda: False)
+    triton_backend = pytest.importorskip("physarum.kernels.triton_backend")
+    monkeypatch.setattr(triton_backend, "interpreter_mode", lambda: False)
     path = write_yaml(yaml.safe_dump(TINY))
     code = main(["render", str(path), "--backend", "triton", "--device", "cpu"])
     assert code == 2 and "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_backends_are_resolved_from_the_registry(monkeypatch):
+    cpu = __import__("torch").device("cpu")
+    assert machine.resolve_backend("auto", cpu) == "torch"  # the interpreter is never chosen by itself
+    with pytest.raises(RenderError, match=r"--backend 'numpy': choose auto, torch, triton"):
+        machine.resolve_backend("numpy", cpu)
+
+    class Abacus:
+        @staticmethod
+        def unusable_on(device):
+            return None if device.type == "cpu" else "counts beads on the CPU only"
+
+    monkeypatch.setitem(kernels.BACKENDS, "abacus", Abacus)
+    assert machine.resolve_backend("abacus", cpu) == "abacus"
+    with pytest.raises(RenderError, match="--backend abacus: counts beads on the CPU only"):
+        machine.resolve_backend("abacus", __import__("torch").device("cuda"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from physarum.kernels import api
+from physarum.kernels import spawn as spawning
 from physarum.render.cli import main
 from physarum.render.preset import build_preset
 from support import TWO_SPECIES, tiny_data, world_data, write_preset
@@ -18,7 +18,7 @@ def test_a_world_preset_validates_with_paths_made_absolute(images):
     assert preset.species[1].agents.image == str(images / "square.png")
     assert preset.species_count == 2 and preset.agents_per_species == 200 and preset.boundary == "reflect"
     assert preset.species_model(1).sensor_angle == 40 and preset.species_model(0).sensor_angle == 22.5
-    assert preset.model_params(1).seed == api.species_seed(3, 1) and preset.model_params(0).seed == 3
+    assert preset.model_params(1).seed == spawning.species_seed(3, 1) and preset.model_params(0).seed == 3
     again = build_preset(yaml.safe_load(preset.to_yaml()), "elsewhere/p.yaml")  # absolute: stays
     assert again == preset
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from physarum.kernels import api
+from physarum.kernels import exact
+from physarum.kernels import spawn as spawning
 from physarum.render.preset import build_preset
 from physarum.render.simulation import (
     advance,
@@ -23,7 +24,7 @@ from support import WORLD, tiny_data, world_data
 def test_plain_presets_spawn_and_batch_as_before(tiny_preset):
     state, params, world = spawn_groups([tiny_preset])
     assert world is None and params == [tiny_preset.model_params()]
-    plain = api.spawn([3], 400, 48, 32, "random", 0.35)
+    plain = spawning.spawn([3], 400, 48, 32, "random", 0.35)
     assert torch.equal(state.position, plain.position) and torch.equal(state.heading, plain.heading)
     assert batch_key(tiny_preset) == (48, 32, 400, 24, 3, 0)
 
@@ -33,7 +34,7 @@ def test_initial_trail_food_and_image_spawn(images):
     state, params, world = spawn_groups([preset])
     assert state.batch == 2 and state.agents == 200 and world.species == 2 and world.boundary == "reflect"
     gradient = box_resize(np.tile(np.arange(0, 256, 4, dtype=np.uint8), (40, 1)), 48, 32)
-    expected = api.brightness_table(2.0)[torch.from_numpy(gradient).long()]
+    expected = exact.brightness_table(2.0)[torch.from_numpy(gradient).long()]
     expected[:, :16] = 0  # no trail on walls
     assert torch.equal(state.trail[0], expected) and torch.equal(state.trail[1], expected)
     assert world.wall.shape == (1, 32, 48) and world.wall.dtype == torch.uint8 and world.wall[0, :, :16].all()

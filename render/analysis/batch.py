@@ -11,7 +11,9 @@ import torch
 from tqdm import tqdm
 
 from physarum.kernels import get_backend
-from physarum.kernels.api import State, Tables, build_tables, spawn
+from physarum.kernels.api import State, Tables
+from physarum.kernels.exact import build_tables
+from physarum.kernels.spawn import spawn
 from physarum.render.analysis.errors import AnalysisError
 from physarum.render.analysis.metrics import TwinSeries, divergence
 from physarum.render.analysis.twins import (
@@ -44,24 +46,12 @@ class RunOptions:
 
 def _simulation(state: State, tables: Tables, backend: str, device: torch.device):
     """The backend's simulation of `state` on `device`."""
-    if backend == "triton":
-        return get_backend(backend)(state, tables, device=device)
-    return get_backend(backend)(state.to(device), tables)
+    return get_backend(backend)(state, tables, device=device)
 
 
 def _repeat_tables(tables: Tables, times: int) -> Tables:
     """Each simulation's tables repeated `times` times in a row: one copy per base and twin."""
     return Tables(**{name: value.repeat_interleave(times, dim=0) for name, value in tables.__dict__.items()})
-
-
-def _cat_states(states: Sequence[State]) -> State:
-    """The states stacked along the batch (all at the same step)."""
-    return State(
-        position=torch.cat([s.position for s in states]),
-        heading=torch.cat([s.heading for s in states]),
-        trail=torch.cat([s.trail for s in states]),
-        step=states[0].step,
-    )
 
 
 def _spawn_points(preset: Preset, points: int) -> State:
@@ -111,7 +101,7 @@ def _chunk_twins(presets: Sequence[Preset], options: RunOptions) -> tuple[State,
     at_state = base.state.clone()  # the reference's state is replaced, not changed, by steps
     twins = _choose_twins(base, at_state, tables, options, first.seed)
     del base
-    batch = _cat_states(
+    batch = State.concat(
         [
             perturb(
                 State(

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from physarum.kernels.api import FRAC_BITS, HEADING_MASK, ONE, TRAIL_FLOOR, State, Tables, turn_bits
+from physarum.kernels.api import FRAC_BITS, HEADING_MASK, ONE, TRAIL_FLOOR, State, Tables
+from physarum.kernels.exact import turn_bits
+from physarum.kernels.reference import steer_sign
 
 PERTURBING_KINDS = ("agent", "trail")  # the twins that carry a perturbation
 KINDS = (*PERTURBING_KINDS, "none")  # "none": an unperturbed twin, the batch's own control
@@ -42,16 +44,6 @@ class Twin:
 def twin_kinds(twins: int, kinds: Sequence[str] = PERTURBING_KINDS) -> list[str]:
     """The kinds of `twins` twins, taking turns: agent, trail, agent, trail, ..."""
     return [kinds[i % len(kinds)] for i in range(twins)]
-
-
-def _turn_sign(readings: torch.Tensor, turn_plus: torch.Tensor) -> torch.Tensor:
-    """[B, N] int8 turn of each agent (-1, 0, +1) from readings [B, 3, N] (F, L, R) and its random
-    turn direction [B, N] bool, by the steering rule of docs/model.md section 6.2."""
-    forward, left, right = readings.unbind(1)
-    side = (right > left).to(torch.int8) - (left > right).to(torch.int8)
-    random = torch.where(turn_plus, 1, -1).to(torch.int8)
-    sign = torch.where((left > forward) & (right > forward), random, side)
-    return torch.where((forward > left) & (forward > right), 0, sign).to(torch.int8)
 
 
 def sensor_cells(state: State, tables: Tables) -> torch.Tensor:
@@ -88,13 +80,13 @@ def decisive_cells(state: State, tables: Tables) -> list[torch.Tensor]:
     readings = state.trail.reshape(batch, -1).gather(1, cells.reshape(batch, -1))
     readings = readings.view(batch, 3, agents)
     turn_plus = turn_bits(tables.seed_key, state.step, agents)
-    sign = _turn_sign(readings, turn_plus)
+    sign = steer_sign(readings, turn_plus)
     raised = raise_trail(readings)
     turns = ((tables.turn & HEADING_MASK) != 0)[:, None]  # a turn of 0 changes no heading
     found = []
     for sensor in range(3):
         shared = cells == cells[:, sensor : sensor + 1]  # every sensor reading the same cell rises
-        changed = _turn_sign(torch.where(shared, raised, readings), turn_plus) != sign
+        changed = steer_sign(torch.where(shared, raised, readings), turn_plus) != sign
         found.append(torch.where(changed & turns, cells[:, sensor], -1))
     found = torch.stack(found, dim=1).reshape(batch, -1)
     return [torch.unique(row[row >= 0]) for row in found]

@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_serializer, model_validator
 
-from physarum.kernels.api import MAX_SPECIES, ModelParams, species_seed
+from physarum.kernels.api import MAX_SPECIES, ModelParams
+from physarum.kernels.spawn import species_seed
 from physarum.render.errors import did_you_mean
 from physarum.render.preset.sections import (
     NAME_PATTERN,

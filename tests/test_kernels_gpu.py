@@ -1,6 +1,6 @@
 """GPU checks of the exactness contract: Triton on CUDA and the reference on CUDA against the
 reference on the CPU, byte for byte. Skipped (with the reason) where no CUDA GPU is present;
-results on an H200 are recorded in benchmarks/ and the issues' closing notes."""
+results on an H200 are recorded in benchmarks/evidence/."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from physarum.kernels import get_backend
-from physarum.kernels.api import ModelParams, build_tables, spawn
+from physarum.kernels import get_backend, reference
+from physarum.kernels.api import ModelParams, State
+from physarum.kernels.exact import build_tables
+from physarum.kernels.spawn import spawn
+from support import WORLD_CASES, assert_same_state, world_case
 
 pytestmark = [
     pytest.mark.gpu,
@@ -42,32 +45,25 @@ def run(backend: str, device: str, steps: int, **kwargs):
     return simulate(backend, device, steps, **kwargs).state.to("cpu")
 
 
-def assert_identical(a, b):
-    assert torch.equal(a.position, b.position)
-    assert torch.equal(a.heading, b.heading)
-    assert torch.equal(a.trail.view(torch.int32), b.trail.view(torch.int32))
-    assert int(a.step) == int(b.step)
-
-
 @pytest.mark.parametrize("steps", [1, 300])
 def test_reference_on_cuda_matches_cpu(steps):
-    assert_identical(run("torch", "cuda", steps), run("torch", "cpu", steps))
+    assert_same_state(run("torch", "cuda", steps), run("torch", "cpu", steps))
 
 
 @pytest.mark.parametrize("steps", [1, 300])
 def test_triton_on_cuda_matches_reference_on_cpu(steps):
-    assert_identical(run("triton", "cuda", steps), run("torch", "cpu", steps))
+    assert_same_state(run("triton", "cuda", steps), run("torch", "cpu", steps))
 
 
 def test_graph_replays_match_eager_steps():
     eager = run("triton", "cuda", 257, chunks=(1,))
     graphs = run("triton", "cuda", 257, chunks=(64, 7, 5, 3))
-    assert_identical(eager, graphs)
+    assert_same_state(eager, graphs)
 
 
 def test_triton_large_canvas_matches_reference_on_cuda():
     kwargs = dict(width=2048, height=1536, agents=1_000_003)
-    assert_identical(run("triton", "cuda", 200, **kwargs), run("torch", "cuda", 200, **kwargs))
+    assert_same_state(run("triton", "cuda", 200, **kwargs), run("torch", "cuda", 200, **kwargs))
 
 
 def test_sorted_and_unsorted_triton_match_reference_on_a_million_agents():
@@ -77,7 +73,7 @@ def test_sorted_and_unsorted_triton_match_reference_on_a_million_agents():
     expected = run("torch", "cuda", 300, **kwargs)
     for sort_every in (0, 7, SORT_EVERY):
         simulation = simulate("triton", "cuda", 300, sort_every=sort_every, **kwargs)
-        assert_identical(simulation.state.to("cpu"), expected)
+        assert_same_state(simulation.state.to("cpu"), expected)
         if sort_every:  # the lanes really were reordered, and still hold every agent once
             lanes = simulation._agent_id.to("cpu")
             identity = torch.arange(lanes.shape[1], dtype=torch.int32).expand_as(lanes)
@@ -87,7 +83,8 @@ def test_sorted_and_unsorted_triton_match_reference_on_a_million_agents():
 
 def world_run(backend: str, device: str, boundary: str, steps: int = 300):
     """2 simulations of 2 species on 301 x 203 with walls and food, chunks of 64, 7, 5, 3."""
-    from physarum.kernels.api import World, species_seed
+    from physarum.kernels.api import World
+    from physarum.kernels.spawn import species_seed
 
     width, height, agents, species = 301, 203, 20_001, 2
     wall = torch.zeros((2, height, width), dtype=torch.uint8)
@@ -102,14 +99,7 @@ def world_run(backend: str, device: str, boundary: str, steps: int = 300):
         spawn([seeds[g]], agents, width, height, ("random", "disk")[g % 2], 0.3, wall=wall[g // species])
         for g in range(4)
     ]
-    from physarum.kernels.api import State
-
-    state = State(
-        torch.cat([p.position for p in parts]),
-        torch.cat([p.heading for p in parts]),
-        torch.cat([p.trail for p in parts]),
-        parts[0].step,
-    ).to(device)
+    state = State.concat(parts).to(device)
     mix = torch.tensor([[1.0, -0.5], [-0.25, 1.0]] * 2)
     world = World(species=species, boundary=boundary, mix=mix, wall=wall, food=food)
     simulation = get_backend(backend)(state, build_tables(params, device=device), world=world)
@@ -124,8 +114,8 @@ def world_run(backend: str, device: str, boundary: str, steps: int = 300):
 @pytest.mark.parametrize("boundary", ["wrap", "reflect", "clamp"])
 def test_worlds_on_cuda_match_the_reference_on_cpu(boundary):
     expected = world_run("torch", "cpu", boundary)
-    assert_identical(world_run("triton", "cuda", boundary), expected)
-    assert_identical(world_run("torch", "cuda", boundary), expected)
+    assert_same_state(world_run("triton", "cuda", boundary), expected)
+    assert_same_state(world_run("torch", "cuda", boundary), expected)
 
 
 @pytest.mark.parametrize("how", ["random", "disk", "ring", "center", "image"])
@@ -146,3 +136,18 @@ def test_spawning_on_the_gpu_gives_the_cpus_state(how):
         ]
         for name in ("position", "heading", "trail", "step"):
             assert torch.equal(getattr(states[0], name), getattr(states[1], name).cpu()), (how, name)
+
+
+@pytest.mark.parametrize("sort_every", [0, 3])
+@pytest.mark.parametrize("name,boundary", WORLD_CASES)
+def test_triton_on_cuda_matches_the_reference_in_every_test_world(name, boundary, sort_every):
+    """The interpreter's world test (tests/test_kernels_triton.py) on the GPU."""
+    from physarum.kernels.triton_backend import TritonSimulation
+
+    state, tables, world = world_case(name, boundary)
+    expected = reference.TorchSimulation(state, tables, world)
+    simulation = TritonSimulation(state, tables, sort_every=sort_every, device="cuda", world=world)
+    for chunk in (1, 4, 2):
+        expected.advance(chunk)
+        simulation.advance(chunk)
+        assert_same_state(simulation.state.to("cpu"), expected.state, f"at step {int(expected.state.step)}")

@@ -1,7 +1,7 @@
 """The Triton backend against the PyTorch reference, byte for byte, in Triton's CPU interpreter.
 
 Run with TRITON_INTERPRET=1 set before Python starts:
-    TRITON_INTERPRET=1 python -m pytest tests/test_triton_interpreter.py
+    TRITON_INTERPRET=1 python -m pytest tests/test_kernels_triton.py
 Canvases are small and odd so that every mask, tile edge and wrap-around is exercised.
 """
 
@@ -14,7 +14,9 @@ import os
 import pytest
 import torch
 
-from physarum.kernels import api, reference
+from physarum.kernels import api, exact, reference
+from physarum.kernels.spawn import SPAWNS, spawn
+from support import WORLD_CASES, assert_same_state, world_case
 
 pytestmark = [
     pytest.mark.interpreter,
@@ -63,20 +65,6 @@ def _simulation(state: api.State, tables: api.Tables, **options):
     return TritonSimulation(state.clone(), tables, **options)
 
 
-def _assert_same(expected: api.State, actual: api.State, context: str = "") -> None:
-    """Byte-for-byte equality of two states (trail compared as int32 bit patterns)."""
-    assert actual.position.dtype == torch.int32 and actual.heading.dtype == torch.int16
-    assert actual.trail.dtype == torch.float32 and actual.step.dtype == torch.int64
-    assert actual.step.shape == ()
-    assert torch.equal(expected.step, actual.step), context
-    assert torch.equal(expected.position, actual.position), f"position differs {context}"
-    assert torch.equal(expected.heading, actual.heading), f"heading differs {context}"
-    different = expected.trail.view(torch.int32) != actual.trail.view(torch.int32)
-    assert not different.any(), (
-        f"trail differs in {int(different.sum())} cells {context}, first at {different.nonzero()[0].tolist()}"
-    )
-
-
 def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_step: bool = False, **options):
     """Advance the reference and the Triton backend from `state`; compare; return the states."""
     expected = reference.TorchSimulation(state.clone(), tables)
@@ -85,11 +73,11 @@ def _run_and_compare(state: api.State, tables: api.Tables, steps: int, every_ste
         for index in range(steps):
             expected.advance(1)
             actual.advance(1)
-            _assert_same(expected.state, actual.state, f"after step {index + 1}")
+            assert_same_state(actual.state, expected.state, f"after step {index + 1}")
     else:
         expected.advance(steps)
         actual.advance(steps)
-        _assert_same(expected.state, actual.state, f"after {steps} steps")
+        assert_same_state(actual.state, expected.state, f"after {steps} steps")
     return expected.state, actual.state
 
 
@@ -101,41 +89,41 @@ def _random_trail(batch: int, height: int, width: int, seed: int) -> torch.Tenso
 
 
 def test_single_steps_match_on_odd_canvas():
-    state = api.spawn([VEINS.seed], 1000, 37, 23, "random")
-    _run_and_compare(state, api.build_tables([VEINS]), steps=3, every_step=True)
+    state = spawn([VEINS.seed], 1000, 37, 23, "random")
+    _run_and_compare(state, exact.build_tables([VEINS]), steps=3, every_step=True)
 
 
 def test_thirty_steps_match_batch_with_varied_parameters():
     seeds = [p.seed for p in VARIED]
-    state = api.spawn(seeds, 700, 61, 45, "random")
-    _run_and_compare(state, api.build_tables(VARIED), steps=30)
+    state = spawn(seeds, 700, 61, 45, "random")
+    _run_and_compare(state, exact.build_tables(VARIED), steps=30)
 
 
 def test_trail_values_below_the_floor_flush_to_zero():
-    state = api.spawn([21], 30, 37, 23, "random")
+    state = spawn([21], 30, 37, 23, "random")
     generator = torch.Generator().manual_seed(21)
     scale = 1.0 + 3.0 * torch.rand((1, 23, 37), generator=generator)
     state.trail = (scale * api.TRAIL_FLOOR * 2.0).to(torch.float32)
     params = api.ModelParams(22.5, 5.0, 45.0, 1.0, 1.0, 0.5, 0.5, 21)
-    expected, _ = _run_and_compare(state, api.build_tables([params]), steps=2, every_step=True)
+    expected, _ = _run_and_compare(state, exact.build_tables([params]), steps=2, every_step=True)
     flushed = expected.trail == 0
     assert flushed.any() and not flushed.all(), "the test should flush some cells, not all"
 
 
-@pytest.mark.parametrize("pattern", api.SPAWNS)
+@pytest.mark.parametrize("pattern", SPAWNS)
 def test_spawn_patterns_match(pattern):
     params = [VEINS, VARIED[1]]
     extra = dict(density=(torch.arange(23 * 37).reshape(23, 37) * 7919) % 11) if pattern == "image" else {}
-    state = api.spawn([p.seed for p in params], 600, 37, 23, pattern, **extra)
-    _run_and_compare(state, api.build_tables(params), steps=12)
+    state = spawn([p.seed for p in params], 600, 37, 23, pattern, **extra)
+    _run_and_compare(state, exact.build_tables(params), steps=12)
 
 
 @pytest.mark.parametrize("sort_every", [0, 1])
 @pytest.mark.parametrize("agents", [1, 1000, 2500])
 def test_agent_counts_not_a_multiple_of_the_block(agents, sort_every):
     # sort_every=0: lanes hold agents in spawn order (no agent_id); 1: sorted before every step.
-    state = api.spawn([5], agents, 37, 23, "disk")
-    _run_and_compare(state, api.build_tables([VEINS]), steps=8, sort_every=sort_every)
+    state = spawn([5], agents, 37, 23, "disk")
+    _run_and_compare(state, exact.build_tables([VEINS]), steps=8, sort_every=sort_every)
 
 
 @pytest.mark.parametrize("tile", ["tuned", (4, 32)])
@@ -149,9 +137,9 @@ def test_canvas_wider_than_a_diffuse_tile(monkeypatch, tile):
         tile = (triton_kernels.DIFFUSE_BLOCK_H, triton_kernels.DIFFUSE_BLOCK_W)
     monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_H", tile[0])
     monkeypatch.setattr(triton_kernels, "DIFFUSE_BLOCK_W", tile[1])
-    state = api.spawn([3], 900, 131, 11, "random")
+    state = spawn([3], 900, 131, 11, "random")
     params = api.ModelParams(30.0, 4.0, 45.0, 1.5, 3.0, 0.6, 0.1, 3)
-    _run_and_compare(state, api.build_tables([params]), steps=10)
+    _run_and_compare(state, exact.build_tables([params]), steps=10)
 
 
 def _edge_state(width: int, height: int) -> api.State:
@@ -188,14 +176,14 @@ def test_agents_on_the_edges():
     assert state.agents == 6 * 5 * 11
     # Long steps and sensors (under half the short side) cross the edges in one move.
     params = api.ModelParams(45.0, 11.0, 45.0, 9.5, 4.0, 0.5, 0.2, 99)
-    _run_and_compare(state, api.build_tables([params]), steps=4, every_step=True)
+    _run_and_compare(state, exact.build_tables([params]), steps=4, every_step=True)
 
 
 def test_nonzero_initial_trail_exercises_random_turns():
     params = [VEINS, VARIED[2]]
-    state = api.spawn([p.seed for p in params], 1000, 37, 23, "random")
+    state = spawn([p.seed for p in params], 1000, 37, 23, "random")
     state.trail = _random_trail(2, 23, 37, seed=4)
-    tables = api.build_tables(params)
+    tables = exact.build_tables(params)
     # Make sure the test can catch a wrong hash: some agents must take the random turn.
     x, y = state.position[:, 0], state.position[:, 1]
     heading = state.heading.to(torch.int32)
@@ -209,18 +197,18 @@ def test_nonzero_initial_trail_exercises_random_turns():
 
 def test_step_counter_near_two_to_the_32():
     # The hash uses step mod 2^32; the counter itself keeps counting in int64.
-    state = api.spawn([11], 800, 37, 23, "random")
+    state = spawn([11], 800, 37, 23, "random")
     state.trail = _random_trail(1, 23, 37, seed=2)
     state.step = torch.tensor(2**32 - 2, dtype=torch.int64)
-    expected, actual = _run_and_compare(state, api.build_tables([VEINS]), steps=4, every_step=True)
+    expected, actual = _run_and_compare(state, exact.build_tables([VEINS]), steps=4, every_step=True)
     assert int(actual.step) == 2**32 + 2
 
 
 def test_step_counter_advances_on_the_device():
     from physarum.kernels import triton_kernels
 
-    state = api.spawn([1], 50, 37, 23, "random")
-    simulation = _simulation(state, api.build_tables([VEINS]))
+    state = spawn([1], 50, 37, 23, "random")
+    simulation = _simulation(state, exact.build_tables([VEINS]))
     simulation.advance(3)
     assert int(simulation.state.step) == 3
     # The diffuse kernel alone increments the counter the agent kernel reads.
@@ -237,8 +225,8 @@ def test_step_counter_advances_on_the_device():
 
 
 def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
-    tables = api.build_tables([VARIED[1]])
-    state = api.spawn([VARIED[1].seed], 400, 37, 23, "ring")
+    tables = exact.build_tables([VARIED[1]])
+    state = spawn([VARIED[1].seed], 400, 37, 23, "ring")
     stepped, chunked = (_simulation(state, tables, sort_every=3), _simulation(state, tables, sort_every=3))
     for _ in range(6):
         stepped.advance(1)
@@ -246,11 +234,33 @@ def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     chunked.advance(0)
     chunked.advance(7)
     snapshot = chunked.state
-    _assert_same(stepped.state, snapshot)
+    assert_same_state(snapshot, stepped.state)
     assert torch.equal(stepped._agent_id, chunked._agent_id)  # eager_step keeps the schedule
     assert torch.equal(chunked.trail, snapshot.trail)
     chunked.advance(2)
-    _assert_same(stepped.state, snapshot)  # the snapshot did not change with the simulation
+    assert_same_state(snapshot, stepped.state)  # the snapshot did not change with the simulation
+
+
+def test_profiled_steps_wrap_each_launch_in_its_phase_and_keep_the_schedule():
+    tables = exact.build_tables([VARIED[1]])
+    state = spawn([VARIED[1].seed], 400, 37, 23, "random")
+    profiled, plain = _simulation(state, tables, sort_every=2), _simulation(state, tables, sort_every=2)
+    assert isinstance(profiled, api.Simulation)
+    entered = []
+
+    @contextlib.contextmanager
+    def phase(name):
+        assert name in profiled.phases
+        entered.append(name)
+        yield
+
+    for _ in range(3):
+        profiled.profiled_step(phase)
+    plain.advance(3)
+    step = ["sense/steer/move/deposit", "diffuse"]
+    assert entered == ["sort"] + step + step + ["sort"] + step  # sorted at steps 0 and 2
+    assert_same_state(profiled.state, plain.state)
+    assert torch.equal(profiled._agent_id, plain._agent_id)
 
 
 class _RecordingGraph:
@@ -290,7 +300,7 @@ def _recorded(launch):
 def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_every):
     # The graph bookkeeping (chunk lengths, start parities, remainders, chunks cut at sorts)
     # with CUDA graphs emulated on the CPU; the real capture is exercised by the GPU tests.
-    from physarum.kernels import triton_backend, triton_kernels
+    from physarum.kernels import triton_backend, triton_kernels, triton_sort
 
     for name in ("move_agents", "diffuse_and_decay"):
         monkeypatch.setattr(triton_backend, name, _recorded(getattr(triton_kernels, name)))
@@ -299,21 +309,21 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
     def sort_agents(*args):
         assert _RecordingGraph.capturing is None, "sorts run between graphs, never inside"
         sorted_at.append(int(actual._step))
-        triton_kernels.sort_agents(*args)
+        triton_sort.sort_agents(*args)
 
     monkeypatch.setattr(triton_backend, "sort_agents", sort_agents)
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _RecordingGraph)
     monkeypatch.setattr(torch.cuda, "graph", _capture)
     monkeypatch.setattr(triton_backend, "GRAPH_CHUNK", 8)
-    tables = api.build_tables([VARIED[1]])
-    state = api.spawn([VARIED[1].seed], 300, 37, 23, "random")
+    tables = exact.build_tables([VARIED[1]])
+    state = spawn([VARIED[1].seed], 300, 37, 23, "random")
     expected = reference.TorchSimulation(state.clone(), tables)
     actual = _simulation(state, tables, sort_every=sort_every)
     actual._use_graphs = True
     for steps in (1, 5, 3, 19, 5, 1, 8):
         expected.advance(steps)
         actual.advance(steps)
-        _assert_same(expected.state, actual.state, f"after advance({steps})")
+        assert_same_state(actual.state, expected.state, f"after advance({steps})")
     if sort_every:
         assert sorted_at == list(range(0, 42, sort_every))
         assert {(5, 1), (4, 1), (5, 0), (2, 0), (3, 0)} <= set(actual._graphs)
@@ -327,52 +337,20 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
 # Spatial sorting: agents change lanes, the results do not change.
 
 
-def _tile_order(position: torch.Tensor, tile: int) -> torch.Tensor:
-    """[B, N] int64 rank-preserving key of (tile row, tile column, row, column in the tile),
-    packed with room to spare rather than with the kernel's tiles-across count."""
-    column, row = position[:, 0] >> api.FRAC_BITS, position[:, 1] >> api.FRAC_BITS
-    key = (row // tile).to(torch.int64) << 40
-    key |= (column // tile).to(torch.int64) << 20
-    return key | ((row % tile) * tile + column % tile).to(torch.int64)
-
-
-@pytest.mark.parametrize("tile", [1, 7, 16])
-def test_sort_agents_orders_lanes_by_tile_and_moves_whole_agents(monkeypatch, tile):
-    from physarum.kernels import triton_kernels
-
-    monkeypatch.setattr(triton_kernels, "SORT_TILE", tile)
-    batch, agents, width, height = 2, 2500, 61, 45
-    state = api.spawn([1, 2], agents, width, height, "random")
-    position, heading = state.position.clone(), state.heading.clone()
-    identity = torch.arange(agents, dtype=torch.int32).repeat(batch, 1)
-    agent_id = identity.clone()
-    triton_kernels.sort_agents(position, heading, agent_id, width)
-
-    assert torch.equal(agent_id.sort(dim=1).values, identity), "not a permutation"
-    assert (agent_id != identity).float().mean() > 0.9, "the order barely changed"
-    lane_agent = agent_id.to(torch.int64)
-    assert torch.equal(position, state.position.gather(2, lane_agent[:, None].expand(-1, 2, -1)))
-    assert torch.equal(heading, state.heading.gather(1, lane_agent))
-    key = _tile_order(position, tile)
-    assert (key[:, 1:] >= key[:, :-1]).all(), "lanes are not in tile order"
-    ties = key[:, 1:] == key[:, :-1]
-    assert ties.any() and (agent_id[:, 1:] > agent_id[:, :-1])[ties].all(), "not stable"
-
-
 def test_sorted_runs_match_reference_and_resume_from_snapshots():
     # Three simulations, an odd canvas, agents spanning two blocks, a trail with ties so that
     # many agents take the random turn (whose hash must follow the agent, not its lane).
     params = VARIED[:3]
     agents, width, height = 1500, 53, 29
-    state = api.spawn([p.seed for p in params], agents, width, height, "random")
+    state = spawn([p.seed for p in params], agents, width, height, "random")
     state.trail = _random_trail(3, height, width, seed=9)
-    tables = api.build_tables(params)
+    tables = exact.build_tables(params)
     expected = reference.TorchSimulation(state.clone(), tables)
     actual = _simulation(state, tables, sort_every=3)
     for steps in (1, 4, 2, 5):
         expected.advance(steps)
         actual.advance(steps)
-        _assert_same(expected.state, actual.state, f"at step {int(expected.state.step)}")
+        assert_same_state(actual.state, expected.state, f"at step {int(expected.state.step)}")
     identity = torch.arange(agents, dtype=torch.int32).repeat(3, 1)
     assert torch.equal(actual._agent_id.sort(dim=1).values, identity), "not a permutation"
     assert (actual._agent_id != identity).float().mean() > 0.9, "the sort did not reorder"
@@ -381,22 +359,22 @@ def test_sorted_runs_match_reference_and_resume_from_snapshots():
     assert torch.equal(resumed._agent_id, identity)  # a State holds agents in spawn order
     expected.advance(3)
     resumed.advance(3)
-    _assert_same(expected.state, resumed.state, "after resuming")
+    assert_same_state(resumed.state, expected.state, "after resuming")
 
 
 def test_rejects_negative_sort_every():
     from physarum.kernels.triton_backend import TritonSimulation
 
-    state = api.spawn([1], 10, 37, 23, "random")
+    state = spawn([1], 10, 37, 23, "random")
     with pytest.raises(ValueError, match="sort_every"):
-        TritonSimulation(state, api.build_tables([VEINS]), sort_every=-1)
+        TritonSimulation(state, exact.build_tables([VEINS]), sort_every=-1)
 
 
 def test_rejects_bad_tables():
     from physarum.kernels.triton_backend import TritonSimulation
 
-    state = api.spawn([1], 10, 37, 23, "random")
-    tables = api.build_tables([VEINS, VEINS])
+    state = spawn([1], 10, 37, 23, "random")
+    tables = exact.build_tables([VEINS, VEINS])
     with pytest.raises(ValueError, match="tables.sense_offset"):
         TritonSimulation(state, tables)
 
@@ -404,28 +382,37 @@ def test_rejects_bad_tables():
 def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     # Large runs sort in segments and keep one count map cleared by a memset, to save memory;
     # both must leave results unchanged. Segments of 700 lanes over 1500 agents: three, the
-    # last one short.
-    from physarum.kernels import triton_backend, triton_kernels
+    # last one short (tests/test_kernels_triton_sort.py checks the order within each).
+    from physarum.kernels import triton_backend, triton_sort
 
-    monkeypatch.setattr(triton_kernels, "SORT_SEGMENT", 700)
+    monkeypatch.setattr(triton_sort, "SORT_SEGMENT", 700)
     monkeypatch.setattr(triton_backend, "COUNTS_DOUBLE_BUFFER_BYTES", 0)
     params = VARIED[:2]
-    state = api.spawn([p.seed for p in params], 1500, 41, 27, "random")
+    state = spawn([p.seed for p in params], 1500, 41, 27, "random")
     state.trail = _random_trail(2, 27, 41, seed=4)
-    tables = api.build_tables(params)
+    tables = exact.build_tables(params)
     simulation = _simulation(state, tables, sort_every=2)
     assert simulation._counts[0] is simulation._counts[1]
     expected = reference.TorchSimulation(state.clone(), tables)
     for steps in (1, 3, 4):
         expected.advance(steps)
         simulation.advance(steps)
-        _assert_same(expected.state, simulation.state, f"at step {int(expected.state.step)}")
-    position, heading = state.position.clone(), state.heading.clone()
-    agent_id = torch.arange(1500, dtype=torch.int32).repeat(2, 1)
-    triton_kernels.sort_agents(position, heading, agent_id, 41)
-    key = _tile_order(position, triton_kernels.SORT_TILE)
-    for start, end in ((0, 700), (700, 1400), (1400, 1500)):
-        segment = key[:, start:end]
-        assert (segment[:, 1:] >= segment[:, :-1]).all(), f"lanes {start}..{end} not in order"
-        ids = agent_id[:, start:end].sort(dim=1).values
-        assert torch.equal(ids, torch.arange(start, end, dtype=torch.int32).repeat(2, 1))
+        assert_same_state(simulation.state, expected.state, f"at step {int(expected.state.step)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Worlds: the test worlds of tests/support.py, sorted and unsorted.
+
+
+@pytest.mark.parametrize("sort_every", [0, 3])
+@pytest.mark.parametrize("name,boundary", WORLD_CASES)
+def test_triton_matches_the_reference_in_every_world(name, boundary, sort_every):
+    from physarum.kernels.triton_backend import TritonSimulation
+
+    state, tables, world = world_case(name, boundary)
+    expected = reference.TorchSimulation(state, tables, world)
+    simulation = TritonSimulation(state, tables, sort_every=sort_every, device="cpu", world=world)
+    for chunk in (1, 4, 2):
+        expected.advance(chunk)
+        simulation.advance(chunk)
+        assert_same_state(simulation.state.to("cpu"), expected.state, f"at step {int(expected.state.step)}")
