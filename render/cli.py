@@ -22,7 +22,7 @@ from physarum.render.errors import RenderError
 from physarum.render.machine import device_name, resolve_backend, resolve_device
 from physarum.render.preset import Preset, PresetError, build_preset, load_preset
 from physarum.render.profile import profile_preset
-from physarum.render.provenance import version
+from physarum.render.provenance import version, version_note
 from physarum.render.runner import RenderOptions, output_paths, render
 from physarum.render.stats import StatsRecorder
 
@@ -191,6 +191,9 @@ def _load_for_render(args) -> Preset:
             raise PresetError(
                 [f"{path}: carries no physarum preset ({type(error).__name__}: {error})"]
             ) from None
+        note = version_note(text, str(path))
+        if note:
+            print(f"note: {note}", file=sys.stderr)
         data = yaml.safe_load(text)
         # embedded image paths are absolute, or relative to the working directory (portable_dump)
         return build_preset(
