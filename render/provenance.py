@@ -68,9 +68,7 @@ def version_note(text: str, source: str) -> str | None:
             f"newer than this physarum {version()} (output version {OUTPUT_VERSION}); it may render "
             f"differently here: physarum {found.release} reproduces it byte for byte"
         )
-    changes = "; ".join(
-        f"{n}: {OUTPUT_VERSIONS[n][1]}" for n in range(found.output + 1, OUTPUT_VERSION + 1)
-    )
+    changes = "; ".join(f"{n}: {OUTPUT_VERSIONS[n][1]}" for n in range(found.output + 1, OUTPUT_VERSION + 1))
     release = OUTPUT_VERSIONS.get(found.output, (found.release,))[0]
     return (
         f"{source} is of output version {found.output} (physarum {found.release}); this physarum "
