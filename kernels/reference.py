@@ -60,7 +60,9 @@ def steer_sign(readings: torch.Tensor, turn_plus: torch.Tensor) -> torch.Tensor:
     In int8 arithmetic on the rule's float32 comparisons, with random_sign = 2 * turn_plus - 1:
     side = (R > L) - (L > R), sign = side + random * (random_sign - side), sign * (1 - keep).
     """
-    plus = turn_plus.view(torch.int8)  # the bools as 0 and 1, no copy
+    # a cast, not a view: Inductor on CUDA cannot lower a bool tensor viewed as int8
+    # ("torch.bool is not supported by torch.iinfo"), and torch.compile of the reference is benched
+    plus = turn_plus.to(torch.int8)
     above = (readings[:, 1:3] > readings[:, 0:1]).to(torch.int8)  # L > F, R > F
     below = (readings[:, 1:3] < readings[:, 0:1]).to(torch.int8)  # L < F, R < F
     left, right = readings[:, 1], readings[:, 2]
