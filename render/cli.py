@@ -23,7 +23,7 @@ from physarum.render.machine import device_name, resolve_backend, resolve_device
 from physarum.render.preset import Preset, PresetError, build_preset, load_preset
 from physarum.render.profile import profile_preset
 from physarum.render.provenance import version, version_note
-from physarum.render.runner import RenderOptions, output_paths, render
+from physarum.render.runner import RenderOptions, Terminated, output_paths, render, signals_interrupt
 from physarum.render.stats import StatsRecorder
 
 EXIT_USAGE = 2
@@ -202,11 +202,23 @@ def _load_for_render(args) -> Preset:
     return load_preset(resolve_preset_path(args.preset), args.settings, overrides)
 
 
+def _refuse_writing_over(source: Path, outputs: list[Path]) -> None:
+    """render --from FILE never writes over FILE itself."""
+    for path in outputs:
+        if path.resolve() == source.resolve() or (path.exists() and os.path.samefile(path, source)):
+            raise RenderError(
+                f"render --from {source}: this render would write over {source} itself; "
+                "give another output folder with --out"
+            )
+
+
 def cmd_render(args) -> int:
     preset = _load_for_render(args)
-    stats = None
-    if args.stats:
-        stats = StatsRecorder(output_paths(preset, Path(args.out))["json"].with_suffix(".stats.csv"))
+    paths = list(output_paths(preset, Path(args.out)).values())
+    paths.append(paths[-1].with_suffix(".stats.csv"))
+    if args.from_file:
+        _refuse_writing_over(Path(args.from_file), paths)
+    stats = StatsRecorder(paths[-1]) if args.stats else None
     options = RenderOptions(
         backend=args.backend,
         device=args.device,
@@ -215,11 +227,15 @@ def cmd_render(args) -> int:
         frames_dir=Path(args.frames_dir) if args.frames_dir else None,
         on_step=stats,
     )
-    result = render(preset, options)
-    if stats is not None:
-        result.outputs["stats"] = stats.write()
+    with signals_interrupt():
+        result = render(preset, options)
+        if stats is not None:
+            result.outputs["stats"] = stats.write()
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
+    if result.replaced:
+        names = ", ".join(path.name for path in result.replaced)
+        print(f"note: replaced the earlier files in {result.replaced[0].parent}: {names}", file=sys.stderr)
     for fmt, path in result.outputs.items():
         size = path.stat().st_size
         print(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}")
@@ -378,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     except (PresetError, RenderError) as error:
         print(f"error: {error}".replace("\n", "\nerror: "), file=sys.stderr)
         return EXIT_USAGE
+    except Terminated as signal:  # 128 + the signal's number, as a shell reports a killed command
+        print(f"terminated ({signal}); no partial output was left", file=sys.stderr)
+        return 128 + signal.signum
     except KeyboardInterrupt:
         print("interrupted; no partial output was left", file=sys.stderr)
         return 130

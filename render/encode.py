@@ -1,8 +1,11 @@
 """The writers of the output formats (render/outputs.py's Writer, each opened from its spec):
 GIF from index frames with the exact palette, H.264 MP4, PNG still, numbered PNG frames.
 
-Every writer writes to a hidden temporary file beside its target and renames it only when the
-file is complete, so a killed render never leaves a truncated file under the final name. Every
+Every writer writes to a hidden temporary file beside its target, created exclusively
+(render/files.py), and renames it only when the file is complete, so a killed render never leaves
+a truncated file under the final name: complete() finishes the file under its temporary name and
+returns it, for the runner to rename with the render's other files at once (files.commit_together);
+commit() does both, for a writer used alone. Every
 output carries the resolved preset (GIF comment, PNG text chunk, MP4 metadata) so that
 `physarum render --from FILE` renders it again.
 """
@@ -10,15 +13,17 @@ output carries the resolved preset (GIF comment, PNG text chunk, MP4 metadata) s
 from __future__ import annotations
 
 import json
+import os
 import struct
 from fractions import Fraction
 from pathlib import Path
+from typing import BinaryIO
 
 import av
 import numpy as np
 from PIL import GifImagePlugin, Image, PngImagePlugin
 
-from physarum.render.files import PartialFile
+from physarum.render.files import PartialFile, commit_together
 from physarum.render.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, Writer
 
 EMBED_KEY = "physarum"
@@ -35,7 +40,7 @@ class GifWriter(PartialFile):
         super().__init__(spec.path)
         self.global_palette = spec.palette
         self.duration_ms = 10 * max(1, round(100 / spec.fps))  # GIF delays are whole centiseconds
-        self.file = open(self.temporary, "wb")
+        self.file = self.open("wb")
         self.file.write(b"GIF89a" + struct.pack("<HHBBB", spec.width, spec.height, 0xF7, 0, 0))
         self.file.write(self.global_palette)
         self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", spec.loop) + b"\x00")
@@ -53,10 +58,13 @@ class GifWriter(PartialFile):
         for chunk in GifImagePlugin.getdata(image, duration=self.duration_ms, include_color_table=local):
             self.file.write(chunk)
 
-    def commit(self) -> None:
+    def complete(self) -> list[PartialFile]:
         self.file.write(b";")
         self.file.close()
-        super().commit()
+        return [self]
+
+    def commit(self) -> None:
+        commit_together(self.complete())
 
     def abort(self) -> None:
         self.file.close()
@@ -78,9 +86,19 @@ class Mp4Writer(PartialFile):
     def __init__(self, spec: Mp4Spec):
         super().__init__(spec.path)
         self.size = even_size(spec.width, spec.height)
-        self.container = av.open(
-            str(self.temporary), mode="w", format="mp4", options={"movflags": "+faststart"}
-        )
+        # FFmpeg opens files by name: it is handed the descriptor's name where the OS has one, so
+        # that it writes (and reopens, for faststart) the file created here, whatever the name
+        # points at meanwhile
+        self.descriptor = self.create()
+        target = f"/proc/self/fd/{self.descriptor}"
+        if not os.path.exists(target):
+            target = str(self.temporary)
+        try:
+            self.container = av.open(target, mode="w", format="mp4", options={"movflags": "+faststart"})
+        except BaseException:
+            self._close_descriptor()
+            super().abort()
+            raise
         self.container.metadata["comment"] = spec.comment
         stream = self.container.add_stream("libx264", rate=Fraction(spec.fps))
         stream.width, stream.height = self.size
@@ -101,18 +119,28 @@ class Mp4Writer(PartialFile):
         for packet in self.stream.encode(video):
             self.container.mux(packet)
 
-    def commit(self) -> None:
+    def complete(self) -> list[PartialFile]:
         for packet in self.stream.encode():
             self.container.mux(packet)
         self.container.close()
-        super().commit()
+        self._close_descriptor()
+        return [self]
+
+    def commit(self) -> None:
+        commit_together(self.complete())
 
     def abort(self) -> None:
         try:
             self.container.close()
         except Exception:  # a broken container is being thrown away anyway
             pass
+        self._close_descriptor()
         super().abort()
+
+    def _close_descriptor(self) -> None:
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
 
 
 class PngWriter(PartialFile):
@@ -133,27 +161,32 @@ class PngWriter(PartialFile):
             self.last = np.empty_like(frame.rgb)
         np.copyto(self.last, frame.rgb)  # the caller reuses its buffer
 
+    def complete(self) -> list[PartialFile]:
+        with self.open("wb") as file:
+            save_png(file, self.last, self.comment, dpi=self.dpi)
+        return [self]
+
     def commit(self) -> None:
-        save_png(self.temporary, self.last, self.comment, dpi=self.dpi)
-        super().commit()
+        commit_together(self.complete())
 
 
 def save_png(
-    path: Path, rgb: np.ndarray, comment: str, compress_level: int = 6, dpi: int | None = None
+    file: BinaryIO, rgb: np.ndarray, comment: str, compress_level: int = 6, dpi: int | None = None
 ) -> None:
+    """rgb [H, W, 3] uint8 as a PNG into an open file, the preset text in an iTXt chunk."""
     info = PngImagePlugin.PngInfo()
     info.add_itxt(EMBED_KEY, comment)
     extra = {} if dpi is None else {"dpi": (dpi, dpi)}
     Image.fromarray(rgb, mode="RGB").save(
-        path, format="PNG", pnginfo=info, compress_level=compress_level, **extra
+        file, format="PNG", pnginfo=info, compress_level=compress_level, **extra
     )
 
 
 class FramesDirWriter:
     """Every frame as a numbered PNG (<stem>-00001.png, ...) for editing in other tools.
 
-    Each file appears under its name only when complete; on abort the frames written so far
-    stay (each is whole) and the render's error says where it stopped. Reads a frame's RGB.
+    Each frame is written under its temporary name; they appear under their names with the
+    render's other files (complete() returns them all); on abort none is left. Reads a frame's RGB.
     """
 
     COMPRESS_LEVEL = 1  # a sequence is an intermediate: fast to write matters more than size
@@ -161,23 +194,27 @@ class FramesDirWriter:
     def __init__(self, spec: FramesDirSpec):
         self.folder, self.stem, self.comment = Path(spec.folder), spec.stem, spec.comment
         self.path = spec.path
-        self.count = 0
+        self.frames: list[PartialFile] = []
 
     def write(self, frame: Frame) -> None:
-        self.count += 1
-        partial = PartialFile(self.folder / f"{self.stem}-{self.count:05d}.png")
+        partial = PartialFile(self.folder / f"{self.stem}-{len(self.frames) + 1:05d}.png")
         try:
-            save_png(partial.temporary, frame.rgb, self.comment, self.COMPRESS_LEVEL)
+            with partial.open("wb") as file:
+                save_png(file, frame.rgb, self.comment, self.COMPRESS_LEVEL)
         except BaseException:
             partial.abort()
             raise
-        partial.commit()
+        self.frames.append(partial)
+
+    def complete(self) -> list[PartialFile]:
+        return list(self.frames)
 
     def commit(self) -> None:
-        pass
+        commit_together(self.complete())
 
     def abort(self) -> None:
-        pass
+        for partial in self.frames:
+            partial.abort()
 
 
 WRITERS = {GifSpec: GifWriter, Mp4Spec: Mp4Writer, PngSpec: PngWriter, FramesDirSpec: FramesDirWriter}

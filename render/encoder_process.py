@@ -14,8 +14,9 @@ The child is `python -m physarum.render.encoder_process`. Its stdin carries one 
 header, the pickled list of the job's specs (render/outputs.py), then every frame: a flags byte,
 then the GIF's preview index frame and its palette (768 bytes) if flag 1 is set, and the RGB
 frame if flag 2 is (every frame for an MP4; a PNG still needs only the last). A frame carries
-only what the child's writers read. End of input commits every file; the child's last line on
-stdout is `ok` or `error: ...`. It imports no torch, so it starts in a fraction of a second.
+only what the child's writers read. End of input completes every file under the child's temporary
+names (render/files.py); the child's last line on stdout is `ok` or `error: ...`, and the parent
+renames the files with the job's others (files.commit_together). It imports no torch, so it starts in a fraction of a second.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from physarum.render.encode import open_writer
-from physarum.render.files import PartialFile
+from physarum.render.files import PartialFile, commit_together, temporary_of
 from physarum.render.outputs import Frame, GifSpec, Spec, Writer
 
 GIF_FLAG, RGB_FLAG = 1, 2  # a frame's flags byte: which blocks follow
@@ -84,10 +85,15 @@ class EncoderProcess:
         except OSError:
             pass
 
-    def commit(self) -> None:
+    def complete(self) -> list[PartialFile]:
+        """Wait for the child's files, complete under its temporary names; returns them."""
         outcome = self._outcome()
         if outcome != "ok":
             raise OSError(f"encoder process: {outcome}")
+        return [PartialFile(spec.path, pid=self.process.pid) for spec in self.specs]
+
+    def commit(self) -> None:
+        commit_together(self.complete())
 
     def abort(self) -> None:
         if self.process.poll() is None:
@@ -99,7 +105,7 @@ class EncoderProcess:
             except OSError:
                 pass
         for spec in self.specs:  # what the child had written so far, under its temporary names
-            PartialFile.temporary_of(spec.path, self.process.pid).unlink(missing_ok=True)
+            temporary_of(spec.path, self.process.pid).unlink(missing_ok=True)
 
     def _outcome(self) -> str:
         """Close the child's input and wait for its verdict."""
@@ -135,7 +141,8 @@ def _read_exactly(stream, size: int) -> bytes | None:
 
 
 def _encode(stdin, specs: list[Spec], writers: list[Writer]) -> None:
-    """Read frames until the end of input and give each to every writer; then commit them all."""
+    """Read frames until the end of input and give each to every writer; then complete them all
+    (under their temporary names: the parent renames them)."""
     gif = next((spec for spec in specs if isinstance(spec, GifSpec)), None)
     canvas = next((spec for spec in specs if spec.reads != "preview"), None)  # MP4 or PNG
     number = 0
@@ -153,7 +160,7 @@ def _encode(stdin, specs: list[Spec], writers: list[Writer]) -> None:
             writer.write(frame)
         number += 1
     for writer in writers:
-        writer.commit()
+        writer.complete()
 
 
 def _read_block(stream, size: int) -> bytes:

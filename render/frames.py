@@ -19,6 +19,7 @@ from physarum.render.colour import Colourist, downscale, preview_size
 from physarum.render.encode import open_writer
 from physarum.render.encoder_process import EncoderProcess
 from physarum.render.errors import RenderError
+from physarum.render.files import PartialFile
 from physarum.render.outputs import Frame, FramesDirSpec, Spec, Writer
 from physarum.render.preset import Preset
 
@@ -87,6 +88,12 @@ class EncoderWorker:
         self.raise_error()
         if hasattr(self.writer, "end_input"):
             self.writer.end_input()
+
+    def complete(self) -> list[PartialFile]:
+        """Wait for the writer's files, complete under their temporary names (for the runner to
+        commit with the render's other files); returns them."""
+        self.end_input()
+        return self.writer.complete()
 
     def finish(self) -> None:
         self.end_input()

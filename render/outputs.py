@@ -34,6 +34,8 @@ class Frame:
 class Writer(Protocol):
     """An output being written: write() every frame in order, then commit() (the file appears
     under its name) or abort() (nothing is left). path names the output in messages.
+    complete() is commit's first half: the files complete under their temporary names, returned
+    (files.PartialFile) for the runner to rename with the render's others at once.
 
     A writer whose work goes on elsewhere (encoder_process.EncoderProcess) also has end_input():
     no more frames follow, finish the files now; commit() then waits for them."""
@@ -41,6 +43,8 @@ class Writer(Protocol):
     path: Path
 
     def write(self, frame: Frame) -> None: ...
+
+    def complete(self) -> list: ...
 
     def commit(self) -> None: ...
 

@@ -3,12 +3,17 @@
 Chooses the backend and device, checks that the simulation fits in memory before allocating it,
 makes one simulation of the batch (render/simulation.py), opens every job's writers from its
 output specs (render/frames.py, render/encode.py), advances the simulation frame by frame
-handing each job's maps to its frame pipeline, then finishes the files and writes each job's
-JSON sidecar.
+handing each job's maps to its frame pipeline, then completes the files and each job's JSON
+sidecar under temporary names and renames each job's files together: a job's files replace the
+earlier files of their names all at once, or (when one fails) none does (docs/safety.md).
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +26,13 @@ from tqdm import tqdm
 from physarum.render.colour import make_colourist, preview_size
 from physarum.render.encode import even_size
 from physarum.render.errors import RenderError
-from physarum.render.files import write_json
+from physarum.render.files import (
+    PartialFile,
+    commit_together,
+    remove_stale_parts,
+    remove_stale_parts_of,
+    stage_json,
+)
 from physarum.render.frames import (
     EncoderWorker,
     FramePipeline,
@@ -64,6 +75,35 @@ def check_formats(preset: Preset) -> list[str]:
     return notes
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a render, raised in the main thread like Ctrl-C's
+    KeyboardInterrupt so that the same clean-up runs (no partial file is left)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_interrupt():
+    """Within: SIGTERM and SIGHUP raise Terminated, as SIGINT raises KeyboardInterrupt (main
+    thread only; elsewhere nothing changes). The earlier handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise Terminated(signum)
+
+    kinds = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    earlier = {kind: signal.signal(kind, terminated) for kind in kinds}
+    try:
+        yield
+    finally:
+        for kind, handler in earlier.items():
+            signal.signal(kind, handler)
+
+
 # ---------------------------------------------------------------------------------------------
 # Rendering
 
@@ -88,7 +128,8 @@ class RenderResult:
     device: str
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    error: str | None = None  # render_batch: why this job failed (its files were removed)
+    error: str | None = None  # render_batch: why this job failed (earlier files left as they were)
+    replaced: list[Path] = field(default_factory=list)  # earlier files these outputs replaced
 
 
 def output_stem(preset: Preset) -> str:
@@ -129,7 +170,8 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     """Render a preset to its output files; returns where they are and how long it took.
 
     Options come as a RenderOptions or as its fields by keyword (backend="torch", ...). A failed
-    encoder stops the render, removes its files and raises RenderError. It is a batch of one.
+    encoder stops the render, removes its temporary files, leaves any earlier files of the same
+    names as they were and raises RenderError. It is a batch of one.
     """
     result = render_batch([preset], options or RenderOptions(**kwargs))[0]
     if result.error is not None:
@@ -137,9 +179,10 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     return result
 
 
-def sidecar(preset: Preset, result: RenderResult) -> dict:
+def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int]) -> dict:
     """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
-    how it ran, its timings and notes, and each output file's name and size."""
+    how it ran, its timings and notes, and each output file's name and size (sizes: bytes by
+    format)."""
     return {
         "physarum_version": version(),
         "preset": preset.portable_dump(),
@@ -153,9 +196,7 @@ def sidecar(preset: Preset, result: RenderResult) -> dict:
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
         "notes": result.notes,
         "outputs": {
-            fmt: {"file": p.name, "bytes": p.stat().st_size}
-            for fmt, p in result.outputs.items()
-            if fmt != "json"
+            fmt: {"file": p.name, "bytes": sizes[fmt]} for fmt, p in result.outputs.items() if fmt != "json"
         },
     }
 
@@ -175,16 +216,19 @@ class _BatchJob:
     workers: list[EncoderWorker] = field(default_factory=list)
     pipeline: FramePipeline | None = None
     error: str | None = None
+    partials: list[PartialFile] = field(default_factory=list)  # complete, not yet renamed
 
     def fail(self, error: BaseException) -> None:
-        """Stop this job: abort its encoders, remove its files (finished ones too: a failed job
-        keeps no outputs that could pass for a complete set)."""
+        """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
+        keep whatever was there before (an earlier render's files), untouched."""
         self.error = self.error or str(error)
+        self.abort()
+
+    def abort(self) -> None:
         for worker in self.workers:
             worker.abort()
-        for path in self.paths.values():
-            if not path.is_dir():  # a folder in the way of an output (why it failed) is not ours
-                path.unlink(missing_ok=True)
+        for partial in self.partials:
+            partial.abort()
 
     def open(self, frames_dir: Path | None, device: torch.device, own_process: bool) -> None:
         """Open this job's writers and its frame pipeline (own_process: in a child process)."""
@@ -203,10 +247,23 @@ class _BatchJob:
     def end_input(self) -> None:
         self._each_worker(EncoderWorker.end_input)
 
-    def finish(self) -> None:
-        self._each_worker(EncoderWorker.finish)
+    def complete(self) -> None:
+        """Every writer's files complete under their temporary names (self.partials)."""
+        self._each_worker(lambda worker: self.partials.extend(worker.complete()))
 
-    def _each_worker(self, step: Callable[[EncoderWorker], None]) -> None:
+    def commit(self, result: RenderResult) -> None:
+        """Write the sidecar beside the completed files and rename them all together."""
+        try:
+            sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
+            self.partials.append(stage_json(self.paths["json"], sidecar(self.preset, result, sizes)))
+            result.replaced = commit_together(self.partials)
+        except OSError as error:
+            self.fail(error)
+
+    def _size(self, path: Path) -> int:
+        return next(p.temporary for p in self.partials if p.path == path).stat().st_size
+
+    def _each_worker(self, step: Callable[[EncoderWorker], object]) -> None:
         if self.error is None:
             try:
                 for worker in self.workers:
@@ -216,7 +273,8 @@ class _BatchJob:
 
 
 def _batch_paths(presets: Sequence[Preset], options: RenderOptions) -> list[dict[str, Path]]:
-    """Every job's output paths, their folders made; two jobs may not share their files."""
+    """Every job's output paths, their folders made and stale temporary files of killed runs
+    beside them removed; two jobs may not share their files."""
     paths = [output_paths(p, Path(options.out_dir)) for p in presets]
     seen = set()
     for preset, job_paths in zip(presets, paths):
@@ -228,8 +286,12 @@ def _batch_paths(presets: Sequence[Preset], options: RenderOptions) -> list[dict
         seen.add(job_paths["json"])
     for job_paths in paths:
         job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
+        for path in job_paths.values():
+            remove_stale_parts_of(path)
     if options.frames_dir:
         Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
+        for preset in presets:
+            remove_stale_parts(Path(options.frames_dir), f"{glob.escape(output_stem(preset))}-*.png")
     return paths
 
 
@@ -239,8 +301,9 @@ def render_batch(
     """Render several presets as one batched simulation (B = len(presets)); one result each.
 
     The presets must share batch_key(). Each keeps its own colouring, encoders and files, byte for
-    byte those of a batch of one (render()). A job whose encoder fails is stopped and its files
-    removed while the others go on; its result carries the error and no outputs. A failure of the
+    byte those of a batch of one (render()). A job whose encoder fails is stopped and its
+    temporary files removed while the others go on; its result carries the error and no outputs,
+    and the earlier files of its names stay as they were. A failure of the
     simulation itself (or an interruption) stops every job and is raised. options.on_step, if
     set, is called with the whole batch's simulation after every step.
     """
@@ -277,18 +340,17 @@ def render_batch(
         for job in jobs:  # every job's encoders finish their files at once, then each is waited for
             job.end_input()
         for job in jobs:
-            job.finish()
+            job.complete()
         clock.append(time.perf_counter())
+        phases = dict(
+            zip(("spawn_s", "open_s", "frames_s", "finish_s"), (b - a for a, b in zip(clock, clock[1:])))
+        )
+        phases["total_s"] = clock[-1] - clock[0]
+        return [_batch_result(job, backend, torch_device, phases, len(jobs)) for job in jobs]
     except BaseException:
         for job in jobs:
-            for worker in job.workers:
-                worker.abort()
+            job.abort()
         raise
-    phases = dict(
-        zip(("spawn_s", "open_s", "frames_s", "finish_s"), (b - a for a, b in zip(clock, clock[1:])))
-    )
-    phases["total_s"] = clock[-1] - clock[0]
-    return [_batch_result(job, backend, torch_device, phases, len(jobs)) for job in jobs]
 
 
 def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderOptions) -> None:
@@ -334,8 +396,9 @@ def _batch_result(
         notes.append(f"rendered as one of {batch} simulations of a batch (its timings are the batch's)")
     timings = dict(phases)
     timings.update({f"encode_{w.name}_s": w.seconds for w in job.workers})
+    result = RenderResult(job.paths, backend, device_name(device), timings, notes)
+    if job.error is None:
+        job.commit(result)
     if job.error is not None:
         return RenderResult({}, backend, device_name(device), timings, notes, error=job.error)
-    result = RenderResult(job.paths, backend, device_name(device), timings, notes)
-    write_json(job.paths["json"], sidecar(job.preset, result))
     return result

@@ -214,3 +214,35 @@ def test_outputs_embed_image_paths_relative_to_the_working_directory(images, tmp
     assert (there / "work" / "again" / "world" / "world-s3.gif").read_bytes() == (
         outputs[0] / "world-s3.gif"
     ).read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["gif", "json"])
+def test_render_from_never_writes_over_its_file(tmp_path, capsys, fmt):
+    original = render_tiny(tmp_path).outputs
+    before = {f: p.read_bytes() for f, p in original.items()}
+    code = main(
+        ["render", "--from", str(original[fmt]), "--out", str(tmp_path), "--quiet", "--backend", "torch"]
+    )
+    assert code == 2
+    error = capsys.readouterr().err
+    assert f"would write over {original[fmt]} itself" in error and "--out" in error
+    assert "Traceback" not in error and error.count("error:") == 1
+    assert {f: p.read_bytes() for f, p in original.items()} == before
+
+
+def test_duplicate_formats_exit_2_and_write_nothing(tmp_path, capsys):
+    preset = write_preset(tmp_path, tiny_data(output={"formats": ["gif", "gif", "mp4", "png"]}))
+    assert main(["render", str(preset), "--out", str(tmp_path / "o"), "--backend", "torch"]) == 2
+    error = capsys.readouterr().err
+    assert "output.formats: lists gif more than once" in error and error.count("error:") == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_render_over_earlier_files_says_so(tmp_path, capsys):
+    preset = write_preset(tmp_path, tiny_data())
+    command = ["render", str(preset), "--out", str(tmp_path / "o"), "--quiet", "--backend", "torch"]
+    assert main(command) == 0
+    assert "replaced" not in capsys.readouterr().err
+    assert main(command) == 0
+    folder = tmp_path / "o" / "tiny"
+    assert f"note: replaced the earlier files in {folder}: tiny-s3.gif" in capsys.readouterr().err

@@ -48,3 +48,11 @@ def test_palette_names_and_hex_stops():
     assert build_preset(tiny_data(palette={"names": [["#000", "#ff8800", "fff"]]}), "p").palette.names
     problems = problems_of(tiny_data(palette={"names": ["magam", ["#zz0000", "#fff"]]}))
     assert "did you mean 'magma'?" in problems[0]
+
+
+def test_each_output_format_once():
+    problems = problems_of(tiny_data(output={"formats": ["gif", "gif", "mp4", "png", "png"]}))
+    assert problems == [
+        "p.yaml: output.formats: lists gif and png more than once; name each format once, "
+        "e.g. ['gif', 'mp4', 'png'] (got ['gif', 'gif', 'mp4', 'png', 'png'])"
+    ]

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from physarum.render import runner
+from physarum.render import encode, runner
 from physarum.render.colour import make_colourist
 from physarum.render.encode import Mp4Writer
 from physarum.render.errors import RenderError
@@ -337,23 +337,122 @@ def test_a_batch_ends_every_jobs_input_before_it_waits_for_any(tmp_path):
     from physarum.render.encoder_process import EncoderProcess
 
     calls = []
-    end_input, commit = EncoderProcess.end_input, EncoderProcess.commit
+    end_input, complete = EncoderProcess.end_input, EncoderProcess.complete
 
     def ending(process):
         calls.append(("end", process.path.name))
         end_input(process)
 
-    def committing(process):
-        calls.append(("commit", process.path.name))
-        commit(process)
+    def completing(process):  # waits for the child's files
+        calls.append(("wait", process.path.name))
+        return complete(process)
 
     presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(3)]
     with (
         mock.patch.object(EncoderProcess, "end_input", ending),
-        mock.patch.object(EncoderProcess, "commit", committing),
+        mock.patch.object(EncoderProcess, "complete", completing),
     ):
         results = runner.render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
     assert all(r.error is None for r in results)
-    first_commit = next(i for i, (kind, _) in enumerate(calls) if kind == "commit")
-    assert {name for kind, name in calls[:first_commit]} == {"job0-s0", "job1-s1", "job2-s2"}
-    assert sorted(name for kind, name in calls if kind == "commit") == ["job0-s0", "job1-s1", "job2-s2"]
+    first_wait = next(i for i, (kind, _) in enumerate(calls) if kind == "wait")
+    assert {name for kind, name in calls[:first_wait]} == {"job0-s0", "job1-s1", "job2-s2"}
+    assert sorted(name for kind, name in calls if kind == "wait") == ["job0-s0", "job1-s1", "job2-s2"]
+
+
+# Earlier outputs and partial files (docs/safety.md): a render replaces its earlier files all at
+# once or not at all, never writes through a link planted at a temporary name, and removes the
+# temporary files that killed runs left.
+
+
+def outputs_of(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in files_under(folder)}
+
+
+def test_earlier_files_survive_a_render_that_fails_in_its_last_writer(tmp_path, monkeypatch):
+    render_tiny(tmp_path)
+    earlier = outputs_of(tmp_path)
+    assert sorted(earlier) == ["tiny-s3.gif", "tiny-s3.json", "tiny-s3.mp4", "tiny-s3.png"]
+
+    def disk_full(*args, **kwargs):  # the PNG still is written last, when the frames are done
+        raise OSError("disk full")
+
+    monkeypatch.setattr(encode, "save_png", disk_full)
+    with pytest.raises(RenderError, match="disk full"):
+        render_tiny(tmp_path, palette={"names": ["ice"]})
+    assert outputs_of(tmp_path) == earlier
+
+
+def test_a_failing_job_of_a_batch_keeps_its_earlier_files(tmp_path):
+    presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(2)]
+    runner.render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
+    earlier = outputs_of(tmp_path / "job1")
+    (tmp_path / "job1" / "job1-s1.png").unlink()
+    block(tmp_path / "job1" / "job1-s1.png")  # a folder in the way of the last output
+    del earlier["job1-s1.png"]
+    results = runner.render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
+    assert results[0].error is None and "Is a directory" in results[1].error
+    assert outputs_of(tmp_path / "job1") == earlier
+
+
+def test_a_link_planted_at_a_temporary_name_is_not_written_through(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    folder = tmp_path / "o" / "tiny"
+    folder.mkdir(parents=True)
+    for fmt in ("gif", "mp4", "png", "json"):
+        (folder / f".tiny-s3.{fmt}.{os.getpid()}.part").symlink_to(outside)
+    result = render_tiny(tmp_path / "o")
+    assert outside.read_text() == "keep me"
+    for fmt in ("gif", "mp4", "png", "json"):
+        assert result.outputs[fmt].is_file() and not result.outputs[fmt].is_symlink()
+    assert sorted(p.name for p in folder.iterdir()) == [f"tiny-s3.{f}" for f in ("gif", "json", "mp4", "png")]
+
+
+def test_a_render_removes_the_stale_parts_of_killed_runs_beside_its_outputs(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    stale = folder / f".tiny-s3.mp4.{int(dead.stdout)}.part"
+    live = folder / f".tiny-s3.mp4.{os.getppid()}.part"  # a running process's: not ours to remove
+    for part in (stale, live):
+        part.write_bytes(b"half a file")
+    render_tiny(tmp_path)
+    assert not stale.exists() and live.exists()
+
+
+def test_replacing_earlier_files_is_reported(tmp_path):
+    assert render_tiny(tmp_path).replaced == []
+    again = render_tiny(tmp_path)
+    assert sorted(p.name for p in again.replaced) == [f"tiny-s3.{f}" for f in ("gif", "json", "mp4", "png")]
+
+
+@pytest.mark.parametrize("kind", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_sigterm_and_sighup_end_a_render_cleanly(tmp_path, kind):
+    preset = tmp_path / "slow.yaml"
+    preset.write_text(
+        yaml.safe_dump(
+            tiny_data(
+                name="slow",
+                canvas={"width": 128, "height": 128},
+                agents={"count": 20000},
+                run={"steps": 4000, "steps_per_frame": 2},
+            )
+        )
+    )
+    out = tmp_path / "o"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "physarum.render.cli", "render", str(preset), "--out", str(out)]
+        + ["--quiet", "--backend", "torch", "--device", "cpu"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(out.rglob(".*.part")):
+        time.sleep(0.05)
+    assert list(out.rglob(".*.part")), "the render never started writing"
+    process.send_signal(kind)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + kind
+    assert f"terminated ({kind.name}); no partial output was left" in stderr.decode()
+    assert "Traceback" not in stderr.decode()
+    assert files_under(out) == []

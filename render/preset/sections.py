@@ -226,3 +226,15 @@ class Output(OptionalSection):
     loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
     png_dpi: int | None = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
+
+    @field_validator("formats")
+    @classmethod
+    def _each_format_once(cls, formats: list[str]) -> list[str]:
+        """Two outputs of one format would be one file written twice."""
+        twice = sorted({fmt for fmt in formats if formats.count(fmt) > 1})
+        if twice:
+            raise ValueError(
+                f"lists {' and '.join(twice)} more than once; name each format once, "
+                f"e.g. {sorted(set(formats), key=list(FORMATS).index)}"
+            )
+        return formats
