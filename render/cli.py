@@ -19,7 +19,7 @@ from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.encode import read_embedded
 from physarum.render.errors import RenderError
-from physarum.render.machine import device_name, resolve_backend, resolve_device
+from physarum.render.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
 from physarum.render.preset import Preset, PresetError, build_preset, load_preset
 from physarum.render.profile import profile_preset
 from physarum.render.provenance import version, version_note
@@ -298,6 +298,8 @@ def _positive(value: int, flag: str) -> int:
 def cmd_profile(args) -> int:
     preset = load_preset(resolve_preset_path(args.preset))
     device = resolve_device(args.device)
+    if device.type == "cpu":
+        limit_cpu_threads()
     backend = resolve_backend(args.backend, device)
     trace = Path(args.trace or f"outputs/{preset.name}/{preset.name}-{backend}.trace.json")
     profile_preset(preset, backend, device, _positive(args.steps, "--steps"), args.warmup, trace)
@@ -314,6 +316,8 @@ def cmd_bench(args) -> int:
         raise RenderError(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
     if device.type != "cuda" and any(CONFIGS[c].gpu_only for c in configs):
         raise RenderError("--configs: S, L, XL and X are GPU configurations; on a CPU use --configs CPU")
+    if device.type == "cpu":
+        limit_cpu_threads()
     name = "cpu" if device.type == "cpu" else device_name(device).lower().replace(" ", "-")
     out = Path(args.out or f"benchmarks/{name}.json")
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
