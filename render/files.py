@@ -9,8 +9,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+
+from physarum.render.errors import name_file
 
 
 class PartialFile:
@@ -32,18 +35,31 @@ class PartialFile:
         self.temporary.unlink(missing_ok=True)
 
 
+@contextmanager
+def written_whole(path: Path) -> Iterator[Path]:
+    """The temporary path to write `path` under, renamed to `path` when the block ends. On any
+    failure the temporary file is removed and nothing is left; an OSError that names no file (a
+    full disk) is given `path` as its file, so the message says which file failed."""
+    partial = PartialFile(path)
+    try:
+        yield partial.temporary
+        partial.commit()
+    except BaseException as error:
+        partial.abort()
+        if isinstance(error, OSError):
+            name_file(error, path)
+        raise
+
+
 def write_json(path: Path, document: dict) -> None:
     """A JSON file, written under a temporary name and renamed."""
-    partial = PartialFile(path)
-    partial.temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    partial.commit()
+    with written_whole(path) as temporary:
+        temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence]) -> None:
     """A CSV file with one header row, written under a temporary name and renamed."""
-    partial = PartialFile(path)
-    with open(partial.temporary, "w", newline="", encoding="utf-8") as file:
+    with written_whole(path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         writer.writerow(header)
         writer.writerows(rows)
-    partial.commit()
