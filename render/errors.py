@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+import torch
+
 
 class RenderError(Exception):
     """A problem that stops a render before or while it runs (not a bug): a clear message."""
@@ -79,3 +81,25 @@ def name_file(error: OSError, path) -> OSError:
     if error.filename is None:
         error.filename = str(path)
     return error
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """An allocation that failed (on the host or the GPU), however torch reports it."""
+    return isinstance(error, (MemoryError, torch.OutOfMemoryError)) or (
+        isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+    )
+
+
+def machine_problem(error: BaseException) -> str | None:
+    """The one message for an error of the machine rather than of the code: a file operation that
+    failed (os_error_message) or memory that ran out after the memory check passed; None for any
+    other error (a bug, which keeps its traceback)."""
+    if isinstance(error, OSError):
+        return os_error_message(error)
+    if out_of_memory(error):
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        return printable(
+            f"out of memory while running (after the memory check passed): {first}; "
+            "lower canvas or agents.count (a sweep: --batch), or free memory on the device"
+        )
+    return None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render.errors import RenderError
+from physarum.render.errors import RenderError, printable
 from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
 from physarum.render.sweep.expand import Sweep
 from physarum.render.sweep.gallery import write_gallery
@@ -100,7 +100,7 @@ def run_sweep(
 ) -> SweepSummary:
     """Render every job not already done; write the manifest as it goes and the gallery at the end."""
     options = options or SweepOptions()
-    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    log = log or (lambda line: print(printable(line), file=sys.stderr, flush=True))
     if options.max_batch < 1:
         raise RenderError(f"--batch must be at least 1, got {options.max_batch}")
     devices = parse_devices(options.devices) if options.ray is None else []
