@@ -18,8 +18,8 @@ from physarum.render import sweep as sweeps
 from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.encode import read_embedded
-from physarum.render.errors import RenderError
-from physarum.render.machine import device_name, resolve_backend, resolve_device
+from physarum.render.errors import RenderError, machine_problem, printable
+from physarum.render.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
 from physarum.render.preset import Preset, PresetError, build_preset, load_preset
 from physarum.render.profile import profile_preset
 from physarum.render.provenance import version, version_note
@@ -253,7 +253,7 @@ def cmd_sweep(args) -> int:
     sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
     max_batch = sweeps.DEFAULT_MAX_BATCH if args.batch is None else args.batch
     if args.dry_run:
-        print("\n".join(sweeps.dry_run_lines(sweep, Path(args.out), max(1, max_batch))))
+        print("\n".join(map(printable, sweeps.dry_run_lines(sweep, Path(args.out), max(1, max_batch)))))
         return 0
     options = sweeps.SweepOptions(
         backend=args.backend,
@@ -268,15 +268,18 @@ def cmd_sweep(args) -> int:
     summary = sweeps.run_sweep(sweep, options)
     failed = summary.failed
     print(
-        f"{sweep.name}: {len(sweep.jobs)} jobs: {len(sweep.jobs) - len(failed)} done "
-        f"({summary.ran} run now, {summary.skipped} done before), {len(failed)} failed, "
-        f"{summary.seconds:.1f} s; manifest {summary.sweep_dir / 'manifest.jsonl'}"
+        printable(
+            f"{sweep.name}: {len(sweep.jobs)} jobs: {len(sweep.jobs) - len(failed)} done "
+            f"({summary.ran} run now, {summary.skipped} done before), {len(failed)} failed, "
+            f"{summary.seconds:.1f} s; manifest {summary.sweep_dir / 'manifest.jsonl'}"
+        )
     )
     if summary.gallery:
-        print(f"gallery: {summary.gallery}")
+        print(printable(f"gallery: {summary.gallery}"))
     for record in failed:
         error = (record.get("error") or "").splitlines()[0] if record.get("error") else record.get("status")
-        print(f"failed: {record['name']} {record['id']} ({sweeps.format_params(record['params'])}): {error}")
+        name, params = record.get("name", record["id"]), sweeps.format_params(record.get("params", {}))
+        print(printable(f"failed: {name} {record['id']} ({params}): {error}"))
     if failed:
         print(f"{len(failed)} jobs failed; run again with --retry-failed to retry them", file=sys.stderr)
     return 1 if failed else 0
@@ -314,6 +317,8 @@ def _positive(value: int, flag: str) -> int:
 def cmd_profile(args) -> int:
     preset = load_preset(resolve_preset_path(args.preset))
     device = resolve_device(args.device)
+    if device.type == "cpu":
+        limit_cpu_threads()
     backend = resolve_backend(args.backend, device)
     trace = Path(args.trace or f"outputs/{preset.name}/{preset.name}-{backend}.trace.json")
     profile_preset(preset, backend, device, _positive(args.steps, "--steps"), args.warmup, trace)
@@ -330,6 +335,8 @@ def cmd_bench(args) -> int:
         raise RenderError(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
     if device.type != "cuda" and any(CONFIGS[c].gpu_only for c in configs):
         raise RenderError("--configs: S, L, XL and X are GPU configurations; on a CPU use --configs CPU")
+    if device.type == "cpu":
+        limit_cpu_threads()
     name = "cpu" if device.type == "cpu" else device_name(device).lower().replace(" ", "-")
     out = Path(args.out or f"benchmarks/{name}.json")
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
@@ -370,9 +377,9 @@ def cmd_sensitivity(args) -> int:
         )
     else:
         document = analysis.sensitivity(preset, options, Path(args.out), device_name(device))
-    print("\n".join(analysis.summary_lines(document)))
+    print("\n".join(map(printable, analysis.summary_lines(document))))
     for path in document["outputs"].values():
-        print(Path(args.out) / preset.name / path)
+        print(printable(Path(args.out) / preset.name / path))
     return 0
 
 
@@ -387,13 +394,24 @@ COMMANDS = {
 }
 
 
+def fail(problems: list[str]) -> int:
+    """Print one message (a line per problem, each made printable) on stderr; the exit code 2."""
+    for problem in problems:
+        print(f"error: {printable(problem)}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Bad input, a machine that cannot do it (a file or a read-only folder where
+    the outputs go, a full disk, memory that runs out after the check) end in one message and
+    exit code 2; a killed render leaves nothing partial behind (files.written_whole, the writers)."""
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (PresetError, RenderError) as error:
-        print(f"error: {error}".replace("\n", "\nerror: "), file=sys.stderr)
-        return EXIT_USAGE
+    except PresetError as error:
+        return fail(error.problems)
+    except RenderError as error:  # a message of several lines keeps its line breaks
+        return fail(str(error).split("\n"))
     except Terminated as signal:  # 128 + the signal's number, as a shell reports a killed command
         print(f"terminated ({signal}); no partial output was left", file=sys.stderr)
         return 128 + signal.signum
@@ -403,6 +421,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `physarum presets | head`: the reader left, not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (OSError, MemoryError, RuntimeError) as error:
+        problem = machine_problem(error)
+        if problem is None:
+            raise
+        return fail([problem])
 
 
 if __name__ == "__main__":

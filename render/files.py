@@ -15,8 +15,11 @@ import glob
 import json
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+
+from physarum.render.errors import name_file
 
 # created exclusively, never through a link planted at the name (O_NOFOLLOW where the OS has it)
 EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -155,32 +158,47 @@ def _running(pid: int) -> bool:
     return True
 
 
+@contextmanager
+def written_whole(path: Path) -> Iterator[Path]:
+    """The temporary path to write `path` under, created exclusively first (never a planted
+    link), renamed to `path` when the block ends. On any failure the temporary file is removed
+    and nothing is left; an OSError that names no file (a full disk) is given `path` as its
+    file, so the message says which file failed."""
+    partial = PartialFile(path)
+    try:
+        os.close(partial.create())
+        yield partial.temporary
+        partial.commit()
+    except BaseException as error:
+        partial.abort()
+        if isinstance(error, OSError):
+            name_file(error, path)
+        raise
+
+
 def write_json(path: Path, document: dict) -> None:
     """A JSON file, written under a temporary name and renamed."""
     stage_json(path, document).commit()
 
 
 def stage_json(path: Path, document: dict) -> PartialFile:
-    """A JSON file written whole under its temporary name, for the caller to commit."""
+    """A JSON file written whole under its temporary name, for the caller to commit; an
+    OSError names `path`."""
     partial = PartialFile(path)
     try:
         with partial.open("w", encoding="utf-8") as file:
             file.write(json.dumps(document, indent=2) + "\n")
-    except BaseException:
+    except BaseException as error:
         partial.abort()
+        if isinstance(error, OSError):
+            name_file(error, path)
         raise
     return partial
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence]) -> None:
     """A CSV file with one header row, written under a temporary name and renamed."""
-    partial = PartialFile(path)
-    try:
-        with partial.open("w", newline="", encoding="utf-8") as file:
-            writer = csv.writer(file)
-            writer.writerow(header)
-            writer.writerows(rows)
-    except BaseException:
-        partial.abort()
-        raise
-    partial.commit()
+    with written_whole(path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(header)
+        writer.writerows(rows)

@@ -91,12 +91,22 @@ def check_memory(preset: Preset, backend: str, device: torch.device, batch: int 
         )
 
 
-def share_cpu_with_encoders() -> None:
-    """Leave half the cores to the encoder threads on a CPU render.
+def limit_cpu_threads(share: int = 2) -> int:
+    """Give torch's CPU threads a `share`-th of this process's cores (at least one, never more
+    than torch has now); returns the count. Every command that runs torch on the CPU calls it
+    (render and sweep chunks, sensitivity, profile, bench; a sweep worker with its share).
 
-    Torch's OpenMP threads spin while they wait: competing with x264 and the GIF encoder for
-    every core, they slow a render down several times (docs/benchmarks.md)."""
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), host_cores() // 2)))
+    Torch's OpenMP threads spin while they wait: with a thread per core, any other busy thread or
+    process (the encoders, another worker, another program) slows torch down several times
+    (docs/benchmarks.md)."""
+    threads = max(1, min(torch.get_num_threads(), host_cores() // max(1, share)))
+    torch.set_num_threads(threads)
+    return threads
+
+
+def share_cpu_with_encoders() -> None:
+    """Leave half the cores to the encoder threads on a CPU render (limit_cpu_threads)."""
+    limit_cpu_threads(2)
 
 
 def host_cores() -> int:

@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from physarum.render.colour import make_colourist, preview_size
 from physarum.render.encode import even_size
-from physarum.render.errors import RenderError
+from physarum.render.errors import RenderError, os_error_message
 from physarum.render.files import (
     PartialFile,
     commit_together,
@@ -221,7 +221,8 @@ class _BatchJob:
     def fail(self, error: BaseException) -> None:
         """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
         keep whatever was there before (an earlier render's files), untouched."""
-        self.error = self.error or str(error)
+        message = os_error_message(error) if isinstance(error, OSError) else str(error)
+        self.error = self.error or message
         self.abort()
 
     def abort(self) -> None:

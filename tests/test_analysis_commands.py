@@ -115,3 +115,19 @@ def test_cli_plane_needs_two_axes(tmp_path, write_yaml, capsys):
     assert exit_info.value.code == 2
     assert "--plane: expected 2 arguments" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_sensitivity_on_the_cpu_leaves_cores_to_others(tmp_path, write_yaml, monkeypatch):
+    import torch
+    import yaml
+
+    from physarum.render import machine
+
+    calls = []
+    monkeypatch.setattr(machine, "host_cores", lambda: 8)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 8)
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    path = write_yaml(yaml.safe_dump(tiny_data()))
+    arguments = ["sensitivity", str(path), "--steps", "3", "--twins", "1", "--out", str(tmp_path)]
+    assert main([*arguments, "--quiet", "--backend", "torch", "--device", "cpu"]) == 0
+    assert calls and set(calls) == {4}  # half of the cores, as a render takes

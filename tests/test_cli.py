@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import errno
+import pathlib
 import shutil
 import subprocess
 import sys
 
 import pytest
+import torch
 import yaml
 from PIL import Image
 
@@ -15,7 +18,7 @@ from physarum.kernels import get_backend
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
 from physarum.render.simulation import batch_key
-from support import ROOT, TWO_SPECIES, WORLD, render_tiny, tiny_data, world_data, write_preset
+from support import ROOT, TWO_SPECIES, WORLD, render_tiny, tiny_data, world_data, write_preset, write_sweep
 
 
 @pytest.mark.parametrize("fmt", ["gif", "mp4", "png", "json"])
@@ -246,3 +249,99 @@ def test_a_render_over_earlier_files_says_so(tmp_path, capsys):
     assert main(command) == 0
     folder = tmp_path / "o" / "tiny"
     assert f"note: replaced the earlier files in {folder}: tiny-s3.gif" in capsys.readouterr().err
+
+
+def _no_files(folder) -> bool:
+    return not folder.exists() or [p for p in folder.rglob("*") if p.is_file()] == []
+
+
+def test_messages_escape_control_characters_of_a_crafted_path(tmp_path, capsys):
+    assert main(["render", str(tmp_path / "x\x1b[2J\x07y.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "x\\x1b[2J\\x07y.yaml" in err
+
+
+@pytest.mark.parametrize("command", ["render", "sweep"])
+def test_out_that_is_a_file_is_one_message(tmp_path, capsys, command):
+    target = tmp_path / "tiny.yaml"
+    if command == "render":
+        target.write_text(yaml.safe_dump(tiny_data()))
+    else:
+        target = write_sweep(tmp_path, seeds=[1])
+    out = tmp_path / "out"
+    out.write_text("a file, not a folder")
+    extra = ["--devices", "cpu"] if command == "sweep" else ["--backend", "torch"]
+    assert main([command, str(target), "--out", str(out), "--quiet", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"{out}" in err and "cannot make a folder here" in err
+    assert len(err.strip().splitlines()) == 1 and out.read_text() == "a file, not a folder"
+
+
+def test_a_read_only_output_folder_is_one_message(tmp_path, capsys, monkeypatch):
+    path = write_preset(tmp_path, tiny_data())
+    out = tmp_path / "out"
+
+    def read_only(self, *args, **kwargs):  # the tests run as root, whom chmod does not stop
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", read_only)
+    assert main(["render", str(path), "--out", str(out), "--quiet", "--backend", "torch"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {out / 'tiny'}: cannot write: Permission denied\n" and _no_files(out)
+
+
+def test_a_full_disk_while_writing_the_sidecar_names_the_file(tmp_path, capsys, monkeypatch):
+    from physarum.render import files
+
+    path = write_preset(tmp_path, tiny_data())
+    out = tmp_path / "out"
+    open_partial = files.PartialFile.open
+
+    def full(self, *args, **kwargs):
+        if self.path.suffix == ".json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return open_partial(self, *args, **kwargs)
+
+    monkeypatch.setattr(files.PartialFile, "open", full)
+    assert main(["render", str(path), "--out", str(out), "--quiet", "--backend", "torch"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {out / 'tiny' / 'tiny-s3.json'}: cannot write: No space left on device\n"
+    assert not list(out.rglob("*.part"))
+    assert not list(out.rglob("tiny-s3.*"))  # all or nothing: no GIF, MP4 or PNG without a sidecar
+
+
+def test_a_full_disk_while_writing_the_manifest_names_it(tmp_path, capsys, monkeypatch):
+    from physarum.render.sweep import manifest
+
+    def full(descriptor):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(manifest.os, "fsync", full)
+    out = tmp_path / "out"
+    assert main(["sweep", str(write_sweep(tmp_path, seeds=[1])), "--out", str(out), "--devices", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {out.resolve() / 's' / 'manifest.jsonl'}: cannot write: No space left on device" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        lambda: torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        lambda: RuntimeError(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GB: out of memory"
+        ),
+        MemoryError,
+    ],
+)
+def test_memory_that_runs_out_after_the_check_is_one_message(tmp_path, capsys, monkeypatch, error):
+    def allocation_fails(self, steps):
+        raise error()
+
+    monkeypatch.setattr(get_backend("torch"), "advance", allocation_fails)
+    path = write_preset(tmp_path, tiny_data())
+    out = tmp_path / "out"
+    assert main(["render", str(path), "--out", str(out), "--quiet", "--backend", "torch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: out of memory while running (after the memory check passed)")
+    assert len(err.strip().splitlines()) == 1 and _no_files(out)

@@ -52,3 +52,16 @@ def test_backends_are_resolved_from_the_registry(monkeypatch):
     assert machine.resolve_backend("abacus", cpu) == "abacus"
     with pytest.raises(RenderError, match="--backend abacus: counts beads on the CPU only"):
         machine.resolve_backend("abacus", __import__("torch").device("cuda"))
+
+
+def test_cpu_threads_are_a_share_of_the_cores_never_more_than_torch_has(monkeypatch):
+    torch = __import__("torch")
+    calls = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    monkeypatch.setattr(machine, "host_cores", lambda: 16)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 16)
+    assert machine.limit_cpu_threads() == 8 and machine.limit_cpu_threads(4) == 4
+    assert machine.limit_cpu_threads(64) == 1
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert machine.limit_cpu_threads(2) == 2
+    assert calls == [8, 4, 1, 2]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -126,3 +127,38 @@ def test_gallery_in_headless_chromium_loads_filters_and_copies(tmp_path):
     assert filtered.body["data-copy-chars"] == str(len(preset_yaml(first)))
     if filtered.body["data-copy-method"] != "clipboard":
         assert filtered.scripts["clip"] == preset_yaml(first)
+
+
+def test_gallery_escapes_a_crafted_record_and_links_only_local_files(tmp_path):
+    sweep_dir, records = sweep_records(tmp_path)
+    evil = "</script><script>alert(1)</script><!--"
+    crafted = {
+        **records[0],
+        "id": 'x"><script>alert(2)</script>',
+        "name": evil,
+        "index": 7,
+        "params": {evil: evil, **records[0]["params"]},
+        "preset": {**records[0]["preset"], "name": evil},
+        "outputs": {
+            "gif": "javascript:alert(3)",
+            "png": "../../etc/passwd",
+            "mp4": "/etc/passwd",
+            "json": "data:text/html,<script>alert(4)</script>",
+            "<b>": "http://example.com/x.gif",
+        },
+    }
+    text = write_gallery(sweep_dir, [*records, crafted]).read_text()
+    assert text.count("<script") == 2  # the page's own: the presets' JSON and its script
+    assert "<script>alert" not in text
+    assert "javascript:" not in text and "data:text" not in text and "example.com" not in text
+    assert "/etc/passwd" not in text and "<!--" not in text
+    presets = json.loads(parse_page(text).scripts["presets"])  # its </script> did not end it
+    assert yaml.safe_load(presets[crafted["id"]])["name"] == evil  # kept, as data
+    hrefs = re.findall(r'(?:href|src)="([^"]*)"', text)
+    assert hrefs and all(":" not in h and ".." not in h and not h.startswith("/") for h in hrefs)
+
+
+def test_gallery_survives_wrong_typed_preset_fields(tmp_path):
+    sweep_dir, records = sweep_records(tmp_path)
+    odd = {**records[0], "preset": {"canvas": "wide", "output": {"formats": 3, "gif_scale": "big"}}}
+    assert 'width="256" height="256"' in write_gallery(sweep_dir, [odd]).read_text()

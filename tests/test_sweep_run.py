@@ -163,3 +163,25 @@ def test_resume_after_kill_9_finishes_every_job_once(tmp_path):
         with av.open(str(folder / f"{job.name}-s3.mp4")) as video:
             assert sum(1 for _ in video.decode(video=0)) == 30
         assert json.loads((folder / f"{job.name}-s3.json").read_text())["preset"]["name"] == job.name
+
+
+def test_a_rerun_removes_the_gallery_parts_of_a_dead_run_and_skips_a_bad_record(tmp_path, capsys):
+    path = write_sweep(tmp_path, seeds=[1])
+    out = tmp_path / "out"
+    sweep_dir = out / "s"
+    sweep_dir.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = [sweep_dir / f".index.html.{dead.pid}.part", sweep_dir / f".contact.png.{dead.pid}.part"]
+    mine = sweep_dir / f".index.html.{os.getppid()}.part"  # a live process's: left alone
+    for part in [*stale, mine]:
+        part.write_text("torn")
+    job = sweeps.load_sweep(path).jobs[0]
+    (sweep_dir / "manifest.jsonl").write_text(
+        json.dumps({"id": job.id, "status": "done", "outputs": 5}) + "\n"
+    )
+    assert main(["sweep", str(path), "--out", str(out), "--devices", "cpu", "--quiet"]) == 0
+    assert not any(part.exists() for part in stale) and mine.exists()
+    err = capsys.readouterr().err
+    assert err.count("record skipped ('outputs' is int") == 1 and "Traceback" not in err
+    assert (sweep_dir / "index.html").is_file()

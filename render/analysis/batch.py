@@ -25,7 +25,7 @@ from physarum.render.analysis.twins import (
     choose_trail_twins,
     perturb,
 )
-from physarum.render.machine import available_bytes, estimated_bytes
+from physarum.render.machine import available_bytes, estimated_bytes, limit_cpu_threads
 from physarum.render.preset import Preset
 
 MEMORY_SHARE = 0.5  # of the free device memory a chunk of plane points may plan to use
@@ -121,6 +121,8 @@ def _chunk_twins(presets: Sequence[Preset], options: RunOptions) -> tuple[State,
 def run_twins(presets: Sequence[Preset], options: RunOptions) -> TwinSeries:
     """Base and twins of every preset (one plane point each; all share canvas, agents and seed)
     as batched simulations of whole points, chunked to fit the device's memory."""
+    if torch.device(options.device).type == "cpu":
+        limit_cpu_threads()
     group = 1 + len(options.twins)
     per_chunk = points_per_chunk(presets[0], options.backend, options.device, group)
     parts, twins = [], []

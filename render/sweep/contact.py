@@ -10,8 +10,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from physarum.render.files import PartialFile
+from physarum.render.files import written_whole
 from physarum.render.sweep.labels import format_value
+from physarum.render.sweep.manifest import local_path
 
 TILE = 160  # contact-sheet tile side for the picture, pixels
 TILE_SMALL = 96  # ... for sweeps of more than MANY_JOBS jobs, so the sheet stays a sane size
@@ -29,10 +30,10 @@ def _last_frame(sweep_dir: Path, record: dict) -> Image.Image | None:
     if record.get("status") != "done":
         return None
     try:
-        if "png" in outputs:
+        if local_path(outputs.get("png")):
             with Image.open(sweep_dir / outputs["png"]) as image:
                 return image.convert("RGB")
-        if "gif" in outputs:
+        if local_path(outputs.get("gif")):
             with Image.open(sweep_dir / outputs["gif"]) as image:
                 image.seek(image.n_frames - 1)
                 return image.convert("RGB")
@@ -81,7 +82,9 @@ def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
             draw.text((x + 6, y + 6), record.get("status", "?"), fill=FAILED, font=font)
         else:
             sheet.paste(tile, (x + (side - tile.width) // 2, y + (side - tile.height) // 2))
-        labels = [record["name"]] + [f"{k}={format_value(v)}" for k, v in record.get("params", {}).items()]
+        labels = [str(record.get("name", record["id"]))] + [
+            f"{k}={format_value(v)}" for k, v in record.get("params", {}).items()
+        ]
         for row, text in enumerate(labels):
             draw.text((x, y + side + 2 + row * line), _clip(text, font, side), fill=TEXT, font=font)
     return sheet
@@ -90,8 +93,7 @@ def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
 def write_contact_sheet(sweep_dir: Path, records: list[dict]) -> Path:
     """Write sweep_dir/contact.png (whole or not at all); returns its path."""
     path = Path(sweep_dir) / "contact.png"
-    partial = PartialFile(path)
     image = contact_sheet(Path(sweep_dir), records)
-    image.save(partial.temporary, format="PNG", optimize=False)
-    partial.commit()
+    with written_whole(path) as temporary:
+        image.save(temporary, format="PNG", optimize=False)
     return path

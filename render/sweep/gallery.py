@@ -15,13 +15,16 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 import yaml
 
 from physarum.render.colour import preview_size
-from physarum.render.files import PartialFile
+from physarum.render.errors import printable
+from physarum.render.files import written_whole
 from physarum.render.sweep.contact import write_contact_sheet
 from physarum.render.sweep.labels import format_value
+from physarum.render.sweep.manifest import local_path
 
 SELECT_VALUES = 24  # a parameter with at most this many distinct values is filtered by a list
 
@@ -30,11 +33,15 @@ def write_gallery(sweep_dir: Path, records: list[dict]) -> Path:
     """Write sweep_dir/index.html and sweep_dir/contact.png for these job records; returns the page."""
     sweep_dir = Path(sweep_dir)
     page = sweep_dir / "index.html"
-    partial = PartialFile(page)
-    partial.temporary.write_text(gallery_html(sweep_dir, records), encoding="utf-8")
-    partial.commit()
+    with written_whole(page) as temporary:
+        temporary.write_text(gallery_html(sweep_dir, records), encoding="utf-8")
     write_contact_sheet(sweep_dir, records)
     return page
+
+
+def _href(path: str) -> str:
+    """A local path as an attribute value: percent-encoded ('#', '?', '%'), then escaped."""
+    return html.escape(quote(path, safe="/"))
 
 
 def _preview(record: dict) -> str | None:
@@ -42,19 +49,21 @@ def _preview(record: dict) -> str | None:
     outputs = record.get("outputs") or {}
     if record.get("status") != "done":
         return None
-    return outputs.get("gif") or outputs.get("png")
+    return local_path(outputs.get("gif")) or local_path(outputs.get("png"))
 
 
 def _script_json(value) -> str:
-    """JSON safe inside a <script> element (no '<', '>' or '&' to end it early)."""
+    """JSON safe inside a <script> element: no '<', '>' or '&', so no '</script>' or '<!--' ends it
+    early or changes how it is parsed."""
     text = json.dumps(value, ensure_ascii=False)
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def preset_yaml(record: dict) -> str:
     """A job's preset as a YAML file headed by its name and id (what the copy button copies)."""
-    header = f"# physarum sweep job {record['name']} ({record['id']})\n"
-    return header + yaml.safe_dump(record["preset"], sort_keys=False)
+    name = printable(record.get("name", record["id"]))
+    header = f"# physarum sweep job {name} ({printable(record['id'])})\n"
+    return header + yaml.safe_dump(record.get("preset", {}), sort_keys=False)
 
 
 def gallery_html(sweep_dir: Path, records: list[dict]) -> str:
@@ -110,34 +119,37 @@ def _filter_control(key: str, values: list) -> str:
 
 
 def _card(record: dict, keys: list[str]) -> str:
+    """A job's card; every value from the record is escaped, and only local paths are linked."""
     params = record.get("params", {})
     values = {key: format_value(params[key]) for key in keys if key in params}
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in values.items())
     preview = _preview(record)
     preset = record.get("preset", {})
     width, height = _preview_size(preset)
-    name = html.escape(record["name"])
+    name, job_id = html.escape(str(record.get("name", record["id"]))), html.escape(str(record["id"]))
+    status = html.escape(str(record.get("status", "")))
     if preview:
         picture = (
-            f'<a href="{html.escape(preview)}"><img src="{html.escape(preview)}" alt="{name}" '
+            f'<a href="{_href(preview)}"><img src="{_href(preview)}" alt="{name}" '
             f'width="{width}" height="{height}" loading="eager"></a>'
         )
     else:
-        error = html.escape((record.get("error") or record.get("status", "")).strip())
-        picture = (
-            f'<div class="missing"><b>{html.escape(record.get("status", "?"))}</b><pre>{error}</pre></div>'
-        )
+        error = html.escape(str(record.get("error") or record.get("status", "")).strip())
+        picture = f'<div class="missing"><b>{status or "?"}</b><pre>{error}</pre></div>'
+    outputs = record.get("outputs") or {}
     links = "".join(
-        f' <a href="{html.escape(path)}">{html.escape(fmt)}</a>'
-        for fmt, path in (record.get("outputs") or {}).items()
+        f' <a href="{_href(local_path(path))}">{html.escape(str(fmt))}</a>'
+        for fmt, path in outputs.items()
+        if local_path(path)
     )
+    index = record.get("index", 0)
     return (
-        f'<figure class="card {html.escape(record.get("status", ""))}" id="job-{record["id"]}" '
-        f'data-index="{record.get("index", 0)}" data-status="{html.escape(record.get("status", ""))}" '
+        f'<figure class="card {status}" id="job-{job_id}" '
+        f'data-index="{index if isinstance(index, int) else 0}" data-status="{status}" '
         f'data-values="{html.escape(json.dumps(values))}" data-numbers="{html.escape(json.dumps(_numbers(params, keys)))}">'
-        f'{picture}<figcaption><div class="name"><b>{name}</b> <code>{record["id"]}</code>{links}</div>'
+        f'{picture}<figcaption><div class="name"><b>{name}</b> <code>{job_id}</code>{links}</div>'
         f"<table>{rows}</table>"
-        f'<button type="button" class="copy" data-id="{record["id"]}">copy preset YAML</button>'
+        f'<button type="button" class="copy" data-id="{job_id}">copy preset YAML</button>'
         f"</figcaption></figure>"
     )
 
@@ -151,10 +163,18 @@ def _numbers(params: dict, keys: list[str]) -> dict:
 
 
 def _preview_size(preset: dict) -> tuple[int, int]:
-    """The size of a job's GIF preview from its recorded preset (the still's size without a GIF)."""
-    canvas, output = preset.get("canvas", {}), preset.get("output", {})
-    scale = output.get("gif_scale", 1.0) if "gif" in output.get("formats", []) else 1.0
-    return preview_size(canvas.get("width", 256), canvas.get("height", 256), scale)
+    """The size of a job's GIF preview from its recorded preset (the still's size without a GIF;
+    256x256 where the record does not say)."""
+    canvas, output = preset.get("canvas"), preset.get("output")
+    canvas, output = canvas if isinstance(canvas, dict) else {}, output if isinstance(output, dict) else {}
+    width, height = canvas.get("width", 256), canvas.get("height", 256)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 1 << 16 for v in (width, height)):
+        width, height = 256, 256
+    formats = output.get("formats")
+    scale = output.get("gif_scale", 1.0) if isinstance(formats, list) and "gif" in formats else 1.0
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale <= 1:
+        scale = 1.0
+    return preview_size(width, height, scale)
 
 
 STYLE = """

@@ -5,21 +5,63 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from physarum.render.errors import name_file, printable
 from physarum.render.sweep.expand import Job, Sweep
+
+# The types a record's fields must have where present (id and status always are).
+FIELD_TYPES = {
+    "id": str,
+    "name": str,
+    "index": int,
+    "status": str,
+    "params": dict,
+    "preset": dict,
+    "outputs": (dict, type(None)),
+    "error": (str, type(None)),
+    "seconds": (int, float, type(None)),
+    "device": (str, type(None)),
+    "time": str,
+}
+
+
+def record_problem(record) -> str | None:
+    """Why a manifest line is no record a sweep can use (a wrong-typed or missing field), or None."""
+    if not isinstance(record, dict):
+        return f"a {type(record).__name__}, not an object"
+    for key in ("id", "status"):
+        if key not in record:
+            return f"no {key!r}"
+    for key, types in FIELD_TYPES.items():
+        value = record.get(key)
+        if key in record and (not isinstance(value, types) or isinstance(value, bool)):
+            return f"{key!r} is {type(value).__name__} {printable(repr(value)[:40])}"
+    outputs = record.get("outputs") or {}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()):
+        return "'outputs' is not an object of paths"
+    return None
+
+
+def _warn(line: str) -> None:
+    print(printable(line), file=sys.stderr, flush=True)
 
 
 class Manifest:
     """outputs/<sweep>/manifest.jsonl, appended to and synced record by record.
 
     A job's state is its last record. A line torn by a kill mid-write is skipped on reading,
-    and the next record starts on a fresh line.
+    and the next record starts on a fresh line. A record with a missing or wrong-typed field
+    (record_problem) is skipped too, with one warning line (`warn`) per line, once per Manifest.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, warn: Callable[[str], None] | None = None):
         self.path = Path(path)
+        self.warn = warn or _warn
+        self._warned: set[int] = set()
 
     def records(self) -> list[dict]:
         try:
@@ -27,13 +69,17 @@ class Manifest:
         except FileNotFoundError:
             return []
         records = []
-        for line in text.splitlines():
+        for number, line in enumerate(text.splitlines(), 1):
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 continue  # torn by a kill while it was written: its job runs again
-            if isinstance(record, dict) and "id" in record:
+            problem = record_problem(record)
+            if problem is None:
                 records.append(record)
+            elif number not in self._warned:
+                self._warned.add(number)
+                self.warn(f"warning: {self.path}:{number}: record skipped ({problem}); its job runs again")
         return records
 
     def latest(self) -> dict[str, dict]:
@@ -43,15 +89,32 @@ class Manifest:
     def append(self, record: dict) -> None:
         """Append one record and sync it to disk before returning."""
         line = json.dumps(record, separators=(",", ":")) + "\n"
-        with open(self.path, "ab") as file:
-            if file.tell() > 0:
-                with open(self.path, "rb") as check:
-                    check.seek(-1, os.SEEK_END)
-                    if check.read(1) != b"\n":
-                        line = "\n" + line
-            file.write(line.encode("utf-8"))
-            file.flush()
-            os.fsync(file.fileno())
+        try:
+            with open(self.path, "ab") as file:
+                if file.tell() > 0:
+                    with open(self.path, "rb") as check:
+                        check.seek(-1, os.SEEK_END)
+                        if check.read(1) != b"\n":
+                            line = "\n" + line
+                file.write(line.encode("utf-8"))
+                file.flush()
+                os.fsync(file.fileno())
+        except OSError as error:  # a full disk names no file: name the manifest
+            raise name_file(error, self.path) from None
+
+
+def local_path(path) -> str | None:
+    """`path` if it names a file inside the sweep folder: relative, no scheme or drive (no ':'),
+    no '..', no backslash or control character; else None. Only such paths are linked or read,
+    whatever the manifest says."""
+    if not isinstance(path, str) or not path or not path.isprintable():
+        return None
+    if ":" in path or "\\" in path or path.startswith("/"):
+        return None
+    parts = PurePosixPath(path).parts
+    if not parts or any(part in ("..", ".") for part in parts):
+        return None
+    return path
 
 
 def now() -> str:
@@ -82,18 +145,18 @@ def outputs_complete(sweep_dir: Path, record: dict | None, job: Job) -> bool:
     outputs = record.get("outputs") or {}
     if set(outputs) != {*job.preset.output.formats, "json"}:
         return False
-    if not all((sweep_dir / path).is_file() for path in outputs.values()):
+    if not all(local_path(path) and (sweep_dir / path).is_file() for path in outputs.values()):
         return False
     try:
         sidecar = json.loads((sweep_dir / outputs["json"]).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return sidecar.get("preset") == job.preset.portable_dump()
+    return isinstance(sidecar, dict) and sidecar.get("preset") == job.preset.portable_dump()
 
 
-def job_states(sweep: Sweep, sweep_dir: Path) -> dict[str, str]:
+def job_states(sweep: Sweep, sweep_dir: Path, manifest: Manifest | None = None) -> dict[str, str]:
     """What a run would do with each job: done, failed, or pending (read only)."""
-    latest = Manifest(sweep_dir / "manifest.jsonl").latest()
+    latest = (manifest or Manifest(sweep_dir / "manifest.jsonl")).latest()
     states = {}
     for job in sweep.jobs:
         record = latest.get(job.id)

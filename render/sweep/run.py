@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render.errors import RenderError
+from physarum.render.errors import RenderError, printable
 from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
 from physarum.render.sweep.expand import Sweep
 from physarum.render.sweep.gallery import write_gallery
@@ -72,10 +73,26 @@ class SweepLock:
         self.file.close()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _remove_stale_parts(sweep_dir: Path) -> None:
-    """Temporary files of a killed run (the lock says no other run is writing here)."""
+    """Temporary files of a killed run: every one in the job folders (the lock says no other run
+    is writing here), and in the sweep folder itself (the gallery's page and contact sheet,
+    .NAME.PID.part) those whose process is dead."""
     for part in sweep_dir.glob("*/.*.part"):
         part.unlink(missing_ok=True)
+    for part in sweep_dir.glob(".*.part"):
+        pid = part.name.rsplit(".", 2)[-2]
+        if not pid.isdigit() or not _alive(int(pid)):
+            part.unlink(missing_ok=True)
 
 
 def run_sweep(
@@ -83,7 +100,7 @@ def run_sweep(
 ) -> SweepSummary:
     """Render every job not already done; write the manifest as it goes and the gallery at the end."""
     options = options or SweepOptions()
-    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    log = log or (lambda line: print(printable(line), file=sys.stderr, flush=True))
     if options.max_batch < 1:
         raise RenderError(f"--batch must be at least 1, got {options.max_batch}")
     devices = parse_devices(options.devices) if options.ray is None else []
@@ -100,7 +117,7 @@ def run_sweep(
         sweep_dir.mkdir(parents=True, exist_ok=True)
         stack.enter_context(SweepLock(sweep_dir))
         _remove_stale_parts(sweep_dir)
-        manifest = Manifest(sweep_dir / "manifest.jsonl")
+        manifest = Manifest(sweep_dir / "manifest.jsonl", log)
         summary = _run_jobs(sweep, sweep_dir, manifest, devices, options, log, pool)
         latest = manifest.latest()
         summary.records = [
@@ -124,7 +141,7 @@ def _run_jobs(
     """Plan and run every job that is pending (and failed, with retry_failed), recording each
     chunk's start and each job's outcome in the manifest, from this thread only."""
     summary = SweepSummary(sweep, sweep_dir, [])
-    states = job_states(sweep, sweep_dir)
+    states = job_states(sweep, sweep_dir, manifest)
     summary.skipped = sum(1 for state in states.values() if state == "done")
     runs = ("pending", "failed") if options.retry_failed else ("pending",)  # failed jobs stay failed
     todo = [job for job in sweep.jobs if states[job.id] in runs]

@@ -76,7 +76,7 @@ def run_here(payloads, device, sweep_dir, backend, quiet, on_start, on_done) -> 
 
 
 def _process_worker(
-    worker: int, device: str, tasks, events, sweep_dir: str, backend: str, parent: int, threads: int
+    worker: int, device: str, tasks, events, sweep_dir: str, backend: str, parent: int, share: int
 ) -> None:
     """A worker process: chunks from `tasks` until None, each one's start and outcomes put on
     `events`. It dies with the sweep's process (`parent`)."""
@@ -84,7 +84,7 @@ def _process_worker(
     # The worker's share of the host's cores: spawning agents and colouring use torch's CPU
     # threads, which spin while they wait, so workers with a thread per core each slow each
     # other down (docs/benchmarks.md).
-    torch.set_num_threads(threads)
+    machine.limit_cpu_threads(share)
     if device.startswith("cuda"):
         torch.cuda.set_device(device)  # where anything not placed explicitly goes (contexts, events)
     while (task := tasks.get()) is not None:
@@ -130,13 +130,12 @@ class WorkerPool:
         context = multiprocessing.get_context(start_method(devices))
         self.devices = devices
         self.tasks, self.events = context.Queue(), context.Queue()
-        threads = max(1, machine.host_cores() // len(devices))
         self.processes = [
             context.Process(
                 target=_process_worker,
                 daemon=True,
                 name=f"physarum-sweep-{device}",
-                args=(i, device, self.tasks, self.events, sweep_dir, backend, os.getpid(), threads),
+                args=(i, device, self.tasks, self.events, sweep_dir, backend, os.getpid(), len(devices)),
             )
             for i, device in enumerate(devices)
         ]
