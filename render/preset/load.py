@@ -13,11 +13,11 @@ import math
 from fractions import Fraction
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from physarum.kernels.api import MAX_DISTANCE
 from physarum.render.errors import PresetError, did_you_mean
+from physarum.render.preset.safe_yaml import parse_yaml
 from physarum.render.preset.schema import Preset, section_at
 from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
 from physarum.render.world import image_problems
@@ -133,29 +133,6 @@ def _interaction_problems(preset: Preset) -> list[str]:
             f"interaction (got {matrix!r})"
         )
     return problems
-
-
-def parse_yaml(text: str, source: str) -> dict:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.constructor.ConstructorError as error:
-        where = f" at line {error.problem_mark.line + 1}" if error.problem_mark else ""
-        raise PresetError(
-            [
-                f"{source}: YAML tag not allowed{where}: {error.problem}; presets are "
-                "plain data (mappings, lists, numbers, strings)"
-            ]
-        ) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise PresetError([f"{source}: malformed YAML{where}: {problem}"]) from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise PresetError([f"{source}: a preset is a mapping of keys to values, got {type(data).__name__}"])
-    return data
 
 
 def read_preset_file(path: str | Path) -> dict:
