@@ -11,16 +11,15 @@ import os
 import sys
 from pathlib import Path
 
-import yaml
-
 from physarum.render import analysis
 from physarum.render import sweep as sweeps
 from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.encode import read_embedded
 from physarum.render.errors import RenderError, machine_problem, printable
+from physarum.render.inputs import file_problem, shorten
 from physarum.render.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
-from physarum.render.preset import Preset, PresetError, build_preset, load_preset
+from physarum.render.preset import Preset, PresetError, build_preset, load_preset, parse_yaml
 from physarum.render.profile import profile_preset
 from physarum.render.provenance import version, version_note
 from physarum.render.runner import RenderOptions, Terminated, output_paths, render, signals_interrupt
@@ -183,22 +182,21 @@ def _load_for_render(args) -> Preset:
         args.settings = [*args.settings, f"output.gif_scale={args.scale!r}"]
     if args.from_file:
         path = Path(args.from_file)
+        problem = file_problem(path)  # before opening it: a FIFO would block
+        if problem:
+            raise PresetError([f"{path}: {problem}"])
         try:
             text = read_embedded(path)
-        except FileNotFoundError:
-            raise PresetError([f"{path}: no such file"]) from None
         except Exception as error:
             raise PresetError(
-                [f"{path}: carries no physarum preset ({type(error).__name__}: {error})"]
+                [f"{path}: carries no physarum preset ({type(error).__name__}: {shorten(str(error))})"]
             ) from None
+        data = parse_yaml(text, f"{path} (its embedded preset)")  # text, within the loader's limits
         note = version_note(text, str(path))
         if note:
             print(f"note: {note}", file=sys.stderr)
-        data = yaml.safe_load(text)
         # embedded image paths are absolute, or relative to the working directory (portable_dump)
-        return build_preset(
-            data if isinstance(data, dict) else {}, str(path), args.settings, overrides, base=Path.cwd()
-        )
+        return build_preset(data, str(path), args.settings, overrides, base=Path.cwd())
     return load_preset(resolve_preset_path(args.preset), args.settings, overrides)
 
 

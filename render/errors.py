@@ -77,8 +77,9 @@ def os_error_message(error: OSError) -> str:
 
 
 def name_file(error: OSError, path) -> OSError:
-    """`error` with `path` as its file where it names none (a write's errors name no file)."""
-    if error.filename is None:
+    """`error` with `path` as its file where it names none (a write's errors name no file);
+    an error of a message only (no errno) is left as it is."""
+    if error.filename is None and error.errno is not None:
         error.filename = str(path)
     return error
 

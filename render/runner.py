@@ -84,22 +84,37 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+# The signal a render was asked to stop by (SIGTERM, SIGHUP), raised as Terminated at the next
+# frame: raising in the handler itself could land anywhere, e.g. between creating a partial file
+# and recording it for the clean-up (the file would be left) or inside a lock.
+_stop_requested: list[int] = []
+
+
+def stop_if_requested() -> None:
+    """Raise Terminated where signals_interrupt's handler recorded a signal."""
+    if _stop_requested:
+        raise Terminated(_stop_requested[0])
+
+
 @contextlib.contextmanager
 def signals_interrupt():
-    """Within: SIGTERM and SIGHUP raise Terminated, as SIGINT raises KeyboardInterrupt (main
-    thread only; elsewhere nothing changes). The earlier handlers come back after."""
+    """Within: SIGTERM and SIGHUP stop a render as SIGINT does (main thread only; elsewhere
+    nothing changes): the handler records the signal and the frame loop raises Terminated at the
+    next frame, so that the same clean-up as Ctrl-C's runs. The earlier handlers come back after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def terminated(signum, frame):
-        raise Terminated(signum)
+        _stop_requested.append(signum)
 
     kinds = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
     earlier = {kind: signal.signal(kind, terminated) for kind in kinds}
     try:
         yield
+        stop_if_requested()  # a signal after the last frame: the render is complete, still say so
     finally:
+        _stop_requested.clear()
         for kind, handler in earlier.items():
             signal.signal(kind, handler)
 
@@ -364,6 +379,7 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
         total=run.frames, unit="frame", disable=options.quiet, leave=False, desc=label, dynamic_ncols=True
     ) as bar:
         for number in range(run.frames):
+            stop_if_requested()
             if all(job.error for job in jobs):
                 break
             steps = min(run.run.steps_per_frame, remaining)

@@ -2,8 +2,10 @@
 
 render/simulation.py builds the kernels' World from these maps.
 
-An image is decoded by Pillow and converted to 8-bit greyscale ("L": Pillow's integer formula;
-alpha is dropped, the first frame of an animation is used), then resized to the canvas by an
+An image is a regular file whose header (read first, nothing decoded) gives at most
+allowed_pixels(canvas) pixels. It is decoded by Pillow and converted to 8-bit greyscale ("L":
+Pillow's integer formula; alpha is dropped, the first frame of an animation is used; 16-bit and
+float grey by their range, grey_pixels), then resized to the canvas by an
 exact area average in integers (a box filter: each canvas cell is the mean of the source pixels
 it covers, weighted by the covered area, rounded half up), so a resized image is the same on
 every machine and every Pillow version. The maps built from it:
@@ -22,6 +24,7 @@ correctly rounded float64 operations in a fixed order, and exactly rounded float
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -30,6 +33,13 @@ import torch
 from PIL import Image, UnidentifiedImageError
 
 from physarum.kernels import exact
+from physarum.render.inputs import file_problem
+
+MAX_IMAGE_PIXELS = 1 << 26  # 8192 x 8192: no image has more pixels, on any canvas
+IMAGE_CANVAS_RATIO = 16  # an image may have 16 times the pixels of its canvas ...
+IMAGE_PIXELS_ANY_CANVAS = 1 << 22  # ... or 2048 x 2048, whichever is more (and at most MAX_IMAGE_PIXELS)
+WIDE_MODES = ("I;16", "I;16L", "I;16B", "I;16N")  # 16 bits of grey: 0..65535
+FLOAT_MODE = "F"  # 32-bit float grey: 0..1
 
 _DECODED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size) -> greyscale pixels
 _RESIZED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size, width, height) -> canvas pixels
@@ -44,30 +54,88 @@ def _remember(cache: dict, key: tuple, value: np.ndarray) -> np.ndarray:
 
 
 def _file_key(path: str) -> tuple:
-    """The cache key of an image file; ValueError with a clear message when it is no file."""
-    if not os.path.exists(path):
+    """The cache key of an image file; ValueError with a clear message when it is no regular
+    file (nothing is opened: a FIFO would block)."""
+    problem = file_problem(path)
+    if problem == "no such file":
         raise ValueError(f"no such image file: {path}")
-    if os.path.isdir(path):
+    if problem and problem.startswith("is a folder"):
         raise ValueError(f"{path} is a folder, not an image file")
+    if problem:
+        raise ValueError(f"{path} {problem}, not an image file")
     stat = os.stat(path)
     return (path, stat.st_mtime_ns, stat.st_size)
 
 
-def read_grey(path: str) -> np.ndarray:
-    """[H, W] uint8 greyscale pixels of an image file; ValueError naming the problem."""
-    key = _file_key(path)
-    if key in _DECODED:
-        return _DECODED[key]
+def allowed_pixels(width: int, height: int) -> int:
+    """The most pixels an image on a width x height canvas may have (docs/presets.md, "Limits")."""
+    return min(MAX_IMAGE_PIXELS, max(IMAGE_PIXELS_ANY_CANVAS, IMAGE_CANVAS_RATIO * width * height))
+
+
+def _opened(path: str):
+    """The image file opened by Pillow, which reads only its header; ValueError naming the problem."""
     try:
-        with Image.open(path) as image:
-            image.load()
-            if image.width == 0 or image.height == 0:
-                raise ValueError(f"{path} is an empty image ({image.width}x{image.height} pixels)")
-            grey = np.asarray(image.convert("L"), dtype=np.uint8).copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the size is checked here
+            return Image.open(path)
     except UnidentifiedImageError:
         raise ValueError(
             f"{path} is not an image file Pillow can read (PNG, JPEG, GIF, BMP, TIFF, WebP, ...)"
         ) from None
+    except Image.DecompressionBombError:
+        raise ValueError(
+            f"{path} has more than {MAX_IMAGE_PIXELS} pixels, the most an image may have"
+        ) from None
+    except (OSError, SyntaxError, ValueError) as error:
+        raise ValueError(f"{path}: the image cannot be decoded ({type(error).__name__}: {error})") from None
+
+
+def image_size(path: str, most: int = MAX_IMAGE_PIXELS) -> tuple[int, int]:
+    """(width, height) of an image file from its header, without decoding it; ValueError when it
+    is no image, is empty, has more than `most` pixels or pixels of a kind that is not read."""
+    _file_key(path)
+    with _opened(path) as image:
+        return _checked_header(path, image, most)
+
+
+def _checked_header(path: str, image, most: int) -> tuple[int, int]:
+    width, height = image.size
+    _check_pixels(path, width, height, most)
+    if image.mode.startswith("I") and image.mode not in WIDE_MODES:
+        raise ValueError(
+            f"{path} has 32-bit integer pixels (mode {image.mode}), which are not read: "
+            "save it with 8 or 16 bits of grey, or as 32-bit float in 0..1"
+        )
+    return width, height
+
+
+def _check_pixels(path: str, width: int, height: int, most: int) -> None:
+    if width == 0 or height == 0:
+        raise ValueError(f"{path} is an empty image ({width}x{height} pixels)")
+    if width * height > most:
+        allowed = (
+            "the most an image may have" if most == MAX_IMAGE_PIXELS else "the most allowed on this canvas"
+        )
+        raise ValueError(
+            f"{path} is {width}x{height} = {width * height} pixels; {allowed} is {most} "
+            f"({IMAGE_CANVAS_RATIO} times the canvas's pixels or {IMAGE_PIXELS_ANY_CANVAS}, whichever "
+            f"is more, at most {MAX_IMAGE_PIXELS}): shrink the image"
+        )
+
+
+def read_grey(path: str, most: int = MAX_IMAGE_PIXELS) -> np.ndarray:
+    """[H, W] uint8 greyscale pixels of an image file; ValueError naming the problem. The size
+    is checked on the header (at most `most` pixels) before anything is decoded."""
+    key = _file_key(path)
+    if key in _DECODED:
+        grey = _DECODED[key]
+        _check_pixels(path, grey.shape[1], grey.shape[0], most)
+        return grey
+    try:
+        with _opened(path) as image:
+            _checked_header(path, image, most)
+            image.load()
+            grey = grey_pixels(path, image)
     except ValueError:
         raise
     except (OSError, SyntaxError, Image.DecompressionBombError, MemoryError) as error:
@@ -75,6 +143,27 @@ def read_grey(path: str) -> np.ndarray:
     if grey.size == 0:
         raise ValueError(f"{path} is an empty image (0 pixels)")
     return _remember(_DECODED, key, grey)
+
+
+def grey_pixels(path: str, image) -> np.ndarray:
+    """[H, W] uint8 grey of a decoded image. 8-bit images, colour or grey, are converted by
+    Pillow's "L" formula (alpha dropped). 16-bit grey v becomes round-half-up(v * 255 / 65535),
+    in integers (so v * 257 gives back v exactly); 32-bit float grey in 0..1 becomes
+    round-half-up(v * 255) in float64; float values outside 0..1 are refused."""
+    if image.mode in WIDE_MODES:
+        wide = np.asarray(image).astype(np.int64)
+        return ((2 * 255 * wide + 65535) // (2 * 65535)).astype(np.uint8)
+    if image.mode == FLOAT_MODE:
+        values = np.asarray(image).astype(np.float64)
+        if not np.isfinite(values).all() or values.min() < 0 or values.max() > 1:
+            low, high = np.nanmin(values), np.nanmax(values)
+            raise ValueError(
+                f"{path} has float pixels from {low:g} to {high:g}"
+                f"{' and not-a-number ones' if np.isnan(values).any() else ''}; float images are read "
+                "as 0 (black) to 1 (white): scale it into 0..1 or save it with 8 or 16 bits"
+            )
+        return np.floor(values * 255 + 0.5).astype(np.uint8)
+    return np.asarray(image.convert("L"), dtype=np.uint8).copy()
 
 
 def _box_weights(source: int, target: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -114,7 +203,7 @@ def canvas_image(path: str, width: int, height: int) -> np.ndarray:
     key = (*_file_key(path), width, height)
     if key in _RESIZED:
         return _RESIZED[key]
-    return _remember(_RESIZED, key, box_resize(read_grey(path), width, height))
+    return _remember(_RESIZED, key, box_resize(read_grey(path, allowed_pixels(width, height)), width, height))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,8 +276,16 @@ def spawn_density(preset, s: int) -> torch.Tensor | None:
 
 def image_problems(preset) -> list[str]:
     """What a preset's images mean on its canvas that cannot work (the files themselves were
-    checked when the preset was read): walls everywhere, agent images without a bright cell."""
+    checked when the preset was read): walls everywhere, agent images without a bright cell.
+    Every image is decoded here first, on this canvas, within allowed_pixels."""
     problems = []
+    for where, path in preset_images(preset):
+        try:
+            canvas_image(path, preset.canvas.width, preset.canvas.height)
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+    if problems:
+        return problems
     try:
         wall = wall_cells(preset)
         if wall is not None and bool(wall.all()):
@@ -215,6 +312,21 @@ def image_problems(preset) -> list[str]:
     except ValueError as error:  # a file changed since it was read
         problems.append(str(error))
     return problems
+
+
+def preset_images(preset) -> list[tuple[str, str]]:
+    """(key path, file) of every image a preset names."""
+    world = preset.world
+    found = [
+        ("world.walls.path", world and world.walls and world.walls.path),
+        ("world.trail_image.path", world and world.trail_image and world.trail_image.path),
+        ("world.food.image.path", world and world.food and world.food.image and world.food.image.path),
+        ("agents.image", preset.agents.image),
+    ]
+    found += [
+        (f"species.{s}.agents.image", species.agents.image) for s, species in enumerate(preset.species or [])
+    ]
+    return [(where, path) for where, path in found if path]
 
 
 # ---------------------------------------------------------------------------------------------

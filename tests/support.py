@@ -5,9 +5,13 @@ live in conftest.py; plain helpers here, imported as `from support import ...`."
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import os
 import random
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -307,3 +311,17 @@ def world_case(name: str, boundary: str):
 WORLD_CASES = [
     (name, boundary) for name in ("plain", "walls", "species2", "species3") for boundary in api.BOUNDARIES
 ]
+
+
+def fifo(path: Path, unblock_after: float = 3.0) -> Path:
+    """A FIFO at `path`. A thread opens and closes its writing end after `unblock_after` s, so
+    that code which opens the FIFO to read returns (with no data) instead of hanging the tests."""
+    os.mkfifo(path)
+
+    def unblock():
+        time.sleep(unblock_after)
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY))
+
+    threading.Thread(target=unblock, daemon=True).start()
+    return path

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import pathlib
 import shutil
 import subprocess
@@ -18,7 +19,17 @@ from physarum.kernels import get_backend
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
 from physarum.render.simulation import batch_key
-from support import ROOT, TWO_SPECIES, WORLD, render_tiny, tiny_data, world_data, write_preset, write_sweep
+from support import (
+    ROOT,
+    TWO_SPECIES,
+    WORLD,
+    fifo,
+    render_tiny,
+    tiny_data,
+    world_data,
+    write_preset,
+    write_sweep,
+)
 
 
 @pytest.mark.parametrize("fmt", ["gif", "mp4", "png", "json"])
@@ -345,3 +356,38 @@ def test_memory_that_runs_out_after_the_check_is_one_message(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert err.startswith("error: out of memory while running (after the memory check passed)")
     assert len(err.strip().splitlines()) == 1 and _no_files(out)
+
+
+@pytest.mark.parametrize(
+    ("embedded", "says"),
+    [
+        ("name: [x\n", "malformed YAML at line 2"),
+        ("name: !!python/object/apply:os.system [true]\n", "YAML tag not allowed at line 1"),
+        ("name: x\nmodel: " + "[" * 500 + "]" * 500 + "\n", "nested more than 64 levels deep"),
+        ("name: x\nname: y\n", "key 'name' given twice (lines 1 and 2)"),
+        (5, "a preset is YAML text, got int 5"),
+        (["name: x"], "a preset is YAML text, got list ['name: x']"),
+    ],
+)
+def test_from_a_file_whose_embedded_preset_is_bad_is_one_message(tmp_path, capsys, embedded, says):
+    sidecar = tmp_path / "bad.json"
+    sidecar.write_text(json.dumps({"preset_yaml": embedded}))
+    assert main(["render", "--from", str(sidecar), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {sidecar} (its embedded preset): ") and says in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_from_a_fifo_or_a_folder_is_one_message(tmp_path, capsys):
+    for path, kind in ((fifo(tmp_path / "out.png"), "a FIFO (named pipe)"), (tmp_path, "a folder")):
+        assert main(["render", "--from", str(path), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+        assert capsys.readouterr().err == f"error: {path}: is {kind}, not a regular file\n"
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_command_refuses_a_deep_or_aliased_preset_with_exit_2(tmp_path, capsys):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("name: deep\nmodel: " + "{a: " * 500 + "1" + "}" * 500 + "\n")
+    assert main(["validate", str(deep)]) == 2
+    assert "nested more than 64 levels deep" in capsys.readouterr().err

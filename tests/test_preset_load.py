@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from physarum.render.preset import PresetError, load_preset
-from support import CURATED, ROOT, TWO_SPECIES, problems_of, tiny_data
+from support import CURATED, ROOT, TWO_SPECIES, fifo, problems_of, tiny_data
 
 
 def test_precedence_file_then_set_then_flags(write_yaml):
@@ -99,3 +100,43 @@ def test_curated_presets_validate(path: Path):
     preset = load_preset(path)
     assert preset.name == path.stem
     assert preset.description and len(preset.description.splitlines()) == 1
+
+
+def test_a_fifo_is_refused_without_opening_it(tmp_path):
+    with pytest.raises(PresetError) as caught:
+        load_preset(fifo(tmp_path / "preset.yaml"))
+    assert caught.value.problems == [
+        f"{tmp_path / 'preset.yaml'}: is a FIFO (named pipe), not a regular file"
+    ]
+
+
+def test_a_huge_preset_file_is_refused_on_its_size(write_yaml):
+    path = write_yaml("# padding\n" * 5_000_000)  # 50 MB
+    start = time.perf_counter()
+    with pytest.raises(PresetError, match=r"preset.yaml: is 50000000 bytes; at most 1048576 bytes are read"):
+        load_preset(path)
+    assert time.perf_counter() - start < 1
+
+
+def test_duplicate_keys_and_nested_aliases_in_a_preset_file(write_yaml):
+    path = write_yaml(yaml.safe_dump(tiny_data()) + "seed: 9\n")
+    with pytest.raises(PresetError, match=r"key 'seed' given twice \(lines \d+ and \d+\)"):
+        load_preset(path)
+    bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+    )
+    with pytest.raises(PresetError, match="more than 100000 values"):
+        load_preset(write_yaml(bomb))
+
+
+def test_exponent_floats_are_read_as_numbers_in_files_and_set(write_yaml):
+    path = write_yaml(yaml.safe_dump(tiny_data()).replace("decay: 0.1", "decay: 5e-2"))
+    preset = load_preset(path, ["model.deposit=1e3", "model.turn_angle=2E1"])
+    assert (preset.model.decay, preset.model.deposit, preset.model.turn_angle) == (0.05, 1000.0, 20.0)
+
+
+def test_deep_nesting_in_a_preset_is_one_message(write_yaml):
+    with pytest.raises(PresetError, match="nested more than 64 levels deep"):
+        load_preset(write_yaml("name: x\nmodel: " + "[" * 500 + "]" * 500 + "\n"))
+    with pytest.raises(PresetError, match="nested more than 64 levels deep"):
+        load_preset(write_yaml(yaml.safe_dump(tiny_data())), ["model.decay=" + "[" * 500 + "]" * 500])

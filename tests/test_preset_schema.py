@@ -12,7 +12,7 @@ from physarum.render.preset import build_preset
 from support import problems_of, tiny_data
 
 
-@pytest.mark.parametrize("name", ["../escape", "a/b", "UPPER", "", ".hidden", "x" * 65])
+@pytest.mark.parametrize("name", ["../escape", "a/b", "UPPER", "", ".hidden", "x" * 65, "veins\n"])
 def test_names_that_would_leave_the_output_folder(name):
     problems = problems_of(tiny_data(name=name))
     assert len(problems) == 1 and problems[0].startswith("p.yaml: name: names become file names")

@@ -56,3 +56,23 @@ def test_each_output_format_once():
         "p.yaml: output.formats: lists gif and png more than once; name each format once, "
         "e.g. ['gif', 'mp4', 'png'] (got ['gif', 'gif', 'mp4', 'png', 'png'])"
     ]
+
+
+@pytest.mark.parametrize("high", [0.5, 0.2])
+def test_levels_high_must_be_above_low(high):
+    problems = problems_of(tiny_data(palette={"levels": {"low": 0.5, "high": high}}))
+    assert problems == [
+        f"p.yaml: palette.levels: high must be greater than low, or auto (got high: {high!r}, low: 0.5) "
+        f"(got {{'low': 0.5, 'high': {high!r}}})"
+    ]
+    assert (
+        build_preset(tiny_data(palette={"levels": {"low": 0.5, "high": 0.6}}), "p").palette.levels.high == 0.6
+    )
+
+
+def test_a_long_bad_value_is_quoted_in_short():
+    (problem,) = problems_of(tiny_data(model={"deposit": "x" * 100_000}))
+    assert problem.startswith("p.yaml: model.deposit: Input should be a valid number (got 'xxx")
+    assert problem.endswith("...)") and len(problem) < 200
+    (problem,) = problems_of(tiny_data(palette={"names": ["y" * 100_000]}))
+    assert len(problem) < 1000

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import yaml
 
 from physarum.render import sweep as sweeps
 from physarum.render.cli import main
+from physarum.render.preset import PresetError
 from support import SWEEP_BASE, expand_inline, write_sweep
 
 
@@ -113,3 +115,17 @@ def test_every_invalid_job_is_reported_at_once_with_its_values(tmp_path, capsys)
     assert "s-0005 (model.sensor_angle=300, model.decay=1.5)" in err
     assert "5 of 6 jobs are invalid; nothing was rendered" in err
     assert not out.exists()
+
+
+def test_jobs_that_resolve_to_the_same_preset_are_refused_naming_both():
+    with pytest.raises(PresetError) as caught:
+        expand_inline({"grid": {"model.decay": [0.05, 0.1, 0.05], "model.deposit": [2, 2.0]}})
+    problems = caught.value.problems
+    assert problems[0] == (
+        "s.yaml: jobs s-0000 (model.decay=0.05, model.deposit=2) and s-0001 (model.decay=0.05, "
+        "model.deposit=2) resolve to the same preset; each job once"
+    )
+    assert len(problems) == 4  # 6 jobs, 2 distinct: one problem for each of the 4 repeats
+    base_decay = SWEEP_BASE["model"]["decay"]
+    with pytest.raises(PresetError, match="s-0000 .* and s-0001 .* resolve to the same preset"):
+        expand_inline({"zip": {"model.decay": [base_decay, base_decay]}})

@@ -14,10 +14,10 @@ from physarum.render.preset.load import (
     apply_setting,
     build_preset,
     load_preset,
-    parse_yaml,
     read_preset_file,
     set_dotted,
 )
+from physarum.render.preset.safe_yaml import parse_yaml
 from physarum.render.preset.schema import Preset, key_annotation, key_problem, section_at
 from physarum.render.preset.sections import (
     DEFAULT_AGENTS,

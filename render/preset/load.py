@@ -13,11 +13,12 @@ import math
 from fractions import Fraction
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from physarum.kernels.api import MAX_DISTANCE
 from physarum.render.errors import PresetError, did_you_mean
+from physarum.render.inputs import excerpt, read_text, shorten
+from physarum.render.preset.safe_yaml import parse_yaml
 from physarum.render.preset.schema import Preset, section_at
 from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
 from physarum.render.world import image_problems
@@ -25,16 +26,16 @@ from physarum.render.world import image_problems
 
 def _describe(error: dict) -> str:
     loc = tuple(error["loc"])
-    path = ".".join(str(part) for part in loc) or "(top level)"
+    path = ".".join(shorten(str(part)) for part in loc) or "(top level)"
     if error["type"] == "extra_forbidden":
         section = section_at(loc[:-1])
         allowed = list(section.model_fields) if section else []
-        hint = did_you_mean(loc[-1], allowed)
+        hint = did_you_mean(shorten(str(loc[-1])), allowed)
         return f"{path}: unknown key; {hint}allowed here: {', '.join(allowed)}"
     message = error["msg"].removeprefix("Value error, ")
     if isinstance(error.get("input"), float) and not math.isfinite(error["input"]):
         message = "must be a finite number"
-    return f"{path}: {message} (got {error.get('input')!r})"
+    return f"{path}: {message} (got {excerpt(error.get('input'))})"
 
 
 def _relations(preset: Preset) -> list[str]:
@@ -108,7 +109,7 @@ def _interaction_problems(preset: Preset) -> list[str]:
     if preset.species is None:
         return [
             f"interaction: needs a species list (one row and column per species) "
-            f"(got {matrix!r} without species)"
+            f"(got {excerpt(matrix)} without species)"
         ]
     species = preset.species_count
     rows, columns = len(matrix), sorted({len(row) for row in matrix})
@@ -120,7 +121,7 @@ def _interaction_problems(preset: Preset) -> list[str]:
         )
         return [
             f"interaction: must be {species} x {species} (one row and column per species), "
-            f"found {found} (got {matrix!r})"
+            f"found {found} (got {excerpt(matrix)})"
         ]
     problems = []
     for s, row in enumerate(matrix):
@@ -130,45 +131,22 @@ def _interaction_problems(preset: Preset) -> list[str]:
     if species == 1 and matrix != [[1.0]]:
         problems.append(
             f"interaction: one species senses its own trail as it is: [[1]] or no "
-            f"interaction (got {matrix!r})"
+            f"interaction (got {excerpt(matrix)})"
         )
     return problems
 
 
-def parse_yaml(text: str, source: str) -> dict:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.constructor.ConstructorError as error:
-        where = f" at line {error.problem_mark.line + 1}" if error.problem_mark else ""
-        raise PresetError(
-            [
-                f"{source}: YAML tag not allowed{where}: {error.problem}; presets are "
-                "plain data (mappings, lists, numbers, strings)"
-            ]
-        ) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise PresetError([f"{source}: malformed YAML{where}: {problem}"]) from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise PresetError([f"{source}: a preset is a mapping of keys to values, got {type(data).__name__}"])
-    return data
-
-
 def read_preset_file(path: str | Path) -> dict:
-    """The raw mapping of a YAML preset file (not yet validated)."""
+    """The raw mapping of a YAML preset (or sweep) file, not yet validated: a regular file of at
+    most MAX_TEXT_BYTES (inputs.read_text), read by the safe loader (safe_yaml.parse_yaml)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PresetError([f"{path}: no such preset file"]) from None
-    except IsADirectoryError:
-        raise PresetError([f"{path}: is a folder, not a preset file"]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise PresetError([f"{path}: cannot read preset: {error}"]) from None
+        text = read_text(path)
+    except ValueError as error:
+        problem = str(error)
+        if problem == "no such file":
+            problem = "no such preset file"
+        raise PresetError([f"{path}: {problem}"]) from None
     return parse_yaml(text, str(path))
 
 
@@ -181,7 +159,7 @@ def set_dotted(data: dict, key: str, value) -> None:
         if node.get(part) is None:
             node[part] = {}
         if not isinstance(node[part], dict):
-            raise ValueError(f"{part!r} is not a section")
+            raise ValueError(f"{excerpt(part)} is not a section")
         node = node[part]
     node[last] = copy.deepcopy(value)
 
@@ -190,12 +168,12 @@ def apply_setting(data: dict, setting: str) -> None:
     """Apply one `key.path=value` override in place; the value is parsed as YAML."""
     key, sep, raw = setting.partition("=")
     if not sep or not key.strip():
-        raise PresetError([f"--set {setting!r}: expected key.path=value, e.g. model.decay=0.05"])
-    value = parse_yaml(f"v: {raw}", f"--set {key}")["v"] if raw.strip() else None
+        raise PresetError([f"--set {excerpt(setting)}: expected key.path=value, e.g. model.decay=0.05"])
+    value = parse_yaml(f"v: {raw}", f"--set {shorten(key)}")["v"] if raw.strip() else None
     try:
         set_dotted(data, key.strip(), value)
     except ValueError as error:
-        raise PresetError([f"--set {key}: {error}"]) from None
+        raise PresetError([f"--set {shorten(key)}: {error}"]) from None
 
 
 def build_preset(

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, field_validator, model_serializer, model_
 from physarum.kernels.api import MAX_SPECIES, ModelParams
 from physarum.kernels.spawn import species_seed
 from physarum.render.errors import did_you_mean
+from physarum.render.inputs import excerpt, shorten
 from physarum.render.preset.sections import (
     NAME_PATTERN,
     REFERENCE_SIDE,
@@ -74,7 +75,7 @@ class Preset(Section):
     @field_validator("name")
     @classmethod
     def _file_safe_name(cls, name: str) -> str:
-        if not NAME_PATTERN.match(name):
+        if not NAME_PATTERN.fullmatch(name):
             raise ValueError(
                 "names become file names: 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit"
             )
@@ -183,7 +184,7 @@ def key_problem(key: str) -> str | None:
         fields = model.model_fields
         if part not in fields:
             where = ".".join(parts[:depth]) or "a preset"
-            return f"unknown key {part!r} in {where}; {did_you_mean(part, fields)}allowed there: {', '.join(fields)}"
+            return f"unknown key {excerpt(part)} in {where}; {did_you_mean(shorten(part), fields)}allowed there: {', '.join(fields)}"
         if depth < len(parts) - 1:
             model = section_type(fields[part].annotation)  # a section, or an optional one (world)
             if not (isinstance(model, type) and issubclass(model, BaseModel)):

@@ -27,10 +27,11 @@ from pydantic import (
 
 from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE
 from physarum.render.errors import did_you_mean
+from physarum.render.inputs import excerpt, shorten
 from physarum.render.palette import PALETTES, parse_hex
-from physarum.render.world import read_grey
+from physarum.render.world import image_size
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # of the whole name: NAME_PATTERN.fullmatch
 FORMATS = ("gif", "mp4", "png")
 MAX_AGENTS = 1 << 28
 REFERENCE_SIDE = 512  # the short side at which short_side units give `diffuse` as written
@@ -70,7 +71,8 @@ def portable(node, cwd: Path):
 
 def image_path(path: str, info: ValidationInfo) -> str:
     """An image path made absolute: relative paths are relative to the preset file's folder
-    (the validation context's `base`). Outputs embed it through Preset.portable_dump."""
+    (the validation context's `base`). Outputs embed it through Preset.portable_dump. Only the
+    header is read here; world.image_problems decodes it once the canvas is known."""
     if not path.strip():
         raise ValueError("an image file path is required")
     base = (info.context or {}).get("base")
@@ -78,7 +80,7 @@ def image_path(path: str, info: ValidationInfo) -> str:
     if not resolved.is_absolute():
         resolved = Path(base or ".") / resolved
     resolved = os.path.abspath(resolved)  # '..' collapsed, as the shell would show it
-    read_grey(resolved)  # raises ValueError naming the problem
+    image_size(resolved)  # its header only: ValueError naming the problem; decoded on the canvas later
     return resolved
 
 
@@ -186,6 +188,14 @@ class Levels(Section):
         0.99, gt=0, le=1, description="with high: auto, the trail quantile shown at full brightness"
     )
 
+    @model_validator(mode="after")
+    def _high_above_low(self) -> Levels:
+        if self.high != "auto" and self.high <= self.low:
+            raise ValueError(
+                f"high must be greater than low, or auto (got high: {self.high!r}, low: {self.low!r})"
+            )
+        return self
+
 
 PaletteEntry = str | list[str]
 
@@ -206,10 +216,10 @@ class Palette(Section):
 
 def check_palette_entry(entry: PaletteEntry) -> PaletteEntry:
     if isinstance(entry, str) and entry not in PALETTES:
-        close = did_you_mean(entry, PALETTES).strip()
+        close = did_you_mean(shorten(entry), PALETTES).strip()
         hint = f" ({close})" if close else ""
         raise ValueError(
-            f"unknown palette {entry!r}{hint}; named palettes: "
+            f"unknown palette {excerpt(entry)}{hint}; named palettes: "
             f"{', '.join(sorted(PALETTES))}, or a list of 2 to 256 hex colours"
         )
     if isinstance(entry, list):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
+import json
 import math
 import random
 import re
@@ -98,7 +99,30 @@ def expand_sweep(data: dict, source: str, base_dir: Path = Path("."), default_na
         raise PresetError(
             job_problems + [f"{source}: {bad} of {total} jobs are invalid; nothing was rendered"]
         )
+    repeated = _repeated_jobs(jobs)
+    if repeated:
+        raise PresetError([f"{source}: {problem}" for problem in repeated])
     return Sweep(name, source, jobs, sections.description)
+
+
+def _repeated_jobs(jobs: list[Job]) -> list[str]:
+    """A problem for every job whose resolved preset, its name aside, is an earlier job's: it
+    would render the same files twice (a value listed twice, a random draw that repeats)."""
+    first: dict[str, Job] = {}
+    problems = []
+    for job in jobs:
+        resolved = job.preset.model_dump(mode="json")
+        resolved.pop("name")
+        key = json.dumps(resolved, sort_keys=True)
+        if key in first:
+            earlier = first[key]
+            problems.append(
+                f"jobs {earlier.name} ({format_params(earlier.params)}) and {job.name} "
+                f"({format_params(job.params)}) resolve to the same preset; each job once"
+            )
+        else:
+            first[key] = job
+    return problems
 
 
 def _read_base(base: str | dict, base_dir: Path, problems: list[str]) -> tuple[dict | None, Path]:

@@ -37,6 +37,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from physarum.render.errors import did_you_mean
+from physarum.render.inputs import excerpt, shorten
 from physarum.render.preset import NAME_PATTERN, key_annotation, key_problem
 
 MAX_JOBS = 100_000
@@ -245,13 +246,13 @@ _SECTIONS = {(): SweepFile, ("random",): Random}  # where an unknown key can be,
 def _describe(error: dict) -> str:
     """One pydantic error as 'key.path: what is allowed (got the bad value)'."""
     loc = error["loc"]
-    path = ".".join(str(part) for part in loc)
+    path = ".".join(shorten(str(part)) for part in loc)
     if loc and loc[-1] == "[key]":  # a swept key: the path names it
-        return f"{'.'.join(str(part) for part in loc[:-1])}: {error['msg']}"
+        return f"{'.'.join(shorten(str(part)) for part in loc[:-1])}: {error['msg']}"
     if error["type"] == "extra_forbidden":
         keys = list(_SECTIONS[loc[:-1]].model_fields)
-        return f"{path}: unknown key; {did_you_mean(loc[-1], keys)}allowed: {', '.join(keys)}"
-    got = (error.get("ctx") or {}).get("got") or repr(error.get("input"))
+        return f"{path}: unknown key; {did_you_mean(shorten(str(loc[-1])), keys)}allowed: {', '.join(keys)}"
+    got = (error.get("ctx") or {}).get("got") or excerpt(error.get("input"))
     return f"{path}: {error['msg']} (got {got})"
 
 
@@ -292,15 +293,15 @@ def relation_problems(sections: SweepFile, name: str) -> list[str]:
             if math.ceil(lo) > math.floor(hi):
                 problems.append(
                     f"random.params.{key}: {key} takes whole numbers and there is none in [{lo}, {hi}] "
-                    f"(got {distribution.model_dump()!r})"
+                    f"(got {excerpt(distribution.model_dump())})"
                 )
     total = sections.job_count
     digits = index_digits(total)
     # A job's name, <name>-<digits>, is a preset name: at most 64 characters (NAME_PATTERN).
-    if not NAME_PATTERN.match(name) or len(name) > 63 - digits:
+    if not NAME_PATTERN.fullmatch(name) or len(name) > 63 - digits:
         problems.append(
             f"name: a sweep's jobs are named <name>-{'N' * digits}: 1 to {63 - digits} of {NAME_RULE} "
-            f"(got {name!r})"
+            f"(got {excerpt(name)})"
         )
     if total > MAX_JOBS:
         problems.append(f"the sweep expands to {total} jobs; at most {MAX_JOBS} are allowed")
