@@ -18,11 +18,12 @@ from physarum.render.catalog import preset_files, resolve_preset_path, resolve_s
 from physarum.render.encode import read_embedded
 from physarum.render.errors import RenderError, machine_problem, printable
 from physarum.render.inputs import file_problem, shorten
+from physarum.render.interrupts import Terminated, signals_interrupt
 from physarum.render.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
 from physarum.render.preset import Preset, PresetError, build_preset, load_preset, parse_yaml
 from physarum.render.profile import profile_preset
 from physarum.render.provenance import version, version_note
-from physarum.render.runner import RenderOptions, Terminated, output_paths, render, signals_interrupt
+from physarum.render.runner import RenderOptions, output_paths, render
 from physarum.render.stats import StatsRecorder
 
 EXIT_USAGE = 2

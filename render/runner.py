@@ -10,10 +10,7 @@ earlier files of their names all at once, or (when one fails) none does (docs/sa
 
 from __future__ import annotations
 
-import contextlib
 import glob
-import signal
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +35,7 @@ from physarum.render.frames import (
     FramePipeline,
     open_workers,
 )
+from physarum.render.interrupts import stop_if_requested
 from physarum.render.machine import (
     check_memory,
     device_name,
@@ -73,50 +71,6 @@ def check_formats(preset: Preset) -> list[str]:
                 )
             )
     return notes
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during a render, raised in the main thread like Ctrl-C's
-    KeyboardInterrupt so that the same clean-up runs (no partial file is left)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-# The signal a render was asked to stop by (SIGTERM, SIGHUP), raised as Terminated at the next
-# frame: raising in the handler itself could land anywhere, e.g. between creating a partial file
-# and recording it for the clean-up (the file would be left) or inside a lock.
-_stop_requested: list[int] = []
-
-
-def stop_if_requested() -> None:
-    """Raise Terminated where signals_interrupt's handler recorded a signal."""
-    if _stop_requested:
-        raise Terminated(_stop_requested[0])
-
-
-@contextlib.contextmanager
-def signals_interrupt():
-    """Within: SIGTERM and SIGHUP stop a render as SIGINT does (main thread only; elsewhere
-    nothing changes): the handler records the signal and the frame loop raises Terminated at the
-    next frame, so that the same clean-up as Ctrl-C's runs. The earlier handlers come back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminated(signum, frame):
-        _stop_requested.append(signum)
-
-    kinds = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    earlier = {kind: signal.signal(kind, terminated) for kind in kinds}
-    try:
-        yield
-        stop_if_requested()  # a signal after the last frame: the render is complete, still say so
-    finally:
-        _stop_requested.clear()
-        for kind, handler in earlier.items():
-            signal.signal(kind, handler)
 
 
 # ---------------------------------------------------------------------------------------------
