@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from physarum.render.errors import RenderError, printable
+from physarum.render.files import remove_stale_parts
 from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
 from physarum.render.sweep.expand import Sweep
 from physarum.render.sweep.gallery import write_gallery
@@ -73,26 +73,13 @@ class SweepLock:
         self.file.close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 def _remove_stale_parts(sweep_dir: Path) -> None:
     """Temporary files of a killed run: every one in the job folders (the lock says no other run
     is writing here), and in the sweep folder itself (the gallery's page and contact sheet,
     .NAME.PID.part) those whose process is dead."""
     for part in sweep_dir.glob("*/.*.part"):
         part.unlink(missing_ok=True)
-    for part in sweep_dir.glob(".*.part"):
-        pid = part.name.rsplit(".", 2)[-2]
-        if not pid.isdigit() or not _alive(int(pid)):
-            part.unlink(missing_ok=True)
+    remove_stale_parts(sweep_dir, "*")
 
 
 def run_sweep(
