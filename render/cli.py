@@ -22,7 +22,7 @@ from physarum.render.interrupts import Terminated, signals_interrupt
 from physarum.render.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
 from physarum.render.preset import Preset, PresetError, build_preset, load_preset, parse_yaml
 from physarum.render.profile import profile_preset
-from physarum.render.provenance import version, version_note
+from physarum.render.provenance import confinement_problems, version, version_note
 from physarum.render.runner import RenderOptions, output_paths, render
 from physarum.render.stats import StatsRecorder
 
@@ -196,7 +196,11 @@ def _load_for_render(args) -> Preset:
         note = version_note(text, str(path))
         if note:
             print(f"note: {note}", file=sys.stderr)
-        # embedded image paths are absolute, or relative to the working directory (portable_dump)
+        # embedded image paths are relative to the working directory (portable_dump), confined
+        named = {setting.partition("=")[0].strip() for setting in args.settings}  # the user's own
+        problems = confinement_problems(data, str(path), Path.cwd(), named) if isinstance(data, dict) else []
+        if problems:
+            raise PresetError(problems)
         return build_preset(data, str(path), args.settings, overrides, base=Path.cwd())
     return load_preset(resolve_preset_path(args.preset), args.settings, overrides)
 

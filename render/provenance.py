@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from physarum.render import __version__
+from physarum.render.catalog import PRESETS
+from physarum.render.inputs import excerpt
 from physarum.render.preset import Preset
 
 OUTPUT_VERSION = 2
@@ -75,3 +78,57 @@ def version_note(text: str, source: str) -> str | None:
         f"{version()} renders output version {OUTPUT_VERSION}, which differs ({changes}): "
         f"physarum {release} reproduces the file byte for byte"
     )
+
+
+IMAGE_KEYS = ("path", "image")  # the keys whose values name image files (trail, walls, food, spawns)
+
+
+def confinement_problems(data, source: str, cwd: Path, overridden: set[str] = frozenset()) -> list[str]:
+    """Why the image paths of a preset carried by a shared file may not be read: a shared file
+    may read only images under the folder it is rendered from (relative paths without '..',
+    '~' or a link leading out), or the images that ship with physarum. Absolute and escaping
+    paths are refused, so that a stranger's file cannot copy a local file into the outputs.
+    Keys in `overridden` (the user's own --set) are the user's to name and are not checked."""
+    shipped = PRESETS.folder()
+    problems = []
+    for key, value in _image_paths(data, ""):
+        if key in overridden:
+            continue
+        path = Path(value)
+        if path.is_absolute():
+            inside = _under(path, shipped)
+            why = None if inside else "is an absolute path"
+        elif value.startswith("~") or ".." in path.parts:
+            why = "leads out of the working folder"
+        else:
+            why = None if _under(cwd / path, cwd) else "leads out of the working folder (through a link)"
+        if why:
+            problems.append(
+                f"{source}: {key}: the image path {excerpt(value)} {why}; a shared file may read only "
+                f"images under the folder it is rendered from ({cwd}) or those that ship with "
+                "physarum: copy the image there and name it by a relative path (--set "
+                f"{key}=FILE), or render from a preset file you trust"
+            )
+    return problems
+
+
+def _image_paths(node, where: str):
+    """(dotted key, value) of every string under an image key, at any depth."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            here = f"{where}.{key}" if where else str(key)
+            if key in IMAGE_KEYS and isinstance(value, str):
+                yield here, value
+            else:
+                yield from _image_paths(value, here)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _image_paths(value, f"{where}.{index}")
+
+
+def _under(path: Path, folder: Path) -> bool:
+    """Whether `path`, links resolved, lies inside `folder` (links resolved)."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False

@@ -124,18 +124,29 @@ def test_a_closed_pipe_is_not_a_traceback():
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
 
 
-def test_render_from_a_world_output_reproduces_it(images, monkeypatch):
+def test_render_from_a_world_output_reproduces_it(images, monkeypatch, capsys):
+    """From the folder its images lie under, a world output renders again byte for byte (it
+    names them relative to that folder); from elsewhere its absolute paths are refused
+    (docs/safety.md, "What render --from reads")."""
     path = write_preset(images, world_data())
+    monkeypatch.chdir(images)
     assert main(["render", str(path), "--out", str(images / "a"), "--quiet", "--backend", "torch"]) == 0
-    monkeypatch.chdir(images / "folder.png")  # --from elsewhere: the outputs carry absolute paths
     original = images / "a" / "world" / "world-s3.gif"
-    assert (
-        main(["render", "--from", str(original), "--out", str(images / "b"), "--quiet", "--backend", "torch"])
-        == 0
-    )
+    command = ["render", "--from", str(original), "--out", str(images / "b"), "--quiet", "--backend", "torch"]
+    assert main(command) == 0
     for fmt in ("gif", "mp4", "png"):
         name = f"world-s3.{fmt}"
         assert (images / "a" / "world" / name).read_bytes() == (images / "b" / "world" / name).read_bytes()
+    monkeypatch.chdir(images / "folder.png")  # elsewhere: the output names its images by absolute path
+    elsewhere = images / "c"
+    assert main(["render", str(path), "--out", str(elsewhere), "--quiet", "--backend", "torch"]) == 0
+    capsys.readouterr()
+    shared = elsewhere / "world" / "world-s3.gif"
+    assert (
+        main(["render", "--from", str(shared), "--out", str(images / "d"), "--quiet", "--backend", "torch"])
+        == 2
+    )
+    assert "is an absolute path; a shared file may read only images" in capsys.readouterr().err
 
 
 def test_stats_use_species_0_and_sensitivity_refuses_worlds(images, capsys):

@@ -1,0 +1,79 @@
+"""A shared file reads only the images it may: under the folder it is rendered from, or those that
+ship with physarum; absolute and escaping image paths in a carried preset are refused."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from physarum.render.catalog import PRESETS
+from physarum.render.cli import main
+from physarum.render.preset import build_preset
+from physarum.render.provenance import embedded_text
+from support import tiny_data
+
+
+def shared_file(folder, walls_path: str):
+    """A sidecar as a stranger could craft it: a tiny world preset whose walls image is walls_path."""
+    preset = build_preset(tiny_data(name="shared"), "p.yaml")
+    text = embedded_text(preset)  # tiny has no world section: one is added
+    text = text.rstrip("\n") + f"\nworld:\n  walls:\n    path: {json.dumps(walls_path)}\n"
+    path = folder / "shared.json"
+    path.write_text(json.dumps({"preset_yaml": text}))
+    return path
+
+
+@pytest.fixture
+def private_image(tmp_path):
+    """An image outside the folder the render runs from (a stranger must not read it)."""
+    secret = tmp_path / "private" / "secret.png"
+    secret.parent.mkdir()
+    pixels = np.zeros((32, 48), np.uint8)
+    pixels[:, :8] = 255
+    Image.fromarray(pixels, "L").save(secret)
+    return secret
+
+
+def render_from(path, out, *extra) -> int:
+    return main(["render", "--from", str(path), "--out", str(out), "--quiet", "--backend", "torch", *extra])
+
+
+@pytest.mark.parametrize("kind", ["absolute", "parent", "home", "link"])
+def test_a_shared_file_cannot_read_an_image_outside_the_folder(
+    kind, tmp_path, private_image, monkeypatch, capsys
+):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    if kind == "link":
+        os.symlink(private_image, here / "innocent.png")
+    walls = {
+        "absolute": str(private_image),
+        "parent": "../private/secret.png",
+        "home": "~/secret.png",
+        "link": "innocent.png",
+    }[kind]
+    assert render_from(shared_file(here, walls), here / "out") == 2
+    err = capsys.readouterr().err
+    assert "world.walls.path: the image path" in err and "a shared file may read only images" in err
+    assert "Traceback" not in err and not (here / "out").exists()
+
+
+def test_images_under_the_folder_the_users_own_set_and_shipped_images_are_read(
+    tmp_path, private_image, monkeypatch
+):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    (here / "walls.png").write_bytes(private_image.read_bytes())
+    assert render_from(shared_file(here, "walls.png"), here / "a") == 0
+    crafted = shared_file(here, str(private_image))
+    assert (
+        render_from(crafted, here / "b", "--set", f"world.walls.path={private_image}") == 0
+    )  # named by the user
+    shipped = PRESETS.folder() / "images" / "maze.png"
+    assert render_from(shared_file(here, str(shipped)), here / "c") == 0
