@@ -177,21 +177,7 @@ def bench_config(
         except (torch.OutOfMemoryError, RuntimeError) as error:
             log(f"{config.name} {name}: skipped ({type(error).__name__}: {str(error).splitlines()[0]})")
             continue
-        rows.append(
-            {
-                "config": config.name,
-                "implementation": name,
-                "batch": config.batch,
-                "agents": config.agents,
-                "width": config.width,
-                "height": config.height,
-                "ms_per_step": seconds * 1e3,
-                "agent_steps_per_s": config.agent_steps / seconds,
-                "launches_per_step": launches,
-                "achieved_gb_per_s": config.floor_bytes() / seconds / 1e9,
-                "ratio_to_floor": seconds / floor,
-            }
-        )
+        rows.append(_row(config, name, seconds, launches, floor))
         log(
             f"{config.name:>3} {name:<14} {seconds * 1e3:9.3f} ms/step  "
             f"{config.agent_steps / seconds:10.3e} agent-steps/s  x{seconds / floor:6.2f} floor  "
@@ -225,16 +211,21 @@ def _one_after_another(
         f"{config.name:>3} {'triton 1-by-1':<14} {seconds * 1e3:9.3f} ms/step  "
         f"{config.agent_steps / seconds:10.3e} agent-steps/s  x{seconds / floor:6.2f} floor"
     )
+    return _row(config, "triton, one after another", seconds, 2.0 * config.batch, floor)
+
+
+def _row(config: Config, name: str, seconds: float, launches: float | None, floor: float) -> dict:
+    """One implementation's result on one configuration, as the JSON stores it."""
     return {
         "config": config.name,
-        "implementation": "triton, one after another",
+        "implementation": name,
         "batch": config.batch,
         "agents": config.agents,
         "width": config.width,
         "height": config.height,
         "ms_per_step": seconds * 1e3,
         "agent_steps_per_s": config.agent_steps / seconds,
-        "launches_per_step": 2.0 * config.batch,
+        "launches_per_step": launches,
         "achieved_gb_per_s": config.floor_bytes() / seconds / 1e9,
         "ratio_to_floor": seconds / floor,
     }

@@ -22,6 +22,7 @@ from physarum.render import __version__
 from physarum.render.catalog import PRESETS
 from physarum.render.inputs import excerpt
 from physarum.render.preset import Preset
+from physarum.render.preset.sections import IMAGE_KEYS
 
 OUTPUT_VERSION = 2
 # Each output version: the first release that renders it, and what it changed (CHANGELOG.md).
@@ -78,9 +79,6 @@ def version_note(text: str, source: str) -> str | None:
         f"{version()} renders output version {OUTPUT_VERSION}, which differs ({changes}): "
         f"physarum {release} reproduces the file byte for byte"
     )
-
-
-IMAGE_KEYS = ("path", "image")  # the keys whose values name image files (trail, walls, food, spawns)
 
 
 def confinement_problems(data, source: str, cwd: Path, overridden: set[str] = frozenset()) -> list[str]:

@@ -124,8 +124,9 @@ def test_renders_match_their_golden_pins(preset, backend, tmp_path, at_root):
     assert code == 0
     found = file_digests(tmp_path)
     assert len(found) == 2, found
-    simulation = make_simulation(load_preset(path), backend, torch.device(device_of(backend)))
-    simulation.advance(load_preset(path).run.steps)
+    loaded = load_preset(path)
+    simulation = make_simulation(loaded, backend, torch.device(device_of(backend)))
+    simulation.advance(loaded.run.steps)
     found["state"] = state_digest(simulation.state)
     check(preset, found)
 

@@ -51,7 +51,7 @@ class OptionalSection(Section):
         return {k: v for k, v in handler(self).items() if v is not None}
 
 
-_PATH_KEYS = ("path", "image")
+IMAGE_KEYS = ("path", "image")  # the keys whose values name image files (trail, walls, food, spawns)
 
 
 def portable(node, cwd: Path):
@@ -62,7 +62,7 @@ def portable(node, cwd: Path):
         return node
     out = {}
     for key, value in node.items():
-        if key in _PATH_KEYS and isinstance(value, str) and Path(value).is_absolute():
+        if key in IMAGE_KEYS and isinstance(value, str) and Path(value).is_absolute():
             if Path(value).is_relative_to(cwd):
                 value = Path(value).relative_to(cwd).as_posix()
         out[key] = portable(value, cwd)
