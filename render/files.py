@@ -81,15 +81,15 @@ def commit_together(partials: Sequence[PartialFile]) -> list[Path]:
     fails, the targets moved so far get their earlier files back (or are removed where there
     were none), every temporary file is removed and the error is raised. Returns the targets
     that replaced an earlier file."""
-    done: list[tuple[PartialFile, Path | None]] = []
+    done: list[list] = []  # [partial, its earlier file's second name or None, moved yet]
     try:
         for partial in partials:
             earlier = _keep_earlier(partial.path)
-            done.append((partial, earlier))
+            done.append([partial, earlier, False])
             partial.replace()
+            done[-1][2] = True
     except BaseException:
-        for index, (partial, earlier) in enumerate(reversed(done)):
-            moved = index > 0  # the last one of done is the move that failed
+        for partial, earlier, moved in reversed(done):
             if earlier is not None:
                 if moved:
                     os.replace(earlier, partial.path)
@@ -100,10 +100,10 @@ def commit_together(partials: Sequence[PartialFile]) -> list[Path]:
         for partial in partials:
             partial.abort()
         raise
-    for _, earlier in done:
+    for _, earlier, _ in done:
         if earlier is not None:
             earlier.unlink(missing_ok=True)
-    return [partial.path for partial, earlier in done if earlier is not None]
+    return [partial.path for partial, earlier, _ in done if earlier is not None]
 
 
 def _keep_earlier(path: Path) -> Path | None:

@@ -47,6 +47,28 @@ def test_commit_together_replaces_all_or_none(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["0.txt", "1.txt", "2.txt"]
 
 
+def test_commit_together_keeps_every_earlier_file_when_keeping_one_fails(tmp_path, monkeypatch):
+    """A failure while keeping the second target's earlier file (no hard links and a full disk,
+    say) comes after the first target was moved: the first gets its earlier file back."""
+    from physarum.render import files
+
+    names = [tmp_path / f"{i}.txt" for i in range(2)]
+    for path in names:
+        path.write_text(f"earlier {path.name}")
+    keep = files._keep_earlier
+
+    def failing_second(path):
+        if path == names[1]:
+            raise OSError("disk full")
+        return keep(path)
+
+    monkeypatch.setattr(files, "_keep_earlier", failing_second)
+    with pytest.raises(OSError, match="disk full"):
+        commit_together([partial_with(path, "new") for path in names])
+    assert [p.read_text() for p in names] == ["earlier 0.txt", "earlier 1.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.txt", "1.txt"]
+
+
 def test_a_link_planted_at_the_temporary_name_is_never_written_through(tmp_path):
     outside = tmp_path / "outside.txt"
     outside.write_text("keep me")
