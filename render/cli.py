@@ -6,221 +6,33 @@ input end in one message on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 from physarum.render import analysis
 from physarum.render import sweep as sweeps
+from physarum.render.arguments import parser
 from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
-from physarum.render.encode import read_embedded
 from physarum.render.errors import RenderError, machine_problem, printable
-from physarum.render.inputs import file_problem, shorten
 from physarum.render.interrupts import Terminated, signals_interrupt
 from physarum.render.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
-from physarum.render.preset import Preset, PresetError, build_preset, load_preset, parse_yaml
+from physarum.render.preset import PresetError, load_preset
 from physarum.render.profile import profile_preset
-from physarum.render.provenance import confinement_problems, version, version_note
+from physarum.render.reload import load_for_render, refuse_writing_over
 from physarum.render.runner import RenderOptions, output_paths, render
 from physarum.render.stats import StatsRecorder
 
 EXIT_USAGE = 2
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="physarum", description="Render Physarum slime-mould animations.")
-    parser.add_argument("--version", action="version", version=f"physarum {version()}")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    render = commands.add_parser("render", help="render a preset to GIF, MP4 and PNG")
-    source = render.add_mutually_exclusive_group(required=True)
-    source.add_argument("preset", nargs="?", help="a preset YAML file, or the name of a curated preset")
-    source.add_argument(
-        "--from",
-        dest="from_file",
-        metavar="FILE",
-        help="render again from what a GIF, MP4, PNG or JSON output carries",
-    )
-    render.add_argument(
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a preset key, e.g. --set model.decay=0.05 (repeatable)",
-    )
-    render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
-    render.add_argument(
-        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
-    )
-    render.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
-    render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
-    render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
-    render.add_argument(
-        "--scale",
-        type=float,
-        default=None,
-        help="GIF size as a fraction of the canvas (output.gif_scale), for previews of large canvases",
-    )
-    render.add_argument(
-        "--frames-dir", default=None, metavar="DIR", help="also write every frame as a numbered PNG into DIR"
-    )
-    render.add_argument(
-        "--stats",
-        action="store_true",
-        help="also write per-step trail statistics as CSV (<name>-s<seed>.stats.csv)",
-    )
-
-    sweep = commands.add_parser("sweep", help="render every job of a sweep file, batched and resumable")
-    sweep.add_argument("sweep", metavar="SWEEP", help="a sweep YAML file, or the name of one in sweeps/")
-    sweep.add_argument(
-        "--dry-run", action="store_true", help="list the jobs (id, values, state); write nothing"
-    )
-    sweep.add_argument(
-        "--devices",
-        default=None,
-        help="all (every GPU, else the CPU; default), cpu, or a list like cuda:0,cuda:1",
-    )
-    sweep.add_argument(
-        "--ray",
-        default=None,
-        metavar="auto|local|ADDRESS",
-        help="run batches as Ray tasks: auto joins the running cluster, local starts one here",
-    )
-    sweep.add_argument(
-        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
-    )
-    sweep.add_argument("--out", default="outputs", help="output folder; the sweep writes into OUT/<sweep>/")
-    sweep.add_argument("--retry-failed", action="store_true", help="run jobs that failed before again")
-    sweep.add_argument(
-        "--batch",
-        type=int,
-        default=None,
-        help="at most this many simulations per batch (default 64; memory may lower it)",
-    )
-    sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
-    sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
-
-    commands.add_parser("presets", help="list the curated presets")
-
-    validate = commands.add_parser("validate", help="check preset files without rendering")
-    validate.add_argument("presets", nargs="+", metavar="PRESET")
-
-    prof = commands.add_parser("profile", help="time each phase and kernel of a step; write a Perfetto trace")
-    prof.add_argument("preset")
-    prof.add_argument("--backend", default="auto", help="auto, torch or triton")
-    prof.add_argument("--device", default=None)
-    prof.add_argument("--steps", type=int, default=20, help="steps recorded (default 20)")
-    prof.add_argument("--warmup", type=int, default=50, help="steps before the record (default 50)")
-    prof.add_argument(
-        "--trace", default=None, help="trace file (default outputs/<name>/<name>-<backend>.trace.json)"
-    )
-
-    bench = commands.add_parser("bench", help="step timings of every implementation against the memory floor")
-    bench.add_argument(
-        "--configs",
-        default=None,
-        help="comma-separated of S, L, XL, X, CPU (default: S,L,XL,X on a GPU, CPU otherwise)",
-    )
-    bench.add_argument("--device", default=None)
-    bench.add_argument(
-        "--develop", type=int, default=500, help="steps that develop the state first (default 500)"
-    )
-    bench.add_argument(
-        "--skip", default="", help="implementations to leave out, e.g. prototype,torch.compile"
-    )
-    bench.add_argument("--out", default=None, help="results JSON (default benchmarks/<device>.json)")
-
-    sens = commands.add_parser(
-        "sensitivity",
-        help="divergence of minimally perturbed twins: Lyapunov exponents, saturation, parameter planes",
-    )
-    sens.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
-    sens.add_argument(
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a preset key, e.g. --set canvas.width=256 (repeatable)",
-    )
-    sens.add_argument(
-        "--steps", type=int, default=None, help="steps after the perturbation (default: run.steps)"
-    )
-    sens.add_argument(
-        "--twins",
-        type=int,
-        default=None,
-        help="twins per simulation, alternately agent and trail (default 8; 4 with --plane)",
-    )
-    sens.add_argument("--at", type=int, default=1, help="the step whose state is perturbed (default 1)")
-    sens.add_argument(
-        "--plane",
-        nargs=2,
-        default=None,
-        metavar="KEY=LO:HI:N",
-        help="measure over a grid of two model parameters, e.g. --plane "
-        "model.deposit=1:10:16 model.decay=0.01:0.3:16",
-    )
-    sens.add_argument(
-        "--threshold",
-        type=float,
-        default=None,
-        help="with --plane: exponent (per step) above which a point counts as unstable (default 0)",
-    )
-    sens.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
-    sens.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
-    sens.add_argument("--out", default="outputs", help="output folder (default: outputs)")
-    sens.add_argument("--quiet", action="store_true", help="no progress bar")
-    return parser
-
-
-def _load_for_render(args) -> Preset:
-    overrides = {"seed": args.seed}
-    if args.scale is not None:  # a flag for output.gif_scale, so outputs carry it
-        args.settings = [*args.settings, f"output.gif_scale={args.scale!r}"]
-    if args.from_file:
-        path = Path(args.from_file)
-        problem = file_problem(path)  # before opening it: a FIFO would block
-        if problem:
-            raise PresetError([f"{path}: {problem}"])
-        try:
-            text = read_embedded(path)
-        except Exception as error:
-            raise PresetError(
-                [f"{path}: carries no physarum preset ({type(error).__name__}: {shorten(str(error))})"]
-            ) from None
-        data = parse_yaml(text, f"{path} (its embedded preset)")  # text, within the loader's limits
-        note = version_note(text, str(path))
-        if note:
-            print(f"note: {note}", file=sys.stderr)
-        # embedded image paths are relative to the working directory (portable_dump), confined
-        named = {setting.partition("=")[0].strip() for setting in args.settings}  # the user's own
-        problems = confinement_problems(data, str(path), Path.cwd(), named) if isinstance(data, dict) else []
-        if problems:
-            raise PresetError(problems)
-        return build_preset(data, str(path), args.settings, overrides, base=Path.cwd())
-    return load_preset(resolve_preset_path(args.preset), args.settings, overrides)
-
-
-def _refuse_writing_over(source: Path, outputs: list[Path]) -> None:
-    """render --from FILE never writes over FILE itself."""
-    for path in outputs:
-        if path.resolve() == source.resolve() or (path.exists() and os.path.samefile(path, source)):
-            raise RenderError(
-                f"render --from {source}: this render would write over {source} itself; "
-                "give another output folder with --out"
-            )
-
-
 def cmd_render(args) -> int:
-    preset = _load_for_render(args)
+    preset = load_for_render(args)
     paths = list(output_paths(preset, Path(args.out)).values())
     paths.append(paths[-1].with_suffix(".stats.csv"))
     if args.from_file:
-        _refuse_writing_over(Path(args.from_file), paths)
+        refuse_writing_over(Path(args.from_file), paths)
     stats = StatsRecorder(paths[-1]) if args.stats else None
     options = RenderOptions(
         backend=args.backend,
@@ -408,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command. Bad input, a machine that cannot do it (a file or a read-only folder where
     the outputs go, a full disk, memory that runs out after the check) end in one message and
     exit code 2; a killed render leaves nothing partial behind (files.written_whole, the writers)."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except PresetError as error:

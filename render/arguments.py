@@ -1,0 +1,156 @@
+"""The `physarum` command's flags (argparse): one subcommand per job, every flag defaulting to
+None so that it layers over the preset file's value. render/cli.py runs what they name."""
+
+from __future__ import annotations
+
+import argparse
+
+from physarum.render.provenance import version
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="physarum", description="Render Physarum slime-mould animations.")
+    parser.add_argument("--version", action="version", version=f"physarum {version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    render = commands.add_parser("render", help="render a preset to GIF, MP4 and PNG")
+    source = render.add_mutually_exclusive_group(required=True)
+    source.add_argument("preset", nargs="?", help="a preset YAML file, or the name of a curated preset")
+    source.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="render again from what a GIF, MP4, PNG or JSON output carries",
+    )
+    render.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a preset key, e.g. --set model.decay=0.05 (repeatable)",
+    )
+    render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
+    render.add_argument(
+        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
+    )
+    render.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+    render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
+    render.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="GIF size as a fraction of the canvas (output.gif_scale), for previews of large canvases",
+    )
+    render.add_argument(
+        "--frames-dir", default=None, metavar="DIR", help="also write every frame as a numbered PNG into DIR"
+    )
+    render.add_argument(
+        "--stats",
+        action="store_true",
+        help="also write per-step trail statistics as CSV (<name>-s<seed>.stats.csv)",
+    )
+
+    sweep = commands.add_parser("sweep", help="render every job of a sweep file, batched and resumable")
+    sweep.add_argument("sweep", metavar="SWEEP", help="a sweep YAML file, or the name of one in sweeps/")
+    sweep.add_argument(
+        "--dry-run", action="store_true", help="list the jobs (id, values, state); write nothing"
+    )
+    sweep.add_argument(
+        "--devices",
+        default=None,
+        help="all (every GPU, else the CPU; default), cpu, or a list like cuda:0,cuda:1",
+    )
+    sweep.add_argument(
+        "--ray",
+        default=None,
+        metavar="auto|local|ADDRESS",
+        help="run batches as Ray tasks: auto joins the running cluster, local starts one here",
+    )
+    sweep.add_argument(
+        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
+    )
+    sweep.add_argument("--out", default="outputs", help="output folder; the sweep writes into OUT/<sweep>/")
+    sweep.add_argument("--retry-failed", action="store_true", help="run jobs that failed before again")
+    sweep.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help="at most this many simulations per batch (default 64; memory may lower it)",
+    )
+    sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
+
+    commands.add_parser("presets", help="list the curated presets")
+
+    validate = commands.add_parser("validate", help="check preset files without rendering")
+    validate.add_argument("presets", nargs="+", metavar="PRESET")
+
+    prof = commands.add_parser("profile", help="time each phase and kernel of a step; write a Perfetto trace")
+    prof.add_argument("preset")
+    prof.add_argument("--backend", default="auto", help="auto, torch or triton")
+    prof.add_argument("--device", default=None)
+    prof.add_argument("--steps", type=int, default=20, help="steps recorded (default 20)")
+    prof.add_argument("--warmup", type=int, default=50, help="steps before the record (default 50)")
+    prof.add_argument(
+        "--trace", default=None, help="trace file (default outputs/<name>/<name>-<backend>.trace.json)"
+    )
+
+    bench = commands.add_parser("bench", help="step timings of every implementation against the memory floor")
+    bench.add_argument(
+        "--configs",
+        default=None,
+        help="comma-separated of S, L, XL, X, CPU (default: S,L,XL,X on a GPU, CPU otherwise)",
+    )
+    bench.add_argument("--device", default=None)
+    bench.add_argument(
+        "--develop", type=int, default=500, help="steps that develop the state first (default 500)"
+    )
+    bench.add_argument(
+        "--skip", default="", help="implementations to leave out, e.g. prototype,torch.compile"
+    )
+    bench.add_argument("--out", default=None, help="results JSON (default benchmarks/<device>.json)")
+
+    sens = commands.add_parser(
+        "sensitivity",
+        help="divergence of minimally perturbed twins: Lyapunov exponents, saturation, parameter planes",
+    )
+    sens.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
+    sens.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a preset key, e.g. --set canvas.width=256 (repeatable)",
+    )
+    sens.add_argument(
+        "--steps", type=int, default=None, help="steps after the perturbation (default: run.steps)"
+    )
+    sens.add_argument(
+        "--twins",
+        type=int,
+        default=None,
+        help="twins per simulation, alternately agent and trail (default 8; 4 with --plane)",
+    )
+    sens.add_argument("--at", type=int, default=1, help="the step whose state is perturbed (default 1)")
+    sens.add_argument(
+        "--plane",
+        nargs=2,
+        default=None,
+        metavar="KEY=LO:HI:N",
+        help="measure over a grid of two model parameters, e.g. --plane "
+        "model.deposit=1:10:16 model.decay=0.01:0.3:16",
+    )
+    sens.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="with --plane: exponent (per step) above which a point counts as unstable (default 0)",
+    )
+    sens.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
+    sens.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+    sens.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    sens.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
