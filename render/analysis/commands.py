@@ -22,6 +22,7 @@ from physarum.render.analysis.report import (
     write_plane_csv,
     write_twin_csv,
 )
+from physarum.render.analysis.verdict import plane_verdict, point_verdict
 from physarum.render.files import write_json
 from physarum.render.preset import Preset
 
@@ -40,6 +41,7 @@ def sensitivity(preset: Preset, options: RunOptions, out_dir: Path, device_name:
         "summary": summary,
         "twins_detail": [twin_record(r, series.steps, preset.canvas.width) for r in results],
         "linear_model": linear_record(preset_linear_model(preset)),
+        "verdict": point_verdict(summary, options.at + options.steps),
         "outputs": {k: p.name for k, p in paths.items()},
     }
     write_json(paths["json"], document)
@@ -67,5 +69,6 @@ def sensitivity_plane(
         **plane_record(plane),
         "outputs": {k: p.name for k, p in paths.items()},
     }
+    document["verdict"] = plane_verdict(document)
     write_json(paths["json"], document)
     return document

@@ -209,7 +209,8 @@ def plus_minus(triple: dict, digits: int = 4) -> str:
 
 def summary_lines(document: dict) -> list[str]:
     """What `physarum sensitivity` prints from its document: the run, then for one preset the
-    exponents, saturation and the 2x2 model per kind, for a plane the verdicts' agreement."""
+    exponents, saturation and the 2x2 model per kind, for a plane the verdicts' agreement; last,
+    the plain-language verdict (analysis/verdict.py)."""
     kinds = document["twins"]
     head = (
         f"{document['preset']} (seed {document['seed']}): {len(kinds)} twins "
@@ -217,7 +218,9 @@ def summary_lines(document: dict) -> list[str]:
         f"{document['perturbed_at_step']}, {document['steps']} steps, {document['backend']} "
         f"on {document['device']}"
     )
-    return [head, *(_plane_lines(document) if "plane" in document else _point_lines(document))]
+    body = _plane_lines(document) if "plane" in document else _point_lines(document)
+    verdict = document.get("verdict")  # documents written before the verdict have none
+    return [head, *body, *([f"verdict: {verdict}"] if verdict else [])]
 
 
 def _plane_lines(document: dict) -> list[str]:
