@@ -422,7 +422,9 @@ def test_an_impossible_gif_budget_is_refused_before_rendering(tmp_path, capsys, 
     monkeypatch.setattr(runner, "make_batch_simulation", lambda *a: pytest.fail("it simulated"))
     path = write_preset(tmp_path, tiny_data(description="a long one " * 200))  # embedded: > 2000 bytes
     out = tmp_path / "o"
-    assert main(["render", str(path), "--gif-max-bytes", "2000", "--out", str(out), "--backend", "torch"]) == 2
+    assert (
+        main(["render", str(path), "--gif-max-bytes", "2000", "--out", str(out), "--backend", "torch"]) == 2
+    )
     message = capsys.readouterr().err
     assert "output.gif_max_bytes (--gif-max-bytes) is 2000 bytes" in message and "at least" in message
     assert not list(out.rglob("*.*"))
@@ -438,7 +440,12 @@ def test_a_bad_gif_budget_is_one_clear_error(tmp_path, capsys, value):
 
 def test_preview_writes_a_small_gif_alone(tmp_path, capsys):
     path = write_preset(tmp_path, tiny_data(canvas={"width": 96, "height": 64}))
-    assert main(["render", str(path), "--preview", "--out", str(tmp_path / "o"), "--quiet", "--backend", "torch"]) == 0
+    assert (
+        main(
+            ["render", str(path), "--preview", "--out", str(tmp_path / "o"), "--quiet", "--backend", "torch"]
+        )
+        == 0
+    )
     folder = tmp_path / "o" / "previews" / "tiny"
     assert sorted(p.suffix for p in folder.iterdir()) == [".gif", ".json"]
     with Image.open(folder / "tiny-s3.gif") as image:
