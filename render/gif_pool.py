@@ -31,6 +31,9 @@ from physarum.render.gif import Digits, Reduction, frame_block, level_palette, r
 
 TASK = struct.Struct("<IIHHHHBI")  # height, width, levels, factor, stride, digit base, flags, delay
 IN_FLIGHT = 2  # tasks per worker queued or being compressed: enough to keep each busy
+# Below this many pixels in all frames a GIF is compressed in one process: Pillow compresses about
+# 12 Mpixel/s per core (quickstart: 21 Mpixel in 1.7 s), and starting workers takes 0.1-1 s.
+PARALLEL_PIXELS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,12 @@ def compress(task: FrameTask) -> bytes:
     return frame_block(index, level_palette(task.palette, task.reduction.levels), task.local, task.delay)
 
 
-def pool_size(jobs: int = 1) -> int:
+def pool_size(jobs: int = 1, pixels: int | None = None) -> int:
     """Workers for one GIF when `jobs` GIFs are written at once: the cores this process may run
-    on, shared between them (1: compress in this process)."""
+    on, shared between them (1: compress in this process). pixels: the GIF's frames' pixels in
+    all; below PARALLEL_PIXELS, 1 (starting workers would cost more than it saves)."""
+    if pixels is not None and pixels < PARALLEL_PIXELS:
+        return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cores // max(1, jobs))
 

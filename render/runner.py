@@ -168,7 +168,7 @@ def output_specs(
                     max_bytes=out.gif_max_bytes,
                     frames=preset.frames,
                     digits=gif_digits(preset),
-                    processes=pool_size(jobs),
+                    processes=pool_size(jobs, size[0] * size[1] * preset.frames),
                 )
             )
         elif fmt == "mp4":

@@ -13,6 +13,9 @@ The preset is simulated once; its GIF index frames (at output.gif_scale) are kep
 - each budget: the choice (estimates from the sample, then the file, then any rewrite), its
   reduction, estimate and size; the choice must be the same with 1 and N processes (checked).
 
+With --renders, also whole renders of the GIF alone (simulation included), unbudgeted and at the
+first budget, for issue 16's bound: a budgeted render takes at most 1.3x the unbudgeted one.
+
 Prints a table and writes the rows as JSON.
 """
 
@@ -22,6 +25,7 @@ import argparse
 import io
 import json
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -36,7 +40,7 @@ from physarum.render.outputs import GifSpec
 from physarum.render.preset import load_preset
 from physarum.render.preset.sections import parse_gif_budget
 from physarum.render.provenance import embedded_text
-from physarum.render.runner import gif_digits
+from physarum.render.runner import RenderOptions, gif_digits, render
 from physarum.render.simulation import advance, make_simulation, simulation_maps
 
 
@@ -90,6 +94,27 @@ def choose(store: FrameStore, spec: GifSpec, budget: int, processes: int) -> tup
     return file.getvalue(), plan.report(), time.perf_counter() - began
 
 
+def time_renders(args, budget: str) -> list[dict]:
+    """Whole renders of the GIF alone, without and with `budget`: their seconds and bytes."""
+    rows = []
+    for label, extra in (
+        ("render, no budget", []),
+        (f"render, budget {budget}", [f"output.gif_max_bytes={budget}"]),
+    ):
+        preset = load_preset(
+            resolve_preset_path(args.preset), [*args.settings, "output.formats=[gif]", *extra]
+        )
+        with tempfile.TemporaryDirectory() as out:
+            began = time.perf_counter()
+            result = render(preset, RenderOptions(device=args.device, out_dir=Path(out), quiet=True))
+            seconds = time.perf_counter() - began
+            rows.append(
+                {"what": label, "seconds": round(seconds, 3), "bytes": result.outputs["gif"].stat().st_size}
+            )
+    rows[-1]["ratio"] = round(rows[-1]["seconds"] / rows[0]["seconds"], 2)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("preset")
@@ -98,6 +123,9 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=pool_size(1))
     parser.add_argument("--budgets", default="15MB,10MB,5MB,2MB")
     parser.add_argument("--out", default=None, help="results JSON")
+    parser.add_argument(
+        "--renders", action="store_true", help="also time whole renders, unbudgeted and budgeted"
+    )
     args = parser.parse_args()
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
     began = time.perf_counter()
@@ -128,6 +156,8 @@ def main() -> int:
         rows.append(
             {"what": f"budget {text}", "seconds": round(seconds, 3), **report, "why": report["why"][-1:]}
         )
+    if args.renders:
+        rows += time_renders(args, args.budgets.split(",")[0])
     for row in rows:
         print(
             f"{row['what']:<28} {row['seconds']:>8.3f} s  {row.get('bytes', '')!s:>10}  {row.get('chosen', '')}"

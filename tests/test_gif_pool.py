@@ -38,3 +38,4 @@ def test_parallel_blocks_are_the_serial_blocks_in_order():
 def test_pool_size_shares_the_cores_and_is_at_least_one():
     assert pool_size(1) >= pool_size(2) >= 1
     assert pool_size(10_000) == 1
+    assert pool_size(1, pixels=1000) == 1  # a small GIF is not worth starting workers
