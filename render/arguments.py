@@ -5,7 +5,26 @@ from __future__ import annotations
 
 import argparse
 
+from physarum.render.preset.sections import GIF_TARGETS
 from physarum.render.provenance import version
+
+PREVIEW_SCALE = 0.25  # --preview: the GIF's size as a fraction of the canvas
+
+
+def flag_settings(args) -> list[str]:
+    """The render flags that stand for preset keys, as --set settings: the GIF budget flags, and
+    --preview (formats [gif], gif_scale PREVIEW_SCALE unless --scale, the 'preview' budget
+    unless a budget flag). Outputs carry them, so --from renders the same file again."""
+    settings = []
+    budget = args.gif_max_bytes or args.gif_target
+    if args.preview:
+        settings.append("output.formats=[gif]")
+        if args.scale is None:
+            settings.append(f"output.gif_scale={PREVIEW_SCALE!r}")
+        budget = budget or "preview"
+    if budget is not None:
+        settings.append(f"output.gif_max_bytes={budget}")
+    return settings
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,6 +61,27 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="GIF size as a fraction of the canvas (output.gif_scale), for previews of large canvases",
+    )
+    budget = render.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--gif-max-bytes",
+        default=None,
+        metavar="SIZE",
+        help="GIF byte budget (output.gif_max_bytes): bytes, a size like 10MB, or a target name; "
+        "the render chooses the best GIF that fits (fewer levels, smaller, fewer frames)",
+    )
+    budget.add_argument(
+        "--gif-target",
+        default=None,
+        choices=list(GIF_TARGETS),
+        help="GIF byte budget of a platform: "
+        + ", ".join(f"{k} {v / 1e6:g} MB" for k, v in GIF_TARGETS.items()),
+    )
+    render.add_argument(
+        "--preview",
+        action="store_true",
+        help=f"a quick look: the GIF alone, at {PREVIEW_SCALE:g} of the canvas (or --scale), within "
+        f"{GIF_TARGETS['preview'] / 1e6:g} MB (or the budget flags), into OUT/previews",
     )
     render.add_argument(
         "--frames-dir", default=None, metavar="DIR", help="also write every frame as a numbered PNG into DIR"

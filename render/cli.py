@@ -12,7 +12,7 @@ from pathlib import Path
 
 from physarum.render import analysis
 from physarum.render import sweep as sweeps
-from physarum.render.arguments import parser
+from physarum.render.arguments import flag_settings, parser
 from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.errors import RenderError, machine_problem, printable
@@ -28,6 +28,9 @@ EXIT_USAGE = 2
 
 
 def cmd_render(args) -> int:
+    args.settings = [*args.settings, *flag_settings(args)]
+    if args.preview:
+        args.out = str(Path(args.out) / "previews")
     preset = load_for_render(args)
     paths = list(output_paths(preset, Path(args.out)).values())
     paths.append(paths[-1].with_suffix(".stats.csv"))

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 from fractions import Fraction
 from pathlib import Path
 from typing import BinaryIO
 
 import av
 import numpy as np
-from PIL import GifImagePlugin, Image, PngImagePlugin
+from PIL import Image, PngImagePlugin
 
+from physarum.render import gif
 from physarum.render.files import PartialFile, commit_together
+from physarum.render.gif import Digits, Reduction, delay_ms
+from physarum.render.gif_budget import Budgeter, FrameStore
+from physarum.render.gif_pool import CompressPool, FrameTask
 from physarum.render.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, Writer
 
 EMBED_KEY = "physarum"
@@ -34,32 +37,50 @@ MP4_CRF = 18
 class GifWriter(PartialFile):
     """Streams index frames into a GIF89a: one global colour table for the first palette and
     a local table on every frame shown with another; no re-quantization, no frame merging.
-    Reads a frame's preview and palette."""
+    Reads a frame's preview and palette.
+
+    Frames are compressed in spec.processes worker processes (render/gif_pool.py) and written in
+    order: the same bytes as one process. With spec.max_bytes the frames are kept (compressed, in
+    a temporary file) and the file is written when they are all in, at the best reduction that
+    fits (render/gif_budget.py); `report` then says what was chosen and why."""
 
     def __init__(self, spec: GifSpec):
         super().__init__(spec.path)
+        self.spec = spec
         self.global_palette = spec.palette
-        self.duration_ms = 10 * max(1, round(100 / spec.fps))  # GIF delays are whole centiseconds
+        self.duration_ms = delay_ms(spec.fps)
         self.file = self.open("wb")
-        self.file.write(b"GIF89a" + struct.pack("<HHBBB", spec.width, spec.height, 0xF7, 0, 0))
-        self.file.write(self.global_palette)
-        self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", spec.loop) + b"\x00")
-        data = spec.comment.encode("utf-8")
-        blocks = b"".join(
-            bytes([len(data[i : i + 255])]) + data[i : i + 255] for i in range(0, len(data), 255)
-        )
-        self.file.write(b"!\xfe" + blocks + b"\x00")
+        self.store = FrameStore() if spec.max_bytes is not None else None
+        self.pool: CompressPool | None = None
+        self.report: dict | None = None
+        if self.store is None:
+            self.pool = CompressPool(spec.processes)
+            self.file.write(gif.header(spec.width, spec.height, spec.palette, spec.loop, spec.comment))
 
     def write(self, frame: Frame) -> None:
+        if self.store is not None:
+            self.store.append(frame.preview, frame.palette)
+            return
         palette = frame.palette.tobytes()
-        image = Image.fromarray(frame.preview, mode="P")
-        image.putpalette(palette)
         local = palette != self.global_palette
-        for chunk in GifImagePlugin.getdata(image, duration=self.duration_ms, include_color_table=local):
-            self.file.write(chunk)
+        task = FrameTask(frame.preview.copy(), palette, Reduction(), Digits(), local, self.duration_ms)
+        for block in self.pool.submit(task):  # the caller reuses its buffers: hence the copy
+            self.file.write(block)
 
     def complete(self) -> list[PartialFile]:
-        self.file.write(b";")
+        if self.store is None:
+            for block in self.pool.drain():
+                self.file.write(block)
+            self.file.write(gif.TRAILER)
+        else:
+            self.pool = CompressPool(self.spec.processes)
+            budgeter = Budgeter(self.store, self.spec, Digits(*self.spec.digits), self.pool)
+            try:
+                self.report = budgeter.write(self.file).report()
+            except OverflowError as error:  # an OSError names the file, so the job fails alone
+                raise OSError(0, str(error), str(self.spec.path)) from None
+            self.store.close()
+        self.pool.close()
         self.file.close()
         return [self]
 
@@ -67,6 +88,10 @@ class GifWriter(PartialFile):
         commit_together(self.complete())
 
     def abort(self) -> None:
+        if self.pool is not None:
+            self.pool.kill()
+        if self.store is not None:
+            self.store.close()
         self.file.close()
         super().abort()
 

@@ -16,12 +16,14 @@ then the GIF's preview index frame and its palette (768 bytes) if flag 1 is set,
 frame if flag 2 is (every frame for an MP4; a PNG still needs only the last). A frame carries
 only what the child's writers read. End of input completes every file under the child's temporary
 names (render/files.py); the child's last line on stdout is `ok` or `error: ...`, and the parent
-renames the files with the job's others (files.commit_together). It imports no torch, so it starts in a fraction of a second.
+renames the files with the job's others (files.commit_together); a budgeted GIF's choice comes
+before it as a line `report {json}`. It imports no torch, so it starts in a fraction of a second.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import pickle
 import signal
@@ -48,6 +50,7 @@ class EncoderProcess:
         self.specs, self.path = specs, Path(path)  # path names the job in messages
         self.gif = any(isinstance(spec, GifSpec) for spec in specs)
         self.rgb = any(spec.reads != "preview" for spec in specs)
+        self.report: dict | None = None  # a budgeted GIF's choice (GifWriter.report)
         self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child never blocks
         self.process = subprocess.Popen(
             [sys.executable, "-m", "physarum.render.encoder_process"],
@@ -113,6 +116,9 @@ class EncoderProcess:
         out = self.process.stdout.read()
         self.process.wait()
         lines = out.decode("utf-8", "replace").strip().splitlines()
+        for line in lines:
+            if line.startswith("report "):
+                self.report = json.loads(line.removeprefix("report "))
         if self.process.returncode == 0 and lines[-1:] == ["ok"]:
             return "ok"
         if lines:
@@ -184,6 +190,9 @@ def main() -> int:
         for spec in specs:
             writers.append(open_writer(spec))
         _encode(stdin, specs, writers)
+        for writer in writers:
+            if getattr(writer, "report", None):  # a budgeted GIF's choice, for the sidecar
+                print(f"report {json.dumps(writer.report)}", flush=True)
     except BaseException as error:
         for writer in writers:
             writer.abort()

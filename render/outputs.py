@@ -58,7 +58,11 @@ class Writer(Protocol):
 @dataclass(frozen=True)
 class GifSpec:
     """A GIF89a of index frames, its global colour table `palette` (768 bytes: the first
-    frame's palette), `loop` repeats (0: forever) and the preset text as its comment."""
+    frame's palette), `loop` repeats (0: forever) and the preset text as its comment.
+
+    max_bytes: its byte budget (None: none; render/gif_budget.py chooses how to fit it), with
+    `frames` the frame count and `digits` (base, count) how its indices are made (render/gif.py);
+    processes: the worker processes that compress its frames (1: in the writer's process)."""
 
     path: Path
     width: int
@@ -67,6 +71,10 @@ class GifSpec:
     loop: int
     comment: str
     palette: bytes
+    max_bytes: int | None = None
+    frames: int = 0
+    digits: tuple[int, int] = (256, 1)
+    processes: int = 1
 
     format: ClassVar[str] = "gif"
     reads: ClassVar[str] = "preview"

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from physarum.render.colour import make_colourist, preview_size
+from physarum.render.colour import PRODUCT_LEVELS, make_colourist, preview_size
 from physarum.render.encode import even_size
 from physarum.render.errors import RenderError, os_error_message
 from physarum.render.files import (
@@ -35,6 +35,9 @@ from physarum.render.frames import (
     FramePipeline,
     open_workers,
 )
+from physarum.render.gif import Digits
+from physarum.render.gif_budget import minimum_bytes
+from physarum.render.gif_pool import pool_size
 from physarum.render.interrupts import stop_if_requested
 from physarum.render.machine import (
     check_memory,
@@ -70,7 +73,25 @@ def check_formats(preset: Preset) -> list[str]:
                     width, height, *even_size(width, height)
                 )
             )
+    if "gif" in preset.output.formats and preset.output.gif_max_bytes is not None:
+        check_gif_budget(preset)
     return notes
+
+
+def check_gif_budget(preset: Preset) -> None:
+    """Refuse, before rendering, a GIF budget below what any GIF of the preset takes
+    (gif_budget.minimum_bytes: known from its size, frames, palettes and embedded text)."""
+    out = preset.output
+    colourist = make_colourist(preset)
+    palettes = [colourist.table(number).tobytes() for number in range(preset.frames)]
+    size = preview_size(preset.canvas.width, preset.canvas.height, out.gif_scale)
+    least = minimum_bytes(*size, palettes, Digits(*gif_digits(preset)), out.loop, embedded_text(preset))
+    if out.gif_max_bytes < least:
+        raise RenderError(
+            f"{preset.name}: output.gif_max_bytes (--gif-max-bytes) is {out.gif_max_bytes} bytes; "
+            f"no GIF of this preset fits in fewer than {least} bytes (header, embedded preset and "
+            f"the smallest frames); allow at least {least}, or leave gif out of output.formats"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,19 +132,45 @@ def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
     return {fmt: folder / f"{output_stem(preset)}.{fmt}" for fmt in (*preset.output.formats, "json")}
 
 
+def gif_digits(preset: Preset) -> tuple[int, int]:
+    """(base, count) of a preset's GIF indices: one digit in base 256, or one per species in
+    base PRODUCT_LEVELS[S] (render/colour.py)."""
+    if preset.species is None:
+        return 256, 1
+    return PRODUCT_LEVELS[len(preset.species)], len(preset.species)
+
+
 def output_specs(
-    preset: Preset, paths: dict[str, Path], palette: np.ndarray, frames_dir: Path | None = None
+    preset: Preset,
+    paths: dict[str, Path],
+    palette: np.ndarray,
+    frames_dir: Path | None = None,
+    jobs: int = 1,
 ) -> list[Spec]:
     """The spec of each output of a preset (output.formats, then the frames folder with
     frames_dir); palette [256, 3] uint8: the first frame's, the GIF's global table. Every output
-    carries embedded_text(preset), dumped once for all of them."""
+    carries embedded_text(preset), dumped once for all of them. jobs: the GIFs written at once
+    (a batch's), which share the cores that compress them."""
     out, width, height = preset.output, preset.canvas.width, preset.canvas.height
     text = embedded_text(preset)
     specs: list[Spec] = []
     for fmt in out.formats:
         if fmt == "gif":
             size = preview_size(width, height, out.gif_scale)
-            specs.append(GifSpec(paths[fmt], *size, out.fps, out.loop, text, palette.tobytes()))
+            specs.append(
+                GifSpec(
+                    paths[fmt],
+                    *size,
+                    out.fps,
+                    out.loop,
+                    text,
+                    palette.tobytes(),
+                    max_bytes=out.gif_max_bytes,
+                    frames=preset.frames,
+                    digits=gif_digits(preset),
+                    processes=pool_size(jobs, size[0] * size[1] * preset.frames),
+                )
+            )
         elif fmt == "mp4":
             specs.append(Mp4Spec(paths[fmt], width, height, out.fps, text))
         elif fmt == "png":
@@ -200,10 +247,12 @@ class _BatchJob:
         for partial in self.partials:
             partial.abort()
 
-    def open(self, frames_dir: Path | None, device: torch.device, own_process: bool) -> None:
-        """Open this job's writers and its frame pipeline (own_process: in a child process)."""
+    def open(self, frames_dir: Path | None, device: torch.device, jobs: int) -> None:
+        """Open this job's writers and its frame pipeline (one of `jobs`: with more than one,
+        the encoders run in a child process)."""
         colourist = make_colourist(self.preset)
-        specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir)
+        specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
+        own_process = jobs > 1
         self.workers = open_workers(specs, self.paths["json"].with_suffix(""), own_process)
         self.pipeline = FramePipeline(self.preset, colourist, self.workers, device)
 
@@ -225,7 +274,11 @@ class _BatchJob:
         """Write the sidecar beside the completed files and rename them all together."""
         try:
             sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
-            self.partials.append(stage_json(self.paths["json"], sidecar(self.preset, result, sizes)))
+            record = sidecar(self.preset, result, sizes)
+            budgets = [w.writer.report for w in self.workers if getattr(w.writer, "report", None)]
+            if budgets:
+                record["gif_budget"] = budgets[0]
+            self.partials.append(stage_json(self.paths["json"], record))
             result.replaced = commit_together(self.partials)
         except OSError as error:
             self.fail(error)
@@ -302,7 +355,7 @@ def render_batch(
     ]
     try:
         for job in jobs:
-            job.open(options.frames_dir, torch_device, own_process=len(jobs) > 1)
+            job.open(options.frames_dir, torch_device, len(jobs))
         clock.append(time.perf_counter())
         advance(simulation, presets[0].run.warmup, options.on_step)
         _frame_loop(presets[0], simulation, jobs, options)

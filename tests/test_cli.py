@@ -402,3 +402,52 @@ def test_the_command_refuses_a_deep_or_aliased_preset_with_exit_2(tmp_path, caps
     deep.write_text("name: deep\nmodel: " + "{a: " * 500 + "1" + "}" * 500 + "\n")
     assert main(["validate", str(deep)]) == 2
     assert "nested more than 64 levels deep" in capsys.readouterr().err
+
+
+def test_render_from_a_budgeted_gif_reproduces_its_bytes(tmp_path, capsys):
+    path = write_preset(tmp_path, tiny_data(output={"formats": ["gif"], "gif_max_bytes": 6000}))
+    first = ["render", str(path), "--out", str(tmp_path / "a"), "--quiet", "--backend", "torch"]
+    assert main(first) == 0
+    gif = tmp_path / "a" / "tiny" / "tiny-s3.gif"
+    report = json.loads(gif.with_suffix(".json").read_text())["gif_budget"]
+    assert gif.stat().st_size <= 6000 and report["bytes"] == gif.stat().st_size
+    again = ["render", "--from", str(gif), "--out", str(tmp_path / "b"), "--quiet", "--backend", "torch"]
+    assert main(again) == 0
+    assert (tmp_path / "b" / "tiny" / gif.name).read_bytes() == gif.read_bytes()
+
+
+def test_an_impossible_gif_budget_is_refused_before_rendering(tmp_path, capsys, monkeypatch):
+    from physarum.render import runner
+
+    monkeypatch.setattr(runner, "make_batch_simulation", lambda *a: pytest.fail("it simulated"))
+    path = write_preset(tmp_path, tiny_data(description="a long one " * 200))  # embedded: > 2000 bytes
+    out = tmp_path / "o"
+    assert (
+        main(["render", str(path), "--gif-max-bytes", "2000", "--out", str(out), "--backend", "torch"]) == 2
+    )
+    message = capsys.readouterr().err
+    assert "output.gif_max_bytes (--gif-max-bytes) is 2000 bytes" in message and "at least" in message
+    assert not list(out.rglob("*.*"))
+
+
+@pytest.mark.parametrize("value", ["tenMB", "12", "0.5KB", "true"])
+def test_a_bad_gif_budget_is_one_clear_error(tmp_path, capsys, value):
+    path = write_preset(tmp_path, tiny_data())
+    assert main(["render", str(path), "--gif-max-bytes", value, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "gif_max_bytes" in err and "Traceback" not in err
+
+
+def test_preview_writes_a_small_gif_alone(tmp_path, capsys):
+    path = write_preset(tmp_path, tiny_data(canvas={"width": 96, "height": 64}))
+    assert (
+        main(
+            ["render", str(path), "--preview", "--out", str(tmp_path / "o"), "--quiet", "--backend", "torch"]
+        )
+        == 0
+    )
+    folder = tmp_path / "o" / "previews" / "tiny"
+    assert sorted(p.suffix for p in folder.iterdir()) == [".gif", ".json"]
+    with Image.open(folder / "tiny-s3.gif") as image:
+        assert image.size == (24, 16)
+    assert json.loads((folder / "tiny-s3.json").read_text())["gif_budget"]["max_bytes"] == 2_000_000

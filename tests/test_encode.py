@@ -164,3 +164,24 @@ def test_abort_leaves_nothing(tmp_path, writer_class):
     assert writer.temporary.exists() and not path.exists()
     writer.abort()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_gif_frames_compressed_in_worker_processes_are_the_same_bytes(tmp_path):
+    rng = np.random.default_rng(11)
+    magma, ice = palette_table("magma"), palette_table("ice")
+    frames = [rng.integers(0, 256, (45, 70), dtype=np.uint8) // (1 + n % 4) for n in range(15)]
+    written = []
+    for processes in (1, 3):
+        spec = GifSpec(
+            tmp_path / f"p{processes}.gif", 70, 45, 24, 0, "x", magma.tobytes(), processes=processes
+        )
+        writer = GifWriter(spec)
+        buffer = np.empty_like(frames[0])
+        for number, index in enumerate(frames):
+            buffer[:] = index  # the frame path reuses its buffers: the writer must copy
+            writer.write(Frame(number, buffer, ice if number % 5 == 4 else magma))
+        writer.commit()
+        written.append(spec.path.read_bytes())
+    assert written[0] == written[1]
+    tables = [frame["table"] for frame in parse_gif(tmp_path / "p3.gif")["frames"]]
+    assert len(tables) == 15 and tables[4] == ice.tobytes() and tables[0] is None

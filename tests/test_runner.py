@@ -456,3 +456,21 @@ def test_sigterm_and_sighup_end_a_render_cleanly(tmp_path, kind):
     assert f"terminated ({kind.name}); no partial output was left" in stderr.decode()
     assert "Traceback" not in stderr.decode()
     assert files_under(out) == []
+
+
+def test_a_batch_of_budgeted_gifs_is_the_renders_alone_with_their_choice_in_the_sidecar(tmp_path):
+    # in a batch each job's GIF is written in its encoder process, which reports the choice back
+    presets = [
+        build_preset(
+            tiny_data(name=f"job{i}", seed=20 + i, output={"formats": ["gif"], "gif_max_bytes": 5000}), "t"
+        )
+        for i in range(2)
+    ]
+    batch = runner.render_batch(
+        presets, backend="torch", device="cpu", out_dir=tmp_path / "batch", quiet=True
+    )
+    alone = render_cpu(presets[1], tmp_path / "alone")
+    for result in batch:
+        record = json.loads(result.outputs["json"].read_text())
+        assert record["gif_budget"]["bytes"] == result.outputs["gif"].stat().st_size <= 5000
+    assert batch[1].outputs["gif"].read_bytes() == alone.outputs["gif"].read_bytes()

@@ -72,6 +72,9 @@ def test_gallery_page_links_embeds_and_escapes(tmp_path):
         "seed": "1",
     }
     assert (sweep_dir / "contact.png").is_file()  # write_gallery writes the contact sheet too
+    for image in parsed.images:  # the still (the last frame) until the GIF is played
+        assert image["src"].endswith(".png") and image["data-still"] == image["src"]
+        assert image["data-gif"].endswith(".gif") and (sweep_dir / image["data-gif"]).is_file()
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

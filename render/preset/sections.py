@@ -36,6 +36,18 @@ FORMATS = ("gif", "mp4", "png")
 MAX_AGENTS = 1 << 28
 REFERENCE_SIDE = 512  # the short side at which short_side units give `diffuse` as written
 MP4_MAX_SIDE = 8192  # beyond H.264's largest level; players refuse such streams
+# Named GIF byte budgets: published upload limits as of 2026, which may change (docs/outputs.md,
+# "GIF byte budgets", says where each comes from). Decimal megabytes: the smaller reading of "MB".
+GIF_TARGETS = {
+    "x": 15_000_000,
+    "discord": 10_000_000,
+    "slack": 5_000_000,
+    "telegram": 5_000_000,
+    "phone": 5_000_000,
+    "preview": 2_000_000,
+}
+GIF_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "kib": 1024, "mib": 1024**2}
+GIF_MIN_BUDGET = 1024
 
 
 class Section(BaseModel):
@@ -230,12 +242,44 @@ def check_palette_entry(entry: PaletteEntry) -> PaletteEntry:
     return entry
 
 
+def parse_gif_budget(value) -> int | None:
+    """A GIF byte budget as bytes: an integer, a size like '10MB' or '512KiB', or a name of
+    GIF_TARGETS; at least GIF_MIN_BUDGET. ValueError names what is allowed."""
+    if value is None:
+        return None
+    allowed = f"bytes (at least {GIF_MIN_BUDGET}), a size like '10MB', or one of {', '.join(GIF_TARGETS)}"
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a budget: {allowed}")
+    if isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        if text in GIF_TARGETS:
+            return GIF_TARGETS[text]
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)(b|kb|mb|kib|mib)?", text)
+        if not match:
+            raise ValueError(f"{value!r} is not a budget: {allowed}")
+        value = int(float(match.group(1)) * GIF_UNITS[match.group(2) or "b"])
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or value < GIF_MIN_BUDGET:
+        raise ValueError(f"{value!r} is not a budget: {allowed}")
+    return value
+
+
 class Output(OptionalSection):
     formats: list[Literal["gif", "mp4", "png"]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
     fps: int = Field(30, ge=1, le=100)
     loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
     png_dpi: int | None = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
+    gif_max_bytes: int | None = Field(
+        None, description="GIF byte budget: bytes, a size like '10MB', or a target name (GIF_TARGETS)"
+    )
+
+    @field_validator("gif_max_bytes", mode="before")
+    @classmethod
+    def _gif_budget(cls, value):
+        """Bytes, '<number><unit>' (B, KB, MB, KiB, MiB) or a named target, as bytes."""
+        return parse_gif_budget(value)
 
     @field_validator("formats")
     @classmethod

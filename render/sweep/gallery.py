@@ -4,7 +4,8 @@ them all at once).
 The page is one static file that works from the file system with no server and no network: its
 CSS and script are inline, previews are relative links to each job's GIF (or PNG), and every
 job's preset YAML is embedded for the copy button. Sorting and filtering happen in the page;
-`index.html?filter=model.decay=0.1&sort=model.sensor_angle&order=desc` opens it filtered.
+`index.html?filter=model.decay=0.1&sort=model.sensor_angle&order=desc` opens it filtered. A job
+with a GIF and a PNG shows the PNG (its last frame) and plays the GIF while hovered or focused.
 
 Records are the sweep manifest's last record of each job (manifest.job_record): id, name, index,
 status, params, preset, and for done jobs outputs (paths relative to the sweep folder).
@@ -50,6 +51,13 @@ def _preview(record: dict) -> str | None:
     if record.get("status") != "done":
         return None
     return local_path(outputs.get("gif")) or local_path(outputs.get("png"))
+
+
+def _still(record: dict) -> str | None:
+    """A done job's PNG still (its last frame), shown until its GIF is played; else None."""
+    if record.get("status") != "done":
+        return None
+    return local_path((record.get("outputs") or {}).get("png"))
 
 
 def _script_json(value) -> str:
@@ -128,7 +136,14 @@ def _card(record: dict, keys: list[str]) -> str:
     width, height = _preview_size(preset)
     name, job_id = html.escape(str(record.get("name", record["id"]))), html.escape(str(record["id"]))
     status = html.escape(str(record.get("status", "")))
-    if preview:
+    still = _still(record)
+    if preview and still and still != preview:  # the still until hovered, focused or played
+        picture = (
+            f'<a href="{_href(preview)}" class="plays"><img src="{_href(still)}" alt="{name}" '
+            f'data-still="{_href(still)}" data-gif="{_href(preview)}" '
+            f'width="{width}" height="{height}" loading="lazy"></a>'
+        )
+    elif preview:
         picture = (
             f'<a href="{_href(preview)}"><img src="{_href(preview)}" alt="{name}" '
             f'width="{width}" height="{height}" loading="eager"></a>'
@@ -224,6 +239,18 @@ SCRIPT = r"""
     recordError(Array.prototype.join.call(arguments, " "));
     consoleError.apply(console, arguments);
   };
+
+  // A card shows its job's last frame (the PNG) and plays the GIF while hovered or focused, so
+  // that the page opens on meaningful stills and loads each GIF only when it is looked at.
+  Array.prototype.forEach.call(document.querySelectorAll("a.plays"), function (link) {
+    var image = link.querySelector("img");
+    function play() { if (image.getAttribute("src") !== image.dataset.gif) image.src = image.dataset.gif; }
+    function still() { image.src = image.dataset.still; }
+    link.addEventListener("mouseenter", play);
+    link.addEventListener("focus", play);
+    link.addEventListener("mouseleave", still);
+    link.addEventListener("blur", still);
+  });
 
   var presets = JSON.parse(document.getElementById("presets").textContent);
   var grid = document.getElementById("cards");

@@ -1,0 +1,108 @@
+"""GIF byte budgets: the chosen GIF fits budgets and sizes drawn here, the choice depends on the
+frames and the budget only, and an impossible budget is refused before rendering."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from physarum.render.colour import palette_table
+from physarum.render.encode import GifWriter
+from physarum.render.gif import Digits
+from physarum.render.gif_budget import FrameStore, candidates, minimum_bytes, sample_frames
+from physarum.render.outputs import Frame, GifSpec
+
+PALETTES = [palette_table("magma"), palette_table("ice")]
+
+
+def _frames(rng, width: int, height: int, count: int) -> list[np.ndarray]:
+    """Smooth, drifting index frames with noise: compressible, but not trivially."""
+    y, x = np.mgrid[0:height, 0:width]
+    frames = []
+    for f in range(count):
+        wave = 127 + 100 * np.sin((x + 3 * f) / 7.0) * np.cos((y - 2 * f) / 11.0)
+        noise = rng.integers(-20, 21, (height, width))
+        frames.append(np.clip(wave + noise, 0, 255).astype(np.uint8))
+    return frames
+
+
+def _write(path: Path, frames, budget, processes=1, every=4) -> tuple[bytes, dict | None]:
+    height, width = frames[0].shape
+    spec = GifSpec(
+        path, width, height, 25, 0, "preset", PALETTES[0].tobytes(), budget, len(frames), (256, 1), processes
+    )
+    writer = GifWriter(spec)
+    for number, index in enumerate(frames):
+        writer.write(Frame(number, index, PALETTES[(number // every) % 2]))
+    writer.commit()
+    return path.read_bytes(), writer.report
+
+
+def test_budgets_hold_for_drawn_sizes_and_budgets(tmp_path):
+    rng = np.random.default_rng()  # sizes and budgets the test does not know in advance
+    seed = int(rng.integers(1 << 30))
+    rng = np.random.default_rng(seed)
+    for trial in range(4):
+        width, height, count = (
+            int(v) for v in (rng.integers(40, 180), rng.integers(40, 180), rng.integers(6, 30))
+        )
+        frames = _frames(rng, width, height, count)
+        full, _ = _write(tmp_path / f"full{trial}.gif", frames, None)
+        budget = int(len(full) * rng.uniform(0.05, 0.9))
+        try:
+            data, report = _write(tmp_path / f"b{trial}.gif", frames, budget)
+        except OSError as error:  # below what the smallest candidate takes: it must say so
+            assert "fits output.gif_max_bytes" in str(error), seed
+            continue
+        assert len(data) <= budget, (seed, width, height, count, budget, report)
+        assert report["bytes"] == len(data) and report["max_bytes"] == budget
+
+
+def test_choice_and_bytes_are_the_same_whatever_the_processes(tmp_path):
+    frames = _frames(np.random.default_rng(5), 96, 72, 17)
+    full, _ = _write(tmp_path / "full.gif", frames, None)
+    one, first = _write(tmp_path / "one.gif", frames, len(full) // 4, processes=1)
+    two, second = _write(tmp_path / "two.gif", frames, len(full) // 4, processes=2)
+    assert one == two and first == second
+    assert first["levels"] < 256 or first["downscale"] > 1 or first["stride"] > 1
+
+
+def test_a_budget_the_full_gif_fits_keeps_the_full_gif(tmp_path):
+    frames = _frames(np.random.default_rng(6), 64, 48, 9)
+    full, _ = _write(tmp_path / "full.gif", frames, None)
+    budgeted, report = _write(tmp_path / "b.gif", frames, 2 * len(full))
+    assert (report["levels"], report["downscale"], report["stride"]) == (256, 1, 1)
+    assert budgeted == full
+
+
+def test_candidates_start_full_and_shrink_to_a_single_frame():
+    order = candidates(200, 100, 12, Digits())
+    assert (order[0].levels, order[0].factor, order[0].stride) == (256, 1, 1)
+    assert order[-1].stride == 12 and len(set(order)) == len(order)
+    assert all(r.levels == 256 for r in candidates(200, 100, 12, Digits(16, 2)))
+
+
+def test_sample_depends_on_the_frame_count_alone():
+    assert sample_frames(5) == [0, 1, 2, 3, 4]
+    assert sample_frames(120) == sample_frames(120) and len(sample_frames(120)) == 12
+
+
+def test_frame_store_gives_back_frames_and_palettes():
+    store = FrameStore()
+    frames = _frames(np.random.default_rng(7), 30, 20, 3)
+    for number, index in enumerate(frames):
+        store.append(index, PALETTES[number % 2])
+    index, palette = store.frame(1)
+    assert np.array_equal(index, frames[1]) and palette == PALETTES[1].tobytes()
+    store.close()
+
+
+def test_minimum_is_below_any_written_budgeted_gif(tmp_path):
+    frames = _frames(np.random.default_rng(8), 80, 80, 10)
+    palettes = [PALETTES[(n // 4) % 2].tobytes() for n in range(10)]
+    least = minimum_bytes(80, 80, palettes, Digits(), 0, "preset")
+    with pytest.raises(OSError, match="fits output.gif_max_bytes"):
+        _write(tmp_path / "x.gif", frames, least - 1)
+    assert not (tmp_path / "x.gif").exists()

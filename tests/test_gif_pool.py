@@ -1,0 +1,41 @@
+"""Frames compressed in worker processes give the blocks of one process, in order."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from physarum.render.colour import palette_table
+from physarum.render.gif import Digits, Reduction
+from physarum.render.gif_pool import CompressPool, FrameTask, compress, pool_size
+
+
+def _tasks(count: int) -> list[FrameTask]:
+    rng = np.random.default_rng(3)
+    palettes = [palette_table("magma").tobytes(), palette_table("ice").tobytes()]
+    reductions = [Reduction(), Reduction(64, 2, 1), Reduction(16, 3, 2)]
+    return [
+        FrameTask(
+            rng.integers(0, 256, (40 + i, 61), dtype=np.uint8),
+            palettes[i % 2],
+            reductions[i % 3],
+            Digits(),
+            i % 2 == 1,
+            40,
+        )
+        for i in range(count)
+    ]
+
+
+def test_parallel_blocks_are_the_serial_blocks_in_order():
+    tasks = _tasks(13)
+    serial = [compress(task) for task in tasks]
+    with CompressPool(3) as pool:
+        assert list(pool.map(tasks)) == serial
+    with CompressPool(1) as pool:
+        assert list(pool.map(tasks)) == serial
+
+
+def test_pool_size_shares_the_cores_and_is_at_least_one():
+    assert pool_size(1) >= pool_size(2) >= 1
+    assert pool_size(10_000) == 1
+    assert pool_size(1, pixels=1000) == 1  # a small GIF is not worth starting workers
