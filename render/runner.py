@@ -36,6 +36,7 @@ from physarum.render.frames import (
     open_workers,
 )
 from physarum.render.interrupts import stop_if_requested
+from physarum.render.loops import TrailLoop, Window, find_windows
 from physarum.render.machine import (
     check_memory,
     device_name,
@@ -148,11 +149,11 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     return result
 
 
-def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int]) -> dict:
+def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: dict | None = None) -> dict:
     """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
-    how it ran, its timings and notes, and each output file's name and size (sizes: bytes by
-    format)."""
-    return {
+    how it ran, its timings and notes, each output file's name and size (sizes: bytes by
+    format) and, with output.loop_mode, the loop (loops.TrailLoop.describe)."""
+    out = {
         "physarum_version": version(),
         "preset": preset.portable_dump(),
         "preset_yaml": embedded_text(preset),
@@ -168,6 +169,9 @@ def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int]) -> dict
             fmt: {"file": p.name, "bytes": sizes[fmt]} for fmt, p in result.outputs.items() if fmt != "json"
         },
     }
+    if loop is not None:
+        out["loop"] = loop
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,6 +186,7 @@ class _BatchJob:
     preset: Preset
     paths: dict[str, Path]
     notes: list[str]
+    loop: TrailLoop
     workers: list[EncoderWorker] = field(default_factory=list)
     pipeline: FramePipeline | None = None
     error: str | None = None
@@ -205,12 +210,20 @@ class _BatchJob:
         colourist = make_colourist(self.preset)
         specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir)
         self.workers = open_workers(specs, self.paths["json"].with_suffix(""), own_process)
-        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device)
+        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device, self.loop.frames)
 
     def hand_over(self, keep: int = 0) -> None:
         if self.error is None:
             try:
                 self.pipeline.hand_over(keep)
+            except RenderError as error:
+                self.fail(error)
+
+    def finish_frames(self) -> None:
+        """Every frame handed over (and a ping-pong loop's replayed)."""
+        if self.error is None:
+            try:
+                self.pipeline.finish()
             except RenderError as error:
                 self.fail(error)
 
@@ -225,7 +238,8 @@ class _BatchJob:
         """Write the sidecar beside the completed files and rename them all together."""
         try:
             sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
-            self.partials.append(stage_json(self.paths["json"], sidecar(self.preset, result, sizes)))
+            data = sidecar(self.preset, result, sizes, self.loop.describe())
+            self.partials.append(stage_json(self.paths["json"], data))
             result.replaced = commit_together(self.partials)
         except OSError as error:
             self.fail(error)
@@ -295,10 +309,14 @@ def render_batch(
     paths = _batch_paths(presets, options)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     simulation = make_batch_simulation(presets, backend, torch_device)
+    windows: list[Window | None] = [None] * len(presets)
+    if any(p.loop[0] == "closest" for p in presets):  # a first pass finds the loops; the render repeats it
+        windows, simulation = find_windows(presets, simulation), None  # spawn_s counts this pass
+        simulation = make_batch_simulation(presets, backend, torch_device)
     clock.append(time.perf_counter())
     jobs = [
-        _BatchJob(b, p, job_paths, job_notes)
-        for b, (p, job_paths, job_notes) in enumerate(zip(presets, paths, notes))
+        _BatchJob(b, p, job_paths, job_notes, TrailLoop(p, window))
+        for b, (p, job_paths, job_notes, window) in enumerate(zip(presets, paths, notes, windows))
     ]
     try:
         for job in jobs:
@@ -342,10 +360,13 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
             trail = simulation.trail
             for job in jobs:
                 if job.error is None:
-                    job.pipeline.submit(number, simulation_maps(job.preset, trail, job.index))
+                    for shown, maps in job.loop.take(number, simulation_maps(job.preset, trail, job.index)):
+                        job.pipeline.submit(shown, maps)
             for job in jobs:
                 job.hand_over(keep=1)
             bar.update(1)
+            if all(job.loop.done(number) for job in jobs):
+                break  # a closest loop ends before the run
             if not options.quiet and number % 10 == 0:
                 encode = min((w.fps for job in jobs for w in job.workers), default=0.0)
                 bar.set_postfix_str(
@@ -353,7 +374,7 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
                     refresh=False,
                 )
         for job in jobs:
-            job.hand_over()
+            job.finish_frames()
 
 
 def _batch_result(

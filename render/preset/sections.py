@@ -36,6 +36,8 @@ FORMATS = ("gif", "mp4", "png")
 MAX_AGENTS = 1 << 28
 REFERENCE_SIDE = 512  # the short side at which short_side units give `diffuse` as written
 MP4_MAX_SIDE = 8192  # beyond H.264's largest level; players refuse such streams
+LOOP_MODES = Literal["none", "ping-pong", "crossfade", "closest"]
+MAX_LOOP_FRAMES = 100_000
 
 
 class Section(BaseModel):
@@ -205,6 +207,19 @@ class Palette(Section):
     every: int = Field(60, ge=1, description="frames shown with one palette before the next")
     gamma: float = Field(1.0, gt=0.05, le=20)
     levels: Levels = Levels()
+    blend: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        description="frames at the end of each `every` block cross-fading to the next palette",
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        data = handler(self)
+        if data.get("blend") == 0:
+            data.pop("blend")  # the default (a hard cut): dumps stay as they were before blend existed
+        return data
 
     @field_validator("names")
     @classmethod
@@ -236,6 +251,15 @@ class Output(OptionalSection):
     loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
     png_dpi: int | None = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
+    loop_mode: LOOP_MODES | None = Field(
+        None, description="none (default), ping-pong, crossfade or closest: how the animation loops"
+    )
+    loop_frames: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_LOOP_FRAMES,
+        description="crossfade: frames blended into the first ones; closest: the shortest loop",
+    )
 
     @field_validator("formats")
     @classmethod
