@@ -260,3 +260,10 @@ def test_loops_in_a_batch_match_the_same_jobs_rendered_alone(tmp_path):
             assert result.outputs[fmt].read_bytes() == alone.outputs[fmt].read_bytes()
         loop = json.loads(result.outputs["json"].read_text())["loop"]
         assert loop == json.loads(alone.outputs["json"].read_text())["loop"]
+
+
+def test_a_blend_as_long_as_the_block_is_refused_naming_palette_blend():
+    problems = problems_of(tiny_data(palette={"every": 3, "blend": 3}))
+    assert len(problems) == 1 and "palette.blend: must be less than palette.every (3)" in problems[0]
+    assert "blend" not in build_preset(tiny_data(), "t.yaml").to_yaml()  # 0: not embedded
+    assert "blend: 2" in build_preset(tiny_data(palette={"every": 3, "blend": 2}), "t.yaml").to_yaml()
