@@ -34,6 +34,16 @@ def auto_high(trail: torch.Tensor, quantile: float) -> torch.Tensor:
     return torch.kthvalue(flat, k).values
 
 
+def blend_table(before: np.ndarray, after: np.ndarray, k: int, steps: int) -> np.ndarray:
+    """[256, 3] uint8: step k of `steps` (1 .. steps) of a cross-fade from palette `before` to
+    `after`, in integers: (before * (steps + 1 - k) + after * k + (steps + 1) // 2) // (steps + 1),
+    each entry rounded to nearest (halves up). Exact, so a GIF's local table and an RGB frame
+    (table[index]) agree on every device."""
+    weight = steps + 1
+    mixed = before.astype(np.int64) * (weight - k) + after.astype(np.int64) * k + weight // 2
+    return (mixed // weight).astype(np.uint8)
+
+
 class Colourist:
     """Turns one simulation's trail [H, W] into index frames and knows each frame's palette.
 
@@ -47,6 +57,8 @@ class Colourist:
         self.tables = [palette_table(entry) for entry in palette.names]
         self._levels = torch.from_numpy(gamma_levels(palette.gamma))
         self._device_tables: dict = {}
+        self._blends: dict[tuple[int, int], np.ndarray] = {}
+        self._device_blends: dict = {}
 
     def _on(self, device: torch.device) -> dict[str, torch.Tensor]:
         """The colouring's constants on `device`, copied there once: a host-to-device copy of a
@@ -76,17 +88,36 @@ class Colourist:
         return torch.bucketize(trail, bounds, right=True).to(torch.uint8)
 
     def palette_index(self, frame: int) -> int:
-        """Which of the preset's palettes frame number `frame` is shown with."""
+        """Which of the preset's palettes frame number `frame` is shown with (the one it
+        starts from, in a blend)."""
         return (frame // self.palette.every) % len(self.tables)
 
+    def blend_step(self, frame: int) -> int:
+        """k of frame number `frame`: 0 outside a blend, 1 .. N (N = palette.blend) over the last
+        N frames of its block of `every`, which cross-fade toward the next palette."""
+        into = frame % self.palette.every - (self.palette.every - self.palette.blend)
+        return into + 1 if into >= 0 else 0
+
     def table(self, frame: int) -> np.ndarray:
-        """[256, 3] uint8 RGB palette of frame number `frame`."""
-        return self.tables[self.palette_index(frame)]
+        """[256, 3] uint8 RGB palette of frame number `frame`: its palette, or in a blend the
+        integer mix of it and the next one (blend_table)."""
+        key = (self.palette_index(frame), self.blend_step(frame))
+        if key[1] == 0:
+            return self.tables[key[0]]
+        if key not in self._blends:
+            after = self.tables[(key[0] + 1) % len(self.tables)]
+            self._blends[key] = blend_table(self.tables[key[0]], after, key[1], self.palette.blend)
+        return self._blends[key]
 
     def rgb(self, index: torch.Tensor, frame: int) -> torch.Tensor:
         """[H, W, 3] uint8 RGB of an index frame, looked up on the index frame's device."""
-        tables = self._on(index.device)["tables"]
-        return tables[self.palette_index(frame)][index.to(torch.int64)]
+        if self.blend_step(frame) == 0:
+            tables = self._on(index.device)["tables"]
+            return tables[self.palette_index(frame)][index.to(torch.int64)]
+        key = (index.device, self.palette_index(frame), self.blend_step(frame))
+        if key not in self._device_blends:
+            self._device_blends[key] = torch.from_numpy(self.table(frame)).to(index.device)
+        return self._device_blends[key][index.to(torch.int64)]
 
     def colour(
         self, trail: torch.Tensor, frame: int, rgb: bool = True

@@ -171,7 +171,8 @@ class Mp4Writer(PartialFile):
 class PngWriter(PartialFile):
     """A PNG still of the last frame written with an RGB, with the preset in a text chunk, and
     with dpi its print resolution (a pHYs chunk, so print software sizes it: pixels / dpi
-    inches). Frames without an RGB pass by."""
+    inches). Frames without an RGB pass by, and so do a ping-pong loop's replayed frames: the
+    still is the last frame simulated."""
 
     def __init__(self, spec: PngSpec):
         super().__init__(spec.path)
@@ -180,7 +181,7 @@ class PngWriter(PartialFile):
         self.last: np.ndarray | None = None
 
     def write(self, frame: Frame) -> None:
-        if frame.rgb is None:
+        if frame.rgb is None or frame.replay:
             return
         if self.last is None or self.last.shape != frame.rgb.shape:
             self.last = np.empty_like(frame.rgb)

@@ -13,7 +13,8 @@ render pipeline"):
 The child is `python -m physarum.render.encoder_process`. Its stdin carries one length-prefixed
 header, the pickled list of the job's specs (render/outputs.py), then every frame: a flags byte,
 then the GIF's preview index frame and its palette (768 bytes) if flag 1 is set, and the RGB
-frame if flag 2 is (every frame for an MP4; a PNG still needs only the last). A frame carries
+frame if flag 2 is (every frame for an MP4; a PNG still needs only the last); flag 4 marks a ping-pong loop's replayed
+frame (render/loops.py). A frame carries
 only what the child's writers read. End of input completes every file under the child's temporary
 names (render/files.py); the child's last line on stdout is `ok` or `error: ...`, and the parent
 renames the files with the job's others (files.commit_together); a budgeted GIF's choice comes
@@ -39,7 +40,7 @@ from physarum.render.encode import open_writer
 from physarum.render.files import PartialFile, commit_together, temporary_of
 from physarum.render.outputs import Frame, GifSpec, Spec, Writer
 
-GIF_FLAG, RGB_FLAG = 1, 2  # a frame's flags byte: which blocks follow
+GIF_FLAG, RGB_FLAG, REPLAY_FLAG = 1, 2, 4  # a frame's flags byte: which blocks follow, a replay
 
 
 class EncoderProcess:
@@ -66,7 +67,7 @@ class EncoderProcess:
         the RGB where the frame has one (with an MP4 or a PNG)."""
         gif = self.gif and frame.preview is not None
         rgb = self.rgb and frame.rgb is not None
-        self._send(bytes([GIF_FLAG * gif | RGB_FLAG * rgb]))
+        self._send(bytes([GIF_FLAG * gif | RGB_FLAG * rgb | REPLAY_FLAG * frame.replay]))
         if gif:
             self._send(np.ascontiguousarray(frame.preview, dtype=np.uint8).data)
             self._send(np.ascontiguousarray(frame.palette, dtype=np.uint8).data)
@@ -161,7 +162,7 @@ def _encode(stdin, specs: list[Spec], writers: list[Writer]) -> None:
         if flags[0] & RGB_FLAG:
             pixels = _read_block(stdin, canvas.width * canvas.height * 3)
             rgb = np.frombuffer(pixels, dtype=np.uint8).reshape(canvas.height, canvas.width, 3)
-        frame = Frame(number, preview, palette, rgb)
+        frame = Frame(number, preview, palette, rgb, replay=bool(flags[0] & REPLAY_FLAG))
         for writer in writers:
             writer.write(frame)
         number += 1

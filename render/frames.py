@@ -20,6 +20,7 @@ from physarum.render.encode import open_writer
 from physarum.render.encoder_process import EncoderProcess
 from physarum.render.errors import RenderError
 from physarum.render.files import PartialFile
+from physarum.render.loops import PingPong
 from physarum.render.outputs import Frame, FramesDirSpec, Spec, Writer
 from physarum.render.preset import Preset
 
@@ -118,8 +119,15 @@ class FramePipeline:
     """
 
     def __init__(
-        self, preset: Preset, colourist: Colourist, workers: list[EncoderWorker], device: torch.device
+        self,
+        preset: Preset,
+        colourist: Colourist,
+        workers: list[EncoderWorker],
+        device: torch.device,
+        frames: int | None = None,
     ):
+        """frames: how many frames are submitted (numbered 0 .. frames - 1; the preset's frames
+        unless a loop shows fewer). With output.loop_mode ping-pong, finish() replays them."""
         self.colourist, self.workers = colourist, workers
         self.reads = {name for w in workers for name in w.reads}
         self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
@@ -130,7 +138,8 @@ class FramePipeline:
         self.ring = HostRing(device, QUEUE_FRAMES + 3)
         self.pending: list[tuple[Frame, torch.cuda.Event | None]] = []
         self.device = device
-        self.last = preset.frames - 1
+        self.last = (preset.frames if frames is None else frames) - 1
+        self.ping_pong = PingPong(self.last) if preset.loop[0] == "ping-pong" else None
 
     def submit(self, number: int, trail: torch.Tensor) -> None:
         """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
@@ -158,6 +167,16 @@ class FramePipeline:
             frame = dataclasses.replace(frame, preview=_numpy(frame.preview), rgb=_numpy(frame.rgb))
             for worker in self.workers:
                 worker.put(frame)
+            if self.ping_pong is not None:
+                self.ping_pong.record(frame)
+
+    def finish(self) -> None:
+        """Hand over every pending frame, then a ping-pong loop's frames backwards."""
+        self.hand_over()
+        if self.ping_pong is not None:
+            for frame in self.ping_pong.replay():
+                for worker in self.workers:
+                    worker.put(frame)
 
 
 def _numpy(tensor: torch.Tensor | None) -> np.ndarray | None:

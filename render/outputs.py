@@ -22,13 +22,15 @@ class Frame:
     preview: the GIF's (scaled) index frame [h, w] uint8, with palette its [256, 3] uint8 palette;
     rgb: the RGB frame [H, W, 3] uint8. What no output of the render reads is None (a PNG still
     alone gets only the last frame's RGB). The arrays are buffers the frame path reuses a few
-    frames later: a writer copies what it keeps beyond write().
+    frames later: a writer copies what it keeps beyond write(). replay: a frame shown again,
+    backwards, by a ping-pong loop (render/loops.py); the PNG still passes it by.
     """
 
     number: int
     preview: np.ndarray | None = None
     palette: np.ndarray | None = None
     rgb: np.ndarray | None = None
+    replay: bool = False
 
 
 class Writer(Protocol):

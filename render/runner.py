@@ -39,6 +39,7 @@ from physarum.render.gif import Digits
 from physarum.render.gif_budget import minimum_bytes
 from physarum.render.gif_pool import pool_size
 from physarum.render.interrupts import stop_if_requested
+from physarum.render.loops import TrailLoop, Window, find_windows
 from physarum.render.machine import (
     check_memory,
     device_name,
@@ -80,10 +81,13 @@ def check_formats(preset: Preset) -> list[str]:
 
 def check_gif_budget(preset: Preset) -> None:
     """Refuse, before rendering, a GIF budget below what any GIF of the preset takes
-    (gif_budget.minimum_bytes: known from its size, frames, palettes and embedded text)."""
+    (gif_budget.minimum_bytes: known from its size, frames, palettes and embedded text). With a
+    loop, the fewest frames it can show: crossfade F - N, closest N (its shortest loop)."""
     out = preset.output
     colourist = make_colourist(preset)
-    palettes = [colourist.table(number).tobytes() for number in range(preset.frames)]
+    mode, count = preset.loop
+    shown = {"crossfade": preset.frames - count, "closest": count}.get(mode, preset.frames)
+    palettes = [colourist.table(number).tobytes() for number in range(shown)]
     size = preview_size(preset.canvas.width, preset.canvas.height, out.gif_scale)
     least = minimum_bytes(*size, palettes, Digits(*gif_digits(preset)), out.loop, embedded_text(preset))
     if out.gif_max_bytes < least:
@@ -195,11 +199,11 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     return result
 
 
-def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int]) -> dict:
+def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: dict | None = None) -> dict:
     """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
-    how it ran, its timings and notes, and each output file's name and size (sizes: bytes by
-    format)."""
-    return {
+    how it ran, its timings and notes, each output file's name and size (sizes: bytes by
+    format) and, with output.loop_mode, the loop (loops.TrailLoop.describe)."""
+    out = {
         "physarum_version": version(),
         "preset": preset.portable_dump(),
         "preset_yaml": embedded_text(preset),
@@ -215,6 +219,9 @@ def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int]) -> dict
             fmt: {"file": p.name, "bytes": sizes[fmt]} for fmt, p in result.outputs.items() if fmt != "json"
         },
     }
+    if loop is not None:
+        out["loop"] = loop
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,6 +236,7 @@ class _BatchJob:
     preset: Preset
     paths: dict[str, Path]
     notes: list[str]
+    loop: TrailLoop
     workers: list[EncoderWorker] = field(default_factory=list)
     pipeline: FramePipeline | None = None
     error: str | None = None
@@ -254,12 +262,20 @@ class _BatchJob:
         specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
         own_process = jobs > 1
         self.workers = open_workers(specs, self.paths["json"].with_suffix(""), own_process)
-        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device)
+        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device, self.loop.frames)
 
     def hand_over(self, keep: int = 0) -> None:
         if self.error is None:
             try:
                 self.pipeline.hand_over(keep)
+            except RenderError as error:
+                self.fail(error)
+
+    def finish_frames(self) -> None:
+        """Every frame handed over (and a ping-pong loop's replayed)."""
+        if self.error is None:
+            try:
+                self.pipeline.finish()
             except RenderError as error:
                 self.fail(error)
 
@@ -274,7 +290,7 @@ class _BatchJob:
         """Write the sidecar beside the completed files and rename them all together."""
         try:
             sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
-            record = sidecar(self.preset, result, sizes)
+            record = sidecar(self.preset, result, sizes, self.loop.describe())
             budgets = [w.writer.report for w in self.workers if getattr(w.writer, "report", None)]
             if budgets:
                 record["gif_budget"] = budgets[0]
@@ -348,10 +364,14 @@ def render_batch(
     paths = _batch_paths(presets, options)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     simulation = make_batch_simulation(presets, backend, torch_device)
+    windows: list[Window | None] = [None] * len(presets)
+    if any(p.loop[0] == "closest" for p in presets):  # a first pass finds the loops; the render repeats it
+        windows, simulation = find_windows(presets, simulation), None  # spawn_s counts this pass
+        simulation = make_batch_simulation(presets, backend, torch_device)
     clock.append(time.perf_counter())
     jobs = [
-        _BatchJob(b, p, job_paths, job_notes)
-        for b, (p, job_paths, job_notes) in enumerate(zip(presets, paths, notes))
+        _BatchJob(b, p, job_paths, job_notes, TrailLoop(p, window))
+        for b, (p, job_paths, job_notes, window) in enumerate(zip(presets, paths, notes, windows))
     ]
     try:
         for job in jobs:
@@ -395,10 +415,13 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
             trail = simulation.trail
             for job in jobs:
                 if job.error is None:
-                    job.pipeline.submit(number, simulation_maps(job.preset, trail, job.index))
+                    for shown, maps in job.loop.take(number, simulation_maps(job.preset, trail, job.index)):
+                        job.pipeline.submit(shown, maps)
             for job in jobs:
                 job.hand_over(keep=1)
             bar.update(1)
+            if all(job.loop.done(number) for job in jobs):
+                break  # a closest loop ends before the run
             if not options.quiet and number % 10 == 0:
                 encode = min((w.fps for job in jobs for w in job.workers), default=0.0)
                 bar.set_postfix_str(
@@ -406,7 +429,7 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
                     refresh=False,
                 )
         for job in jobs:
-            job.hand_over()
+            job.finish_frames()
 
 
 def _batch_result(

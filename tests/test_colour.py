@@ -9,6 +9,7 @@ from physarum.render.colour import (
     PRODUCT_LEVELS,
     Colourist,
     SpeciesColourist,
+    blend_table,
     downscale,
     gamma_levels,
     make_colourist,
@@ -58,6 +59,37 @@ def test_palettes_alternate_every_n_frames():
     index = torch.tensor([[0, 255]], dtype=torch.uint8)
     assert colourist.rgb(index, 4).tolist() == [[[0, 0, 0], [255, 255, 255]]]
     np.testing.assert_array_equal(colourist.table(2), palette_table("ice"))
+
+
+def test_blend_tables_are_exact_integer_mixes_with_the_palettes_at_their_ends():
+    before, after = palette_table("magma"), palette_table("ice")
+    for steps in (1, 2, 5):
+        np.testing.assert_array_equal(blend_table(before, after, 0, steps), before)
+        np.testing.assert_array_equal(blend_table(before, after, steps + 1, steps), after)
+        for k in range(1, steps + 1):
+            mixed = (before.astype(np.float64) * (steps + 1 - k) + after.astype(np.float64) * k) / (steps + 1)
+            got = blend_table(before, after, k, steps).astype(np.float64)
+            assert np.abs(got - mixed).max() <= 0.5  # each entry rounded to nearest
+
+
+def test_a_blend_crossfades_over_the_last_frames_of_each_block():
+    colourist = Colourist(Palette(names=["magma", "ice"], every=4, blend=2))
+    magma, ice = palette_table("magma"), palette_table("ice")
+    assert [colourist.blend_step(f) for f in range(9)] == [0, 0, 1, 2, 0, 0, 1, 2, 0]
+    np.testing.assert_array_equal(colourist.table(1), magma)
+    np.testing.assert_array_equal(colourist.table(2), blend_table(magma, ice, 1, 2))
+    np.testing.assert_array_equal(colourist.table(3), blend_table(magma, ice, 2, 2))
+    np.testing.assert_array_equal(colourist.table(4), ice)
+    np.testing.assert_array_equal(colourist.table(7), blend_table(ice, magma, 2, 2))  # back to magma
+    index = torch.arange(256, dtype=torch.uint8)[None]
+    for frame in range(9):  # the RGB frame is the GIF's table looked up: the same picture
+        np.testing.assert_array_equal(colourist.rgb(index, frame)[0].numpy(), colourist.table(frame))
+
+
+def test_no_blend_keeps_the_hard_cut():
+    cut = Colourist(Palette(names=["magma", "ice"], every=3))
+    assert {cut.blend_step(f) for f in range(12)} == {0}
+    assert [cut.table(f) is cut.tables[cut.palette_index(f)] for f in range(6)] == [True] * 6
 
 
 def test_downscale_is_exact_nearest_sampling():

@@ -99,6 +99,37 @@ def _relations(preset: Preset) -> list[str]:
         if spawn.spawn != "image" and spawn.image is not None:
             problems.append(f"{where}.image: only used with spawn: image (spawn is {spawn.spawn!r})")
     problems.extend(_interaction_problems(preset))
+    problems.extend(_loop_problems(preset))
+    return problems
+
+
+def _loop_problems(preset: Preset) -> list[str]:
+    """palette.blend against palette.every, output.loop_frames against the mode and the frames."""
+    problems = []
+    palette, output, frames = preset.palette, preset.output, preset.frames
+    if palette.blend >= palette.every:
+        problems.append(
+            f"palette.blend: must be less than palette.every ({palette.every}): the last blend "
+            f"frames of each block of every frames cross-fade to the next palette (got {palette.blend!r})"
+        )
+    mode, count = preset.loop
+    if output.loop_frames is not None and mode in ("none", "ping-pong"):
+        problems.append(
+            f"output.loop_frames: only used with output.loop_mode crossfade or closest "
+            f"(loop_mode is {mode!r}) (got {output.loop_frames!r})"
+        )
+    elif mode == "crossfade" and (frames < 2 or count > frames // 2):
+        problems.append(
+            f"output.loop_frames: a crossfade blends the last loop_frames frames into the first ones, "
+            f"so it allows 1 to frames // 2 = {frames // 2} of the run's {frames} frames (got {count!r})"
+        )
+    elif mode == "closest" and (count < 2 or count > frames - 1 - frames // 2):
+        most = frames - 1 - frames // 2
+        allowed = f"2 to {most}" if most >= 2 else "none: the run needs at least 5 frames"
+        problems.append(
+            f"output.loop_frames: closest looks for its loop in the second half of the run's {frames} "
+            f"frames, so the shortest loop allows {allowed} (got {count!r})"
+        )
     return problems
 
 

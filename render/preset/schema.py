@@ -86,6 +86,16 @@ class Preset(Section):
         return math.ceil(self.run.steps / self.run.steps_per_frame)
 
     @property
+    def loop(self) -> tuple[str, int]:
+        """(output.loop_mode, output.loop_frames) with their defaults: none; for crossfade, the
+        frames blended (frames // 8, at least 1); for closest, the shortest loop (frames // 8, at
+        least 2); 0 where the mode takes no count."""
+        mode, count = self.output.loop_mode or "none", self.output.loop_frames
+        if mode in ("none", "ping-pong"):
+            return mode, 0
+        return mode, count if count is not None else max(1 if mode == "crossfade" else 2, self.frames // 8)
+
+    @property
     def species_count(self) -> int:
         """S, the species per simulation (1 without a species section)."""
         return len(self.species) if self.species else 1

@@ -48,6 +48,8 @@ GIF_TARGETS = {
 }
 GIF_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "kib": 1024, "mib": 1024**2}
 GIF_MIN_BUDGET = 1024
+LOOP_MODES = Literal["none", "ping-pong", "crossfade", "closest"]
+MAX_LOOP_FRAMES = 100_000
 
 
 class Section(BaseModel):
@@ -217,6 +219,19 @@ class Palette(Section):
     every: int = Field(60, ge=1, description="frames shown with one palette before the next")
     gamma: float = Field(1.0, gt=0.05, le=20)
     levels: Levels = Levels()
+    blend: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        description="frames at the end of each `every` block cross-fading to the next palette",
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        data = handler(self)
+        if data.get("blend") == 0:
+            data.pop("blend")  # the default (a hard cut): dumps stay as they were before blend existed
+        return data
 
     @field_validator("names")
     @classmethod
@@ -280,6 +295,16 @@ class Output(OptionalSection):
     def _gif_budget(cls, value):
         """Bytes, '<number><unit>' (B, KB, MB, KiB, MiB) or a named target, as bytes."""
         return parse_gif_budget(value)
+
+    loop_mode: LOOP_MODES | None = Field(
+        None, description="none (default), ping-pong, crossfade or closest: how the animation loops"
+    )
+    loop_frames: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_LOOP_FRAMES,
+        description="crossfade: frames blended into the first ones; closest: the shortest loop",
+    )
 
     @field_validator("formats")
     @classmethod
