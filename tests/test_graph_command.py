@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 
+import networkx as nx
 import pytest
 import yaml
 
@@ -33,6 +34,10 @@ def test_graph_writes_every_file(tmp_path, write_yaml, capsys):
         f"step-00000{s}{x}" for s in ("08", "24") for x in ("-edges.csv", "-nodes.csv", ".graphml")
     ]
     assert (folder / "tiny-s3-graph.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    graph = nx.read_graphml(steps / "step-0000024.graphml", node_type=int, force_multigraph=True)
+    assert graph.graph["step"] == 24 and graph.number_of_nodes() == int(rows[-1]["nodes"])
+    carried = yaml.safe_load(graph.graph["preset_yaml"])  # the preset as run, --set included
+    assert carried["name"] == "tiny" and carried["seed"] == 3
     assert str(folder / "tiny-s3-graph.csv") in capsys.readouterr().out
 
 

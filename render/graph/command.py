@@ -22,7 +22,7 @@ from physarum.render.graph.network import build_graph, graph_statistics
 from physarum.render.graph.report import output_paths, write_stats, write_step
 from physarum.render.graph.skeleton import MIN_AREA, THRESHOLD_RULES, skeletonise
 from physarum.render.preset import Preset
-from physarum.render.provenance import version
+from physarum.render.provenance import embedded_text, version
 from physarum.render.simulation import make_simulation
 
 MAX_STEPS_CHOSEN = 200  # per-step files are written for each chosen step
@@ -134,6 +134,7 @@ def _graph_attributes(preset: Preset, options: GraphOptions, step: int, threshol
         "threshold": threshold,
         "min_area": options.min_area,
         "physarum": version(),
+        "preset_yaml": embedded_text(preset),
     }
 
 

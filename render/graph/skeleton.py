@@ -74,13 +74,15 @@ def _crop(padded: np.ndarray, margin: int, shape: tuple[int, int]) -> np.ndarray
 
 def clean_mask(mask: np.ndarray, min_area: int, wrap: bool) -> np.ndarray:
     """The mask without components and holes of fewer than `min_area` cells (8-connected objects,
-    4-connected holes; skimage.morphology), on the torus where `wrap`: on a copy padded by a whole
-    canvas on every side, so that a component crossing the border is measured whole."""
+    4-connected holes; skimage.morphology), on the torus where `wrap`: on a copy padded by
+    `min_area` cells on every side. That is exact: a piece smaller than min_area reaches less than
+    min_area cells from the tile, so it lies whole in the copy; a piece the copy's edge cuts
+    reaches at least min_area cells out from the tile, so it has at least min_area cells there."""
     from skimage.morphology import remove_small_holes, remove_small_objects
 
     if min_area <= 1:
         return mask.copy()
-    margin = max(mask.shape) if wrap else 1
+    margin = min_area if wrap else 1
     padded = _pad(mask, margin, wrap)
     padded = remove_small_objects(padded, max_size=min_area - 1, connectivity=2)
     padded = remove_small_holes(padded, max_size=min_area - 1, connectivity=1)
