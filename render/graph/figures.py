@@ -45,7 +45,7 @@ def plot_graphs(
         trail, skeleton, graph = snapshots[step]
         axis = figure.add_subplot(grid[0, 2 * k : 2 * k + 2])
         axis.imshow(overlay(trail, skeleton), interpolation="nearest")
-        for kind, colour in (("junction", "tab:red"), ("end", "gold")):
+        for kind, colour in (("junction", "tab:red"), ("end", "gold"), ("dot", "magenta")):
             points = [(d["x"], d["y"]) for _, d in graph.nodes(data=True) if d["kind"] == kind]
             if points:
                 px, py = zip(*points)
