@@ -73,3 +73,13 @@ def test_a_figure_eight_has_two_cycles_and_node_ids_in_raster_order():
     assert (stats["cycles"], stats["components"]) == (2, 1)
     rows = [(round(d["y"]), round(d["x"])) for _, d in graph.nodes(data=True)]
     assert rows == sorted(rows) and list(graph.nodes) == list(range(len(rows)))
+
+
+def test_lone_dots_and_an_empty_trail_make_graphs_without_edges():
+    trail = _canvas()
+    trail[10, 10] = trail[40, 20] = 1.0  # two one-cell specks: two dots
+    graph, stats = _graph(trail)
+    assert (stats["nodes"], stats["dots"], stats["edges"], stats["components"]) == (2, 2, 0, 2)
+    assert stats["total_length"] == 0 and stats["cycles"] == 0
+    _, empty = _graph(_canvas())
+    assert (empty["nodes"], empty["edges"], empty["mean_degree"]) == (0, 0, 0.0)

@@ -77,6 +77,11 @@ def _components(count: int, i: np.ndarray, j: np.ndarray, members: np.ndarray) -
     return labels
 
 
+def _sums(labels: np.ndarray, weights: np.ndarray, count: int) -> np.ndarray:
+    """float64 [count]: the sum of `weights` per label (np.bincount, float even when empty)."""
+    return np.bincount(labels, weights.astype(np.float64), count).astype(np.float64)
+
+
 def _mean_position(ys, xs, labels, count, shape, wrap):
     """Each label's mean pixel position (x, y), on the torus relative to its first pixel."""
     height, width = shape
@@ -88,7 +93,7 @@ def _mean_position(ys, xs, labels, count, shape, wrap):
         offset = values - reference
         if wrap:
             offset = (offset + size // 2) % size - size // 2
-        mean = np.bincount(labels, offset, count) / np.bincount(labels, minlength=count)
+        mean = _sums(labels, offset, count) / np.bincount(labels, minlength=count)
         centre = values[first] + mean
         position.append(centre % size if wrap else centre)
     return position
@@ -119,14 +124,14 @@ def build_graph(found: Skeleton, trail: np.ndarray) -> nx.MultiGraph:
     inner = is_path[i] & is_path[j]
 
     path_pixels = np.bincount(path_of[is_path], minlength=paths)
-    length = np.bincount(path_of[i[inner]], step[inner], paths)
-    length += np.bincount(path_of[path_end], step[attach], paths)
-    wraps = np.bincount(path_of[i[inner]], crossing[inner], paths) > 0
-    wraps |= np.bincount(path_of[path_end], crossing[attach], paths) > 0
+    length = _sums(path_of[i[inner]], step[inner], paths) + _sums(path_of[path_end], step[attach], paths)
+    wraps = _sums(path_of[i[inner]], crossing[inner], paths) + _sums(
+        path_of[path_end], crossing[attach], paths
+    )
     width = 2 * found.distance[ys, xs] - 1
     values = np.asarray(trail, dtype=np.float64)[ys, xs]
-    mean_width = np.bincount(path_of[is_path], width[is_path], paths) / np.maximum(path_pixels, 1)
-    mean_trail = np.bincount(path_of[is_path], values[is_path], paths) / np.maximum(path_pixels, 1)
+    mean_width = _sums(path_of[is_path], width[is_path], paths) / np.maximum(path_pixels, 1)
+    mean_trail = _sums(path_of[is_path], values[is_path], paths) / np.maximum(path_pixels, 1)
     first_pixel = np.full(paths, count, dtype=np.int64)
     np.minimum.at(first_pixel, path_of[is_path], np.nonzero(is_path)[0])
 
@@ -141,7 +146,7 @@ def build_graph(found: Skeleton, trail: np.ndarray) -> nx.MultiGraph:
             ys[node_pixels], xs[node_pixels], node_of[node_pixels], nodes, skeleton.shape, wrap
         )
         size = np.bincount(node_of[node_pixels], minlength=nodes)
-        trail_mean = np.bincount(node_of[node_pixels], values[node_pixels], nodes) / size
+        trail_mean = _sums(node_of[node_pixels], values[node_pixels], nodes) / size
         for n in range(nodes):
             graph.add_node(n, x=float(x[n]), y=float(y[n]), pixels=int(size[n]), trail=float(trail_mean[n]))
     edges = []
@@ -161,7 +166,7 @@ def build_graph(found: Skeleton, trail: np.ndarray) -> nx.MultiGraph:
             pixels=int(path_pixels[p]),
             mean_width=float(mean_width[p]),
             mean_trail=float(mean_trail[p]),
-            wraps=int(wraps[p]),
+            wraps=int(wraps[p] > 0),
         )
     for n, d in graph.degree():
         graph.nodes[n]["degree"] = int(d)

@@ -121,12 +121,14 @@ def _wrap_agrees(padded: np.ndarray, margin: int, shape: tuple[int, int]) -> boo
 
 
 def skeletonise(trail: np.ndarray, rule: str | float = "otsu", min_area: int = MIN_AREA, wrap: bool = True):
-    """The `Skeleton` of a float32 trail map [H, W] (module docstring for the rules)."""
+    """The `Skeleton` of a float32 trail map [H, W] (module docstring for the rules); the mask
+    holds the cells at or above the threshold that hold any trail (a threshold of 0, where fewer
+    than 1% of the cells hold trail, never takes the empty ones)."""
     from skimage.morphology import skeletonize
 
     trail = np.asarray(trail, dtype=np.float32)
     threshold = threshold_value(trail, rule)
-    mask = clean_mask(trail >= threshold, min_area, wrap)
+    mask = clean_mask((trail >= threshold) & (trail > 0), min_area, wrap)  # never an empty cell
     distance = torus_distance(mask, wrap)
     reach = int(math.ceil(float(distance.max()))) if mask.any() else 0
     margin, limit = 2 * reach + 8, max(trail.shape)
