@@ -193,4 +193,39 @@ def parser() -> argparse.ArgumentParser:
     sens.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
     sens.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     sens.add_argument("--quiet", action="store_true", help="no progress bar")
+    graph = commands.add_parser(
+        "graph", help="the trail's network as a graph at chosen steps: GraphML, CSV, statistics, a figure"
+    )
+    graph.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
+    graph.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a preset key, e.g. --set canvas.width=256 (repeatable)",
+    )
+    when = graph.add_mutually_exclusive_group()
+    when.add_argument("--at", default=None, metavar="S1,S2,...", help="the steps, e.g. --at 100,500,1000")
+    when.add_argument(
+        "--every", type=int, default=None, metavar="N", help="every N steps (default: a tenth of the run)"
+    )
+    graph.add_argument(
+        "--threshold",
+        default=None,
+        metavar="otsu|F",
+        help="the network: the trail at or above Otsu's threshold of its log (default), or F times its 99th percentile",
+    )
+    graph.add_argument(
+        "--min-area",
+        type=int,
+        default=None,
+        help="remove specks and holes of fewer cells than this before thinning (default 16)",
+    )
+    graph.add_argument(
+        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
+    )
+    graph.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+    graph.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    graph.add_argument("--quiet", action="store_true", help="print only the paths written")
     return parser

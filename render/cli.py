@@ -201,6 +201,29 @@ def cmd_sensitivity(args) -> int:
     return 0
 
 
+def cmd_graph(args) -> int:
+    from physarum.render import graph  # scikit-image, scipy and networkx: imported when asked for
+
+    preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    min_area = graph.MIN_AREA if args.min_area is None else args.min_area
+    if min_area < 1:
+        raise RenderError(f"--min-area must be at least 1 cell, got {min_area}")
+    device = resolve_device(args.device)
+    if device.type == "cpu":
+        limit_cpu_threads()
+    options = graph.GraphOptions(
+        steps=graph.chosen_steps(args.at, args.every, preset.run.steps),
+        threshold=graph.parse_threshold(args.threshold),
+        min_area=min_area,
+        backend=resolve_backend(args.backend, device),
+        device=device,
+        quiet=args.quiet,
+    )
+    paths = graph.graph_command(preset, options, Path(args.out))
+    print("\n".join(map(printable, graph.summary_lines(paths, options.steps))))
+    return 0
+
+
 COMMANDS = {
     "render": cmd_render,
     "presets": cmd_presets,
@@ -209,6 +232,7 @@ COMMANDS = {
     "bench": cmd_bench,
     "sweep": cmd_sweep,
     "sensitivity": cmd_sensitivity,
+    "graph": cmd_graph,
 }
 
 

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `physarum graph` of the curated presets at their full sizes, on a GPU host (docs/graph.md 6).
+# The figures in docs/figures/graph-*.png are reduced CPU runs (docs/graph.md says which); this
+# makes the same at the presets' own canvases and agent counts: OUT/<preset>/<preset>-s<seed>-graph*.
+# Usage: scripts/gpu_graphs.sh [PRESET ...]; results go to $OUT (default gpu-graphs). The skeleton
+# and graph run on the host (numpy, scikit-image, one core): measured on a busy 2-core machine,
+# 2 s a step at 1024x1024 and 13 s at 3840x2048 (docs/graph.md 5); ten steps a preset, so
+# panorama (4K) takes about 2 to 3 minutes and the others well under one; the simulation itself
+# is a small part of that on an H200.
+set -u
+OUT=${OUT:-gpu-graphs}; mkdir -p "$OUT"
+source scripts/gpu_env.sh > "$OUT/gpu.txt" 2>&1; cat "$OUT/gpu.txt"
+# scikit-image, scipy and networkx must be importable there: carry their wheels in .whl if the
+# machine's image lacks them (pip download scikit-image networkx scipy lazy-loader imageio
+# tifffile -d .whl --only-binary :all:, on a host with the same Python)
+python3 -c "import skimage, scipy, networkx" || { echo "graph: scikit-image, scipy and networkx are needed" >&2; exit 2; }
+PRESETS=${*:-quickstart filaments cells veins anywhere spots labyrinth mosaic panorama}
+# every file goes to $WORK (the per-step GraphML of a 4K preset runs to tens of MB); the
+# statistics CSVs and figures, and each preset's last GraphML, are copied to $OUT as they are made
+WORK=${WORK:-/tmp/gpu-graphs}; mkdir -p "$WORK"
+for preset in $PRESETS; do
+  echo "== physarum graph $preset"
+  t0=$SECONDS
+  physarum graph "$preset" --out "$WORK" 2>&1 | tee "$OUT/$preset.log"
+  echo "   ($((SECONDS - t0)) s, exit ${PIPESTATUS[0]})" | tee -a "$OUT/$preset.log"
+  for folder in "$WORK/$preset"/*-graph; do
+    [ -d "$folder" ] || continue
+    cp "$folder.csv" "$folder.png" "$OUT/" 2>/dev/null
+    last=$(ls "$folder"/*.graphml | tail -n 1); cp "$last" "$OUT/$(basename "$folder")-$(basename "$last")"
+    du -sh "$folder" | tee -a "$OUT/$preset.log"
+  done
+done
+ls -la "$OUT"
