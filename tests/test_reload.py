@@ -123,12 +123,16 @@ def test_a_file_that_carries_no_images_needs_images_dir(shared, tmp_path, capsys
     assert "--images" in refused(old, "--images", tmp_path / "nowhere", capsys=capsys)
 
 
-def test_images_dir_refuses_an_absolute_or_escaping_carried_path(shared, tmp_path, capsys):
+def test_an_absolute_or_escaping_path_is_refused_with_images_dir_and_not_carried_without(
+    shared, tmp_path, capsys
+):
     outputs, _ = shared
     for bad in ("/etc/hostname", "../wall.png"):
         path = crafted(outputs, tmp_path, lambda t, bad=bad: t.replace("path: wall.png", f"path: {bad}"))
         err = refused(path, "--images", tmp_path, capsys=capsys)
         assert f"world.walls.path: the image path '{bad}'" in err and "--images reads only images" in err
+        err = refused(path, capsys=capsys)  # without --images: a name FILE does not carry, never opened
+        assert "world.walls.path" in err and "does not carry them" in err
 
 
 def test_images_without_from_is_refused(images, capsys):
