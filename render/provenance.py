@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from physarum.render import __version__, carried
 from physarum.render.catalog import PRESETS
 from physarum.render.errors import RenderError
@@ -61,10 +63,15 @@ def carried_images(preset: Preset) -> list[tuple[str, object]]:
     """(path as embedded, [h, w] uint8 grey as read) of every distinct image a preset reads, in
     the order world.preset_images names them."""
     images: dict[str, object] = {}
-    for _, path in preset_images(preset):
+    for where, path in preset_images(preset):
         embedded = preset.portable_path(path)
-        if embedded not in images:
-            images[embedded] = source_pixels(preset, path)
+        pixels = source_pixels(preset, path)
+        if embedded in images and not np.array_equal(images[embedded], pixels):
+            raise RenderError(  # a --set path that dumps as one a --from file carries, another image
+                f"{where}: the image {excerpt(path)} would be embedded as {excerpt(embedded)}, the name "
+                "of another image this render reads: name it by another path"
+            )
+        images.setdefault(embedded, pixels)
     return list(images.items())
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -138,3 +139,16 @@ def test_an_absolute_or_escaping_path_is_refused_with_images_dir_and_not_carried
 def test_images_without_from_is_refused(images, capsys):
     assert render(write_preset(images, world_data()), "--images", images, "--out", images / "o") == 2
     assert "give --from FILE" in capsys.readouterr().err
+
+
+def test_a_set_path_the_user_names_is_read_and_may_not_take_a_carried_images_name(shared, capsys):
+    outputs, _ = shared
+    mine = np.zeros((8, 8), np.uint8)
+    mine[:, :2] = 255
+    Image.fromarray(mine, "L").save("mine.png")
+    assert render("--from", outputs["gif"], "--out", "a", "--set", "world.walls.path=mine.png") == 0
+    assert "path: mine.png" in read_embedded("a/world/world-s3.gif")  # read from here, and carried
+    Image.fromarray(np.zeros((8, 8), np.uint8), "L").save("gradient.png")  # the trail image's name
+    capsys.readouterr()
+    assert render("--from", outputs["gif"], "--out", "b", "--set", "world.walls.path=./gradient.png") == 2
+    assert "the name of another image this render reads" in capsys.readouterr().err

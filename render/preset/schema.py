@@ -164,8 +164,8 @@ class Preset(Section):
     def portable_dump(self) -> dict:
         """The preset as plain data, with image paths under the working directory written
         relative to it (what outputs embed: the same bytes on every machine that renders from
-        the same relative place; `render --from` reads them relative to its working directory).
-        Images elsewhere keep their absolute paths."""
+        the same relative place). Images elsewhere keep their absolute paths, and the images a
+        `render --from` file carries the paths it names them by (so its outputs are the same bytes)."""
         return portable(self.model_dump(mode="json"), Path.cwd(), self._carried)
 
     def portable_path(self, path: str) -> str:
