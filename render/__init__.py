@@ -1,3 +1,3 @@
 """Everything between a preset and a file."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

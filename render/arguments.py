@@ -39,7 +39,14 @@ def parser() -> argparse.ArgumentParser:
         "--from",
         dest="from_file",
         metavar="FILE",
-        help="render again from what a GIF, MP4, PNG or JSON output carries",
+        help="render again from what a GIF, MP4, PNG or JSON output carries (its images included)",
+    )
+    render.add_argument(
+        "--images",
+        metavar="DIR",
+        default=None,
+        help="with --from: read the images the file names from DIR (relative paths under it) instead of "
+        "those it carries; needed for files of output version 2 or earlier",
     )
     render.add_argument(
         "--set",

@@ -6,8 +6,8 @@ serves a checkout (an editable install, or a link tree such as .pyroot) and a wh
 anywhere, from any working folder. Their folders are resolved through links, so a preset's
 image paths are real files: rendered from the repository root, outputs embed
 `presets/images/...` relative to it, as they always have; rendered from an installed package,
-the installed image's absolute path (Preset.portable_dump), which `render --from` finds from
-any folder.
+the installed image's absolute path (Preset.portable_dump); either way the outputs carry the
+images themselves (render/carried.py).
 
 A name (`veins`, `angles`) means a shipped file; anything else is a path, taken as given. A
 file in the working folder of that name wins over the shipped one of the same name.

@@ -27,6 +27,7 @@ from physarum.render.files import PartialFile, commit_together
 from physarum.render.gif import Digits, Reduction, delay_ms
 from physarum.render.gif_budget import Budgeter, FrameStore
 from physarum.render.gif_pool import CompressPool, FrameTask
+from physarum.render.inputs import read_text
 from physarum.render.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, Writer
 
 EMBED_KEY = "physarum"
@@ -254,16 +255,18 @@ def open_writer(spec: Spec) -> Writer:
     return writer(spec)
 
 
-def read_embedded(path: Path) -> str:
-    """The preset text a rendered file carries (GIF, MP4, PNG or JSON sidecar)."""
+def read_embedded(path: Path, limit: int = 40 << 20) -> str:
+    """The text a rendered file carries (GIF, MP4, PNG or JSON sidecar): the preset and, after it,
+    its carried images (render/carried.py). A sidecar is read only up to `limit` bytes; a PNG's
+    text is the chunk before its pixels (nothing is decoded)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".json":
-        return json.loads(path.read_text(encoding="utf-8"))["preset_yaml"]
+        return json.loads(read_text(path, limit))["preset_yaml"]
     if suffix == ".mp4":
         with av.open(str(path)) as container:
             return container.metadata["comment"]
     with Image.open(path) as image:
         if suffix == ".gif":
             return image.info["comment"].decode("utf-8")
-        return image.text[EMBED_KEY]
+        return str(image.info[EMBED_KEY])

@@ -3,7 +3,8 @@ that made it.
 
 Every GIF (comment), PNG (text chunk), MP4 (metadata) and JSON sidecar (preset_yaml) holds
 `embedded_text(preset)`: a first line `# physarum <release>, output <N>`, then the resolved
-preset as YAML; `physarum render --from FILE` reads it back (encode.read_embedded).
+preset as YAML, then, for a preset that reads images, the images themselves (render/carried.py);
+`physarum render --from FILE` reads it back (encode.read_embedded).
 
 The output version N counts the changes that alter what a preset renders: any byte of a GIF,
 PNG or MP4, or of the simulation's state. Files of one output version render again byte for byte
@@ -18,17 +19,26 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render import __version__
+import numpy as np
+
+from physarum.render import __version__, carried
 from physarum.render.catalog import PRESETS
+from physarum.render.errors import RenderError
 from physarum.render.inputs import excerpt
 from physarum.render.preset import Preset
 from physarum.render.preset.sections import IMAGE_KEYS
+from physarum.render.world import preset_images, source_pixels
 
-OUTPUT_VERSION = 2
+OUTPUT_VERSION = 3
 # Each output version: the first release that renders it, and what it changed (CHANGELOG.md).
 OUTPUT_VERSIONS = {
     1: ("0.1.0", "the model, spawning, colouring and encoders of the first release"),
     2: ("0.2.0", "outputs name their output version in the embedded header; frames and simulation as in 1"),
+    3: (
+        "0.3.0",
+        "outputs of presets that read images carry those images after the preset text; frames and "
+        "simulation as in 2",
+    ),
 }
 HEADER = re.compile(r"# physarum (?P<release>[^\s,]+)(?:, output (?P<output>\d+))?\s*$")
 
@@ -39,8 +49,30 @@ def version() -> str:
 
 
 def embedded_text(preset: Preset) -> str:
-    """What every output carries: the header line, then the YAML preset `render --from` reads."""
-    return f"# physarum {version()}, output {OUTPUT_VERSION}\n{preset.to_yaml()}"
+    """What every output carries: the header line, the YAML preset `render --from` reads, and the
+    images it reads (carried.block; nothing for a preset without images). RenderError when the
+    images take more than carried.MAX_CARRIED_BYTES."""
+    text = f"# physarum {version()}, output {OUTPUT_VERSION}\n{preset.to_yaml()}"
+    try:
+        return text + carried.block(carried_images(preset))
+    except ValueError as error:
+        raise RenderError(f"{preset.name}: {error}") from None
+
+
+def carried_images(preset: Preset) -> list[tuple[str, object]]:
+    """(path as embedded, [h, w] uint8 grey as read) of every distinct image a preset reads, in
+    the order world.preset_images names them."""
+    images: dict[str, object] = {}
+    for where, path in preset_images(preset):
+        embedded = preset.portable_path(path)
+        pixels = source_pixels(preset, path)
+        if embedded in images and not np.array_equal(images[embedded], pixels):
+            raise RenderError(  # a --set path that dumps as one a --from file carries, another image
+                f"{where}: the image {excerpt(path)} would be embedded as {excerpt(embedded)}, the name "
+                "of another image this render reads: name it by another path"
+            )
+        images.setdefault(embedded, pixels)
+    return list(images.items())
 
 
 @dataclass(frozen=True)
@@ -81,33 +113,41 @@ def version_note(text: str, source: str) -> str | None:
     )
 
 
-def confinement_problems(data, source: str, cwd: Path, overridden: set[str] = frozenset()) -> list[str]:
-    """Why the image paths of a preset carried by a shared file may not be read: a shared file
-    may read only images under the folder it is rendered from (relative paths without '..',
-    '~' or a link leading out), or the images that ship with physarum. Absolute and escaping
-    paths are refused, so that a stranger's file cannot copy a local file into the outputs.
-    Keys in `overridden` (the user's own --set) are the user's to name and are not checked."""
-    shipped = PRESETS.folder()
+def confinement_problems(data, source: str, folder: Path, overridden: set[str] = frozenset()) -> list[str]:
+    """Why the image paths of a preset carried by a shared file may not be read from `folder`
+    (`render --from FILE --images DIR`): a shared file may read only images under that folder
+    (relative paths without '..', '~' or a link leading out), or the images that ship with
+    physarum. Absolute and escaping paths are refused, so that a stranger's file cannot copy a
+    local file into the outputs. Keys in `overridden` (the user's own --set) are the user's to
+    name and are not checked."""
     problems = []
-    for key, value in _image_paths(data, ""):
-        if key in overridden:
-            continue
+    for key, value in image_paths(data, overridden):
         path = Path(value)
         if path.is_absolute():
-            inside = _under(path, shipped)
-            why = None if inside else "is an absolute path"
+            why = None if is_shipped(value) else "is an absolute path"
         elif value.startswith("~") or ".." in path.parts:
-            why = "leads out of the working folder"
+            why = "leads out of the --images folder"
         else:
-            why = None if _under(cwd / path, cwd) else "leads out of the working folder (through a link)"
+            why = (
+                None if _under(folder / path, folder) else "leads out of the --images folder (through a link)"
+            )
         if why:
             problems.append(
-                f"{source}: {key}: the image path {excerpt(value)} {why}; a shared file may read only "
-                f"images under the folder it is rendered from ({cwd}) or those that ship with "
-                "physarum: copy the image there and name it by a relative path (--set "
-                f"{key}=FILE), or render from a preset file you trust"
+                f"{source}: {key}: the image path {excerpt(value)} {why}; --images reads only images "
+                f"under its folder ({folder}) or those that ship with physarum: copy the image there "
+                f"and name it by a relative path (--set {key}=FILE), or render from a preset file you trust"
             )
     return problems
+
+
+def image_paths(data, overridden: set[str] = frozenset()) -> list[tuple[str, str]]:
+    """(dotted key, path) of every image path of raw preset data but the keys in `overridden`."""
+    return [(key, value) for key, value in _image_paths(data, "") if key not in overridden]
+
+
+def is_shipped(value: str) -> bool:
+    """Whether an image path names one of the images that ship with physarum (by absolute path)."""
+    return Path(value).is_absolute() and _under(Path(value), PRESETS.folder())
 
 
 def _image_paths(node, where: str):

@@ -198,12 +198,33 @@ def box_resize(grey: np.ndarray, width: int, height: int) -> np.ndarray:
     return ((2 * total + divisor) // (2 * divisor)).astype(np.uint8)
 
 
-def canvas_image(path: str, width: int, height: int) -> np.ndarray:
-    """[height, width] uint8: an image file in greyscale, resized to the canvas."""
+def canvas_image(path: str, width: int, height: int, carried=None) -> np.ndarray:
+    """[height, width] uint8: an image file in greyscale, resized to the canvas. `carried` maps
+    paths to the images `render --from` uses instead of files (render/carried.py: width, height,
+    cache_key, pixels()); their size is checked against the canvas before they are decoded."""
+    image = (carried or {}).get(path)
+    if image is not None:
+        key = (*image.cache_key, width, height)
+        if key not in _RESIZED:
+            _check_pixels(path, image.width, image.height, allowed_pixels(width, height))
+            _remember(_RESIZED, key, box_resize(image.pixels(), width, height))
+        return _RESIZED[key]
     key = (*_file_key(path), width, height)
     if key in _RESIZED:
         return _RESIZED[key]
     return _remember(_RESIZED, key, box_resize(read_grey(path, allowed_pixels(width, height)), width, height))
+
+
+def preset_pixels(preset, path: str) -> np.ndarray:
+    """[H, W] uint8: one of a preset's images on its canvas (the carried one where it has one)."""
+    return canvas_image(path, preset.canvas.width, preset.canvas.height, preset.carried)
+
+
+def source_pixels(preset, path: str) -> np.ndarray:
+    """[h, w] uint8: one of a preset's images as read, before resizing (the carried one where it
+    has one): what its outputs carry."""
+    image = preset.carried.get(path)
+    return image.pixels() if image is not None else read_grey(path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,7 +236,7 @@ def wall_cells(preset) -> np.ndarray | None:
     walls = preset.world.walls if preset.world else None
     if walls is None:
         return None
-    pixels = canvas_image(walls.path, preset.canvas.width, preset.canvas.height)
+    pixels = preset_pixels(preset, walls.path)
     return (pixels >= walls.threshold) != walls.invert
 
 
@@ -224,7 +245,7 @@ def initial_trail(preset, wall: np.ndarray | None) -> torch.Tensor | None:
     spec = preset.world.trail_image if preset.world else None
     if spec is None:
         return None
-    pixels = canvas_image(spec.path, preset.canvas.width, preset.canvas.height)
+    pixels = preset_pixels(preset, spec.path)
     trail = exact.brightness_table(spec.scale)[torch.from_numpy(pixels).to(torch.int64)]
     return _off_walls(trail, wall)
 
@@ -244,7 +265,7 @@ def food_amounts(preset) -> torch.Tensor | None:
     width, height = preset.canvas.width, preset.canvas.height
     amounts = torch.zeros((height, width), dtype=torch.float32)
     if food.image is not None:
-        pixels = canvas_image(food.image.path, width, height)
+        pixels = preset_pixels(preset, food.image.path)
         amounts = exact.brightness_table(food.image.amount)[torch.from_numpy(pixels).to(torch.int64)]
     for point in food.points:
         cells = torch.from_numpy(point_cells(point.x, point.y, point.radius, width, height))
@@ -270,7 +291,7 @@ def spawn_density(preset, s: int) -> torch.Tensor | None:
     agents = preset.species_agents(s)
     if agents.spawn != "image" or agents.image is None:  # no image: a problem _relations reports
         return None
-    pixels = canvas_image(agents.image, preset.canvas.width, preset.canvas.height)
+    pixels = preset_pixels(preset, agents.image)
     return torch.from_numpy(pixels).to(torch.int64)
 
 
@@ -281,7 +302,7 @@ def image_problems(preset) -> list[str]:
     problems = []
     for where, path in preset_images(preset):
         try:
-            canvas_image(path, preset.canvas.width, preset.canvas.height)
+            preset_pixels(preset, path)
         except ValueError as error:
             problems.append(f"{where}: {error}")
     if problems:

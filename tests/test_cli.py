@@ -125,28 +125,35 @@ def test_a_closed_pipe_is_not_a_traceback():
 
 
 def test_render_from_a_world_output_reproduces_it(images, monkeypatch, capsys):
-    """From the folder its images lie under, a world output renders again byte for byte (it
-    names them relative to that folder); from elsewhere its absolute paths are refused
-    (docs/safety.md, "What render --from reads")."""
+    """A world output renders again byte for byte from the images it carries, whether it names
+    them relative to the folder it was rendered from or by absolute path (rendered from
+    elsewhere); no image file is read (docs/safety.md, "What render --from reads")."""
     path = write_preset(images, world_data())
     monkeypatch.chdir(images)
     assert main(["render", str(path), "--out", str(images / "a"), "--quiet", "--backend", "torch"]) == 0
-    original = images / "a" / "world" / "world-s3.gif"
-    command = ["render", "--from", str(original), "--out", str(images / "b"), "--quiet", "--backend", "torch"]
-    assert main(command) == 0
-    for fmt in ("gif", "mp4", "png"):
-        name = f"world-s3.{fmt}"
-        assert (images / "a" / "world" / name).read_bytes() == (images / "b" / "world" / name).read_bytes()
     monkeypatch.chdir(images / "folder.png")  # elsewhere: the output names its images by absolute path
-    elsewhere = images / "c"
-    assert main(["render", str(path), "--out", str(elsewhere), "--quiet", "--backend", "torch"]) == 0
-    capsys.readouterr()
-    shared = elsewhere / "world" / "world-s3.gif"
-    assert (
-        main(["render", "--from", str(shared), "--out", str(images / "d"), "--quiet", "--backend", "torch"])
-        == 2
-    )
-    assert "is an absolute path; a shared file may read only images" in capsys.readouterr().err
+    assert main(["render", str(path), "--out", str(images / "c"), "--quiet", "--backend", "torch"]) == 0
+    assert str(images / "wall.png") in (images / "c" / "world" / "world-s3.json").read_text()
+    for image in ("wall.png", "gradient.png", "square.png"):
+        (images / image).unlink()
+    for first, again in (("a", "b"), ("c", "d")):
+        original = images / first / "world" / "world-s3.gif"
+        command = [
+            "render",
+            "--from",
+            str(original),
+            "--out",
+            str(images / again),
+            "--quiet",
+            "--backend",
+            "torch",
+        ]
+        assert main(command) == 0
+        for fmt in ("gif", "mp4", "png"):
+            name = f"world-s3.{fmt}"
+            assert (images / first / "world" / name).read_bytes() == (
+                images / again / "world" / name
+            ).read_bytes()
 
 
 def test_stats_use_species_0_and_sensitivity_refuses_worlds(images, capsys):
@@ -203,7 +210,7 @@ def test_sweep_of_a_world_base_preset_finds_its_images(images):
 
 def test_outputs_embed_image_paths_relative_to_the_working_directory(images, tmp_path_factory, monkeypatch):
     """Two machines rendering from copies of one folder write the same bytes: image paths under
-    the working directory are embedded relative to it, and `--from` reads them back from there."""
+    the working directory are embedded relative to it (and the images travel inside the outputs)."""
 
     here = tmp_path_factory.mktemp("machine-a")
     there = tmp_path_factory.mktemp("machine-b")
@@ -220,7 +227,7 @@ def test_outputs_embed_image_paths_relative_to_the_working_directory(images, tmp
     for fmt in ("gif", "mp4", "png"):
         name = f"world-s3.{fmt}"
         assert (outputs[0] / name).read_bytes() == (outputs[1] / name).read_bytes(), fmt
-    monkeypatch.chdir(there / "work")  # --from reads the relative paths from the working directory
+    monkeypatch.chdir(there / "work")  # --from renders the same bytes on the other machine
     assert (
         main(
             [

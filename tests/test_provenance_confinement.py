@@ -1,5 +1,6 @@
-"""A shared file reads only the images it may: under the folder it is rendered from, or those that
-ship with physarum; absolute and escaping image paths in a carried preset are refused."""
+"""A shared file's image paths are read from the local file system only under the folder the user
+names with --images (or those that ship with physarum); absolute and escaping image paths in a
+carried preset are refused there."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from support import tiny_data
 
 
 def shared_file(folder, walls_path: str):
-    """A sidecar as a stranger could craft it: a tiny world preset whose walls image is walls_path."""
+    """A sidecar as a stranger could craft it: a tiny world preset whose walls image is walls_path
+    (carrying no images, as files of output version 2 and earlier)."""
     preset = build_preset(tiny_data(name="shared"), "p.yaml")
     text = embedded_text(preset)  # tiny has no world section: one is added
     text = text.rstrip("\n") + f"\nworld:\n  walls:\n    path: {json.dumps(walls_path)}\n"
@@ -57,10 +59,10 @@ def test_a_shared_file_cannot_read_an_image_outside_the_folder(
         "home": "~/secret.png",
         "link": "innocent.png",
     }[kind]
-    assert render_from(shared_file(here, walls), here / "out") == 2
+    assert render_from(shared_file(here, walls), here / "out", "--images", str(here)) == 2
     err = capsys.readouterr().err
-    assert "world.walls.path: the image path" in err and "a shared file may read only images" in err
-    assert "Traceback" not in err and not (here / "out").exists()
+    assert "world.walls.path: the image path" in err and "--images reads only images under its" in err
+    assert "Traceback" not in err and err.count("\n") == 1 and not (here / "out").exists()
 
 
 def test_images_under_the_folder_the_users_own_set_and_shipped_images_are_read(
@@ -70,10 +72,11 @@ def test_images_under_the_folder_the_users_own_set_and_shipped_images_are_read(
     here.mkdir()
     monkeypatch.chdir(here)
     (here / "walls.png").write_bytes(private_image.read_bytes())
-    assert render_from(shared_file(here, "walls.png"), here / "a") == 0
+    assert render_from(shared_file(here, "walls.png"), here / "a", "--images", ".") == 0
     crafted = shared_file(here, str(private_image))
     assert (
         render_from(crafted, here / "b", "--set", f"world.walls.path={private_image}") == 0
     )  # named by the user
     shipped = PRESETS.folder() / "images" / "maze.png"
-    assert render_from(shared_file(here, str(shipped)), here / "c") == 0
+    for extra in ((), ("--images", ".")):
+        assert render_from(shared_file(here, str(shipped)), here / "c", *extra) == 0

@@ -213,11 +213,14 @@ def build_preset(
     settings: list[str] = (),
     overrides: dict | None = None,
     base: str | Path | None = None,
+    carried: dict | None = None,
 ) -> Preset:
     """Validate raw data plus `--set` settings and explicit flag overrides into a Preset.
 
     Relative image paths are relative to `base` (default: the folder of `source`) and become
-    absolute. Images are opened and checked here too, so every problem is reported at once."""
+    absolute. Images are opened and checked here too, so every problem is reported at once.
+    `carried` (path -> image, render/carried.py): the images `render --from` reads instead of
+    the files those paths name; such paths are kept as they are."""
     data = copy.deepcopy(data)
     problems = []
     for setting in settings:
@@ -230,7 +233,7 @@ def build_preset(
             data[key] = value
     base = Path(source).parent if base is None else Path(base)
     try:
-        preset = Preset.model_validate(data, context={"base": base})
+        preset = Preset.model_validate(data, context={"base": base, "carried": carried or {}})
     except ValidationError as error:
         problems.extend(f"{source}: {_describe(e)}" for e in error.errors())
         raise PresetError(problems) from None

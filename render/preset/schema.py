@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from physarum.kernels.api import MAX_SPECIES, ModelParams
 from physarum.kernels.spawn import species_seed
@@ -26,6 +34,7 @@ from physarum.render.preset.sections import (
     Run,
     Section,
     portable,
+    portable_path,
 )
 from physarum.render.preset.worlds import Species, World
 
@@ -45,6 +54,19 @@ class Preset(Section):
     interaction: list[list[float]] | None = Field(
         None, description="S x S: row s holds the weights species s gives each species' trail"
     )
+    _carried: dict = PrivateAttr(default_factory=dict)  # path -> image: what `render --from` reads
+
+    @model_validator(mode="after")
+    def _keep_carried(self, info: ValidationInfo) -> Preset:
+        """The images the validation context carries (`render --from`), by path, for world.py."""
+        self._carried = dict((info.context or {}).get("carried", {}))
+        return self
+
+    @property
+    def carried(self) -> dict:
+        """The images this preset reads instead of files, by path (render/carried.py); empty but for
+        a preset `render --from` read from a file."""
+        return self._carried
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
@@ -152,9 +174,13 @@ class Preset(Section):
     def portable_dump(self) -> dict:
         """The preset as plain data, with image paths under the working directory written
         relative to it (what outputs embed: the same bytes on every machine that renders from
-        the same relative place; `render --from` reads them relative to its working directory).
-        Images elsewhere keep their absolute paths."""
-        return portable(self.model_dump(mode="json"), Path.cwd())
+        the same relative place). Images elsewhere keep their absolute paths, and the images a
+        `render --from` file carries the paths it names them by (so its outputs are the same bytes)."""
+        return portable(self.model_dump(mode="json"), Path.cwd(), self._carried)
+
+    def portable_path(self, path: str) -> str:
+        """One image path as portable_dump writes it."""
+        return portable_path(path, Path.cwd(), self._carried)
 
 
 def section_at(loc: tuple) -> type[BaseModel] | None:

@@ -68,27 +68,39 @@ class OptionalSection(Section):
 IMAGE_KEYS = ("path", "image")  # the keys whose values name image files (trail, walls, food, spawns)
 
 
-def portable(node, cwd: Path):
-    """A dump with every absolute image path under `cwd` made relative to it."""
+def portable(node, cwd: Path, keep=()):
+    """A dump with every absolute image path under `cwd` made relative to it, but those in
+    `keep` (the paths of images a `render --from` file carries, kept as that file names them)."""
     if isinstance(node, list):
-        return [portable(item, cwd) for item in node]
+        return [portable(item, cwd, keep) for item in node]
     if not isinstance(node, dict):
         return node
     out = {}
     for key, value in node.items():
-        if key in IMAGE_KEYS and isinstance(value, str) and Path(value).is_absolute():
-            if Path(value).is_relative_to(cwd):
-                value = Path(value).relative_to(cwd).as_posix()
-        out[key] = portable(value, cwd)
+        if key in IMAGE_KEYS and isinstance(value, str):
+            value = portable_path(value, cwd, keep)
+        out[key] = portable(value, cwd, keep)
     return out
+
+
+def portable_path(path: str, cwd: Path, keep=()) -> str:
+    """An image path as outputs embed it: relative to `cwd` where it lies under it, else as it is;
+    a path in `keep` as it is."""
+    if path not in keep and Path(path).is_absolute() and Path(path).is_relative_to(cwd):
+        return Path(path).relative_to(cwd).as_posix()
+    return path
 
 
 def image_path(path: str, info: ValidationInfo) -> str:
     """An image path made absolute: relative paths are relative to the preset file's folder
     (the validation context's `base`). Outputs embed it through Preset.portable_dump. Only the
-    header is read here; world.image_problems decodes it once the canvas is known."""
+    header is read here; world.image_problems decodes it once the canvas is known. A path the
+    context's `carried` images hold (`render --from`, render/carried.py) is kept as it is: the
+    render reads that image, not a file."""
     if not path.strip():
         raise ValueError("an image file path is required")
+    if path in (info.context or {}).get("carried", {}):
+        return path
     base = (info.context or {}).get("base")
     resolved = Path(path).expanduser()
     if not resolved.is_absolute():

@@ -1,0 +1,154 @@
+"""render --from FILE is self-contained: a world output renders again byte for byte from its own
+carried images, in an empty folder, reading no image file; what it carries is checked (hash,
+size, damage), and a file that carries no images needs --images DIR."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from physarum.render import carried
+from physarum.render.cli import main
+from physarum.render.encode import read_embedded
+from support import world_data, write_preset
+
+FORMATS = ("gif", "mp4", "png")
+
+
+def render(*args) -> int:
+    return main(["render", *map(str, args), "--quiet", "--backend", "torch", "--device", "cpu"])
+
+
+@pytest.fixture
+def shared(images, tmp_path_factory, monkeypatch):
+    """A world render's outputs (its images then removed), and an empty folder elsewhere to run in."""
+    path = write_preset(images, world_data())
+    monkeypatch.chdir(images)
+    assert render(path, "--out", images / "a", "--frames-dir", images / "frames") == 0
+    outputs = {fmt: images / "a" / "world" / f"world-s3.{fmt}" for fmt in (*FORMATS, "json")}
+    copies = tmp_path_factory.mktemp("shared")
+    for fmt, output in outputs.items():
+        outputs[fmt] = shutil.copy(output, copies / output.name)
+    for image in ("wall.png", "gradient.png", "square.png"):
+        os.remove(images / image)  # nothing to read them from
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir(elsewhere)
+    return outputs, images / "frames"
+
+
+@pytest.mark.parametrize("fmt", [*FORMATS, "json"])
+def test_a_world_output_renders_again_byte_for_byte_from_what_it_carries(shared, fmt):
+    outputs, _ = shared
+    assert render("--from", outputs[fmt], "--out", "again") == 0
+    assert os.listdir(".") == ["again"]  # nothing but the outputs, nothing read from here
+    for kind in FORMATS:
+        with open(f"again/world/world-s3.{kind}", "rb") as again:
+            assert again.read() == outputs[kind].read_bytes(), kind
+
+
+def test_every_output_and_frame_carries_the_same_images(shared):
+    outputs, frames = shared
+    texts = {read_embedded(path) for path in (*outputs.values(), *sorted(frames.glob("*.png")))}
+    assert len(texts) == 1
+    _, block = carried.split(texts.pop())
+    assert len(carried.read_block(block)) == 3
+
+
+def crafted(outputs, tmp_path, change) -> str:
+    """The shared sidecar with its embedded text changed by `change`."""
+    sidecar = json.loads(outputs["json"].read_text())
+    sidecar["preset_yaml"] = change(sidecar["preset_yaml"])
+    path = tmp_path / "crafted.json"
+    path.write_text(json.dumps(sidecar))
+    return path
+
+
+def refused(path, *extra, capsys) -> str:
+    """The one message render --from `path` exits 2 with, having written nothing."""
+    capsys.readouterr()
+    assert render("--from", path, "--out", "o", *extra) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not os.path.exists("o")
+    return err
+
+
+def test_a_carried_image_whose_hash_does_not_match_is_refused(shared, tmp_path, capsys):
+    outputs, _ = shared
+    text = json.loads(outputs["json"].read_text())["preset_yaml"]
+    digest = text.split('"sha256": "')[1][:64]
+    path = crafted(outputs, tmp_path, lambda t: t.replace(digest, "f" * 64))
+    assert f"does not match its sha256 {'f' * 64}" in refused(path, capsys=capsys)
+
+
+def test_a_truncated_or_corrupt_payload_is_refused(shared, tmp_path, capsys):
+    outputs, _ = shared
+    cut = crafted(outputs, tmp_path, lambda t: t[: len(t) * 3 // 4])
+    assert "its carried images cannot be read" in refused(cut, capsys=capsys)
+    corrupt = crafted(outputs, tmp_path, lambda t: t.replace("\n# end", "!\n# end"))
+    assert "is not base64" in refused(corrupt, capsys=capsys)
+
+
+def test_an_oversize_payload_is_refused_to_read_and_to_write(shared, tmp_path, capsys, monkeypatch):
+    outputs, _ = shared
+    monkeypatch.setattr(carried, "MAX_CARRIED_BYTES", 1000)
+    assert "at most 1000 are read" in refused(outputs["gif"], capsys=capsys)
+    write_preset(tmp_path, world_data())
+    for image in ("wall.png", "gradient.png", "square.png"):
+        shutil.copy(outputs["png"], tmp_path / image)  # any image will do
+    capsys.readouterr()
+    assert render(tmp_path / "preset.yaml", "--out", "o") == 2
+    err = capsys.readouterr().err
+    assert "at most 1000 are carried: shrink the images" in err and "Traceback" not in err
+    assert not os.path.exists("o/world") or not os.listdir("o/world")
+
+
+def test_a_file_that_carries_no_images_needs_images_dir(shared, tmp_path, capsys):
+    outputs, _ = shared
+    old = crafted(outputs, tmp_path, lambda t: carried.split(t)[0])  # as output version 2 wrote it
+    err = refused(old, capsys=capsys)
+    assert "but carries none" in err and "--images DIR" in err and "world.walls.path" in err
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    block = carried.read_block(carried.split(json.loads(outputs["json"].read_text())["preset_yaml"])[1])
+    for path, image in block.items():  # the images again, where the user says they are
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(image.pixels(), "L").save(folder / path)
+    assert render("--from", old, "--out", "again", "--images", folder) == 0
+    assert open("again/world/world-s3.gif", "rb").read() == outputs["gif"].read_bytes()
+    assert "--images" in refused(old, "--images", tmp_path / "nowhere", capsys=capsys)
+
+
+def test_an_absolute_or_escaping_path_is_refused_with_images_dir_and_not_carried_without(
+    shared, tmp_path, capsys
+):
+    outputs, _ = shared
+    for bad in ("/etc/hostname", "../wall.png"):
+        path = crafted(outputs, tmp_path, lambda t, bad=bad: t.replace("path: wall.png", f"path: {bad}"))
+        err = refused(path, "--images", tmp_path, capsys=capsys)
+        assert f"world.walls.path: the image path '{bad}'" in err and "--images reads only images" in err
+        err = refused(path, capsys=capsys)  # without --images: a name FILE does not carry, never opened
+        assert "world.walls.path" in err and "does not carry them" in err
+
+
+def test_images_without_from_is_refused(images, capsys):
+    assert render(write_preset(images, world_data()), "--images", images, "--out", images / "o") == 2
+    assert "give --from FILE" in capsys.readouterr().err
+
+
+def test_a_set_path_the_user_names_is_read_and_may_not_take_a_carried_images_name(shared, capsys):
+    outputs, _ = shared
+    mine = np.zeros((8, 8), np.uint8)
+    mine[:, :2] = 255
+    Image.fromarray(mine, "L").save("mine.png")
+    assert render("--from", outputs["gif"], "--out", "a", "--set", "world.walls.path=mine.png") == 0
+    assert "path: mine.png" in read_embedded("a/world/world-s3.gif")  # read from here, and carried
+    Image.fromarray(np.zeros((8, 8), np.uint8), "L").save("gradient.png")  # the trail image's name
+    capsys.readouterr()
+    assert render("--from", outputs["gif"], "--out", "b", "--set", "world.walls.path=./gradient.png") == 2
+    assert "the name of another image this render reads" in capsys.readouterr().err
