@@ -10,10 +10,9 @@ from __future__ import annotations
 import difflib
 import errno
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
-
-import torch
 
 
 class RenderError(Exception):
@@ -85,8 +84,12 @@ def name_file(error: OSError, path) -> OSError:
 
 
 def out_of_memory(error: BaseException) -> bool:
-    """An allocation that failed (on the host or the GPU), however torch reports it."""
-    return isinstance(error, (MemoryError, torch.OutOfMemoryError)) or (
+    """An allocation that failed (on the host or the GPU), however torch reports it. Torch is
+    not imported here: the encoder processes import this module and no torch (a torch error
+    exists only where torch was imported)."""
+    torch = sys.modules.get("torch")
+    torch_oom = (torch.OutOfMemoryError,) if torch is not None else ()
+    return isinstance(error, (MemoryError, *torch_oom)) or (
         isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
     )
 
