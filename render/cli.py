@@ -41,11 +41,10 @@ def cmd_render(args) -> int:
         quiet=args.quiet,
         frames_dir=Path(args.frames_dir) if args.frames_dir else None,
         on_step=stats,
+        extra_files=stats.staged if stats is not None else None,  # committed with the render's files
     )
     with signals_interrupt():
         result = render(preset, options)
-        if stats is not None:
-            result.outputs["stats"] = stats.write()
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if result.replaced:
