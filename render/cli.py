@@ -15,7 +15,7 @@ from physarum.render import sweep as sweeps
 from physarum.render.arguments import parser
 from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
-from physarum.render.errors import RenderError, machine_problem, printable
+from physarum.render.errors import RenderError, machine_problem, printable, shown
 from physarum.render.interrupts import Terminated, signals_interrupt
 from physarum.render.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
 from physarum.render.preset import PresetError, load_preset
@@ -209,8 +209,9 @@ COMMANDS = {
 
 
 def fail(problems: list[str]) -> int:
-    """Print one message (a line per problem, each made printable) on stderr; the exit code 2."""
-    for problem in problems:
+    """Print one message (a line per problem, each made printable, at most MAX_PROBLEMS of them
+    and a count of the rest) on stderr; the exit code 2."""
+    for problem in shown(problems):
         print(f"error: {printable(problem)}", file=sys.stderr)
     return EXIT_USAGE
 

@@ -19,12 +19,24 @@ class RenderError(Exception):
     """A problem that stops a render before or while it runs (not a bug): a clear message."""
 
 
+MAX_PROBLEMS = 20  # the most problems one message lists; the rest are counted
+
+
 class PresetError(Exception):
-    """One or more problems with a preset; str() is the full, user-facing report."""
+    """One or more problems with a preset; str() is the user-facing report (shown(problems)),
+    .problems all of them."""
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__("\n".join(problems))
+        super().__init__("\n".join(shown(problems)))
+
+
+def shown(problems: list[str], limit: int = MAX_PROBLEMS) -> list[str]:
+    """The problems a message lists: all of them up to `limit`, else the first `limit` and a
+    line counting the rest (a file of a million mistakes costs a screenful, not a million lines)."""
+    if len(problems) <= limit:
+        return list(problems)
+    return [*problems[:limit], f"... and {len(problems) - limit} more problems"]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
