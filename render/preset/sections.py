@@ -69,10 +69,13 @@ def portable(node, cwd: Path):
     return out
 
 
-def image_path(path: str, info: ValidationInfo) -> str:
+def image_path(path: str | None, info: ValidationInfo) -> str | None:
     """An image path made absolute: relative paths are relative to the preset file's folder
     (the validation context's `base`). Outputs embed it through Preset.portable_dump. Only the
-    header is read here; world.image_problems decodes it once the canvas is known."""
+    header is read here; world.image_problems decodes it once the canvas is known. An optional
+    image given as null (`agents.image: null`) is no image."""
+    if path is None:
+        return None
     if not path.strip():
         raise ValueError("an image file path is required")
     base = (info.context or {}).get("base")
