@@ -45,19 +45,24 @@ def cmd_render(args) -> int:
     )
     with signals_interrupt():
         result = render(preset, options)
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
+    for note in result.notes:  # every line through printable: paths and names are the user's
+        print(printable(f"note: {note}"), file=sys.stderr)
     if result.replaced:
         names = ", ".join(path.name for path in result.replaced)
-        print(f"note: replaced the earlier files in {result.replaced[0].parent}: {names}", file=sys.stderr)
+        print(
+            printable(f"note: replaced the earlier files in {result.replaced[0].parent}: {names}"),
+            file=sys.stderr,
+        )
     for fmt, path in result.outputs.items():
         size = path.stat().st_size
-        print(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}")
+        print(printable(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}"))
     if not args.quiet:
         t = result.timings
         encoders = ", ".join(f"{k[7:-2]} {v:.1f} s" for k, v in t.items() if k.startswith("encode_"))
         print(
-            f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})",
+            printable(
+                f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})"
+            ),
             file=sys.stderr,
         )
     return 0
@@ -103,7 +108,9 @@ def cmd_presets(args) -> int:
     for path in preset_files():
         preset = load_preset(path)
         size = f"{preset.canvas.width}x{preset.canvas.height}"
-        print(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
+        print(
+            printable(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
+        )
     return 0
 
 
@@ -112,9 +119,8 @@ def cmd_validate(args) -> int:
     for name in args.presets:
         try:
             preset = load_preset(resolve_preset_path(name))
-            print(
-                f"ok  {name}  ({preset.name}: {preset.frames} frames, {preset.canvas.width}x{preset.canvas.height})"
-            )
+            size = f"{preset.canvas.width}x{preset.canvas.height}"
+            print(printable(f"ok  {name}  ({preset.name}: {preset.frames} frames, {size})"))
         except PresetError as error:
             problems.extend(error.problems)
     if problems:
@@ -136,7 +142,7 @@ def cmd_profile(args) -> int:
     backend = resolve_backend(args.backend, device)
     trace = Path(args.trace or f"outputs/{preset.name}/{preset.name}-{backend}.trace.json")
     profile_preset(preset, backend, device, _positive(args.steps, "--steps"), args.warmup, trace)
-    print(f"trace: {trace} (open it in https://ui.perfetto.dev)")
+    print(printable(f"trace: {trace} (open it in https://ui.perfetto.dev)"))
     return 0
 
 
