@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from physarum.render.colour import make_colourist, preview_size
 from physarum.render.encode import even_size
-from physarum.render.errors import RenderError, os_error_message
+from physarum.render.errors import RenderError, machine_problem, os_error_message, out_of_memory
 from physarum.render.files import (
     PartialFile,
     commit_together,
@@ -193,7 +193,11 @@ class _BatchJob:
     def fail(self, error: BaseException) -> None:
         """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
         keep whatever was there before (an earlier render's files), untouched."""
-        message = os_error_message(error) if isinstance(error, OSError) else str(error)
+        cause = error.__cause__ if isinstance(error, RenderError) and error.__cause__ else error
+        if out_of_memory(cause):  # the one message a render of its own gives (errors.machine_problem)
+            message = machine_problem(cause)
+        else:
+            message = os_error_message(error) if isinstance(error, OSError) else str(error)
         self.error = self.error or message
         self.abort()
 
@@ -245,7 +249,7 @@ class _BatchJob:
             try:
                 for worker in self.workers:
                     step(worker)
-            except (RenderError, OSError) as error:
+            except (RenderError, OSError, MemoryError) as error:
                 self.fail(error)
 
 

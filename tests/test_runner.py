@@ -22,6 +22,7 @@ from PIL import Image
 from physarum.render import encode, runner
 from physarum.render.colour import make_colourist
 from physarum.render.encode import Mp4Writer
+from physarum.render.encoder_process import EncoderProcess
 from physarum.render.errors import RenderError
 from physarum.render.preset import PresetError, build_preset, load_preset
 from physarum.render.runner import check_formats
@@ -476,3 +477,27 @@ def test_sigterm_and_sighup_end_a_render_cleanly(tmp_path, kind):
     assert f"terminated ({kind.name}); no partial output was left" in stderr.decode()
     assert "Traceback" not in stderr.decode()
     assert files_under(out) == []
+
+
+@pytest.mark.parametrize("where", ["writer", "child"])
+def test_memory_that_runs_out_in_a_jobs_writer_is_the_one_clear_message(tmp_path, monkeypatch, where):
+    """A writer (here, or in a batch job's encoder process) whose memory runs out fails its job
+    with the message a render of its own gives (errors.machine_problem), not 'encoder failed: '
+    and the error's empty text, or 'encoder process: MemoryError: ' as a file's error."""
+
+    def allocation_fails(self, frame):
+        raise MemoryError()
+
+    if where == "writer":
+        monkeypatch.setattr(encode.FramesDirWriter, "write", allocation_fails)
+    else:
+        monkeypatch.setattr(EncoderProcess, "_outcome", lambda self: "MemoryError: ")
+    presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(2)]
+    options = dict(backend="torch", device="cpu", out_dir=tmp_path / "out", quiet=True)
+    results = runner.render_batch(presets, frames_dir=tmp_path / "frames", **options)
+    for result in results:
+        assert result.error.startswith("out of memory while running (after the memory check passed)")
+    assert files_under(tmp_path / "out") == [] and files_under(tmp_path / "frames") == []
+    if where == "writer":
+        with pytest.raises(RenderError, match="^out of memory while running"):
+            runner.render(presets[0], frames_dir=tmp_path / "frames", **options)
