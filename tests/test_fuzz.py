@@ -292,6 +292,7 @@ class Sandbox:
         self.keep_path = self.inputs / "keep.yaml"
         self.keep_path.write_text(keep.to_yaml().replace(f"name: {keep.name}", "name: keep", 1))
         self.run("keep", ["render", str(self.keep_path), "--out", str(self.out), *FLAGS], expect=0)
+        assert str(self.keep_path) in self.opened  # the audit hook sees what a run opens
         self.keep = _tree(self.out)
         assert len(self.keep) == 4  # gif, mp4, png and json of the earlier render
 
@@ -310,6 +311,7 @@ class Sandbox:
             raise AssertionError(f"{where}: raised {type(error).__name__}: {error}") from error
         finally:
             opened, _OPENED = _OPENED, None
+            self.opened = opened
         out, err = self.capsys.readouterr()
         report = f"{where}\nexit {code}\nstderr: {err[-2000:]!r}"
         assert code in (0, 2), report
@@ -498,3 +500,19 @@ def test_fuzz_from(sandbox):
             str(number), ["render", "--from", str(path.relative_to(sandbox.work)), "--out", "out", *FLAGS]
         )
     assert sandbox.count["rc2"] >= 10  # the crafted files are refused, not all skipped
+
+
+def test_fuzz_sweeps(sandbox):
+    """Mutated example sweeps (their data and their text), listed with `sweep --dry-run`, which
+    expands every job and writes nothing."""
+    sources = sorted((ROOT / "sweeps").glob("*.yaml"))
+    for number in cases(40):
+        rng = random.Random(f"{SEED}-sweeps-{number}")
+        source = sources[number % len(sources)]
+        data = yaml.safe_load(source.read_text())
+        text = _dump(mutate_data(data, rng, []) if rng.random() < 0.7 else data)
+        if rng.random() < 0.4:
+            text = mutate_text(text, rng)
+        path = sandbox.inputs / f"sweep-{number}.yaml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        sandbox.run(str(number), ["sweep", str(path), "--dry-run", "--out", str(sandbox.out)])
