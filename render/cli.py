@@ -15,7 +15,7 @@ from physarum.render import sweep as sweeps
 from physarum.render.arguments import flag_settings, parser
 from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
-from physarum.render.errors import RenderError, machine_problem, printable
+from physarum.render.errors import RenderError, machine_problem, printable, shown
 from physarum.render.interrupts import Terminated, signals_interrupt
 from physarum.render.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
 from physarum.render.preset import PresetError, load_preset
@@ -44,24 +44,28 @@ def cmd_render(args) -> int:
         quiet=args.quiet,
         frames_dir=Path(args.frames_dir) if args.frames_dir else None,
         on_step=stats,
+        extra_files=stats.staged if stats is not None else None,  # committed with the render's files
     )
     with signals_interrupt():
         result = render(preset, options)
-        if stats is not None:
-            result.outputs["stats"] = stats.write()
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
+    for note in result.notes:  # every line through printable: paths and names are the user's
+        print(printable(f"note: {note}"), file=sys.stderr)
     if result.replaced:
         names = ", ".join(path.name for path in result.replaced)
-        print(f"note: replaced the earlier files in {result.replaced[0].parent}: {names}", file=sys.stderr)
+        print(
+            printable(f"note: replaced the earlier files in {result.replaced[0].parent}: {names}"),
+            file=sys.stderr,
+        )
     for fmt, path in result.outputs.items():
         size = path.stat().st_size
-        print(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}")
+        print(printable(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}"))
     if not args.quiet:
         t = result.timings
         encoders = ", ".join(f"{k[7:-2]} {v:.1f} s" for k, v in t.items() if k.startswith("encode_"))
         print(
-            f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})",
+            printable(
+                f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})"
+            ),
             file=sys.stderr,
         )
     return 0
@@ -107,7 +111,9 @@ def cmd_presets(args) -> int:
     for path in preset_files():
         preset = load_preset(path)
         size = f"{preset.canvas.width}x{preset.canvas.height}"
-        print(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
+        print(
+            printable(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
+        )
     return 0
 
 
@@ -116,9 +122,8 @@ def cmd_validate(args) -> int:
     for name in args.presets:
         try:
             preset = load_preset(resolve_preset_path(name))
-            print(
-                f"ok  {name}  ({preset.name}: {preset.frames} frames, {preset.canvas.width}x{preset.canvas.height})"
-            )
+            size = f"{preset.canvas.width}x{preset.canvas.height}"
+            print(printable(f"ok  {name}  ({preset.name}: {preset.frames} frames, {size})"))
         except PresetError as error:
             problems.extend(error.problems)
     if problems:
@@ -140,7 +145,7 @@ def cmd_profile(args) -> int:
     backend = resolve_backend(args.backend, device)
     trace = Path(args.trace or f"outputs/{preset.name}/{preset.name}-{backend}.trace.json")
     profile_preset(preset, backend, device, _positive(args.steps, "--steps"), args.warmup, trace)
-    print(f"trace: {trace} (open it in https://ui.perfetto.dev)")
+    print(printable(f"trace: {trace} (open it in https://ui.perfetto.dev)"))
     return 0
 
 
@@ -237,8 +242,9 @@ COMMANDS = {
 
 
 def fail(problems: list[str]) -> int:
-    """Print one message (a line per problem, each made printable) on stderr; the exit code 2."""
-    for problem in problems:
+    """Print one message (a line per problem, each made printable, at most MAX_PROBLEMS of them
+    and a count of the rest) on stderr; the exit code 2."""
+    for problem in shown(problems):
         print(f"error: {printable(problem)}", file=sys.stderr)
     return EXIT_USAGE
 

@@ -92,6 +92,8 @@ class EncoderProcess:
     def complete(self) -> list[PartialFile]:
         """Wait for the child's files, complete under its temporary names; returns them."""
         outcome = self._outcome()
+        if outcome.startswith("MemoryError"):  # the child's memory ran out: the job's one message
+            raise MemoryError(f"encoder process of {self.path.name}: {outcome}")
         if outcome != "ok":
             raise OSError(f"encoder process: {outcome}")
         return [PartialFile(spec.path, pid=self.process.pid) for spec in self.specs]

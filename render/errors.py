@@ -10,22 +10,33 @@ from __future__ import annotations
 import difflib
 import errno
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
-
-import torch
 
 
 class RenderError(Exception):
     """A problem that stops a render before or while it runs (not a bug): a clear message."""
 
 
+MAX_PROBLEMS = 20  # the most problems one message lists; the rest are counted
+
+
 class PresetError(Exception):
-    """One or more problems with a preset; str() is the full, user-facing report."""
+    """One or more problems with a preset; str() is the user-facing report (shown(problems)),
+    .problems all of them."""
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__("\n".join(problems))
+        super().__init__("\n".join(shown(problems)))
+
+
+def shown(problems: list[str], limit: int = MAX_PROBLEMS) -> list[str]:
+    """The problems a message lists: all of them up to `limit`, else the first `limit` and a
+    line counting the rest (a file of a million mistakes costs a screenful, not a million lines)."""
+    if len(problems) <= limit:
+        return list(problems)
+    return [*problems[:limit], f"... and {len(problems) - limit} more problems"]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -85,8 +96,12 @@ def name_file(error: OSError, path) -> OSError:
 
 
 def out_of_memory(error: BaseException) -> bool:
-    """An allocation that failed (on the host or the GPU), however torch reports it."""
-    return isinstance(error, (MemoryError, torch.OutOfMemoryError)) or (
+    """An allocation that failed (on the host or the GPU), however torch reports it. Torch is
+    not imported here: the encoder processes import this module and no torch (a torch error
+    exists only where torch was imported)."""
+    torch = sys.modules.get("torch")
+    torch_oom = (torch.OutOfMemoryError,) if torch is not None else ()
+    return isinstance(error, (MemoryError, *torch_oom)) or (
         isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
     )
 

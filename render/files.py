@@ -198,7 +198,21 @@ def stage_json(path: Path, document: dict) -> PartialFile:
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence]) -> None:
     """A CSV file with one header row, written under a temporary name and renamed."""
-    with written_whole(path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as file:
-        writer = csv.writer(file)
-        writer.writerow(header)
-        writer.writerows(rows)
+    stage_csv(path, header, rows).commit()
+
+
+def stage_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence]) -> PartialFile:
+    """A CSV file with one header row written whole under its temporary name, for the caller to
+    commit (with a render's other files); an OSError names `path`."""
+    partial = PartialFile(path)
+    try:
+        with partial.open("w", newline="", encoding="utf-8") as file:
+            writer = csv.writer(file)
+            writer.writerow(header)
+            writer.writerows(rows)
+    except BaseException as error:
+        partial.abort()
+        if isinstance(error, OSError):
+            name_file(error, path)
+        raise
+    return partial

@@ -11,6 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from physarum.render.inputs import excerpt
+
 SMOOTH = {
     "magma": "000004 180f3d 440f76 721f81 9e2f7f cd4071 f1605d fd9668 feca8d fcfdbf",
     "inferno": "000004 1b0c41 4a0c6b 781c6d a52c60 cf4446 ed6925 fb9b06 f7d13d fcffa4",
@@ -34,10 +36,11 @@ HEX = re.compile(r"^#?([0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
 
 
 def parse_hex(colour: str) -> tuple[int, int, int]:
-    """'#rrggbb' or '#rgb' (the '#' optional) as an (r, g, b) triple of 0..255."""
-    match = HEX.match(colour.strip()) if isinstance(colour, str) else None
+    """'#rrggbb' or '#rgb' (the '#' optional) as an (r, g, b) triple of 0..255; ValueError quoting
+    a bad value in short (inputs.excerpt)."""
+    match = HEX.match(colour.strip()) if isinstance(colour, str) and len(colour) <= 64 else None
     if not match:
-        raise ValueError(f"{colour!r} is not a hex colour like '#ff8800' or '#f80'")
+        raise ValueError(f"{excerpt(colour)} is not a hex colour like '#ff8800' or '#f80'")
     digits = match.group(1)
     if len(digits) == 3:
         digits = "".join(d * 2 for d in digits)

@@ -23,8 +23,8 @@ import numpy as np
 
 from physarum.render import __version__, carried
 from physarum.render.catalog import PRESETS
-from physarum.render.errors import RenderError
-from physarum.render.inputs import excerpt
+from physarum.render.errors import RenderError, printable
+from physarum.render.inputs import excerpt, shorten
 from physarum.render.preset import Preset
 from physarum.render.preset.sections import IMAGE_KEYS
 from physarum.render.world import preset_images, source_pixels
@@ -94,20 +94,22 @@ class Provenance:
 def version_note(text: str, source: str) -> str | None:
     """What `render --from` says about a file of another output version: that this release
     renders it differently and which release reproduces it byte for byte; None where the file
-    is of this output version (or names none)."""
+    is of this output version (or names none). The release a file names is a stranger's text:
+    it is quoted cut to 40 characters, and the note is printable (errors.printable)."""
     found = Provenance.of(text)
     if found.output is None or found.output == OUTPUT_VERSION:
         return None
+    named = shorten(found.release, 40)
     if found.output > OUTPUT_VERSION:
-        return (
-            f"{source} was rendered by physarum {found.release} (output version {found.output}), "
+        return printable(
+            f"{source} was rendered by physarum {named} (output version {found.output}), "
             f"newer than this physarum {version()} (output version {OUTPUT_VERSION}); it may render "
-            f"differently here: physarum {found.release} reproduces it byte for byte"
+            f"differently here: physarum {named} reproduces it byte for byte"
         )
     changes = "; ".join(f"{n}: {OUTPUT_VERSIONS[n][1]}" for n in range(found.output + 1, OUTPUT_VERSION + 1))
-    release = OUTPUT_VERSIONS.get(found.output, (found.release,))[0]
-    return (
-        f"{source} is of output version {found.output} (physarum {found.release}); this physarum "
+    release = OUTPUT_VERSIONS.get(found.output, (named,))[0]
+    return printable(
+        f"{source} is of output version {found.output} (physarum {named}); this physarum "
         f"{version()} renders output version {OUTPUT_VERSION}, which differs ({changes}): "
         f"physarum {release} reproduces the file byte for byte"
     )

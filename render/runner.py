@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from physarum.render.colour import PRODUCT_LEVELS, make_colourist, preview_size
 from physarum.render.encode import even_size
-from physarum.render.errors import RenderError, os_error_message
+from physarum.render.errors import RenderError, machine_problem, os_error_message, out_of_memory
 from physarum.render.files import (
     PartialFile,
     commit_together,
@@ -113,6 +113,9 @@ class RenderOptions:
     frames_dir: Path | None = None  # also write every frame as a numbered PNG here
     # called with the simulation after every step (--stats); steps then run one at a time
     on_step: Callable[[object], None] | None = None
+    # more outputs of the first job (--stats: its CSV), staged by format once the frames are done
+    # and committed with the job's files, all or nothing (files.commit_together)
+    extra_files: Callable[[], dict[str, PartialFile]] | None = None
 
 
 @dataclass
@@ -245,7 +248,11 @@ class _BatchJob:
     def fail(self, error: BaseException) -> None:
         """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
         keep whatever was there before (an earlier render's files), untouched."""
-        message = os_error_message(error) if isinstance(error, OSError) else str(error)
+        cause = error.__cause__ if isinstance(error, RenderError) and error.__cause__ else error
+        if out_of_memory(cause):  # the one message a render of its own gives (errors.machine_problem)
+            message = machine_problem(cause)
+        else:
+            message = os_error_message(error) if isinstance(error, OSError) else str(error)
         self.error = self.error or message
         self.abort()
 
@@ -286,8 +293,9 @@ class _BatchJob:
         """Every writer's files complete under their temporary names (self.partials)."""
         self._each_worker(lambda worker: self.partials.extend(worker.complete()))
 
-    def commit(self, result: RenderResult) -> None:
-        """Write the sidecar beside the completed files and rename them all together."""
+    def commit(self, result: RenderResult, extra_files: Callable[[], dict[str, PartialFile]] | None) -> None:
+        """Write the sidecar beside the completed files (and the extra files, which the sidecar
+        does not list) and rename them all together."""
         try:
             sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
             record = sidecar(self.preset, result, sizes, self.loop.describe())
@@ -295,7 +303,10 @@ class _BatchJob:
             if budgets:
                 record["gif_budget"] = budgets[0]
             self.partials.append(stage_json(self.paths["json"], record))
+            extra = extra_files() if extra_files else {}
+            self.partials.extend(extra.values())
             result.replaced = commit_together(self.partials)
+            result.outputs = {**result.outputs, **{fmt: partial.path for fmt, partial in extra.items()}}
         except OSError as error:
             self.fail(error)
 
@@ -307,7 +318,7 @@ class _BatchJob:
             try:
                 for worker in self.workers:
                     step(worker)
-            except (RenderError, OSError) as error:
+            except (RenderError, OSError, MemoryError) as error:
                 self.fail(error)
 
 
@@ -389,7 +400,10 @@ def render_batch(
             zip(("spawn_s", "open_s", "frames_s", "finish_s"), (b - a for a, b in zip(clock, clock[1:])))
         )
         phases["total_s"] = clock[-1] - clock[0]
-        return [_batch_result(job, backend, torch_device, phases, len(jobs)) for job in jobs]
+        extra = [options.extra_files] + [None] * (len(jobs) - 1)  # the first job's (simulation 0)
+        return [
+            _batch_result(job, backend, torch_device, phases, len(jobs), e) for job, e in zip(jobs, extra)
+        ]
     except BaseException:
         for job in jobs:
             job.abort()
@@ -433,7 +447,12 @@ def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderO
 
 
 def _batch_result(
-    job: _BatchJob, backend: str, device: torch.device, phases: dict[str, float], batch: int
+    job: _BatchJob,
+    backend: str,
+    device: torch.device,
+    phases: dict[str, float],
+    batch: int,
+    extra_files: Callable[[], dict[str, PartialFile]] | None = None,
 ) -> RenderResult:
     """phases: the batch's seconds making the simulation (spawn_s: spawning, compiling kernels),
     opening encoders (open_s), simulating and handing frames over (frames_s), waiting for the
@@ -445,7 +464,7 @@ def _batch_result(
     timings.update({f"encode_{w.name}_s": w.seconds for w in job.workers})
     result = RenderResult(job.paths, backend, device_name(device), timings, notes)
     if job.error is None:
-        job.commit(result)
+        job.commit(result, extra_files)
     if job.error is not None:
         return RenderResult({}, backend, device_name(device), timings, notes, error=job.error)
     return result

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from physarum.render.files import write_csv
+from physarum.render.files import PartialFile, stage_csv
 
 COVERAGE_FRACTION = 0.01
 STAT_COLUMNS = ("mean", "max", "coverage", "entropy", "entropy_ratio", "wavelength_px", "wavelength_fraction")
@@ -125,9 +125,18 @@ class StatsRecorder:
             self.rings = SpectrumRings(trail.shape[1], trail.shape[2], trail.device)
         self.rows.append(trail_statistics(trail, self.rings)[0])
 
-    def write(self) -> Path:
-        """The CSV (step, then STAT_COLUMNS; step 1 is the state after the first step)."""
+    def stage(self) -> PartialFile:
+        """The CSV (step, then STAT_COLUMNS; step 1 is the state after the first step) written
+        under its temporary name, for the runner to commit with the render's other files."""
         table = torch.stack(self.rows).cpu().tolist() if self.rows else []
         rows = ((step, *(f"{value:.9g}" for value in row)) for step, row in enumerate(table, start=1))
-        write_csv(self.path, ("step", *STAT_COLUMNS), rows)
+        return stage_csv(self.path, ("step", *STAT_COLUMNS), rows)
+
+    def write(self) -> Path:
+        """The CSV written and in place (outside a render)."""
+        self.stage().commit()
         return self.path
+
+    def staged(self) -> dict[str, PartialFile]:
+        """RenderOptions.extra_files: the CSV as the output 'stats'."""
+        return {"stats": self.stage()}

@@ -290,6 +290,22 @@ def test_messages_escape_control_characters_of_a_crafted_path(tmp_path, capsys):
     assert "\x1b" not in err and "\x07" not in err and "x\\x1b[2J\\x07y.yaml" in err
 
 
+def test_what_a_render_and_validate_print_is_escaped(tmp_path, capsys):
+    """The output folder and the preset's path are the user's: a render's notes, file lines and
+    timings, and validate's ok line, reach the terminal with their control characters escaped."""
+    folder = tmp_path / "p\x1b[2J\u202e"
+    folder.mkdir()
+    preset = write_preset(folder, tiny_data(canvas={"width": 47, "height": 33}))  # a note: mp4 padded
+    out = folder / "o"
+    command = ["render", str(preset), "--out", str(out), "--backend", "torch", "--device", "cpu"]
+    assert main(command) == 0 and main([*command, "--quiet"]) == 0 and main(["validate", str(preset)]) == 0
+    printed = capsys.readouterr()
+    lines = (printed.out + printed.err).splitlines()
+    assert all(line.isprintable() for line in lines), [line for line in lines if not line.isprintable()]
+    assert sum("p\\x1b[2J\\u202e" in line for line in lines) >= 10  # 4 files twice, replaced, ok
+    assert any(line.startswith("note: mp4 padded") for line in lines)
+
+
 @pytest.mark.parametrize("command", ["render", "sweep"])
 def test_out_that_is_a_file_is_one_message(tmp_path, capsys, command):
     target = tmp_path / "tiny.yaml"

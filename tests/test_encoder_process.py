@@ -79,3 +79,11 @@ def test_a_child_of_one_format_takes_only_what_it_reads(tmp_path):
     png.write(Frame(4, PREVIEWS[4], TABLE, FRAMES[4]))
     png.commit()
     assert np.array_equal(np.asarray(Image.open(tmp_path / "b.png")), FRAMES[4])
+
+
+def test_the_encoder_child_imports_no_torch():
+    """Every batch job starts a child: importing torch there (1.5 s, some 300 MB) made a batch
+    of tiny jobs take seconds where its simulation took milliseconds (errors.py imported it)."""
+    code = "import sys, physarum.render.encoder_process; print(sorted(m for m in sys.modules if m.startswith('torch')))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -6,7 +6,15 @@ import errno
 
 import torch
 
-from physarum.render.errors import machine_problem, os_error_message, printable
+from physarum.render.cli import main
+from physarum.render.errors import (
+    MAX_PROBLEMS,
+    PresetError,
+    machine_problem,
+    os_error_message,
+    printable,
+    shown,
+)
 
 
 def test_printable_escapes_every_control_character():
@@ -28,3 +36,16 @@ def test_memory_that_runs_out_is_a_machine_problem_and_other_errors_are_not():
         assert machine_problem(error).startswith("out of memory while running")
     assert machine_problem(RuntimeError("shape mismatch")) is None
     assert machine_problem(ValueError("x")) is None
+
+
+def test_a_message_lists_at_most_max_problems_and_counts_the_rest(write_yaml, capsys):
+    """A preset of 45 mistakes prints 20 of them and '... and 25 more problems', where every one
+    was printed; the error keeps all of them."""
+    text = "name: many\nmodel:\n" + "".join(f"  unknown_{i}: 1\n" for i in range(45))
+    assert main(["validate", str(write_yaml(text))]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == MAX_PROBLEMS + 1 and all(line.startswith("error: ") for line in lines)
+    assert "unknown_0" in lines[0] and lines[-1] == "error: ... and 25 more problems"
+    error = PresetError([f"p{i}" for i in range(45)])
+    assert len(error.problems) == 45 and str(error).splitlines() == shown(error.problems)
+    assert shown(["a", "b"]) == ["a", "b"]

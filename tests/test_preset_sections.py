@@ -76,3 +76,13 @@ def test_a_long_bad_value_is_quoted_in_short():
     assert problem.endswith("...)") and len(problem) < 200
     (problem,) = problems_of(tiny_data(palette={"names": ["y" * 100_000]}))
     assert len(problem) < 1000
+
+
+def test_an_optional_image_given_as_null_is_no_image():
+    """`agents.image: null` (or a species' image: null, --set agents.image=null) was handed to the
+    path check as None and ended in a traceback (found by tests/test_fuzz.py)."""
+    preset = build_preset(tiny_data(agents={"image": None}), "t.yaml")
+    assert preset.agents.image is None
+    species = [{"name": "a", "agents": {"image": None}}, {"name": "b"}]
+    assert build_preset(tiny_data(species=species), "t.yaml").species[0].agents.image is None
+    assert "image" in " ".join(problems_of(tiny_data(agents={"spawn": "image", "image": None})))

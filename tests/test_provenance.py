@@ -62,3 +62,15 @@ def test_from_a_file_of_a_newer_output_version_says_so(tmp_path, capsys):
 def test_from_a_file_of_this_output_version_says_nothing_about_versions(tmp_path, capsys):
     assert render_from(sidecar_with(tmp_path, tiny_text().split("\n", 1)[0]), tmp_path / "out") == 0
     assert "output version" not in capsys.readouterr().err
+
+
+def test_the_release_a_file_names_is_printed_escaped_and_short(tmp_path, capsys):
+    """The header is a stranger's text: bidirectional controls in the release it names reach the
+    terminal escaped, and a long one is cut (found by tests/test_fuzz.py). YAML itself refuses
+    the C0 controls (a terminal escape) even in a comment."""
+    header = f"# physarum 9.\u2066\u202e{'9' * 500}, output {OUTPUT_VERSION + 1}"
+    assert render_from(sidecar_with(tmp_path, header), tmp_path / "out") == 0
+    err = capsys.readouterr().err
+    note = next(line for line in err.splitlines() if "newer than this" in line)
+    assert note.isprintable() and "\\u2066\\u202e" in note
+    assert "9" * 41 not in note and "..." in note

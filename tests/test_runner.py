@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import signal
@@ -21,6 +22,7 @@ from PIL import Image
 from physarum.render import encode, runner
 from physarum.render.colour import make_colourist
 from physarum.render.encode import Mp4Writer
+from physarum.render.encoder_process import EncoderProcess
 from physarum.render.errors import RenderError
 from physarum.render.preset import PresetError, build_preset, load_preset
 from physarum.render.runner import check_formats
@@ -28,28 +30,51 @@ from physarum.render.simulation import batch_key
 from support import CURATED, ROOT, WORLD, block, render_cpu, render_tiny, tiny_data, world_data
 
 
-@pytest.mark.parametrize("formats", [["gif"], ["png"], ["mp4"]], ids=lambda f: f[0])
-def test_a_batch_of_one_format_renders_each_job_as_alone(tmp_path, formats):
-    """Each job of a batch sends its outputs to a child process; with a single format that
-    child gets only what the format reads, and every job's file is the single render's."""
+def files_under(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+FORMAT_SETS = [list(c) for n in (1, 2, 3) for c in itertools.combinations(("gif", "mp4", "png"), n)]
+
+
+@pytest.mark.parametrize("frames_dir", [False, True], ids=["files", "frames-dir"])
+@pytest.mark.parametrize("formats", FORMAT_SETS, ids="+".join)
+def test_a_batch_of_any_formats_renders_each_job_as_alone(tmp_path, formats, frames_dir):
+    """Every combination of formats (and a frames folder or not) in a batch of two jobs: each
+    job writes its formats' files and no others, byte for byte those of the job rendered alone
+    (the batch encodes in a child process per job, a render of one in its own process)."""
     presets = [
-        build_preset(tiny_data(name=f"job{i}", seed=i, output={"formats": formats}), "t.yaml")
+        build_preset(
+            tiny_data(name=f"job{i}", seed=i, run={"steps": 9}, output={"formats": formats}), "t.yaml"
+        )
         for i in range(2)
     ]
-    batch = runner.render_batch(
-        presets, backend="torch", device="cpu", out_dir=tmp_path / "batch", quiet=True
-    )
-    assert [r.error for r in batch] == [None, None]
-    fmt = formats[0]
-    for preset, result in zip(presets, batch):
-        assert sorted(result.outputs) == sorted([fmt, "json"])
-        alone = runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path / "alone", quiet=True)
-        if fmt == "mp4":  # x264's bytes depend on the process (render/encoder_process.py)
-            with av.open(str(result.outputs[fmt])) as video:
-                assert sum(1 for _ in video.decode(video=0)) == preset.frames
+    runs = {"batch": [], "alone": []}
+    for run in runs:
+        options = dict(backend="torch", device="cpu", out_dir=tmp_path / run / "out", quiet=True)
+        if frames_dir:
+            options["frames_dir"] = tmp_path / run / "frames"
+        if run == "batch":
+            runs[run] = runner.render_batch(presets, **options)
         else:
-            assert result.outputs[fmt].read_bytes() == alone.outputs[fmt].read_bytes(), preset.name
-    assert batch[0].outputs[fmt].read_bytes() != batch[1].outputs[fmt].read_bytes()
+            runs[run] = [runner.render(preset, **options) for preset in presets]
+    assert [r.error for r in runs["batch"]] == [None, None]
+    for preset, result in zip(presets, runs["batch"]):
+        stem = tmp_path / "batch" / "out" / preset.name / f"{preset.name}-s{preset.seed}"
+        assert result.outputs == {fmt: stem.with_suffix(f".{fmt}") for fmt in [*formats, "json"]}
+        sidecar = json.loads(result.outputs["json"].read_text())
+        assert sorted(sidecar["outputs"]) == sorted(formats)
+    for run, results in runs.items():
+        written = files_under(tmp_path / run)
+        expected = [path for result in results for path in result.outputs.values()]
+        frames = sorted((tmp_path / run / "frames").glob("*.png")) if frames_dir else []
+        assert len(frames) == (2 * presets[0].frames if frames_dir else 0)
+        assert written == sorted([*expected, *frames]), run
+    for name in sorted(p.relative_to(tmp_path / "alone") for p in files_under(tmp_path / "alone")):
+        if name.suffix != ".json":  # a sidecar's timings differ
+            assert (tmp_path / "batch" / name).read_bytes() == (tmp_path / "alone" / name).read_bytes(), name
+    for fmt in formats:
+        assert runs["batch"][0].outputs[fmt].read_bytes() != runs["batch"][1].outputs[fmt].read_bytes()
 
 
 def test_render_writes_every_format_and_a_sidecar(tmp_path):
@@ -252,10 +277,6 @@ def test_one_species_with_a_palette_shows_the_plain_render(tmp_path):
 
 # Batched renders (runner.render_batch): each job byte for byte as rendered alone, one failing
 # encoder failing only its job, every job's input ended before any is waited for.
-
-
-def files_under(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
 
 
 def test_a_batch_renders_each_job_byte_for_byte_as_physarum_render_alone(tmp_path):
@@ -474,3 +495,27 @@ def test_a_batch_of_budgeted_gifs_is_the_renders_alone_with_their_choice_in_the_
         record = json.loads(result.outputs["json"].read_text())
         assert record["gif_budget"]["bytes"] == result.outputs["gif"].stat().st_size <= 5000
     assert batch[1].outputs["gif"].read_bytes() == alone.outputs["gif"].read_bytes()
+
+
+@pytest.mark.parametrize("where", ["writer", "child"])
+def test_memory_that_runs_out_in_a_jobs_writer_is_the_one_clear_message(tmp_path, monkeypatch, where):
+    """A writer (here, or in a batch job's encoder process) whose memory runs out fails its job
+    with the message a render of its own gives (errors.machine_problem), not 'encoder failed: '
+    and the error's empty text, or 'encoder process: MemoryError: ' as a file's error."""
+
+    def allocation_fails(self, frame):
+        raise MemoryError()
+
+    if where == "writer":
+        monkeypatch.setattr(encode.FramesDirWriter, "write", allocation_fails)
+    else:
+        monkeypatch.setattr(EncoderProcess, "_outcome", lambda self: "MemoryError: ")
+    presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(2)]
+    options = dict(backend="torch", device="cpu", out_dir=tmp_path / "out", quiet=True)
+    results = runner.render_batch(presets, frames_dir=tmp_path / "frames", **options)
+    for result in results:
+        assert result.error.startswith("out of memory while running (after the memory check passed)")
+    assert files_under(tmp_path / "out") == [] and files_under(tmp_path / "frames") == []
+    if where == "writer":
+        with pytest.raises(RenderError, match="^out of memory while running"):
+            runner.render(presets[0], frames_dir=tmp_path / "frames", **options)

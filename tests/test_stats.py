@@ -130,3 +130,37 @@ def test_render_stats_writes_one_row_per_step(tmp_path, write_yaml):
     )
     simulation.advance(14)
     assert float(rows[-1]["mean"]) == pytest.approx(simulation.trail.double().mean().item(), rel=1e-8)
+
+
+def test_the_stats_csv_is_committed_with_the_render(tmp_path, write_yaml, capsys):
+    """--stats writes its CSV with the render's other files, all or nothing: when the CSV cannot
+    be put in place (a folder in its way), no GIF, PNG or sidecar of the render appears either
+    (the CSV used to be written after they were in place), and an earlier CSV is replaced with
+    the render's files and said so."""
+    import yaml
+
+    path = write_yaml(yaml.safe_dump(tiny_data(output={"formats": ["gif", "png"]})))
+    out = tmp_path / "out"
+    argv = [
+        "render",
+        str(path),
+        "--out",
+        str(out),
+        "--quiet",
+        "--backend",
+        "torch",
+        "--device",
+        "cpu",
+        "--stats",
+    ]
+    (out / "tiny" / "tiny-s3.stats.csv" / "in-the-way").mkdir(parents=True)
+    assert main(argv) == 2
+    assert "tiny-s3.stats.csv" in capsys.readouterr().err
+    assert sorted(p.name for p in (out / "tiny").iterdir()) == ["tiny-s3.stats.csv"]  # the folder only
+    (out / "tiny" / "tiny-s3.stats.csv" / "in-the-way").rmdir()
+    (out / "tiny" / "tiny-s3.stats.csv").rmdir()
+    assert main(argv) == 0 and main(argv) == 0
+    printed = capsys.readouterr()
+    assert "stats " + str(out / "tiny" / "tiny-s3.stats.csv") in printed.out
+    assert "tiny-s3.stats.csv" in printed.err.splitlines()[-1]  # note: replaced ..., tiny-s3.stats.csv
+    assert sorted(p.suffix for p in (out / "tiny").iterdir()) == [".csv", ".gif", ".json", ".png"]

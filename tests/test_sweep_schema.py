@@ -99,3 +99,13 @@ def test_a_missing_base_or_one_of_the_wrong_type_is_reported_once():
     with pytest.raises(PresetError) as caught:
         expand_sweep({"grid": {"model.decay": [0.1]}}, "s.yaml")
     assert caught.value.problems == [f"s.yaml: {required} (got None)"]
+
+
+@pytest.mark.parametrize("key", [None, 2.5, 1])
+def test_a_top_level_key_that_is_no_text_is_one_problem(key):
+    """`null: 3` or `2.5: x` at the top of a sweep file: pydantic names the key by another value,
+    so it was kept, validated again and raised a traceback (found by tests/test_fuzz.py)."""
+    sections, problems = read_sections({"name": "s", "base": SWEEP_BASE, key: 3})
+    assert problems == [f"{key}: Keys should be strings (got {key})"] and sections.name == "s"
+    with pytest.raises(PresetError, match="Keys should be strings"):
+        expand_sweep({"name": "s", "base": SWEEP_BASE, key: 3}, "s.yaml")

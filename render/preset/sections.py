@@ -91,12 +91,15 @@ def portable_path(path: str, cwd: Path, keep=()) -> str:
     return path
 
 
-def image_path(path: str, info: ValidationInfo) -> str:
+def image_path(path: str | None, info: ValidationInfo) -> str | None:
     """An image path made absolute: relative paths are relative to the preset file's folder
     (the validation context's `base`). Outputs embed it through Preset.portable_dump. Only the
     header is read here; world.image_problems decodes it once the canvas is known. A path the
     context's `carried` images hold (`render --from`, render/carried.py) is kept as it is: the
-    render reads that image, not a file."""
+    render reads that image, not a file. An optional image given as null (`agents.image: null`)
+    is no image."""
+    if path is None:
+        return None
     if not path.strip():
         raise ValueError("an image file path is required")
     if path in (info.context or {}).get("carried", {}):

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from physarum.render import machine, runner
-from physarum.render.errors import RenderError
+from physarum.render.errors import RenderError, machine_problem, out_of_memory
 from physarum.render.preset import Preset, PresetError
 from physarum.render.sweep.manifest import now
 from physarum.render.sweep.plan import batch_limit
@@ -58,14 +58,12 @@ def _render_batch_outcomes(
 ) -> list[dict]:
     started, began = now(), time.perf_counter()
     options = runner.RenderOptions(backend=backend, device=str(device), out_dir=sweep_dir, quiet=quiet)
-    results, message, out_of_memory = None, None, False
+    results, message, memory_ran_out = None, None, False
     try:
         results = runner.render_batch(presets, options)
-    except torch.cuda.OutOfMemoryError as error:
-        message, out_of_memory = _error_text(error), True
     except Exception as error:  # the simulation failed: every job of the batch with it
-        message = _error_text(error)
-    if out_of_memory and len(items) > 1:
+        message, memory_ran_out = _error_text(error), out_of_memory(error)
+    if memory_ran_out and len(items) > 1:
         # Halve the batch, outside the except block: its traceback held the failed batch's tensors.
         gc.collect()
         torch.cuda.empty_cache()
@@ -114,8 +112,14 @@ def _render_batch_outcomes(
 
 
 def _error_text(error: BaseException) -> str:
+    """A job's error as its record keeps it: the message of a user's or the machine's problem
+    (memory that ran out, a file that failed: errors.machine_problem, as `physarum render`
+    prints it), or a bug's type, text and last frames."""
     if isinstance(error, (RenderError, PresetError)):
         return str(error)
+    problem = machine_problem(error)
+    if problem is not None:
+        return problem
     return (
         f"{type(error).__name__}: {error}\n{''.join(traceback.format_tb(error.__traceback__)[-3:])}".strip()
     )

@@ -266,7 +266,8 @@ def read_sections(data: dict) -> tuple[SweepFile, list[str]]:
     except ValidationError as error:
         errors = error.errors()
     failed = {e["loc"][0] for e in errors if e["loc"]}
-    valid = {key: value for key, value in data.items() if key not in failed}
+    # a key that is no text (None, 2.5: pydantic names it by another value) is a problem of its own
+    valid = {key: value for key, value in data.items() if isinstance(key, str) and key not in failed}
     valid.setdefault("base", {})  # a stand-in: the relations between sections do not involve the base
     return SweepFile.model_validate(valid), [_describe(e) for e in errors]
 

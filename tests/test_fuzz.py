@@ -1,0 +1,518 @@
+"""Fuzzing the `physarum` command with untrusted input (docs/safety.md, "The fuzz test").
+
+Random mutations of the curated presets (values, keys, types, YAML text, truncation), random
+`--set` values, random bytes and mutated real outputs as `render --from` files, run through
+cli.main in this process. Every run must end in exit 0 or 2 with no traceback and only printable
+lines; write nothing outside the output folder; leave the output folder as it was when it fails
+(an earlier render's files, byte for byte); and open no file outside the test's folder, the
+package and Python's own (an audit hook lists every path opened), above all not the private
+image planted beside the test's folder, which a crafted `--from` file names in many ways.
+
+Seeded: every case has its own generator, seeded by PHYSARUM_FUZZ_SEED (default 15), the mode
+and the case's number; a failure names all three. PHYSARUM_FUZZ_CASES scales the number of
+cases (1 by default). Candidates too costly to render on a CPU in milliseconds (their canvas,
+agents or steps mutated upwards) are loaded with `physarum validate`, or skipped for `--from`.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image, PngImagePlugin
+
+from physarum.render import cli
+from physarum.render.preset import build_preset, load_preset
+from support import CURATED, ROOT, save_image
+
+SEED = int(os.environ.get("PHYSARUM_FUZZ_SEED", "15"))
+SCALE = float(os.environ.get("PHYSARUM_FUZZ_CASES", "1"))
+FLAGS = ["--quiet", "--backend", "torch", "--device", "cpu"]
+
+# ---------------------------------------------------------------------------------------------
+# Which files a run opens: an audit hook (it cannot be removed, so it records only when asked)
+
+_OPENED: list | None = None
+
+
+def _audit(event: str, args) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], (str, bytes, os.PathLike)):
+        _OPENED.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+def _allowed_roots(sandbox: Path) -> list[Path]:
+    """Where a run may open files: the test's folder (its private folder aside), the package
+    and Python's own libraries, and the kernel's views of this process and devices."""
+    paths = sysconfig.get_paths()
+    roots = [
+        sandbox,
+        ROOT,
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path("/proc"),
+        Path("/dev"),
+        Path("/sys"),
+    ]
+    roots += [Path(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    roots += [Path(p) for p in sys.path if p]
+    return [root.resolve() for root in roots]
+
+
+# ---------------------------------------------------------------------------------------------
+# Random values, keys and texts
+
+
+def _deep(rng: random.Random, depth: int):
+    node = rng.random()
+    for _ in range(depth):
+        node = [node] if rng.random() < 0.5 else {"k": node}
+    return node
+
+
+def random_value(rng: random.Random, foreign: list[str]):
+    """A random YAML-able value: extremes of every type, paths (`foreign`: paths a shared file
+    must not read), text with control characters, deep and large containers."""
+    kind = rng.randrange(7)
+    if kind == 0:
+        return rng.choice(
+            [0, -1, 1, 2, 3, 255, 256, 4096, 2**31, 2**63, -(2**63), 10**30, rng.randint(-999, 999)]
+        )
+    if kind == 1:
+        return rng.choice([math.nan, math.inf, -math.inf, -0.0, 1e-320, 1e308, 0.5, rng.uniform(-5, 5)])
+    if kind == 2:
+        texts = ["", " ", "auto", "magma", "random", "disk", "image", "#fff", "#zzzzzz", "gif", "short_side"]
+        texts += ["\x1b[31mred\x1b[0m", "a\nb", "\u202etxt.gif", "\x00", "x" * 3000, "images/maze.png"]
+        texts += ["/dev/zero", "/nonexistent/x.png", "🦠", "1e999", "0x1f", "~", "."]
+        return rng.choice(texts + foreign)
+    if kind == 3:
+        return rng.choice([True, False, None])
+    if kind == 4:
+        return rng.choice([[], [1, 2], ["magma", "ice"], [[1.0, -1.0], [-1.0]], list(range(300))])
+    if kind == 5:
+        return rng.choice([{}, {"path": rng.choice(foreign or ["x.png"])}, {"a": 1}, {1: 2}, {None: "x"}])
+    return _deep(rng, rng.choice([3, 40, 70]))
+
+
+def random_key(rng: random.Random, near: str | None = None):
+    """A key: a typo of `near`, one of another section, or odd text and types."""
+    keys = ["name", "seed", "canvas", "width", "agents", "count", "density", "spawn", "image", "path"]
+    keys += ["model", "run", "steps", "palette", "names", "output", "formats", "world", "species"]
+    keys += ["", "a.b", "__class__", "\x1b]0;x\x07", "<<", 1, 2.5, None, True]
+    if near and rng.random() < 0.4:
+        chars = list(near)
+        chars.insert(rng.randrange(len(chars) + 1), rng.choice("xe_ "))
+        return "".join(chars)
+    return rng.choice(keys)
+
+
+def _nodes(node, path=()):
+    """(path, value) of every value inside `node` (the root excluded)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield (*path, key), value
+        yield from _nodes(value, (*path, key))
+
+
+def _parent(data, path):
+    for key in path[:-1]:
+        data = data[key]
+    return data
+
+
+def mutate_data(data, rng: random.Random, foreign: list[str]):
+    """1 to 3 random edits of a parsed preset: a value replaced, a key removed, added or
+    renamed, a value wrapped in a list or a mapping, two values swapped, a list item doubled."""
+    data = copy.deepcopy(data)
+    for _ in range(rng.randint(1, 3)):
+        nodes = list(_nodes(data))
+        if not isinstance(data, dict) or not nodes:
+            return random_value(rng, foreign)
+        path, value = rng.choice(nodes)
+        parent, key = _parent(data, path), path[-1]
+        op = rng.randrange(7)
+        if op in (0, 1):
+            parent[key] = random_value(rng, foreign)
+        elif op == 2:
+            del parent[key]
+        elif op == 3 and isinstance(parent, dict):
+            parent[random_key(rng, str(key))] = random_value(rng, foreign)
+        elif op == 4 and isinstance(parent, dict):
+            parent[random_key(rng, str(key))] = parent.pop(key)
+        elif op == 5:
+            parent[key] = rng.choice([[value], {"v": value}, str(value)])
+        else:
+            other_path, other = rng.choice(nodes)
+            if other_path[: len(path)] != path and path[: len(other_path)] != other_path:
+                parent[key], _parent(data, other_path)[other_path[-1]] = other, value
+            elif isinstance(parent, list):
+                parent.append(value)
+    return data
+
+
+SNIPPETS = [
+    "!!python/object/apply:os.system ['echo owned']",
+    "!!python/name:os.system",
+    "&a [*a]",
+    "*nowhere",
+    "&x [1, 2]\nother: *x",
+    "\t",
+    "{",
+    "[1, 2",
+    '"unterminated',
+    "%YAML 1.1\n---\n",
+    "\n---\nsecond: document\n",
+    "<<: {seed: 1}",
+    "? [complex, key]\n: 1",
+    "!!binary aGVsbG8=",
+    "1e999",
+    "0o777",
+    "\x00",
+    "\x1b[2J",
+    "\u202e",
+    "\ufeff",
+    ": : :",
+    "- - -",
+    "name: dup\nname: dup",
+]
+
+
+def mutate_text(text: str, rng: random.Random) -> str:
+    """The YAML text cut short, a span removed, a snippet or control characters inserted, a
+    line doubled or moved."""
+    for _ in range(rng.randint(1, 2)):
+        op, at = rng.randrange(5), rng.randrange(len(text) + 1)
+        if op == 0:
+            text = text[:at]
+        elif op == 1:
+            text = text[:at] + text[at + rng.randint(1, 40) :]
+        elif op == 2:
+            text = text[:at] + rng.choice(SNIPPETS) + text[at:]
+        elif op == 3:
+            text = (
+                text[:at]
+                + "".join(chr(rng.randrange(0, 0x3000)) for _ in range(rng.randint(1, 8)))
+                + text[at:]
+            )
+        else:
+            lines = text.split("\n")
+            lines.insert(rng.randrange(len(lines) + 1), rng.choice(lines))
+            text = "\n".join(lines)
+    return text
+
+
+def shrunk(data: dict) -> dict:
+    """A curated preset cut to a canvas, agents and run that render in milliseconds."""
+    data = copy.deepcopy(data)
+    data["canvas"] = {**data.get("canvas", {}), "width": 40, "height": 24}
+    agents = data.setdefault("agents", {})
+    agents.pop("density", None)
+    agents["count"] = 300
+    data["run"] = {**data.get("run", {}), "steps": 6, "steps_per_frame": 3, "warmup": 0}
+    for model in [data.get("model", {})] + [s.get("model", {}) for s in data.get("species", [])]:
+        if data.get("model", {}).get("units") != "short_side" and "sensor_distance" in model:
+            model["sensor_distance"] = min(model["sensor_distance"], 9)
+    return data
+
+
+def cheap(preset) -> bool:
+    """Whether a preset renders on a CPU in a blink."""
+    return (
+        preset.canvas.width * preset.canvas.height <= 96 * 96
+        and preset.agents.count <= 4000
+        and preset.run.steps + preset.run.warmup <= 40
+        and preset.frames <= 16
+    )
+
+
+def _dump(data) -> str:
+    try:
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    except yaml.YAMLError:
+        return "name: unrepresentable\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The sandbox: a folder to work in, a private image beside it, an earlier render to keep
+
+
+def _tree(folder: Path, skip: tuple[Path, ...] = ()) -> dict[str, bytes]:
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        if any(path == s or path.is_relative_to(s) for s in skip):
+            continue
+        if path.is_symlink():
+            files[str(path.relative_to(folder))] = b"link:" + os.fsencode(os.readlink(path))
+        elif path.is_file():
+            files[str(path.relative_to(folder))] = path.read_bytes()
+    return files
+
+
+class Sandbox:
+    """cwd is root/work; inputs in work/in, outputs in work/out; root/private holds an image and
+    text no run may read (work/in/link.png leads there)."""
+
+    def __init__(self, root: Path, capsys, mode: str):
+        self.root, self.capsys, self.mode = root, capsys, mode
+        self.work, self.private = root / "work", root / "private"
+        self.inputs, self.out = self.work / "in", self.work / "out"
+        for folder in (self.inputs, self.out, self.private, root / "systmp"):
+            folder.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(ROOT / "presets" / "images", self.inputs / "images")
+        secret = np.zeros((16, 16), np.uint8)
+        secret[::2, ::3] = 201
+        save_image(self.private / "secret.png", secret)
+        (self.private / "secret.yaml").write_text("name: secret\n")
+        (self.inputs / "link.png").symlink_to(self.private / "secret.png")
+        self.foreign = [
+            str(self.private / "secret.png"),
+            "../private/secret.png",
+            "in/../../private/secret.png",
+            "in/link.png",
+            "~/secret.png",
+            str(self.private / "secret.yaml"),
+        ]
+        self.roots = _allowed_roots(root)
+        self.count = {"rc0": 0, "rc2": 0, "validate": 0, "skipped": 0}
+        keep = build_preset(shrunk(yaml.safe_load((ROOT / "presets" / "veins.yaml").read_text())), "k")
+        self.keep_path = self.inputs / "keep.yaml"
+        self.keep_path.write_text(keep.to_yaml().replace(f"name: {keep.name}", "name: keep", 1))
+        self.run("keep", ["render", str(self.keep_path), "--out", str(self.out), *FLAGS], expect=0)
+        assert str(self.keep_path) in self.opened  # the audit hook sees what a run opens
+        self.keep = _tree(self.out)
+        assert len(self.keep) == 4  # gif, mp4, png and json of the earlier render
+
+    def run(self, case: str, argv: list[str], expect: int | None = None) -> int:
+        """cli.main(argv) with every rule of the module's docstring checked."""
+        global _OPENED
+        where = f"PHYSARUM_FUZZ_SEED={SEED} case {self.mode}-{case}: physarum {' '.join(argv)[:400]!r}"
+        outside, before = _tree(self.root, (self.out, self.root / "systmp")), _tree(self.out)
+        self.capsys.readouterr()
+        _OPENED = []
+        try:
+            code = cli.main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+        except BaseException as error:  # a traceback: the bug the fuzz looks for
+            raise AssertionError(f"{where}: raised {type(error).__name__}: {error}") from error
+        finally:
+            opened, _OPENED = _OPENED, None
+            self.opened = opened
+        out, err = self.capsys.readouterr()
+        report = f"{where}\nexit {code}\nstderr: {err[-2000:]!r}"
+        assert code in (0, 2), report
+        assert expect is None or code == expect, report
+        assert "Traceback" not in err, report
+        assert all(line.isprintable() for line in (out + err).splitlines()), report
+        assert code == 0 or "error: " in err, report
+        assert _tree(self.root, (self.out, self.root / "systmp")) == outside, (
+            f"wrote outside the outputs: {report}"
+        )
+        after = _tree(self.out)
+        printed = [line.split(" ") for line in out.splitlines() if code == 0]  # --quiet: FORMAT PATH BYTES
+        written = {
+            str((self.work / parts[1]).resolve().relative_to(self.out.resolve()))
+            for parts in printed
+            if len(parts) == 3 and parts[0] in ("gif", "mp4", "png", "json", "stats")
+        }
+        assert code == 0 or after == before, f"changed the outputs though it failed: {report}"
+        assert set(before) <= set(after), f"an earlier output was lost: {report}"
+        changed = sorted(name for name in before if before[name] != after[name] and name not in written)
+        assert not changed, f"changed earlier files it did not write: {changed}: {report}"
+        for name in opened:
+            path = Path(name) if os.path.isabs(name) else self.work / name
+            resolved = path.resolve()
+            assert not resolved.is_relative_to(self.private.resolve()), f"read {name}: {report}"
+            assert any(resolved.is_relative_to(root) for root in self.roots), f"read {name}: {report}"
+        self.count[f"rc{code}"] += 1
+        return code
+
+    def render_or_validate(self, case: str, path: Path, settings: list[str] = ()) -> None:
+        """Render a preset file when it is cheap or fails anyway; validate it when it is costly."""
+        try:
+            preset = load_preset(path, list(settings))
+        except Exception:  # refused (or a bug, which the CLI run shows with the case's seed)
+            preset = None
+        if preset is not None and not cheap(preset):
+            self.count["validate"] += 1
+            self.run(case, ["validate", str(path)])
+            return
+        self.run(
+            case, ["render", str(path), *[f"--set={s}" for s in settings], "--out", str(self.out), *FLAGS]
+        )
+
+
+@pytest.fixture
+def sandbox(tmp_path, capsys, monkeypatch, request):
+    root = tmp_path / "fuzz"
+    (root / "work").mkdir(parents=True)
+    monkeypatch.chdir(root / "work")
+    monkeypatch.setattr(tempfile, "tempdir", str(root / "systmp"))
+    box = Sandbox(root, capsys, request.node.name.removeprefix("test_fuzz_"))
+    yield box
+    print(f"fuzz {box.mode} (seed {SEED}): {box.count}")
+
+
+def cases(n: int) -> range:
+    return range(max(1, round(n * SCALE)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The fuzz
+
+
+def test_fuzz_presets(sandbox):
+    """Mutated curated presets: their data and their YAML text, rendered or validated."""
+    for number in cases(80):
+        rng = random.Random(f"{SEED}-presets-{number}")
+        source = CURATED[number % len(CURATED)]
+        data = shrunk(yaml.safe_load(source.read_text()))
+        data = mutate_data(data, rng, []) if rng.random() < 0.6 else data
+        text = _dump(data)
+        if rng.random() < 0.5:
+            text = mutate_text(text, rng)
+        path = sandbox.inputs / f"{source.stem}-{number}.yaml"
+        path.write_bytes(text.encode("utf-8", "surrogatepass") if rng.random() < 0.95 else os.urandom(300))
+        sandbox.render_or_validate(str(number), path)
+
+
+def test_fuzz_settings(sandbox):
+    """Random --set KEY=VALUE over a small preset: real keys and odd ones, YAML values and junk."""
+    data = shrunk(yaml.safe_load((ROOT / "presets" / "rivals.yaml").read_text()))
+    path = sandbox.inputs / "base.yaml"
+    path.write_text(_dump(data))
+    keys = [".".join(map(str, p)) for p, _ in _nodes(data)] + ["world.walls.path", "agents.image", "x.y.z"]
+    for number in cases(50):
+        rng = random.Random(f"{SEED}-settings-{number}")
+        settings = []
+        for _ in range(rng.randint(1, 3)):
+            key = rng.choice(keys) if rng.random() < 0.8 else str(random_key(rng, rng.choice(keys)))
+            value = random_value(rng, [])
+            raw = _dump(value).removesuffix("\n...\n") if rng.random() < 0.7 else mutate_text(str(value), rng)
+            settings.append(f"{key}={raw.strip()}" if rng.random() < 0.95 else rng.choice(["=", "x", "a.=1"]))
+        sandbox.render_or_validate(str(number), path, settings)
+
+
+def _mutated_preset_text(sandbox: Sandbox, rng: random.Random) -> str:
+    """The earlier render's embedded text, mutated: its data (with foreign image paths), its text,
+    or its header line."""
+    text = json.loads(sandbox.keep["keep/keep-s" + _keep_seed(sandbox) + ".json"])["preset_yaml"]
+    header, body = text.split("\n", 1)
+    choice = rng.randrange(4)
+    if choice == 0:
+        data = yaml.safe_load(body)
+        for key in rng.sample(["world.walls", "world.food", "agents", "world.trail_image"], 1):
+            section, _, leaf = key.partition(".")
+            if leaf:
+                data.setdefault("world", {})[leaf] = {"path": rng.choice(sandbox.foreign)}
+            else:
+                data["agents"].update(spawn="image", image=rng.choice(sandbox.foreign))
+        body = _dump(data)
+    elif choice == 1:
+        body = _dump(mutate_data(yaml.safe_load(body), rng, sandbox.foreign))
+    elif choice == 2:
+        body = mutate_text(body, rng)
+    else:
+        header = rng.choice(
+            ["# physarum \x1b[31m9.9, output 99", "# physarum 0.0\u202e, output 1", header + "\x07"]
+        )
+    return f"{header}\n{body}"
+
+
+def _keep_seed(sandbox: Sandbox) -> str:
+    name = next(n for n in sandbox.keep if n.endswith(".json"))
+    return name.rsplit("-s", 1)[1].removesuffix(".json")
+
+
+def _keep_bytes(sandbox: Sandbox, fmt: str) -> bytes:
+    return next(data for name, data in sandbox.keep.items() if name.endswith(f".{fmt}"))
+
+
+def _from_file(sandbox: Sandbox, rng: random.Random, number: int) -> Path:
+    """A file to render from: random bytes, a real output cut or bit-flipped, or a real output
+    whose embedded preset is mutated (JSON, PNG and GIF)."""
+    fmt = rng.choice(["gif", "png", "json", "mp4"])
+    path = sandbox.inputs / f"from-{number}.{rng.choice([fmt, fmt, 'yaml', 'txt'])}"
+    kind = rng.randrange(4)
+    if kind == 0:
+        magic = rng.choice(
+            [b"", b"GIF89a", b"\x89PNG\r\n\x1a\n", b'{"preset_yaml": ', b"\x00\x00\x00\x18ftyp"]
+        )
+        path.write_bytes(magic + rng.randbytes(rng.randrange(0, 600)))
+    elif kind == 1:
+        data = bytearray(_keep_bytes(sandbox, fmt))
+        for _ in range(rng.randint(1, 6)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        path.write_bytes(bytes(data[: rng.randrange(len(data) + 1)] if rng.random() < 0.5 else data))
+    elif fmt in ("json", "mp4"):
+        document = json.loads(_keep_bytes(sandbox, "json"))
+        document["preset_yaml"] = (
+            _mutated_preset_text(sandbox, rng) if rng.random() < 0.85 else random_value(rng, [])
+        )
+        path = path.with_suffix(".json")
+        path.write_text(
+            json.dumps(document) if rng.random() < 0.9 else json.dumps(document)[: rng.randrange(200)]
+        )
+    else:
+        text = _mutated_preset_text(sandbox, rng)
+        with Image.open(io.BytesIO(_keep_bytes(sandbox, fmt))) as image:
+            image.load()
+            path = path.with_suffix(f".{fmt}")
+            if fmt == "png":
+                info = PngImagePlugin.PngInfo()
+                info.add_itxt("physarum", text)
+                image.save(path, pnginfo=info)
+            else:
+                image.save(path, comment=text.encode("utf-8", "surrogatepass"))
+    return path
+
+
+def test_fuzz_from(sandbox):
+    """render --from random bytes and crafted outputs: confined, bounded, one message."""
+    for number in cases(90):
+        rng = random.Random(f"{SEED}-from-{number}")
+        path = _from_file(sandbox, rng, number)
+        try:  # a carried preset that would render slowly is skipped; a refused one is run
+            from physarum.render.encode import read_embedded
+
+            text = read_embedded(path)
+            preset = build_preset(yaml.safe_load(text), "x", base=sandbox.work)
+        except Exception:
+            preset = None
+        if preset is not None and not cheap(preset):
+            sandbox.count["skipped"] += 1
+            continue
+        sandbox.run(
+            str(number), ["render", "--from", str(path.relative_to(sandbox.work)), "--out", "out", *FLAGS]
+        )
+    assert sandbox.count["rc2"] >= 10  # the crafted files are refused, not all skipped
+
+
+def test_fuzz_sweeps(sandbox):
+    """Mutated example sweeps (their data and their text), listed with `sweep --dry-run`, which
+    expands every job and writes nothing."""
+    sources = sorted((ROOT / "sweeps").glob("*.yaml"))
+    for number in cases(40):
+        rng = random.Random(f"{SEED}-sweeps-{number}")
+        source = sources[number % len(sources)]
+        data = yaml.safe_load(source.read_text())
+        text = _dump(mutate_data(data, rng, []) if rng.random() < 0.7 else data)
+        if rng.random() < 0.4:
+            text = mutate_text(text, rng)
+        path = sandbox.inputs / f"sweep-{number}.yaml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        sandbox.run(str(number), ["sweep", str(path), "--dry-run", "--out", str(sandbox.out)])
