@@ -20,7 +20,7 @@ def parser() -> argparse.ArgumentParser:
         "--from",
         dest="from_file",
         metavar="FILE",
-        help="render again from what a GIF, MP4, PNG or JSON output carries",
+        help="render again from what a GIF, MP4, WebP, PNG or JSON output carries",
     )
     render.add_argument(
         "--set",

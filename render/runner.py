@@ -21,7 +21,7 @@ import torch
 from tqdm import tqdm
 
 from physarum.render.colour import make_colourist, preview_size
-from physarum.render.encode import even_size
+from physarum.render.encode import even_size, mp4_size
 from physarum.render.errors import RenderError, os_error_message
 from physarum.render.files import (
     PartialFile,
@@ -39,11 +39,12 @@ from physarum.render.interrupts import stop_if_requested
 from physarum.render.machine import (
     check_memory,
     device_name,
+    encoder_cores,
     resolve_backend,
     resolve_device,
     share_cpu_with_encoders,
 )
-from physarum.render.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec
+from physarum.render.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, WebpSpec
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 from physarum.render.provenance import embedded_text, version
 from physarum.render.simulation import (
@@ -59,18 +60,27 @@ def check_formats(preset: Preset) -> list[str]:
     notes = []
     width, height = preset.canvas.width, preset.canvas.height
     if "mp4" in preset.output.formats:
-        if max(width, height) > MP4_MAX_SIDE:
+        setting = mp4_setting(preset)
+        video = mp4_size(width, height, setting)
+        if max(video) > MP4_MAX_SIDE:
+            scaled = (
+                "" if video == even_size(width, height) else f" (output.mp4 {setting}: {video[0]}x{video[1]})"
+            )
             raise RenderError(
                 f"{preset.name}: MP4 (H.264) allows at most {MP4_MAX_SIDE} pixels per side, "
-                f"the canvas is {width}x{height}; remove mp4 from output.formats"
+                f"the canvas is {width}x{height}{scaled}; remove mp4 from output.formats"
+                + ("" if not scaled else " or set output.mp4: browser")
             )
-        if even_size(width, height) != (width, height):
+        if even_size(width, height) != (width, height) and video == even_size(width, height):
             notes.append(
-                "mp4 padded from {}x{} to {}x{} (H.264 yuv420p needs even sides)".format(
-                    width, height, *even_size(width, height)
-                )
+                "mp4 padded from {}x{} to {}x{} (H.264 needs even sides)".format(width, height, *video)
             )
     return notes
+
+
+def mp4_setting(preset: Preset) -> str:
+    """The preset's MP4 setting (output.mp4; unset: browser)."""
+    return preset.output.mp4 or "browser"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,7 +135,9 @@ def output_specs(
             size = preview_size(width, height, out.gif_scale)
             specs.append(GifSpec(paths[fmt], *size, out.fps, out.loop, text, palette.tobytes()))
         elif fmt == "mp4":
-            specs.append(Mp4Spec(paths[fmt], width, height, out.fps, text))
+            specs.append(Mp4Spec(paths[fmt], width, height, out.fps, text, mp4_setting(preset)))
+        elif fmt == "webp":
+            specs.append(WebpSpec(paths[fmt], width, height, out.fps, out.loop, text))
         elif fmt == "png":
             specs.append(PngSpec(paths[fmt], width, height, text, out.png_dpi))
         else:
@@ -200,11 +212,13 @@ class _BatchJob:
         for partial in self.partials:
             partial.abort()
 
-    def open(self, frames_dir: Path | None, device: torch.device, own_process: bool) -> None:
-        """Open this job's writers and its frame pipeline (own_process: in a child process)."""
+    def open(self, frames_dir: Path | None, device: torch.device, jobs: int) -> None:
+        """Open this job's writers and its frame pipeline; in a batch of several jobs, in a child
+        process on its share of the cores (machine.encoder_cores)."""
         colourist = make_colourist(self.preset)
         specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir)
-        self.workers = open_workers(specs, self.paths["json"].with_suffix(""), own_process)
+        job = self.paths["json"].with_suffix("")
+        self.workers = open_workers(specs, job, jobs > 1, encoder_cores(self.index, jobs))
         self.pipeline = FramePipeline(self.preset, colourist, self.workers, device)
 
     def hand_over(self, keep: int = 0) -> None:
@@ -302,7 +316,7 @@ def render_batch(
     ]
     try:
         for job in jobs:
-            job.open(options.frames_dir, torch_device, own_process=len(jobs) > 1)
+            job.open(options.frames_dir, torch_device, len(jobs))
         clock.append(time.perf_counter())
         advance(simulation, presets[0].run.warmup, options.on_step)
         _frame_loop(presets[0], simulation, jobs, options)
