@@ -91,9 +91,14 @@ class EncoderWorker:
 
     def complete(self) -> list[PartialFile]:
         """Wait for the writer's files, complete under their temporary names (for the runner to
-        commit with the render's other files); returns them."""
+        commit with the render's other files); returns them. The time the writer takes to finish
+        counts in `seconds` (x264's frame threads encode their last frames then)."""
         self.end_input()
-        return self.writer.complete()
+        started = time.perf_counter()
+        try:
+            return self.writer.complete()
+        finally:
+            self.seconds += time.perf_counter() - started
 
     def finish(self) -> None:
         self.end_input()
