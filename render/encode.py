@@ -42,7 +42,7 @@ from physarum.render.outputs import (
 EMBED_KEY = "physarum"
 # x264's threads, fixed: its bytes are the same for a given thread count on every machine (with
 # any number of cores), not across counts. Frame threads (not sliced), 16 to fill a 16-core host;
-# lookahead threads set too, since x264 would derive them (docs/benchmarks.md, "MP4 threads").
+# lookahead threads pinned too rather than left to x264's rule (docs/benchmarks.md, "MP4 threads").
 MP4_THREADS = 16
 MP4_LOOKAHEAD_THREADS = 2
 MP4_SLICED_THREADS = False

@@ -29,6 +29,7 @@ OUTPUT_VERSION = 2
 OUTPUT_VERSIONS = {
     1: ("0.1.0", "the model, spawning, colouring and encoders of the first release"),
     2: ("0.2.0", "outputs name their output version in the embedded header; frames and simulation as in 1"),
+    3: ("0.3.0", "MP4s encoded with 16 x264 frame threads (4 sliced threads in 2): every MP4's bytes differ"),
 }
 HEADER = re.compile(r"# physarum (?P<release>[^\s,]+)(?:, output (?P<output>\d+))?\s*$")
 

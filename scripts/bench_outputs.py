@@ -174,7 +174,7 @@ def figure(rows: list[dict], path: Path, title: str) -> None:
     rows = [row for row in rows if "error" not in row]
     formats = sorted({fmt for row in rows for fmt in row["bytes"]})
     parts = ["simulation_s", "colouring_s"] + [f"encode_{fmt}_s" for fmt in formats]
-    fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.5))
+    fig, ax = plt.subplots(figsize=(11, 0.6 * len(rows) + 1.5))
     height = 0.8 / len(parts)
     for k, part in enumerate(parts):
         values = [row.get(part, row["render"].get(part, 0.0)) for row in rows]
@@ -192,9 +192,16 @@ def figure(rows: list[dict], path: Path, title: str) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("seconds")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def title_of(result: dict) -> str:
+    scale = result["scale_down"]
+    return f"{result['label']}: {result['device']}, {result['cores']} cores" + (
+        f", canvases / {scale}" if scale > 1 else ""
+    )
 
 
 def main() -> None:
@@ -214,7 +221,14 @@ def main() -> None:
     parser.add_argument(
         "--x264", nargs="*", default=[], help="MP4-only renders per x264 threading, e.g. 4:slice 16:frame"
     )
+    parser.add_argument("--replot", action="store_true", help="only redraw the figure of LABEL.json")
     args = parser.parse_args()
+    if args.replot:
+        result = json.loads((ROOT / "benchmarks" / "outputs" / f"{args.label}.json").read_text())
+        figure(
+            result["rows"], ROOT / "benchmarks" / "figures" / f"outputs-{args.label}.png", title_of(result)
+        )
+        return
     names = args.presets or sorted(p.stem for p in (ROOT / "presets").glob("*.yaml"))
     device = resolve_device(args.device)
     backend = resolve_backend("auto", device)
@@ -241,10 +255,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.label}.json").write_text(json.dumps(result, indent=2) + "\n")
     write_csv(rows, out / f"{args.label}.csv")
-    title = f"{args.label}: {result['device']}, {result['cores']} cores" + (
-        f", canvases / {args.scale_down}" if args.scale_down > 1 else ""
-    )
-    figure(rows, ROOT / "benchmarks" / "figures" / f"outputs-{args.label}.png", title)
+    figure(rows, ROOT / "benchmarks" / "figures" / f"outputs-{args.label}.png", title_of(result))
     print(f"wrote {out / args.label}.json, .csv and benchmarks/figures/outputs-{args.label}.png")
 
 
