@@ -39,7 +39,7 @@ def parser() -> argparse.ArgumentParser:
         "--from",
         dest="from_file",
         metavar="FILE",
-        help="render again from what a GIF, MP4, PNG or JSON output carries (its images included)",
+        help="render again from what a GIF, MP4, WebP, PNG or JSON output carries (its images included)",
     )
     render.add_argument(
         "--images",

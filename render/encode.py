@@ -1,26 +1,30 @@
 """The writers of the output formats (render/outputs.py's Writer, each opened from its spec):
-GIF from index frames with the exact palette, H.264 MP4, PNG still, numbered PNG frames.
+GIF from index frames with the exact palette, H.264 MP4, lossless animated WebP, PNG still,
+numbered PNG frames.
 
 Every writer writes to a hidden temporary file beside its target, created exclusively
 (render/files.py), and renames it only when the file is complete, so a killed render never leaves
 a truncated file under the final name: complete() finishes the file under its temporary name and
 returns it, for the runner to rename with the render's other files at once (files.commit_together);
 commit() does both, for a writer used alone. Every
-output carries the resolved preset (GIF comment, PNG text chunk, MP4 metadata) so that
+output carries the resolved preset (GIF comment, PNG text chunk, MP4 metadata, WebP XMP) so that
 `physarum render --from FILE` renders it again.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import BinaryIO
 
 import av
 import numpy as np
-from PIL import Image, PngImagePlugin
+from PIL import Image, PngImagePlugin, _webp
 
 from physarum.render import gif
 from physarum.render.files import PartialFile, commit_together
@@ -28,11 +32,54 @@ from physarum.render.gif import Digits, Reduction, delay_ms
 from physarum.render.gif_budget import Budgeter, FrameStore
 from physarum.render.gif_pool import CompressPool, FrameTask
 from physarum.render.inputs import read_text
-from physarum.render.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, Writer
+from physarum.render.outputs import (
+    Frame,
+    FramesDirSpec,
+    GifSpec,
+    Mp4Spec,
+    PngSpec,
+    Spec,
+    WebpSpec,
+    Writer,
+)
 
 EMBED_KEY = "physarum"
-MP4_THREADS = 4  # fixed: x264 output is deterministic for a given thread count, not across counts
+# x264's threads, fixed: its bytes are the same for a given thread count on every machine (with
+# any number of cores), not across counts. Frame threads (not sliced), 16 to fill a 16-core host;
+# lookahead threads pinned too rather than left to x264's rule (docs/benchmarks.md, "MP4 threads").
+MP4_THREADS = 16
+MP4_LOOKAHEAD_THREADS = 2
+MP4_SLICED_THREADS = False
 MP4_CRF = 18
+
+
+@dataclass(frozen=True)
+class Mp4Setting:
+    """How an MP4 setting (output.mp4) encodes: the codec, its pixel format, the factor the frames
+    are enlarged by (nearest neighbour: 2 keeps every pixel's colour through 4:2:0 chroma) and
+    the codec's options (docs/outputs.md says where each plays)."""
+
+    codec: str
+    pix_fmt: str
+    scale: int
+    options: tuple[tuple[str, str], ...]
+
+
+MP4_SETTINGS = {
+    "browser": Mp4Setting("libx264", "yuv420p", 1, (("crf", str(MP4_CRF)), ("preset", "medium"))),
+    "browser-sharp": Mp4Setting("libx264", "yuv420p", 2, (("crf", str(MP4_CRF)), ("preset", "medium"))),
+    "master": Mp4Setting("libx264rgb", "rgb24", 1, (("qp", "0"), ("preset", "medium"))),
+}
+
+
+def x264_params() -> str:
+    """The x264-params every MP4 setting shares: mbtree off (with it on, x264's bytes depend on
+    what else the process has encoded: docs/benchmarks.md, "Measurements behind the code: the
+    render pipeline"; it costs a little compression) and the fixed threads."""
+    return (
+        f"mbtree=0:threads={MP4_THREADS}:lookahead-threads={MP4_LOOKAHEAD_THREADS}"
+        f":sliced-threads={int(MP4_SLICED_THREADS)}"
+    )
 
 
 class GifWriter(PartialFile):
@@ -102,16 +149,24 @@ def even_size(width: int, height: int) -> tuple[int, int]:
     return width + width % 2, height + height % 2
 
 
-class Mp4Writer(PartialFile):
-    """H.264, yuv420p, faststart, with the preset in the container's comment tag.
+def mp4_size(width: int, height: int, setting: str) -> tuple[int, int]:
+    """The video size of a canvas in an MP4 setting: enlarged by its scale, odd sides padded."""
+    scale = MP4_SETTINGS[setting].scale
+    return even_size(width * scale, height * scale)
 
-    Odd canvas sides are padded by repeating the last row or column (yuv420p needs even sizes).
-    Reads a frame's RGB.
+
+class Mp4Writer(PartialFile):
+    """H.264 in the spec's setting (MP4_SETTINGS), faststart, with the preset in the container's
+    comment tag.
+
+    Frames are enlarged by the setting's scale (each pixel repeated); odd sides are then padded
+    by repeating the last row or column (H.264 needs even sizes). Reads a frame's RGB.
     """
 
     def __init__(self, spec: Mp4Spec):
         super().__init__(spec.path)
-        self.size = even_size(spec.width, spec.height)
+        self.setting = MP4_SETTINGS[spec.setting]
+        self.size = mp4_size(spec.width, spec.height, spec.setting)
         # FFmpeg opens files by name: it is handed the descriptor's name where the OS has one, so
         # that it writes (and reopens, for faststart) the file created here, whatever the name
         # points at meanwhile
@@ -126,18 +181,19 @@ class Mp4Writer(PartialFile):
             super().abort()
             raise
         self.container.metadata["comment"] = spec.comment
-        stream = self.container.add_stream("libx264", rate=Fraction(spec.fps))
+        stream = self.container.add_stream(self.setting.codec, rate=Fraction(spec.fps))
         stream.width, stream.height = self.size
-        stream.pix_fmt = "yuv420p"
-        # mbtree off: with it on, x264's bytes depend on what else the process has encoded
-        # (docs/benchmarks.md, "Measurements behind the code: the render pipeline"). It costs a
-        # little compression.
-        stream.options = {"crf": str(MP4_CRF), "preset": "medium", "x264-params": "mbtree=0"}
+        stream.pix_fmt = self.setting.pix_fmt
+        stream.options = {**dict(self.setting.options), "x264-params": x264_params()}
         stream.codec_context.thread_count = MP4_THREADS
+        stream.codec_context.thread_type = "SLICE" if MP4_SLICED_THREADS else "FRAME"
         self.stream = stream
 
     def write(self, frame: Frame) -> None:
         rgb = frame.rgb
+        scale = self.setting.scale
+        if scale > 1:
+            rgb = np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1)
         pad_y, pad_x = self.size[1] - rgb.shape[0], self.size[0] - rgb.shape[1]
         if pad_x or pad_y:
             rgb = np.pad(rgb, ((0, pad_y), (0, pad_x), (0, 0)), mode="edge")
@@ -167,6 +223,55 @@ class Mp4Writer(PartialFile):
         if self.descriptor is not None:
             os.close(self.descriptor)
             self.descriptor = None
+
+
+WEBP_METHOD = 0  # libwebp's effort, fixed (0: fastest; the bytes depend on it, never the colours)
+WEBP_KEYFRAMES = (9, 17)  # kmin, kmax: Pillow's defaults for lossless animations, fixed here
+XMP_PRESET = re.compile(rb"<physarum:preset>(.*?)</physarum:preset>", re.DOTALL)
+
+
+def preset_xmp(comment: str) -> bytes:
+    """An XMP packet carrying the preset text (WebP keeps metadata in XMP)."""
+    return (
+        '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+        '<rdf:Description rdf:about="" xmlns:physarum="https://github.com/physarum/ns/1.0/">'
+        f"<physarum:preset>{html.escape(comment, quote=False)}</physarum:preset>"
+        "</rdf:Description></rdf:RDF></x:xmpmeta>"
+    ).encode()
+
+
+class WebpWriter(PartialFile):
+    """A lossless animated WebP (Pillow's libwebp animation encoder, fed frame by frame): the
+    exact RGB of every frame, `loop` repeats, each frame shown 1/fps s (WebP counts whole
+    milliseconds: frame n starts at round(1000 n / fps)); the preset in an XMP chunk. libwebp keeps
+    the compressed frames in memory until complete() writes the file. Reads a frame's RGB."""
+
+    def __init__(self, spec: WebpSpec):
+        super().__init__(spec.path)
+        self.fps, self.comment, self.frames = spec.fps, spec.comment, 0
+        self.encoder = _webp.WebPAnimEncoder(
+            (spec.width, spec.height), 0xFF000000, spec.loop, False, *WEBP_KEYFRAMES, False, False
+        )
+
+    def _timestamp(self, number: int) -> int:
+        return round(1000 * number / self.fps)
+
+    def write(self, frame: Frame) -> None:
+        image = Image.fromarray(np.ascontiguousarray(frame.rgb), mode="RGB")
+        self.encoder.add(image.getim(), self._timestamp(self.frames), True, 100, 100, WEBP_METHOD)
+        self.frames += 1
+
+    def complete(self) -> list[PartialFile]:
+        self.encoder.add(None, self._timestamp(self.frames), True, 100, 100, WEBP_METHOD)
+        data = self.encoder.assemble("", "", preset_xmp(self.comment))
+        if data is None:
+            raise OSError("libwebp could not assemble the animation")
+        with self.open("wb") as file:
+            file.write(data)
+        return [self]
+
+    def commit(self) -> None:
+        commit_together(self.complete())
 
 
 class PngWriter(PartialFile):
@@ -244,7 +349,13 @@ class FramesDirWriter:
             partial.abort()
 
 
-WRITERS = {GifSpec: GifWriter, Mp4Spec: Mp4Writer, PngSpec: PngWriter, FramesDirSpec: FramesDirWriter}
+WRITERS = {
+    GifSpec: GifWriter,
+    Mp4Spec: Mp4Writer,
+    WebpSpec: WebpWriter,
+    PngSpec: PngWriter,
+    FramesDirSpec: FramesDirWriter,
+}
 
 
 def open_writer(spec: Spec) -> Writer:
@@ -256,7 +367,7 @@ def open_writer(spec: Spec) -> Writer:
 
 
 def read_embedded(path: Path, limit: int = 40 << 20) -> str:
-    """The text a rendered file carries (GIF, MP4, PNG or JSON sidecar): the preset and, after it,
+    """The text a rendered file carries (GIF, MP4, WebP, PNG or JSON sidecar): the preset and, after it,
     its carried images (render/carried.py). A sidecar is read only up to `limit` bytes; a PNG's
     text is the chunk before its pixels (nothing is decoded)."""
     path = Path(path)
@@ -267,6 +378,11 @@ def read_embedded(path: Path, limit: int = 40 << 20) -> str:
         with av.open(str(path)) as container:
             return container.metadata["comment"]
     with Image.open(path) as image:
+        if suffix == ".webp":
+            found = XMP_PRESET.search(image.info.get("xmp") or b"")
+            if found is None:
+                raise KeyError("no physarum preset in the WebP's XMP")
+            return html.unescape(found.group(1).decode("utf-8"))
         if suffix == ".gif":
             return image.info["comment"].decode("utf-8")
         return str(image.info[EMBED_KEY])

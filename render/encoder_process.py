@@ -47,7 +47,9 @@ class EncoderProcess:
     """Writes one job's outputs (GIF, MP4 and PNG specs) in a child process: a Writer
     (render/outputs.py) with end_input()."""
 
-    def __init__(self, specs: list[Spec], path: Path):
+    def __init__(self, specs: list[Spec], path: Path, cores: list[int] | None = None):
+        """cores: the cores the child may run on (machine.encoder_cores; None: every core). It is
+        set before the header is sent, so before the child opens a writer or starts a thread."""
         self.specs, self.path = specs, Path(path)  # path names the job in messages
         self.gif = any(isinstance(spec, GifSpec) for spec in specs)
         self.rgb = any(spec.reads != "preview" for spec in specs)
@@ -59,6 +61,11 @@ class EncoderProcess:
             stdout=subprocess.PIPE,
             stderr=self.stderr,
         )
+        if cores:
+            try:
+                os.sched_setaffinity(self.process.pid, cores)
+            except OSError:  # the child runs on every core: slower in a big batch, same bytes
+                pass
         header = pickle.dumps(list(specs))
         self._send(struct.pack("<Q", len(header)) + header)
 

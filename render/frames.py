@@ -92,9 +92,14 @@ class EncoderWorker:
 
     def complete(self) -> list[PartialFile]:
         """Wait for the writer's files, complete under their temporary names (for the runner to
-        commit with the render's other files); returns them."""
+        commit with the render's other files); returns them. The time the writer takes to finish
+        counts in `seconds` (x264's frame threads encode their last frames then)."""
         self.end_input()
-        return self.writer.complete()
+        started = time.perf_counter()
+        try:
+            return self.writer.complete()
+        finally:
+            self.seconds += time.perf_counter() - started
 
     def finish(self) -> None:
         self.end_input()
@@ -183,18 +188,21 @@ def _numpy(tensor: torch.Tensor | None) -> np.ndarray | None:
     return None if tensor is None else tensor.numpy()
 
 
-def open_workers(specs: list[Spec], job: Path, own_process: bool = False) -> list[EncoderWorker]:
+def open_workers(
+    specs: list[Spec], job: Path, own_process: bool = False, cores: list[int] | None = None
+) -> list[EncoderWorker]:
     """One encoder worker per output spec. With own_process (batches of several), one worker
-    sends the GIF, MP4 and PNG frames to a child process of the job's own, where they are
-    encoded (render/encoder_process.py says why); a frames folder is written here. job: the
-    outputs' path without suffix, which names the child in messages."""
+    sends the GIF, MP4, WebP and PNG frames to a child process of the job's own, where they are
+    encoded (render/encoder_process.py says why), on `cores` (machine.encoder_cores); a frames
+    folder is written here. job: the outputs' path without suffix, which names the child in
+    messages."""
     here = [spec for spec in specs if isinstance(spec, FramesDirSpec) or not own_process]
     child = [spec for spec in specs if spec not in here]
     workers = []
     try:
         if child:
             name = "+".join(spec.format for spec in child)
-            workers.append(EncoderWorker(name, EncoderProcess(child, job), {s.reads for s in child}))
+            workers.append(EncoderWorker(name, EncoderProcess(child, job, cores), {s.reads for s in child}))
         for spec in here:
             workers.append(EncoderWorker(spec.format, open_writer(spec), {spec.reads}))
     except BaseException:

@@ -109,6 +109,20 @@ def share_cpu_with_encoders() -> None:
     limit_cpu_threads(2)
 
 
+def encoder_cores(job: int, jobs: int) -> list[int] | None:
+    """The cores job `job` of a batch of `jobs` gives its encoder process: an equal slice of this
+    process's cores (round robin when there are more jobs than cores), so that the batch's
+    encoders share the host instead of each running its 16 x264 threads over every core. None
+    (every core) for a batch of one, or where affinity cannot be set. Bytes do not depend on it:
+    x264's thread count is fixed (encode.MP4_THREADS), whatever cores its threads run on."""
+    if jobs <= 1 or not hasattr(os, "sched_getaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    if jobs >= len(cores):
+        return [cores[job % len(cores)]]
+    return cores[job * len(cores) // jobs : (job + 1) * len(cores) // jobs]
+
+
 def host_cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

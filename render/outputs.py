@@ -84,15 +84,33 @@ class GifSpec:
 
 @dataclass(frozen=True)
 class Mp4Spec:
-    """An H.264 MP4 of RGB frames (odd sides padded) with the preset text in its metadata."""
+    """An H.264 MP4 of RGB frames (odd sides padded) with the preset text in its metadata;
+    setting: which encoding (encode.MP4_SETTINGS: "browser", "browser-sharp" or "master")."""
 
     path: Path
     width: int
     height: int
     fps: int
     comment: str
+    setting: str = "browser"
 
     format: ClassVar[str] = "mp4"
+    reads: ClassVar[str] = "rgb"
+
+
+@dataclass(frozen=True)
+class WebpSpec:
+    """A lossless animated WebP of RGB frames (the exact colours), `loop` repeats (0: forever),
+    the preset text in its XMP chunk."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    loop: int
+    comment: str
+
+    format: ClassVar[str] = "webp"
     reads: ClassVar[str] = "rgb"
 
 
@@ -127,4 +145,4 @@ class FramesDirSpec:
         return Path(self.folder) / f"{self.stem}-%05d.png"
 
 
-Spec = GifSpec | Mp4Spec | PngSpec | FramesDirSpec
+Spec = GifSpec | Mp4Spec | WebpSpec | PngSpec | FramesDirSpec

@@ -21,7 +21,7 @@ import torch
 from tqdm import tqdm
 
 from physarum.render.colour import PRODUCT_LEVELS, make_colourist, preview_size
-from physarum.render.encode import even_size
+from physarum.render.encode import even_size, mp4_size
 from physarum.render.errors import RenderError, machine_problem, os_error_message, out_of_memory
 from physarum.render.files import (
     PartialFile,
@@ -43,11 +43,12 @@ from physarum.render.loops import TrailLoop, Window, find_windows
 from physarum.render.machine import (
     check_memory,
     device_name,
+    encoder_cores,
     resolve_backend,
     resolve_device,
     share_cpu_with_encoders,
 )
-from physarum.render.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec
+from physarum.render.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, WebpSpec
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 from physarum.render.provenance import embedded_text, version
 from physarum.render.simulation import (
@@ -63,16 +64,20 @@ def check_formats(preset: Preset) -> list[str]:
     notes = []
     width, height = preset.canvas.width, preset.canvas.height
     if "mp4" in preset.output.formats:
-        if max(width, height) > MP4_MAX_SIDE:
+        setting = mp4_setting(preset)
+        video = mp4_size(width, height, setting)
+        if max(video) > MP4_MAX_SIDE:
+            scaled = (
+                "" if video == even_size(width, height) else f" (output.mp4 {setting}: {video[0]}x{video[1]})"
+            )
             raise RenderError(
                 f"{preset.name}: MP4 (H.264) allows at most {MP4_MAX_SIDE} pixels per side, "
-                f"the canvas is {width}x{height}; remove mp4 from output.formats"
+                f"the canvas is {width}x{height}{scaled}; remove mp4 from output.formats"
+                + ("" if not scaled else " or set output.mp4: browser")
             )
-        if even_size(width, height) != (width, height):
+        if even_size(width, height) != (width, height) and video == even_size(width, height):
             notes.append(
-                "mp4 padded from {}x{} to {}x{} (H.264 yuv420p needs even sides)".format(
-                    width, height, *even_size(width, height)
-                )
+                "mp4 padded from {}x{} to {}x{} (H.264 needs even sides)".format(width, height, *video)
             )
     if "gif" in preset.output.formats and preset.output.gif_max_bytes is not None:
         check_gif_budget(preset)
@@ -96,6 +101,11 @@ def check_gif_budget(preset: Preset) -> None:
             f"no GIF of this preset fits in fewer than {least} bytes (header, embedded preset and "
             f"the smallest frames); allow at least {least}, or leave gif out of output.formats"
         )
+
+
+def mp4_setting(preset: Preset) -> str:
+    """The preset's MP4 setting (output.mp4; unset: browser)."""
+    return preset.output.mp4 or "browser"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,7 +189,9 @@ def output_specs(
                 )
             )
         elif fmt == "mp4":
-            specs.append(Mp4Spec(paths[fmt], width, height, out.fps, text))
+            specs.append(Mp4Spec(paths[fmt], width, height, out.fps, text, mp4_setting(preset)))
+        elif fmt == "webp":
+            specs.append(WebpSpec(paths[fmt], width, height, out.fps, out.loop, text))
         elif fmt == "png":
             specs.append(PngSpec(paths[fmt], width, height, text, out.png_dpi))
         else:
@@ -264,11 +276,11 @@ class _BatchJob:
 
     def open(self, frames_dir: Path | None, device: torch.device, jobs: int) -> None:
         """Open this job's writers and its frame pipeline (one of `jobs`: with more than one,
-        the encoders run in a child process)."""
+        the encoders run in a child process, on its share of the cores: machine.encoder_cores)."""
         colourist = make_colourist(self.preset)
         specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
-        own_process = jobs > 1
-        self.workers = open_workers(specs, self.paths["json"].with_suffix(""), own_process)
+        job = self.paths["json"].with_suffix("")
+        self.workers = open_workers(specs, job, jobs > 1, encoder_cores(self.index, jobs))
         self.pipeline = FramePipeline(self.preset, colourist, self.workers, device, self.loop.frames)
 
     def hand_over(self, keep: int = 0) -> None:

@@ -10,10 +10,21 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+from PIL import Image
 
-from physarum.render.encode import GifWriter, Mp4Writer, PngWriter, open_writer, read_embedded
-from physarum.render.outputs import Frame, GifSpec, Mp4Spec, PngSpec
+from physarum.render import encode
+from physarum.render.encode import (
+    MP4_SETTINGS,
+    GifWriter,
+    Mp4Writer,
+    PngWriter,
+    WebpWriter,
+    open_writer,
+    read_embedded,
+)
+from physarum.render.outputs import Frame, GifSpec, Mp4Spec, PngSpec, WebpSpec
 from physarum.render.palette import palette_table
+from physarum.render.preset import MP4_SETTINGS as PRESET_MP4_SETTINGS
 
 COMMENT = "# physarum test\nname: tiny\nseed: 3\n" + "x" * 600  # longer than one GIF sub-block
 
@@ -135,6 +146,79 @@ def test_mp4_is_h264_yuv420p_faststart_with_metadata(tmp_path):
     assert error < 4  # lossy, but the picture is the one that was written
     data = path.read_bytes()
     assert data.index(b"moov") < data.index(b"mdat")  # faststart: playable while downloading
+
+
+def write_mp4(path: Path, frames: list[np.ndarray], setting: str) -> None:
+    height, width = frames[0].shape[:2]
+    writer = Mp4Writer(Mp4Spec(path, width, height, fps=24, comment=COMMENT, setting=setting))
+    for number, frame in enumerate(frames):
+        writer.write(Frame(number, rgb=frame))
+    writer.commit()
+
+
+def test_every_preset_mp4_setting_has_an_encoding():
+    assert tuple(MP4_SETTINGS) == PRESET_MP4_SETTINGS
+
+
+def test_x264_threads_are_pinned_in_its_params():
+    """x264 derives its threads from the machine's cores unless told: every count is given."""
+    params = dict(item.split("=") for item in encode.x264_params().split(":"))
+    assert params["threads"] == str(encode.MP4_THREADS)
+    assert params["lookahead-threads"] == str(encode.MP4_LOOKAHEAD_THREADS)
+    assert params["sliced-threads"] == str(int(encode.MP4_SLICED_THREADS))
+    assert params["mbtree"] == "0"
+
+
+def test_mp4_master_is_lossless_rgb(tmp_path):
+    path = tmp_path / "master.mp4"
+    rgb = [palette_table("fire")[index] for index in index_frames(6, 22, 34)]
+    write_mp4(path, rgb, "master")
+    with av.open(str(path)) as container:
+        assert container.streams.video[0].codec_context.pix_fmt in ("gbrp", "rgb24", "bgr0")
+        assert container.metadata["comment"] == COMMENT
+    decoded = decoded_frames(path)
+    assert len(decoded) == 6
+    for got, want in zip(decoded, rgb):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_mp4_browser_sharp_is_2x_yuv420p_and_keeps_thin_colours(tmp_path):
+    """A one-pixel filament of one colour on black: 4:2:0 at 1x smears its chroma, 2x keeps it."""
+    frame = np.zeros((32, 48, 3), np.uint8)
+    frame[:, 20] = (40, 220, 255)
+    errors = {}
+    for setting in ("browser", "browser-sharp"):
+        path = tmp_path / f"{setting}.mp4"
+        write_mp4(path, [frame] * 4, setting)
+        with av.open(str(path)) as container:
+            context = container.streams.video[0].codec_context
+            assert context.pix_fmt == "yuv420p"
+            scale = MP4_SETTINGS[setting].scale
+            assert (context.width, context.height) == (48 * scale, 32 * scale)
+        got = decoded_frames(path)[0].astype(int)
+        got = got.reshape(32, scale, 48, scale, 3).mean(axis=(1, 3))
+        errors[setting] = np.abs(got[:, 20] - frame[:, 20]).mean()
+    assert errors["browser-sharp"] < errors["browser"] / 2
+
+
+def test_webp_is_lossless_looping_timed_and_carries_the_preset(tmp_path):
+    rgb = [palette_table("viridis")[index] for index in index_frames(5)]
+    paths = [tmp_path / "a.webp", tmp_path / "b.webp"]
+    for path in paths:
+        writer = open_writer(WebpSpec(path, 34, 21, fps=25, loop=2, comment=COMMENT + " <&>"))
+        assert isinstance(writer, WebpWriter)
+        for number, frame in enumerate(rgb):
+            writer.write(Frame(number, rgb=frame))
+        writer.commit()
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    with Image.open(paths[0]) as image:
+        assert image.n_frames == 5 and image.info["loop"] == 2
+        for number, want in enumerate(rgb):
+            image.seek(number)
+            image.load()
+            assert image.info["duration"] == 40
+            np.testing.assert_array_equal(np.asarray(image.convert("RGB")), want)
+    assert read_embedded(paths[0]) == COMMENT + " <&>"
 
 
 def test_png_is_the_last_frame_with_the_preset(tmp_path):

@@ -65,3 +65,11 @@ def test_cpu_threads_are_a_share_of_the_cores_never_more_than_torch_has(monkeypa
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     assert machine.limit_cpu_threads(2) == 2
     assert calls == [8, 4, 1, 2]
+
+
+def test_a_batch_shares_the_cores_among_its_encoder_processes(monkeypatch):
+    monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    slices = [machine.encoder_cores(job, 3) for job in range(3)]
+    assert slices == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15]]
+    assert machine.encoder_cores(0, 1) is None
+    assert [machine.encoder_cores(job, 20) for job in (0, 15, 16, 19)] == [[0], [15], [0], [3]]

@@ -58,6 +58,15 @@ def test_each_output_format_once():
     ]
 
 
+def test_mp4_setting_is_one_of_the_known():
+    (problem,) = problems_of(tiny_data(output={"mp4": "sharp"}))
+    assert problem == (
+        "p.yaml: output.mp4: Input should be 'browser', 'browser-sharp' or 'master' (got 'sharp')"
+    )
+    assert build_preset(tiny_data(output={"mp4": "master"}), "p").output.mp4 == "master"
+    assert "mp4" not in build_preset(tiny_data(), "p").portable_dump()["output"]  # unset: dumps as before
+
+
 @pytest.mark.parametrize("high", [0.5, 0.2])
 def test_levels_high_must_be_above_low(high):
     problems = problems_of(tiny_data(palette={"levels": {"low": 0.5, "high": high}}))

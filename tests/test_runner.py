@@ -21,7 +21,7 @@ from PIL import Image
 
 from physarum.render import encode, runner
 from physarum.render.colour import make_colourist
-from physarum.render.encode import Mp4Writer
+from physarum.render.encode import Mp4Writer, read_embedded
 from physarum.render.encoder_process import EncoderProcess
 from physarum.render.errors import RenderError
 from physarum.render.preset import PresetError, build_preset, load_preset
@@ -182,10 +182,27 @@ def test_png_still_carries_its_print_resolution(tmp_path):
 
 def test_mp4_sizes():
     odd = build_preset(tiny_data(canvas={"width": 49, "height": 33}), "p")
-    assert check_formats(odd) == ["mp4 padded from 49x33 to 50x34 (H.264 yuv420p needs even sides)"]
+    assert check_formats(odd) == ["mp4 padded from 49x33 to 50x34 (H.264 needs even sides)"]
+    sharp = build_preset(tiny_data(canvas={"width": 49, "height": 33}, output={"mp4": "browser-sharp"}), "p")
+    assert check_formats(sharp) == []  # 98x66: even as it is
     wide = build_preset(tiny_data(canvas={"width": 9000, "height": 64}), "p")
     with pytest.raises(RenderError, match="at most 8192 pixels per side"):
         check_formats(wide)
+    big = build_preset(tiny_data(canvas={"width": 4200, "height": 64}, output={"mp4": "browser-sharp"}), "p")
+    with pytest.raises(
+        RenderError, match=r"4200x64 \(output.mp4 browser-sharp: 8400x128\).*output.mp4: browser"
+    ):
+        check_formats(big)
+
+
+def test_webp_and_mp4_settings_render_from_the_preset(tmp_path):
+    result = render_tiny(tmp_path, output={"formats": ["webp", "mp4"], "mp4": "master"})
+    with Image.open(result.outputs["webp"]) as image:
+        webp = np.asarray(image.convert("RGB"))  # the first frame, exact
+    with av.open(str(result.outputs["mp4"])) as container:
+        first = next(container.decode(video=0)).to_ndarray(format="rgb24")
+    np.testing.assert_array_equal(first[: webp.shape[0], : webp.shape[1]], webp)  # both lossless
+    assert read_embedded(result.outputs["webp"]) == read_embedded(result.outputs["mp4"])
 
 
 @pytest.mark.parametrize("path", CURATED, ids=[p.stem for p in CURATED])

@@ -20,10 +20,12 @@ from physarum.render.preset.load import (
 from physarum.render.preset.safe_yaml import parse_yaml
 from physarum.render.preset.schema import Preset, key_annotation, key_problem, section_at
 from physarum.render.preset.sections import (
+    ALL_FORMATS,
     DEFAULT_AGENTS,
     FORMATS,
     MAX_AGENTS,
     MP4_MAX_SIDE,
+    MP4_SETTINGS,
     NAME_PATTERN,
     REFERENCE_SIDE,
     SPAWN_NAMES,
@@ -53,9 +55,11 @@ from physarum.render.preset.worlds import (
 __all__ = [
     "DEFAULT_AGENTS",
     "DEFAULT_SPECIES_COLOURS",
+    "ALL_FORMATS",
     "FORMATS",
     "MAX_AGENTS",
     "MP4_MAX_SIDE",
+    "MP4_SETTINGS",
     "NAME_PATTERN",
     "REFERENCE_SIDE",
     "SPAWN_NAMES",

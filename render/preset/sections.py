@@ -32,7 +32,9 @@ from physarum.render.palette import PALETTES, parse_hex
 from physarum.render.world import image_size
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # of the whole name: NAME_PATTERN.fullmatch
-FORMATS = ("gif", "mp4", "png")
+FORMATS = ("gif", "mp4", "png")  # the default output.formats
+ALL_FORMATS = ("gif", "mp4", "webp", "png")  # what output.formats may list
+MP4_SETTINGS = ("browser", "browser-sharp", "master")  # output.mp4 (encode.MP4_SETTINGS: how)
 MAX_AGENTS = 1 << 28
 REFERENCE_SIDE = 512  # the short side at which short_side units give `diffuse` as written
 MP4_MAX_SIDE = 8192  # beyond H.264's largest level; players refuse such streams
@@ -296,20 +298,16 @@ def parse_gif_budget(value) -> int | None:
 
 
 class Output(OptionalSection):
-    formats: list[Literal["gif", "mp4", "png"]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
+    formats: list[Literal["gif", "mp4", "webp", "png"]] = Field(
+        default_factory=lambda: list(FORMATS), min_length=1
+    )
     fps: int = Field(30, ge=1, le=100)
-    loop: int = Field(0, ge=0, le=65535, description="GIF repeats, 0 = forever")
+    loop: int = Field(0, ge=0, le=65535, description="GIF and WebP repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
     png_dpi: int | None = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
     gif_max_bytes: int | None = Field(
         None, description="GIF byte budget: bytes, a size like '10MB', or a target name (GIF_TARGETS)"
     )
-
-    @field_validator("gif_max_bytes", mode="before")
-    @classmethod
-    def _gif_budget(cls, value):
-        """Bytes, '<number><unit>' (B, KB, MB, KiB, MiB) or a named target, as bytes."""
-        return parse_gif_budget(value)
 
     loop_mode: LOOP_MODES | None = Field(
         None, description="none (default), ping-pong, crossfade or closest: how the animation loops"
@@ -320,6 +318,15 @@ class Output(OptionalSection):
         le=MAX_LOOP_FRAMES,
         description="crossfade: frames blended into the first ones; closest: the shortest loop",
     )
+    mp4: Literal["browser", "browser-sharp", "master"] | None = Field(
+        None, description="the MP4's encoding: browser (unset), browser-sharp or master (lossless)"
+    )
+
+    @field_validator("gif_max_bytes", mode="before")
+    @classmethod
+    def _gif_budget(cls, value):
+        """Bytes, '<number><unit>' (B, KB, MB, KiB, MiB) or a named target, as bytes."""
+        return parse_gif_budget(value)
 
     @field_validator("formats")
     @classmethod
@@ -329,6 +336,6 @@ class Output(OptionalSection):
         if twice:
             raise ValueError(
                 f"lists {' and '.join(twice)} more than once; name each format once, "
-                f"e.g. {sorted(set(formats), key=list(FORMATS).index)}"
+                f"e.g. {sorted(set(formats), key=list(ALL_FORMATS).index)}"
             )
         return formats
