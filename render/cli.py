@@ -12,7 +12,7 @@ from pathlib import Path
 
 from physarum.render import analysis
 from physarum.render import sweep as sweeps
-from physarum.render.arguments import parser
+from physarum.render.arguments import parser, stop_settings
 from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.errors import RenderError, machine_problem, printable
@@ -21,6 +21,7 @@ from physarum.render.machine import device_name, limit_cpu_threads, resolve_back
 from physarum.render.preset import PresetError, load_preset
 from physarum.render.profile import profile_preset
 from physarum.render.reload import load_for_render, refuse_writing_over
+from physarum.render.resume import load_for_resume
 from physarum.render.runner import RenderOptions, output_paths, render
 from physarum.render.stats import StatsRecorder
 
@@ -28,7 +29,8 @@ EXIT_USAGE = 2
 
 
 def cmd_render(args) -> int:
-    preset = load_for_render(args)
+    args.settings = [*args.settings, *stop_settings(args)]
+    preset, resume = load_for_resume(args) if args.resume else (load_for_render(args), None)
     paths = list(output_paths(preset, Path(args.out)).values())
     paths.append(paths[-1].with_suffix(".stats.csv"))
     if args.from_file:
@@ -41,6 +43,7 @@ def cmd_render(args) -> int:
         quiet=args.quiet,
         frames_dir=Path(args.frames_dir) if args.frames_dir else None,
         on_step=stats,
+        resume=resume,
     )
     with signals_interrupt():
         result = render(preset, options)

@@ -20,6 +20,7 @@ from physarum.render.preset.sections import (
     REFERENCE_SIDE,
     Agents,
     Canvas,
+    Checkpoint,
     Model,
     Output,
     Palette,
@@ -45,13 +46,14 @@ class Preset(Section):
     interaction: list[list[float]] | None = Field(
         None, description="S x S: row s holds the weights species s gives each species' trail"
     )
+    checkpoint: Checkpoint | None = Field(None, description="the simulation state written at chosen steps")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
         return {
             k: v
             for k, v in handler(self).items()
-            if v is not None or k not in ("world", "species", "interaction")
+            if v is not None or k not in ("world", "species", "interaction", "checkpoint")
         }
 
     @model_validator(mode="after")
@@ -84,6 +86,11 @@ class Preset(Section):
     @property
     def frames(self) -> int:
         return math.ceil(self.run.steps / self.run.steps_per_frame)
+
+    @property
+    def end_step(self) -> int:
+        """The step of the last frame: warmup + steps."""
+        return self.run.warmup + self.run.steps
 
     @property
     def species_count(self) -> int:
