@@ -43,6 +43,7 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
         settings.append(f"output.gif_scale={args.scale!r}")
     data = parse_yaml(checkpoint.text, f"{path} (its preset)")
     named = {setting.partition("=")[0].strip() for setting in settings}
+    changed = sorted(key for key in named if not key.startswith("checkpoint."))
     problems = confinement_problems(data, str(path), Path.cwd(), named) if isinstance(data, dict) else []
     if problems:
         raise PresetError(problems)
@@ -53,7 +54,11 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
         raise PresetError([f"{path}: {problem}" for problem in problems])
     state = checkpoint.state(preset)
     first = frames_before(preset.run, checkpoint.step)
-    how = "resumed" if stored == preset else f"branched (--set {', '.join(sorted(named))})"
+    how = (
+        "resumed"
+        if stored.portable_dump() == preset.portable_dump()
+        else f"branched (--set {', '.join(changed)})"
+    )
     note = (
         f"{how} from {shorten(path.name)} at step {checkpoint.step}: frames {first + 1} to "
         f"{preset.frames} of {preset.frames} (the frames before it are in the earlier render's files)"

@@ -56,7 +56,8 @@ def end_checkpoint(folder: Path) -> bytes:
 @pytest.mark.parametrize("step", [1, 8, 11, 18])  # in the warmup, mid-frame, at a frame's end
 def test_a_resumed_render_takes_the_uninterrupted_renders_frames_and_state(tmp_path, capsys, step):
     whole = render(tmp_path, "whole", "--checkpoint-at", f"{step},24")
-    resumed = render(tmp_path, "resumed", "--resume", str(whole / f"{STEM}-checkpoint-{step}.npz"))
+    start = str(whole / f"{STEM}-checkpoint-{step}.npz")
+    resumed = render(tmp_path, "resumed", "--resume", start, "--checkpoint-at", "24")
     assert end_checkpoint(resumed) == end_checkpoint(whole)  # the state after step 24, byte for byte
     assert (resumed / f"{STEM}.png").read_bytes() == (whole / f"{STEM}.png").read_bytes()
     made = frame_files(tmp_path / "resumed" / "frames")
@@ -234,8 +235,19 @@ def test_a_checkpoint_resumes_on_the_other_backend_to_the_same_bytes(tmp_path, w
     small = tiny_data(run={"steps": 6, "steps_per_frame": 3}, output={"formats": ["png"]})
     whole = render(tmp_path, "whole", "--checkpoint-at", "2,6", backend=writer, data=small)
     start = str(whole / f"{STEM}-checkpoint-2.npz")
-    resumed = render(tmp_path, "resumed", "--resume", start, backend=reader, data=small)
+    resumed = render(
+        tmp_path, "resumed", "--resume", start, "--checkpoint-at", "6", backend=reader, data=small
+    )
     assert (resumed / f"{STEM}-checkpoint-6.npz").read_bytes() == (
         whole / f"{STEM}-checkpoint-6.npz"
     ).read_bytes()
     assert (resumed / f"{STEM}.png").read_bytes() == (whole / f"{STEM}.png").read_bytes()
+
+
+def test_checkpoints_and_fields_change_no_byte_of_the_outputs(tmp_path):
+    plain = render(tmp_path, "plain")
+    saving = render(tmp_path, "saving", "--checkpoint-every", "5", "--fields-at", "7")
+    for name in (f"{STEM}.png", f"{STEM}.gif"):
+        assert (saving / name).read_bytes() == (plain / name).read_bytes()
+    assert frame_files(tmp_path / "saving" / "frames") == frame_files(tmp_path / "plain" / "frames")
+    assert (saving / f"{STEM}-fields-7.npz").exists() and (saving / f"{STEM}-checkpoint-5.npz").exists()

@@ -50,10 +50,13 @@ class Preset(Section):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
+        """Unset world keys are left out; checkpoint always is: it says how a render keeps its
+        state, not what it renders, so outputs (which embed the dump) are the same bytes with
+        and without checkpoints (docs/checkpoints.md)."""
         return {
             k: v
             for k, v in handler(self).items()
-            if v is not None or k not in ("world", "species", "interaction", "checkpoint")
+            if (v is not None or k not in ("world", "species", "interaction")) and k != "checkpoint"
         }
 
     @model_validator(mode="after")

@@ -280,6 +280,12 @@ class Output(OptionalSection):
     png_dpi: int | None = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
     fields: Fields | None = Field(None, description="raw trail and agent counts at chosen steps")
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """Unset keys are left out, and fields always is: like checkpoints, raw fields are
+        saved beside a render's outputs and change none of their bytes (docs/outputs.md)."""
+        return {k: v for k, v in handler(self).items() if v is not None and k != "fields"}
+
     @field_validator("formats")
     @classmethod
     def _each_format_once(cls, formats: list[str]) -> list[str]:
