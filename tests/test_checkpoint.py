@@ -49,8 +49,8 @@ def frame_files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.glob("*.png"))}
 
 
-def end_checkpoint(folder: Path) -> bytes:
-    return (folder / f"{STEM}-checkpoint-24.npz").read_bytes()
+def end_checkpoint(folder: Path, step: int = 24) -> bytes:
+    return (folder / f"{STEM}-checkpoint-{step}.npz").read_bytes()
 
 
 @pytest.mark.parametrize("step", [1, 8, 11, 18])  # in the warmup, mid-frame, at a frame's end
@@ -251,3 +251,19 @@ def test_checkpoints_and_fields_change_no_byte_of_the_outputs(tmp_path):
         assert (saving / name).read_bytes() == (plain / name).read_bytes()
     assert frame_files(tmp_path / "saving" / "frames") == frame_files(tmp_path / "plain" / "frames")
     assert (saving / f"{STEM}-fields-7.npz").exists() and (saving / f"{STEM}-checkpoint-5.npz").exists()
+
+
+def test_a_two_species_world_resumes_exactly(tmp_path):
+    data = tiny_data(
+        run={"steps": 12, "steps_per_frame": 3},
+        output={"formats": ["png"]},
+        species=[{"colour": "#ff0000"}, {"colour": "#00ff00", "model": {"decay": 0.2}}],
+        interaction=[[1.0, -0.5], [-0.5, 1.0]],
+        world={"boundary": "reflect"},
+    )
+    whole = render(tmp_path, "whole", "--checkpoint-at", "5,12", data=data)
+    start = str(whole / f"{STEM}-checkpoint-5.npz")
+    resumed = render(tmp_path, "resumed", "--resume", start, "--checkpoint-at", "12", data=data)
+    assert end_checkpoint(resumed, 12) == end_checkpoint(whole, 12)
+    assert (resumed / f"{STEM}.png").read_bytes() == (whole / f"{STEM}.png").read_bytes()
+    assert read_checkpoint(start).state(build_preset(data, "t.yaml")).position.shape == (2, 2, 200)
