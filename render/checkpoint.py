@@ -37,6 +37,7 @@ from physarum.render.files import PartialFile, remove_stale_parts
 from physarum.render.inputs import MAX_TEXT_BYTES, excerpt, file_problem, shorten
 from physarum.render.preset import Preset
 from physarum.render.provenance import OUTPUT_VERSION, embedded_text, version
+from physarum.render.world import wall_cells
 
 FORMAT = "physarum-checkpoint"
 FORMAT_VERSION = 1
@@ -228,6 +229,20 @@ def value_problem(arrays: dict[str, np.ndarray], preset: Preset) -> str | None:
         return f"headings outside [0, {api.HEADINGS})"
     if not np.isfinite(trail).all() or (trail < 0).any() or ((trail > 0) & (trail < api.TRAIL_FLOOR)).any():
         return "trail values that are not finite, negative or below the trail floor"
+    return wall_problem(position, trail, preset)
+
+
+def wall_problem(position: np.ndarray, trail: np.ndarray, preset: Preset) -> str | None:
+    """Why the state does not fit the preset's walls: an agent stands in one, or a wall holds
+    trail (the kernels keep both from happening, docs/model.md section 12)."""
+    wall = wall_cells(preset)
+    if wall is None:
+        return None
+    if (trail[:, wall] != 0).any():
+        return "trail on the preset's walls"
+    x, y = position[:, 0] >> api.FRAC_BITS, position[:, 1] >> api.FRAC_BITS
+    if wall[y, x].any():
+        return "agents inside the preset's walls"
     return None
 
 

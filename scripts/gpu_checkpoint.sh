@@ -10,8 +10,10 @@
 #      (the lead also resumes $OUT/checkpoints/*-checkpoint-MID.npz on another machine's CPU);
 #   5. a branch (--set model.decay=0.2) of the MID checkpoint, which must differ.
 # BACKEND, DEVICE and RUNS choose other backends (BACKEND=torch DEVICE=cpu RUNS=torch:cpu tries
-# the script on a CPU). Every comparison is one line: identical or DIFFERENT, the file, its size and sha256 prefix.
-# The GPU's checkpoints are kept in $OUT/checkpoints; sizes and times in $OUT/checkpoint.log.
+# the script on a CPU). Every comparison is one line: identical or DIFFERENT, the file, its size
+# and sha256 prefix.
+# The GPU's checkpoints are kept in $OUT/checkpoints; sizes and times in $OUT/checkpoint.log; the
+# comparisons in $OUT/identical.log. The evidence is kept in benchmarks/checkpoint/ (docs/checkpoints.md).
 set -u
 WORK=${WORK:-/tmp/physarum-checkpoint}; rm -rf "$WORK"
 OUT=${OUT:-gpu-checkpoint}; mkdir -p "$OUT/checkpoints"

@@ -19,7 +19,7 @@ from physarum.render.checkpoint import CheckpointError, read_checkpoint, save_ch
 from physarum.render.cli import main
 from physarum.render.preset import build_preset
 from physarum.render.simulation import make_simulation
-from support import assert_same_state, tiny_data, write_preset
+from support import assert_same_state, tiny_data, world_data, write_preset
 
 # steps 1..9 of warmup, then 8 frames of 3 steps: frame f ends at step 2 + 3 (f + 1), the last at 26
 DATA = tiny_data(run={"steps": 22, "steps_per_frame": 3, "warmup": 2}, output={"formats": ["gif", "png"]})
@@ -267,3 +267,22 @@ def test_a_two_species_world_resumes_exactly(tmp_path):
     assert end_checkpoint(resumed, 12) == end_checkpoint(whole, 12)
     assert (resumed / f"{STEM}.png").read_bytes() == (whole / f"{STEM}.png").read_bytes()
     assert read_checkpoint(start).state(build_preset(data, "t.yaml")).position.shape == (2, 2, 200)
+
+
+def test_a_world_with_walls_resumes_exactly_and_refuses_agents_in_its_walls(images, monkeypatch, capsys):
+    monkeypatch.chdir(images)  # outputs embed image paths relative to the working folder
+    data = world_data(output={"formats": ["png"]})
+    whole = render(images, "whole", "--checkpoint-at", "4,12", data=data)
+    start = whole.parent / "world" / "world-s3-checkpoint-4.npz"
+    resumed = render(images, "resumed", "--resume", str(start), "--checkpoint-at", "12", data=data)
+    for name in ("world-s3-checkpoint-12.npz", "world-s3.png"):
+        assert (resumed.parent / "world" / name).read_bytes() == (whole.parent / "world" / name).read_bytes()
+    with np.load(start, allow_pickle=False) as loaded:
+        members = {name: loaded[name] for name in loaded.files}
+    members["position"][0, :, 0] = 1 << 16  # cell (1, 1): in the left-third wall
+    with open(images / "walled.npz", "wb") as file:
+        write_members(file, members)
+    capsys.readouterr()
+    assert main(["render", "--resume", str(images / "walled.npz"), "--out", str(images / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "inside the preset's walls" in err[0], err
