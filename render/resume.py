@@ -15,6 +15,7 @@ from pathlib import Path
 
 from physarum.render.checkpoint import CheckpointError, Resume, read_checkpoint
 from physarum.render.course import frames_before
+from physarum.render.errors import RenderError
 from physarum.render.inputs import excerpt, shorten
 from physarum.render.preset import Preset, PresetError, build_preset, parse_yaml
 from physarum.render.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, confinement_problems, version
@@ -30,6 +31,11 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
     """The preset and starting state of `render --resume CHECKPOINT` (args: the render
     command's flags: resume, settings, seed, scale)."""
     path = Path(args.resume)
+    if getattr(args, "stats", False):
+        raise RenderError(
+            "render --resume does not take --stats (its rows count steps from the spawn); "
+            "render the preset with --stats instead"
+        )
     checkpoint = read_checkpoint(path)
     if checkpoint.output_version != OUTPUT_VERSION:
         release = OUTPUT_VERSIONS.get(checkpoint.output_version, (checkpoint.release,))[0]

@@ -43,3 +43,11 @@ def test_flatten_names_every_leaf_by_its_dotted_key():
         "a.c.1.d": 3,
         "e": {},
     }
+
+
+def test_resume_refuses_stats_in_one_message(tmp_path, capsys):
+    from physarum.render.cli import main
+
+    assert main(["render", "--resume", str(tmp_path / "any.npz"), "--stats"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--stats" in err[0]
