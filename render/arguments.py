@@ -48,6 +48,11 @@ def parser() -> argparse.ArgumentParser:
         help="with --from: read the images the file names from DIR (relative paths under it) instead of "
         "those it carries; needed for files of output version 2 or earlier",
     )
+    source.add_argument(
+        "--resume",
+        metavar="CHECKPOINT",
+        help="continue from a checkpoint (.npz) a render wrote; with --set, a branch (docs/checkpoints.md)",
+    )
     render.add_argument(
         "--set",
         dest="settings",
@@ -97,6 +102,26 @@ def parser() -> argparse.ArgumentParser:
         "--stats",
         action="store_true",
         help="also write per-step trail statistics as CSV (<name>-s<seed>.stats.csv)",
+    )
+
+    render.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write the whole simulation state every N steps (checkpoint.every)",
+    )
+    render.add_argument(
+        "--checkpoint-at",
+        default=None,
+        metavar="STEPS",
+        help="write the whole simulation state at these steps, e.g. 100,500 (checkpoint.at)",
+    )
+    render.add_argument(
+        "--fields-at",
+        default=None,
+        metavar="STEPS",
+        help="write the raw trail and agent counts at these steps, e.g. 100,500 (output.fields.at)",
     )
 
     sweep = commands.add_parser("sweep", help="render every job of a sweep file, batched and resumable")
@@ -236,3 +261,15 @@ def parser() -> argparse.ArgumentParser:
     graph.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     graph.add_argument("--quiet", action="store_true", help="print only the paths written")
     return parser
+
+
+def stop_settings(args) -> list[str]:
+    """The --set settings that render's --checkpoint-every, --checkpoint-at and --fields-at
+    stand for (so that outputs and checkpoints carry them as preset keys)."""
+    settings = []
+    if args.checkpoint_every is not None:
+        settings.append(f"checkpoint.every={args.checkpoint_every}")
+    for flag, key in ((args.checkpoint_at, "checkpoint.at"), (args.fields_at, "output.fields.at")):
+        if flag is not None:
+            settings.append(f"{key}=[{flag}]")
+    return settings

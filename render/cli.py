@@ -12,7 +12,7 @@ from pathlib import Path
 
 from physarum.render import analysis
 from physarum.render import sweep as sweeps
-from physarum.render.arguments import flag_settings, parser
+from physarum.render.arguments import flag_settings, parser, stop_settings
 from physarum.render.bench import CONFIGS, run_bench
 from physarum.render.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.errors import RenderError, machine_problem, printable, shown
@@ -21,6 +21,7 @@ from physarum.render.machine import device_name, limit_cpu_threads, resolve_back
 from physarum.render.preset import PresetError, load_preset
 from physarum.render.profile import profile_preset
 from physarum.render.reload import load_for_render, refuse_writing_over
+from physarum.render.resume import load_for_resume
 from physarum.render.runner import RenderOptions, output_paths, render
 from physarum.render.stats import StatsRecorder
 
@@ -28,10 +29,10 @@ EXIT_USAGE = 2
 
 
 def cmd_render(args) -> int:
-    args.settings = [*args.settings, *flag_settings(args)]
+    args.settings = [*args.settings, *flag_settings(args), *stop_settings(args)]
     if args.preview:
         args.out = str(Path(args.out) / "previews")
-    preset = load_for_render(args)
+    preset, resume = load_for_resume(args) if args.resume else (load_for_render(args), None)
     paths = list(output_paths(preset, Path(args.out)).values())
     paths.append(paths[-1].with_suffix(".stats.csv"))
     if args.from_file:
@@ -45,6 +46,7 @@ def cmd_render(args) -> int:
         frames_dir=Path(args.frames_dir) if args.frames_dir else None,
         on_step=stats,
         extra_files=stats.staged if stats is not None else None,  # committed with the render's files
+        resume=resume,
     )
     with signals_interrupt():
         result = render(preset, options)

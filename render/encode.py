@@ -315,7 +315,9 @@ def save_png(
 
 
 class FramesDirWriter:
-    """Every frame as a numbered PNG (<stem>-00001.png, ...) for editing in other tools.
+    """Every frame as a numbered PNG (<stem>-00001.png, ...: frame number + 1, so that a render
+    resumed from a checkpoint names its frames as the uninterrupted render does) for editing in
+    other tools.
 
     Each frame is written under its temporary name; they appear under their names with the
     render's other files (complete() returns them all); on abort none is left. Reads a frame's RGB.
@@ -329,7 +331,7 @@ class FramesDirWriter:
         self.frames: list[PartialFile] = []
 
     def write(self, frame: Frame) -> None:
-        partial = PartialFile(self.folder / f"{self.stem}-{len(self.frames) + 1:05d}.png")
+        partial = PartialFile(self.folder / f"{self.stem}-{frame.number + 1:05d}.png")
         try:
             with partial.open("wb") as file:
                 save_png(file, frame.rgb, self.comment, self.COMPRESS_LEVEL)

@@ -20,9 +20,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from physarum.render.checkpoint import Resume, checkpoint_stops
 from physarum.render.colour import PRODUCT_LEVELS, make_colourist, preview_size
+from physarum.render.course import Course
 from physarum.render.encode import even_size, mp4_size
 from physarum.render.errors import RenderError, machine_problem, os_error_message, out_of_memory
+from physarum.render.fields import FieldsStop
 from physarum.render.files import (
     PartialFile,
     commit_together,
@@ -52,7 +55,6 @@ from physarum.render.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Sp
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 from physarum.render.provenance import embedded_text, version
 from physarum.render.simulation import (
-    advance,
     batch_key,
     make_batch_simulation,
     simulation_maps,
@@ -126,6 +128,7 @@ class RenderOptions:
     # more outputs of the first job (--stats: its CSV), staged by format once the frames are done
     # and committed with the job's files, all or nothing (files.commit_together)
     extra_files: Callable[[], dict[str, PartialFile]] | None = None
+    resume: Resume | None = None  # start from a checkpoint's state (render --resume; a batch of one)
 
 
 @dataclass
@@ -386,12 +389,21 @@ def render_batch(
     check_memory(presets[0], backend, torch_device, batch=len(presets))
     paths = _batch_paths(presets, options)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
-    simulation = make_batch_simulation(presets, backend, torch_device)
+    start = _start(options, len(presets))
+    simulation = make_batch_simulation(presets, backend, torch_device, start)
     windows: list[Window | None] = [None] * len(presets)
+    if start is not None and presets[0].loop[0] != "none":
+        raise RenderError(
+            f"{presets[0].name}: output.loop_mode {presets[0].loop[0]} is made from the whole run "
+            "(its first frames, or all of them); a render resumed from a checkpoint cannot make it: "
+            "render the whole run, or resume with --set output.loop_mode=none"
+        )
     if any(p.loop[0] == "closest" for p in presets):  # a first pass finds the loops; the render repeats it
         windows, simulation = find_windows(presets, simulation), None  # spawn_s counts this pass
         simulation = make_batch_simulation(presets, backend, torch_device)
     clock.append(time.perf_counter())
+    if options.resume is not None:
+        notes[0].append(options.resume.note)
     jobs = [
         _BatchJob(b, p, job_paths, job_notes, TrailLoop(p, window))
         for b, (p, job_paths, job_notes, window) in enumerate(zip(presets, paths, notes, windows))
@@ -400,8 +412,9 @@ def render_batch(
         for job in jobs:
             job.open(options.frames_dir, torch_device, len(jobs))
         clock.append(time.perf_counter())
-        advance(simulation, presets[0].run.warmup, options.on_step)
-        _frame_loop(presets[0], simulation, jobs, options)
+        course = _course(presets, paths, jobs, options)
+        course.advance_to(simulation, course.warmup_end, options.on_step)
+        _frame_loop(presets[0], simulation, jobs, options, course)
         clock.append(time.perf_counter())
         for job in jobs:  # every job's encoders finish their files at once, then each is waited for
             job.end_input()
@@ -422,22 +435,46 @@ def render_batch(
         raise
 
 
-def _frame_loop(run: Preset, simulation, jobs: list[_BatchJob], options: RenderOptions) -> None:
-    """Advance the batch frame by frame, handing each job's frame to its encoders; the bar shows
-    frames, steps per second (of each simulation) and the slowest encoder's frames per second."""
-    remaining, steps_done = run.run.steps, 0
-    began = time.perf_counter()
+def _start(options: RenderOptions, batch: int):
+    """The state a render starts from: None (spawned), or a resumed render's checkpoint state."""
+    if options.resume is None:
+        return None
+    if batch > 1:
+        raise ValueError("render_batch: a checkpoint resumes one render, not a batch of several")
+    return options.resume.state
+
+
+def _course(presets: list[Preset], paths, jobs: list[_BatchJob], options: RenderOptions) -> Course:
+    """The batch's course of steps: from the spawn or the checkpoint it resumes, stopping to
+    write checkpoints (render/checkpoint.py) and each job's raw fields (render/fields.py)."""
+    start = 0 if options.resume is None else options.resume.step
+    folder, stem = paths[0]["json"].parent, paths[0]["json"].stem
+    return Course(presets[0].run, start, [*checkpoint_stops(presets, folder, stem), FieldsStop(jobs)])
+
+
+def _frame_loop(
+    run: Preset, simulation, jobs: list[_BatchJob], options: RenderOptions, course: Course
+) -> None:
+    """Advance the batch frame by frame along its course, handing each job's frame to its
+    encoders; the bar shows frames, steps per second (of each simulation) and the slowest
+    encoder's frames per second."""
+    began, first_step = time.perf_counter(), course.step
     label = run.name if len(jobs) == 1 else f"{len(jobs)} simulations"
     with tqdm(
-        total=run.frames, unit="frame", disable=options.quiet, leave=False, desc=label, dynamic_ncols=True
+        total=run.frames,
+        initial=course.first_frame,
+        unit="frame",
+        disable=options.quiet,
+        leave=False,
+        desc=label,
+        dynamic_ncols=True,
     ) as bar:
-        for number in range(run.frames):
+        for number in range(course.first_frame, run.frames):
             stop_if_requested()
             if all(job.error for job in jobs):
                 break
-            steps = min(run.run.steps_per_frame, remaining)
-            advance(simulation, steps, options.on_step)
-            remaining, steps_done = remaining - steps, steps_done + steps
+            course.advance_to(simulation, course.frame_end(number), options.on_step)
+            steps_done = course.step - first_step
             trail = simulation.trail
             for job in jobs:
                 if job.error is None:

@@ -132,13 +132,17 @@ def make_world(presets, maps: list[WorldMaps]) -> api.World:
     return api.World(species=species, boundary=presets[0].boundary, mix=mix, wall=wall, food=food)
 
 
-def make_batch_simulation(presets: Sequence[Preset], backend: str, device: torch.device):
+def make_batch_simulation(
+    presets: Sequence[Preset], backend: str, device: torch.device, start: api.State | None = None
+):
     """One simulation of B = len(presets) (B * S groups): each group spawned alone, then stacked.
 
     Spawning one at a time gives each simulation exactly the state make_simulation gives it, and
     the model is batch-independent, so simulation b evolves as the preset rendered alone would.
-    Presets without world, species or image spawns run the kernels' plain path (no World)."""
+    Presets without world, species or image spawns run the kernels' plain path (no World).
+    start: the state to begin from instead of the spawned one (a checkpoint's, of these shapes)."""
     state, params, world = spawn_groups(presets, device)
+    state = state if start is None else start
     tables = build_tables(params, device=device)
     return get_backend(backend)(state, tables, world, device=device)  # it moves them to `device`
 

@@ -100,6 +100,7 @@ def _relations(preset: Preset) -> list[str]:
             problems.append(f"{where}.image: only used with spawn: image (spawn is {spawn.spawn!r})")
     problems.extend(_interaction_problems(preset))
     problems.extend(_loop_problems(preset))
+    problems.extend(_stop_problems(preset))
     return problems
 
 
@@ -130,6 +131,19 @@ def _loop_problems(preset: Preset) -> list[str]:
             f"output.loop_frames: closest looks for its loop in the second half of the run's {frames} "
             f"frames, so the shortest loop allows {allowed} (got {count!r})"
         )
+    return problems
+
+
+def _stop_problems(preset: Preset) -> list[str]:
+    """Chosen checkpoint and field steps lie within the run (1 .. warmup + steps)."""
+    problems = []
+    for where, stops in (("checkpoint", preset.checkpoint), ("output.fields", preset.output.fields)):
+        late = [s for s in (stops.at or ()) if s > preset.end_step] if stops else []
+        if late:
+            problems.append(
+                f"{where}.at: steps after the run's last step {preset.end_step} (warmup + steps) "
+                f"write nothing (got {excerpt(late)})"
+            )
     return problems
 
 

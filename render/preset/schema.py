@@ -28,6 +28,7 @@ from physarum.render.preset.sections import (
     REFERENCE_SIDE,
     Agents,
     Canvas,
+    Checkpoint,
     Model,
     Output,
     Palette,
@@ -54,6 +55,8 @@ class Preset(Section):
     interaction: list[list[float]] | None = Field(
         None, description="S x S: row s holds the weights species s gives each species' trail"
     )
+    checkpoint: Checkpoint | None = Field(None, description="the simulation state written at chosen steps")
+
     _carried: dict = PrivateAttr(default_factory=dict)  # path -> image: what `render --from` reads
 
     @model_validator(mode="after")
@@ -70,10 +73,13 @@ class Preset(Section):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
+        """Unset world keys are left out; checkpoint always is: it says how a render keeps its
+        state, not what it renders, so outputs (which embed the dump) are the same bytes with
+        and without checkpoints (docs/checkpoints.md)."""
         return {
             k: v
             for k, v in handler(self).items()
-            if v is not None or k not in ("world", "species", "interaction")
+            if (v is not None or k not in ("world", "species", "interaction")) and k != "checkpoint"
         }
 
     @model_validator(mode="after")
@@ -116,6 +122,11 @@ class Preset(Section):
         if mode in ("none", "ping-pong"):
             return mode, 0
         return mode, count if count is not None else max(1 if mode == "crossfade" else 2, self.frames // 8)
+
+    @property
+    def end_step(self) -> int:
+        """The step of the last frame: warmup + steps."""
+        return self.run.warmup + self.run.steps
 
     @property
     def species_count(self) -> int:

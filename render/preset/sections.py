@@ -297,6 +297,48 @@ def parse_gif_budget(value) -> int | None:
     return value
 
 
+MAX_STOPS = 1000  # chosen steps of checkpoints or fields: each writes a file
+
+
+class Stops(OptionalSection):
+    """Steps at which a render stops between frames to write a file: every N steps (N, 2N, ...)
+    and at the chosen steps. Step s is the state after s steps, warmup included."""
+
+    every: int | None = Field(None, ge=1, le=10_000_000, description="a file every N steps")
+    at: list[int] | None = Field(
+        None, max_length=MAX_STOPS, description="steps (warmup included) that write a file"
+    )
+
+    @field_validator("at")
+    @classmethod
+    def _each_step_once(cls, steps: list[int] | None) -> list[int] | None:
+        """Chosen steps are at least 1 (step 0 is the spawned state) and named once each."""
+        if not steps:
+            return steps
+        if min(steps) < 1:
+            raise ValueError(f"steps are at least 1, the state after the first step (got {min(steps)})")
+        twice = sorted({s for s in steps if steps.count(s) > 1})
+        if twice:
+            raise ValueError(f"names step {', '.join(map(str, twice))} more than once; name each step once")
+        return steps
+
+    def steps(self, end: int) -> frozenset[int]:
+        """The steps of 1 .. end at which a file is written."""
+        every = range(self.every, end + 1, self.every) if self.every else ()
+        return frozenset(s for s in (*every, *(self.at or ())) if 1 <= s <= end)
+
+
+class Checkpoint(Stops):
+    """checkpoint: the whole simulation state written to <stem>-checkpoint-<step>.npz
+    (docs/checkpoints.md)."""
+
+
+class Fields(Stops):
+    """output.fields: the raw trail and agent counts at chosen steps (docs/outputs.md)."""
+
+    formats: list[Literal["npz", "png"]] = Field(default_factory=lambda: ["npz"], min_length=1, max_length=2)
+
+
 class Output(OptionalSection):
     formats: list[Literal["gif", "mp4", "webp", "png"]] = Field(
         default_factory=lambda: list(FORMATS), min_length=1
@@ -327,6 +369,14 @@ class Output(OptionalSection):
     def _gif_budget(cls, value):
         """Bytes, '<number><unit>' (B, KB, MB, KiB, MiB) or a named target, as bytes."""
         return parse_gif_budget(value)
+
+    fields: Fields | None = Field(None, description="raw trail and agent counts at chosen steps")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """Unset keys are left out, and fields always is: like checkpoints, raw fields are
+        saved beside a render's outputs and change none of their bytes (docs/outputs.md)."""
+        return {k: v for k, v in handler(self).items() if v is not None and k != "fields"}
 
     @field_validator("formats")
     @classmethod

@@ -1,0 +1,288 @@
+"""Checkpoints: written at their steps, read back exactly, resumed to the uninterrupted render's
+frames and state on either backend, and refused with one message when bad or foreign."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from physarum.render import checkpoint as ck
+from physarum.render.checkpoint import CheckpointError, read_checkpoint, save_checkpoint, write_members
+from physarum.render.cli import main
+from physarum.render.preset import build_preset
+from physarum.render.simulation import make_simulation
+from support import assert_same_state, tiny_data, world_data, write_preset
+
+# steps 1..9 of warmup, then 8 frames of 3 steps: frame f ends at step 2 + 3 (f + 1), the last at 26
+DATA = tiny_data(run={"steps": 22, "steps_per_frame": 3, "warmup": 2}, output={"formats": ["gif", "png"]})
+STEM = "tiny-s3"
+
+
+def render(tmp_path: Path, out: str, *flags: str, backend: str = "torch", data: dict = DATA) -> Path:
+    """physarum render of `data` (or --resume in flags) into tmp_path/out; the job's folder."""
+    source = [] if "--resume" in flags else [str(write_preset(tmp_path, data))]
+    command = ["render", *source, *flags, "--out", str(tmp_path / out), "--quiet"]
+    frames = ["--frames-dir", str(tmp_path / out / "frames")]
+    assert main([*command, *frames, "--backend", backend, "--device", "cpu"]) == 0
+    return tmp_path / out / "tiny"
+
+
+def gif_frames(path: Path) -> list[bytes]:
+    """Each frame of a GIF as its RGB bytes."""
+    with Image.open(path) as image:
+        frames = []
+        for number in range(image.n_frames):
+            image.seek(number)
+            frames.append(image.convert("RGB").tobytes())
+    return frames
+
+
+def frame_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.png"))}
+
+
+def end_checkpoint(folder: Path, step: int = 24) -> bytes:
+    return (folder / f"{STEM}-checkpoint-{step}.npz").read_bytes()
+
+
+@pytest.mark.parametrize("step", [1, 8, 11, 18])  # in the warmup, mid-frame, at a frame's end
+def test_a_resumed_render_takes_the_uninterrupted_renders_frames_and_state(tmp_path, capsys, step):
+    whole = render(tmp_path, "whole", "--checkpoint-at", f"{step},24")
+    start = str(whole / f"{STEM}-checkpoint-{step}.npz")
+    resumed = render(tmp_path, "resumed", "--resume", start, "--checkpoint-at", "24")
+    assert end_checkpoint(resumed) == end_checkpoint(whole)  # the state after step 24, byte for byte
+    assert (resumed / f"{STEM}.png").read_bytes() == (whole / f"{STEM}.png").read_bytes()
+    made = frame_files(tmp_path / "resumed" / "frames")
+    first = (step - 2) // 3 if step >= 2 else 0  # frames taken by `step`
+    assert len(made) == 8 - first
+    assert made == {k: v for k, v in frame_files(tmp_path / "whole" / "frames").items() if k in made}
+    assert gif_frames(resumed / f"{STEM}.gif") == gif_frames(whole / f"{STEM}.gif")[first:]
+    assert f"resumed from {STEM}-checkpoint-{step}.npz at step {step}" in capsys.readouterr().err
+
+
+def test_checkpoints_are_written_every_n_steps_and_read_back_exactly(tmp_path):
+    folder = render(tmp_path, "o", "--checkpoint-every", "10")
+    assert sorted(p.name for p in folder.glob("*checkpoint*")) == [
+        f"{STEM}-checkpoint-{s}.npz" for s in (10, 20)
+    ]
+    preset = build_preset(DATA, "tiny.yaml")
+    simulation = make_simulation(preset, "torch", torch.device("cpu"))
+    simulation.advance(20)
+    header = read_checkpoint(folder / f"{STEM}-checkpoint-20.npz")
+    assert (header.step, header.frames) == (20, (20 - 2) // 3)
+    assert header.text.splitlines()[1:] == (ck.embedded_text(preset_with_every(10))).splitlines()[1:]
+    assert_same_state(header.state(preset), simulation.state)
+
+
+def preset_with_every(every: int):
+    return build_preset({**DATA, "checkpoint": {"every": every}}, "tiny.yaml")
+
+
+def test_the_same_state_gives_the_same_checkpoint_bytes(tmp_path):
+    preset = build_preset(DATA, "tiny.yaml")
+    state = make_simulation(preset, "torch", torch.device("cpu")).state
+    for name in ("a.npz", "b.npz"):
+        save_checkpoint(tmp_path / name, preset, state, 0)
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    with np.load(tmp_path / "a.npz", allow_pickle=False) as loaded:  # plain numpy reads it
+        assert np.array_equal(loaded["heading"], state.heading.numpy())
+
+
+def test_a_branch_changes_what_it_sets_and_keeps_the_state_it_starts_from(tmp_path):
+    whole = render(tmp_path, "whole", "--checkpoint-at", "11")
+    start = str(whole / f"{STEM}-checkpoint-11.npz")
+    resumed = render(tmp_path, "resumed", "--resume", start, "--checkpoint-at", "24")
+    branched = render(tmp_path, "branched", "--resume", start, "--set", "model.decay=0.3")
+    repainted = render(
+        tmp_path, "repainted", "--resume", start, "--set", "palette.names=[viridis]", "--checkpoint-at", "24"
+    )
+    longer = render(tmp_path, "longer", "--resume", start, "--set", "run.steps=28", "--checkpoint-at", "30")
+    png = f"{STEM}.png"
+    assert (branched / png).read_bytes() != (resumed / png).read_bytes()
+    assert (repainted / png).read_bytes() != (resumed / png).read_bytes()
+    # another palette shows the same simulation: the same state at the end
+    preset = build_preset(DATA, "tiny.yaml")
+    ends = [
+        read_checkpoint(path / f"{STEM}-checkpoint-24.npz").state(preset) for path in (resumed, repainted)
+    ]
+    assert_same_state(ends[1], ends[0])
+    assert len(gif_frames(longer / f"{STEM}.gif")) == len(gif_frames(resumed / f"{STEM}.gif")) + 2
+    assert read_checkpoint(longer / f"{STEM}-checkpoint-30.npz").step == 30
+
+
+@pytest.mark.parametrize(
+    "setting, key",
+    [
+        ("canvas.width=64", "canvas.width"),
+        ("agents.count=100", "agents.count"),
+        ("agents.spawn=disk", "agents.spawn"),
+        ("run.steps=9", "nothing is left to render"),
+    ],
+)
+def test_a_branch_refuses_what_would_not_fit_the_state(tmp_path, capsys, setting, key):
+    whole = render(tmp_path, "whole", "--checkpoint-at", "11")
+    code = main(["render", "--resume", str(whole / f"{STEM}-checkpoint-11.npz"), "--set", setting])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and key in err[0], err
+
+
+def tampered(tmp_path: Path, **changes) -> Path:
+    """A checkpoint of DATA's spawned state with members replaced (None: removed)."""
+    preset = build_preset(DATA, "tiny.yaml")
+    save_checkpoint(tmp_path / "good.npz", preset, make_simulation(preset, "torch", "cpu").state, 0)
+    with np.load(tmp_path / "good.npz", allow_pickle=False) as loaded:
+        members = {name: loaded[name] for name in loaded.files}
+    members.update(changes)
+    path = tmp_path / "bad.npz"
+    with open(path, "wb") as file:
+        write_members(file, {k: v for k, v in members.items() if v is not None})
+    return path
+
+
+def step_of(value: int) -> dict:
+    return {"step": np.array(value, np.int64)}
+
+
+BAD = {
+    "not a zip": lambda tmp: write(tmp / "bad.npz", b"not a zip file"),
+    "truncated": lambda tmp: write(tmp / "bad.npz", tampered(tmp, **step_of(4)).read_bytes()[:3000]),
+    "foreign npz": lambda tmp: saved(tmp / "bad.npz", weights=np.zeros(3)),
+    "another format version": lambda tmp: tampered(tmp, **step_of(4), format_version=np.array(9)),
+    "another output version": lambda tmp: tampered(tmp, **step_of(4), output_version=np.array(1)),
+    "a missing member": lambda tmp: tampered(tmp, **step_of(4), heading=None),
+    "an extra member": lambda tmp: tampered(tmp, **step_of(4), extra=np.zeros(2)),
+    "a wrong shape": lambda tmp: tampered(tmp, **step_of(4), trail=np.zeros((1, 8, 8), np.float32)),
+    "a wrong dtype": lambda tmp: tampered(tmp, **step_of(4), heading=np.zeros((1, 400), np.int32)),
+    "positions off the canvas": lambda tmp: tampered(
+        tmp, **step_of(4), position=np.full((1, 2, 400), 1 << 30, np.int32)
+    ),
+    "a NaN trail": lambda tmp: tampered(tmp, **step_of(4), trail=np.full((1, 32, 48), np.nan, np.float32)),
+    "step 0": lambda tmp: tampered(tmp, **step_of(0)),
+    "a pickled member": lambda tmp: pickled(tmp),
+}
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def saved(path: Path, **members) -> Path:
+    np.savez_compressed(path, **members)
+    return path
+
+
+def pickled(tmp_path: Path) -> Path:
+    """A checkpoint whose preset member is a pickled object array."""
+    good = tampered(tmp_path, **step_of(4))
+    path = tmp_path / "pickled.npz"
+    with zipfile.ZipFile(path, "w") as archive, zipfile.ZipFile(good) as source:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "preset.npy":
+                buffer = io.BytesIO()
+                np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+                data = buffer.getvalue()
+            archive.writestr(info.filename, data)
+    return path
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_a_bad_or_foreign_checkpoint_is_one_message_and_exit_2(tmp_path, capsys, case):
+    path = BAD[case](tmp_path)
+    out = tmp_path / "out"
+    assert main(["render", "--resume", str(path), "--out", str(out), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}"), err
+    assert not out.exists()
+
+
+def test_a_member_larger_than_its_shape_is_refused_before_it_is_read(tmp_path):
+    path = tampered(tmp_path, **step_of(4))
+    with zipfile.ZipFile(tmp_path / "big.npz", "w") as archive, zipfile.ZipFile(path) as good:
+        for info in good.infolist():
+            extra = b"\0" * (1 << 20) if info.filename == "trail.npy" else b""
+            archive.writestr(info.filename, good.read(info) + extra, zipfile.ZIP_DEFLATED)
+    with pytest.raises(CheckpointError, match="more bytes than its shape"):
+        read_checkpoint(tmp_path / "big.npz").state(build_preset(DATA, "tiny.yaml"))
+
+
+def test_a_batch_of_several_writes_no_checkpoint(tmp_path):
+    from physarum.render.errors import RenderError
+    from physarum.render.runner import render_batch
+
+    presets = [build_preset({**DATA, "seed": seed, "checkpoint": {"at": [3]}}, "t.yaml") for seed in (1, 2)]
+    with pytest.raises(RenderError, match="one preset at a time"):
+        render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
+
+
+@pytest.mark.interpreter
+@pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1" or importlib.util.find_spec("triton") is None,
+    reason="needs triton and TRITON_INTERPRET=1 set before Python starts",
+)
+@pytest.mark.parametrize("writer, reader", [("triton", "torch"), ("torch", "triton")])
+def test_a_checkpoint_resumes_on_the_other_backend_to_the_same_bytes(tmp_path, writer, reader):
+    small = tiny_data(run={"steps": 6, "steps_per_frame": 3}, output={"formats": ["png"]})
+    whole = render(tmp_path, "whole", "--checkpoint-at", "2,6", backend=writer, data=small)
+    start = str(whole / f"{STEM}-checkpoint-2.npz")
+    resumed = render(
+        tmp_path, "resumed", "--resume", start, "--checkpoint-at", "6", backend=reader, data=small
+    )
+    assert (resumed / f"{STEM}-checkpoint-6.npz").read_bytes() == (
+        whole / f"{STEM}-checkpoint-6.npz"
+    ).read_bytes()
+    assert (resumed / f"{STEM}.png").read_bytes() == (whole / f"{STEM}.png").read_bytes()
+
+
+def test_checkpoints_and_fields_change_no_byte_of_the_outputs(tmp_path):
+    plain = render(tmp_path, "plain")
+    saving = render(tmp_path, "saving", "--checkpoint-every", "5", "--fields-at", "7")
+    for name in (f"{STEM}.png", f"{STEM}.gif"):
+        assert (saving / name).read_bytes() == (plain / name).read_bytes()
+    assert frame_files(tmp_path / "saving" / "frames") == frame_files(tmp_path / "plain" / "frames")
+    assert (saving / f"{STEM}-fields-7.npz").exists() and (saving / f"{STEM}-checkpoint-5.npz").exists()
+
+
+def test_a_two_species_world_resumes_exactly(tmp_path):
+    data = tiny_data(
+        run={"steps": 12, "steps_per_frame": 3},
+        output={"formats": ["png"]},
+        species=[{"colour": "#ff0000"}, {"colour": "#00ff00", "model": {"decay": 0.2}}],
+        interaction=[[1.0, -0.5], [-0.5, 1.0]],
+        world={"boundary": "reflect"},
+    )
+    whole = render(tmp_path, "whole", "--checkpoint-at", "5,12", data=data)
+    start = str(whole / f"{STEM}-checkpoint-5.npz")
+    resumed = render(tmp_path, "resumed", "--resume", start, "--checkpoint-at", "12", data=data)
+    assert end_checkpoint(resumed, 12) == end_checkpoint(whole, 12)
+    assert (resumed / f"{STEM}.png").read_bytes() == (whole / f"{STEM}.png").read_bytes()
+    assert read_checkpoint(start).state(build_preset(data, "t.yaml")).position.shape == (2, 2, 200)
+
+
+def test_a_world_with_walls_resumes_exactly_and_refuses_agents_in_its_walls(images, monkeypatch, capsys):
+    monkeypatch.chdir(images)  # outputs embed image paths relative to the working folder
+    data = world_data(output={"formats": ["png"]})
+    whole = render(images, "whole", "--checkpoint-at", "4,12", data=data)
+    start = whole.parent / "world" / "world-s3-checkpoint-4.npz"
+    resumed = render(images, "resumed", "--resume", str(start), "--checkpoint-at", "12", data=data)
+    for name in ("world-s3-checkpoint-12.npz", "world-s3.png"):
+        assert (resumed.parent / "world" / name).read_bytes() == (whole.parent / "world" / name).read_bytes()
+    with np.load(start, allow_pickle=False) as loaded:
+        members = {name: loaded[name] for name in loaded.files}
+    members["position"][0, :, 0] = 1 << 16  # cell (1, 1): in the left-third wall
+    with open(images / "walled.npz", "wb") as file:
+        write_members(file, members)
+    capsys.readouterr()
+    assert main(["render", "--resume", str(images / "walled.npz"), "--out", str(images / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "inside the preset's walls" in err[0], err
