@@ -90,11 +90,17 @@ class FrameStore:
 
     def frame(self, number: int) -> tuple[np.ndarray, bytes]:
         """(index frame [h, w] uint8, 768-byte palette) of frame `number`."""
+        packed, palette = self.packed(number)
+        return np.frombuffer(zlib.decompress(packed), dtype=np.uint8).reshape(self.shape), palette
+
+    def packed(self, number: int) -> tuple[bytes, bytes]:
+        """(index frame zlib-compressed, of shape self.shape; 768-byte palette) of frame `number`:
+        what a compression worker decompresses itself (gif_pool.FrameTask)."""
         offset, length = self.spans[number]
         self.file.seek(offset)
-        index = np.frombuffer(zlib.decompress(self.file.read(length)), dtype=np.uint8)
+        packed = self.file.read(length)
         self.file.seek(0, 2)
-        return index.reshape(self.shape), self.palettes[self.palette_of[number]]
+        return packed, self.palettes[self.palette_of[number]]
 
     def close(self) -> None:
         self.file.close()
@@ -151,9 +157,9 @@ class Budgeter:
         global_table = level_palette(self.spec.palette, reduction.levels)
         delay = delay_ms(self.spec.fps, reduction.stride)
         for number in numbers:
-            index, palette = self.store.frame(number)
+            packed, palette = self.store.packed(number)
             local = level_palette(palette, reduction.levels) != global_table
-            yield FrameTask(index, palette, reduction, self.digits, local, delay)
+            yield FrameTask(packed, palette, reduction, self.digits, local, delay, self.store.shape)
 
     def write(self, file) -> GifPlan:
         """Write the best GIF that fits into `file` (open for writing, empty); its plan."""

@@ -7,7 +7,8 @@ a time; worker processes compress several. A frame's block depends on that frame
 Each worker is `python -m physarum.render.gif_pool`, which imports numpy, Pillow and render/gif.py
 only (no torch: it starts in a fraction of a second, and no process is forked from one that holds
 CUDA). It reads tasks from stdin and answers each on stdout, in order: a task is a header
-(struct TASK), the index frame and its 768-byte palette; an answer is the block's length (8 bytes)
+(struct TASK), the index frame (raw, or zlib-compressed as a FrameStore keeps it: the worker
+decompresses it, so the writer's process only copies bytes) and its 768-byte palette; an answer is the block's length (8 bytes)
 and the block. One thread per worker sends a task and reads its answer, so a full pipe never
 blocks the other side.
 """
@@ -20,6 +21,7 @@ import struct
 import subprocess
 import sys
 import threading
+import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
@@ -29,7 +31,8 @@ import numpy as np
 
 from physarum.render.gif import Digits, Reduction, frame_block, level_palette, reduce_frame
 
-TASK = struct.Struct("<IIHHHHBI")  # height, width, levels, factor, stride, digit base, flags, delay
+# height, width, levels, factor, stride, digit base, flags, delay, packed bytes (0: a raw frame)
+TASK = struct.Struct("<IIHHHHBII")
 IN_FLIGHT = 2  # tasks per worker queued or being compressed: enough to keep each busy
 # Below this many pixels in all frames a GIF is compressed in one process: Pillow compresses about
 # 12 Mpixel/s per core (quickstart: 21 Mpixel in 1.7 s), and starting workers takes 0.1-1 s.
@@ -39,19 +42,27 @@ PARALLEL_PIXELS = 8_000_000
 @dataclass(frozen=True)
 class FrameTask:
     """One frame to compress: its full index frame [h, w] uint8 and 768-byte palette, the
-    reduction, whether its table goes into the frame (local), and the delay in ms."""
+    reduction, whether its table goes into the frame (local), and the delay in ms. With `shape`,
+    `index` is the frame zlib-compressed (FrameStore.packed), of that shape."""
 
-    index: np.ndarray
+    index: np.ndarray | bytes
     palette: bytes
     reduction: Reduction
     digits: Digits
     local: bool
     delay: int
+    shape: tuple[int, int] | None = None
+
+    def frame(self) -> np.ndarray:
+        """The index frame [h, w] uint8 (decompressed where packed)."""
+        if self.shape is None:
+            return self.index
+        return np.frombuffer(zlib.decompress(self.index), dtype=np.uint8).reshape(self.shape)
 
 
 def compress(task: FrameTask) -> bytes:
     """The frame's block in the GIF (render/gif.py): reduced, then compressed."""
-    index = reduce_frame(task.index, task.reduction, task.digits)
+    index = reduce_frame(task.frame(), task.reduction, task.digits)
     return frame_block(index, level_palette(task.palette, task.reduction.levels), task.local, task.delay)
 
 
@@ -73,11 +84,25 @@ class _Worker:
 
     def compress(self, task: FrameTask) -> bytes:
         r = task.reduction
-        height, width = task.index.shape
+        packed = task.shape is not None
+        height, width = task.shape if packed else task.index.shape
+        data = task.index if packed else np.ascontiguousarray(task.index).data
         flags = task.digits.count | (task.local << 7)  # the digit count is at most 4
-        head = TASK.pack(height, width, r.levels, r.factor, r.stride, task.digits.base, flags, task.delay)
+        head = TASK.pack(
+            height,
+            width,
+            r.levels,
+            r.factor,
+            r.stride,
+            task.digits.base,
+            flags,
+            task.delay,
+            len(data) * packed,
+        )
         try:
-            self.process.stdin.write(head + np.ascontiguousarray(task.index).tobytes() + task.palette)
+            self.process.stdin.write(head)
+            self.process.stdin.write(data)
+            self.process.stdin.write(task.palette)
             self.process.stdin.flush()
             (length,) = struct.unpack("<Q", _read(self.process.stdout, 8))
             return _read(self.process.stdout, length)
@@ -181,8 +206,12 @@ def main() -> int:
     """A worker: answer every task on stdin until its end."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while head := stdin.read(TASK.size):
-        height, width, levels, factor, stride, base, count, delay = TASK.unpack(_pad(head))
-        index = np.frombuffer(_read(stdin, height * width), dtype=np.uint8).reshape(height, width)
+        height, width, levels, factor, stride, base, count, delay, packed = TASK.unpack(_pad(head))
+        if packed:
+            index, shape = _read(stdin, packed), (height, width)
+        else:
+            index = np.frombuffer(_read(stdin, height * width), dtype=np.uint8).reshape(height, width)
+            shape = None
         palette = _read(stdin, 768)
         task = FrameTask(
             index,
@@ -191,6 +220,7 @@ def main() -> int:
             Digits(base, count & 0x7F),
             bool(count >> 7),
             delay,
+            shape,
         )
         block = compress(task)
         stdout.write(struct.pack("<Q", len(block)) + block)

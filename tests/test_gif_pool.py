@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import replace
+
 import numpy as np
 
 from physarum.render.colour import palette_table
@@ -39,3 +42,16 @@ def test_pool_size_shares_the_cores_and_is_at_least_one():
     assert pool_size(1) >= pool_size(2) >= 1
     assert pool_size(10_000) == 1
     assert pool_size(1, pixels=1000) == 1  # a small GIF is not worth starting workers
+
+
+def test_kept_frames_are_decompressed_by_the_workers_to_the_same_blocks():
+    # a FrameStore's frames travel zlib-compressed and the worker decompresses them: the blocks
+    # are those of the raw frames, in order, serial or parallel
+    tasks = _tasks(7)
+    packed = [
+        replace(task, index=zlib.compress(task.index.tobytes(), 1), shape=task.index.shape) for task in tasks
+    ]
+    serial = [compress(task) for task in tasks]
+    assert [compress(task) for task in packed] == serial
+    with CompressPool(2) as pool:
+        assert list(pool.map(packed)) == serial
