@@ -99,10 +99,11 @@ class GifWriter(PartialFile):
         self.duration_ms = delay_ms(spec.fps)
         self.file = self.open("wb")
         self.store = FrameStore() if spec.max_bytes is not None else None
-        self.pool: CompressPool | None = None
         self.report: dict | None = None
+        # the workers start now, so that they have imported what they need while the simulation
+        # runs, also where a budgeted GIF compresses only once every frame is in
+        self.pool = CompressPool(spec.processes)
         if self.store is None:
-            self.pool = CompressPool(spec.processes)
             self.file.write(gif.header(spec.width, spec.height, spec.palette, spec.loop, spec.comment))
 
     def write(self, frame: Frame) -> None:
@@ -121,7 +122,6 @@ class GifWriter(PartialFile):
                 self.file.write(block)
             self.file.write(gif.TRAILER)
         else:
-            self.pool = CompressPool(self.spec.processes)
             budgeter = Budgeter(self.store, self.spec, Digits(*self.spec.digits), self.pool)
             try:
                 self.report = budgeter.write(self.file).report()
@@ -136,8 +136,7 @@ class GifWriter(PartialFile):
         commit_together(self.complete())
 
     def abort(self) -> None:
-        if self.pool is not None:
-            self.pool.kill()
+        self.pool.kill()
         if self.store is not None:
             self.store.close()
         self.file.close()

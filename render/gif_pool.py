@@ -137,6 +137,15 @@ class CompressPool:
             self.idle.put(worker)
         self.pending: deque[Future] = deque()
 
+    def ready(self) -> CompressPool:
+        """Wait until every worker has started and answered one task (their imports done)."""
+        tiny = FrameTask(np.zeros((1, 1), dtype=np.uint8), bytes(768), Reduction(), Digits(), False, 10)
+        for _ in self.drain():
+            pass
+        for _ in self.map([tiny] * max(1, len(self.workers))):
+            pass
+        return self
+
     def submit(self, task: FrameTask) -> Iterator[bytes]:
         """Queue one task; yields the blocks of earlier tasks that are done, oldest first, once
         the pool is full (so at most IN_FLIGHT * size tasks are held)."""

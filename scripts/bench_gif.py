@@ -67,8 +67,11 @@ def keep_frames(preset, device_name: str | None) -> tuple[FrameStore, GifSpec]:
     return store, spec
 
 
-def encode_all(store: FrameStore, spec: GifSpec, processes: int, raw: bool = False) -> tuple[bytes, float]:
-    """The unbudgeted GIF of the kept frames with `processes` workers, and its seconds. raw: the
+def encode_all(
+    store: FrameStore, spec: GifSpec, pool: CompressPool, raw: bool = False
+) -> tuple[bytes, float]:
+    """The unbudgeted GIF of the kept frames on a started pool, and its seconds (a render starts
+    its pool when the writer opens, so the workers start while the simulation runs). raw: the
     frames handed over as index frames, as a render's unbudgeted GIF gets them (decompressed
     before the clock starts), not as the store keeps them (zlib, decompressed by the workers)."""
     frames = [store.frame(number) for number in range(len(store))] if raw else None
@@ -87,18 +90,17 @@ def encode_all(store: FrameStore, spec: GifSpec, processes: int, raw: bool = Fal
             local = palette != spec.palette
             yield FrameTask(packed, palette, Reduction(), Digits(), local, delay, store.shape)
 
-    with CompressPool(processes) as pool:
-        for block in pool.map(tasks()):
-            data.write(block)
+    for block in pool.map(tasks()):
+        data.write(block)
     data.write(TRAILER)
     return data.getvalue(), time.perf_counter() - began
 
 
-def choose(store: FrameStore, spec: GifSpec, budget: int, processes: int) -> tuple[bytes, dict, float]:
+def choose(store: FrameStore, spec: GifSpec, budget: int, pool: CompressPool) -> tuple[bytes, dict, float]:
+    """The budgeted GIF chosen and written on a started pool: its bytes, report and seconds."""
     began = time.perf_counter()
     file = io.BytesIO()
-    with CompressPool(processes) as pool:
-        plan = Budgeter(store, replace(spec, max_bytes=budget), Digits(*spec.digits), pool).write(file)
+    plan = Budgeter(store, replace(spec, max_bytes=budget), Digits(*spec.digits), pool).write(file)
     return file.getvalue(), plan.report(), time.perf_counter() - began
 
 
@@ -139,9 +141,13 @@ def main() -> int:
     began = time.perf_counter()
     store, spec = keep_frames(preset, args.device)
     rows = [{"what": "simulate and keep frames", "seconds": round(time.perf_counter() - began, 3)}]
+    began = time.perf_counter()
+    pool = CompressPool(args.processes).ready()
+    rows.append({"what": f"start {args.processes} workers", "seconds": round(time.perf_counter() - began, 3)})
+    serial_pool = CompressPool(1)
     for raw, kind in ((True, "index frames, as a render streams them"), (False, "kept frames (zlib)")):
-        serial, serial_s = encode_all(store, spec, 1, raw)
-        parallel, parallel_s = encode_all(store, spec, args.processes, raw)
+        serial, serial_s = encode_all(store, spec, serial_pool, raw)
+        parallel, parallel_s = encode_all(store, spec, pool, raw)
         if parallel != serial:
             print("error: the parallel GIF differs from the serial one", file=sys.stderr)
             return 1
@@ -156,8 +162,8 @@ def main() -> int:
         )
     for text in args.budgets.split(","):
         budget = parse_gif_budget(text)
-        data, report, seconds = choose(store, spec, budget, args.processes)
-        if args.processes > 1 and choose(store, spec, budget, 1)[0] != data:
+        data, report, seconds = choose(store, spec, budget, pool)
+        if args.processes > 1 and choose(store, spec, budget, serial_pool)[0] != data:
             print(
                 f"error: the {text} choice differs between 1 and {args.processes} processes", file=sys.stderr
             )
@@ -165,6 +171,8 @@ def main() -> int:
         rows.append(
             {"what": f"budget {text}", "seconds": round(seconds, 3), **report, "why": report["why"][-1:]}
         )
+    pool.close()
+    serial_pool.close()
     if args.renders:
         rows += time_renders(args, args.budgets.split(",")[0])
     for row in rows:
