@@ -29,7 +29,7 @@ kill $cpu_job 2>/dev/null; pkill -f "device cpu" 2>/dev/null
 echo "== byte-identical check: triton on $(nvidia-smi --query-gpu=name --format=csv,noheader) vs torch on the CPU" | tee "$OUT/identical.log"
 for p in $PRESETS; do
   name=$(basename "$p" .yaml)
-  for f in /tmp/gpu/$name/*.gif /tmp/gpu/$name/*.mp4 /tmp/gpu/$name/*.webp /tmp/gpu/$name/*.png; do
+  for f in $(ls /tmp/gpu/$name/*.gif /tmp/gpu/$name/*.mp4 /tmp/gpu/$name/*.webp /tmp/gpu/$name/*.png 2>/dev/null); do
     verdict "$f" "/tmp/cpu/$name" | tee -a "$OUT/identical.log"
   done
 done
