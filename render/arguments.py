@@ -27,6 +27,18 @@ def flag_settings(args) -> list[str]:
     return settings
 
 
+def add_settings(command: argparse.ArgumentParser, example: str) -> None:
+    """A command's repeatable --set KEY=VALUE (args.settings), with an example of its own."""
+    command.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a preset key, e.g. --set {example} (repeatable)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="physarum", description="Render Physarum slime-mould animations.")
     parser.add_argument("--version", action="version", version=f"physarum {version()}")
@@ -53,14 +65,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="CHECKPOINT",
         help="continue from a checkpoint (.npz) a render wrote; with --set, a branch (docs/checkpoints.md)",
     )
-    render.add_argument(
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a preset key, e.g. --set model.decay=0.05 (repeatable)",
-    )
+    add_settings(render, "model.decay=0.05")
     render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
     render.add_argument(
         "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
@@ -189,14 +194,7 @@ def parser() -> argparse.ArgumentParser:
         help="divergence of minimally perturbed twins: Lyapunov exponents, saturation, parameter planes",
     )
     sens.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
-    sens.add_argument(
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a preset key, e.g. --set canvas.width=256 (repeatable)",
-    )
+    add_settings(sens, "canvas.width=256")
     sens.add_argument(
         "--steps", type=int, default=None, help="steps after the perturbation (default: run.steps)"
     )
@@ -229,14 +227,7 @@ def parser() -> argparse.ArgumentParser:
         "graph", help="the trail's network as a graph at chosen steps: GraphML, CSV, statistics, a figure"
     )
     graph.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
-    graph.add_argument(
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a preset key, e.g. --set canvas.width=256 (repeatable)",
-    )
+    add_settings(graph, "canvas.width=256")
     when = graph.add_mutually_exclusive_group()
     when.add_argument("--at", default=None, metavar="S1,S2,...", help="the steps, e.g. --at 100,500,1000")
     when.add_argument(

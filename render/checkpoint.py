@@ -32,8 +32,8 @@ import torch
 
 from physarum.kernels import api
 from physarum.render.course import frames_before
-from physarum.render.errors import RenderError, name_file
-from physarum.render.files import PartialFile, remove_stale_parts
+from physarum.render.errors import RenderError
+from physarum.render.files import remove_stale_parts, stage
 from physarum.render.inputs import MAX_TEXT_BYTES, excerpt, file_problem, shorten
 from physarum.render.preset import Preset
 from physarum.render.provenance import OUTPUT_VERSION, embedded_text, version
@@ -61,16 +61,7 @@ def checkpoint_path(folder: Path, stem: str, step: int) -> Path:
 
 def write_npz(path: Path, members: dict[str, np.ndarray]) -> None:
     """An .npz (deflated, fixed member times) written under a temporary name and renamed."""
-    partial = PartialFile(path)
-    try:
-        with partial.open("wb") as file:
-            write_members(file, members)
-        partial.commit()
-    except BaseException as error:
-        partial.abort()
-        if isinstance(error, OSError):
-            name_file(error, path)
-        raise
+    stage(path, lambda file: write_members(file, members)).commit()
 
 
 def write_members(file: BinaryIO, members: dict[str, np.ndarray]) -> None:

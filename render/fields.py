@@ -20,16 +20,13 @@ render's other outputs and renamed with them, all or nothing.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from PIL import Image, PngImagePlugin
 
 from physarum.kernels.api import FRAC_BITS
 from physarum.render.checkpoint import write_members
 from physarum.render.encode import EMBED_KEY
-from physarum.render.errors import name_file
-from physarum.render.files import PartialFile, remove_stale_parts
+from physarum.render.files import PartialFile, remove_stale_parts, stage
 from physarum.render.preset import Preset
 from physarum.render.provenance import embedded_text
 
@@ -110,11 +107,11 @@ def write_fields(job, step: int, trail: np.ndarray, position: np.ndarray) -> lis
             "trail": trail[0] if plain else trail,
             "counts": counts[0] if plain else counts,
         }
-        staged.append(_stage(folder / f"{stem}-fields-{step}.npz", lambda f: write_members(f, members)))
+        staged.append(stage(folder / f"{stem}-fields-{step}.npz", lambda f: write_members(f, members)))
     if "png" in preset.output.fields.formats:
         for s in range(len(trail)):
             name = f"{stem}-fields-{step}.png" if plain else f"{stem}-fields-{step}-species{s}.png"
-            staged.append(_stage(folder / name, lambda f, map_=trail[s]: save_png16(f, map_, text)))
+            staged.append(stage(folder / name, lambda f, map_=trail[s]: save_png16(f, map_, text)))
     return staged
 
 
@@ -126,16 +123,3 @@ def save_png16(file, trail: np.ndarray, text: str) -> None:
     info.add_itxt(EMBED_KEY, text)
     info.add_text(MAX_KEY, str(peak))  # numpy's shortest decimal that reads back as this float32
     Image.fromarray(values).save(file, format="PNG", pnginfo=info)
-
-
-def _stage(path: Path, write) -> PartialFile:
-    partial = PartialFile(path)
-    try:
-        with partial.open("wb") as file:
-            write(file)
-    except BaseException as error:
-        partial.abort()
-        if isinstance(error, OSError):
-            name_file(error, path)
-        raise
-    return partial

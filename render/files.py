@@ -15,9 +15,10 @@ import glob
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from physarum.render.errors import name_file
 
@@ -181,19 +182,26 @@ def write_json(path: Path, document: dict) -> None:
     stage_json(path, document).commit()
 
 
-def stage_json(path: Path, document: dict) -> PartialFile:
-    """A JSON file written whole under its temporary name, for the caller to commit; an
-    OSError names `path`."""
+def stage(path: Path, write: Callable[[IO], None], mode: str = "wb", **options) -> PartialFile:
+    """A file written whole under its temporary name by write(file) (opened with `mode` and
+    `options`), for the caller to commit; on failure nothing is left, and an OSError names
+    `path`."""
     partial = PartialFile(path)
     try:
-        with partial.open("w", encoding="utf-8") as file:
-            file.write(json.dumps(document, indent=2) + "\n")
+        with partial.open(mode, **options) as file:
+            write(file)
     except BaseException as error:
         partial.abort()
         if isinstance(error, OSError):
             name_file(error, path)
         raise
     return partial
+
+
+def stage_json(path: Path, document: dict) -> PartialFile:
+    """A JSON file written whole under its temporary name, for the caller to commit; an
+    OSError names `path`."""
+    return stage(path, lambda file: file.write(json.dumps(document, indent=2) + "\n"), "w", encoding="utf-8")
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence]) -> None:
@@ -204,15 +212,10 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence]) -> No
 def stage_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence]) -> PartialFile:
     """A CSV file with one header row written whole under its temporary name, for the caller to
     commit (with a render's other files); an OSError names `path`."""
-    partial = PartialFile(path)
-    try:
-        with partial.open("w", newline="", encoding="utf-8") as file:
-            writer = csv.writer(file)
-            writer.writerow(header)
-            writer.writerows(rows)
-    except BaseException as error:
-        partial.abort()
-        if isinstance(error, OSError):
-            name_file(error, path)
-        raise
-    return partial
+
+    def write(file) -> None:
+        writer = csv.writer(file)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+    return stage(path, write, "w", newline="", encoding="utf-8")
