@@ -226,7 +226,12 @@ class SpeciesColourist:
 
 
 def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
-    """The colouring of a preset: its palettes, or with a species section each species' ramp."""
+    """The colouring of a preset: its palettes, or with a species section each species' ramp
+    (a heading layer: the hue wheel, render/layers.py)."""
+    if preset.palette.layer == "heading":
+        from physarum.render.layers import HeadingColourist  # layers builds on this module
+
+        return HeadingColourist(preset.palette)
     if preset.species is None:
         return Colourist(preset.palette)
     return SpeciesColourist(preset.palette, species_ramps(preset))

@@ -114,6 +114,16 @@ def _loop_problems(preset: Preset) -> list[str]:
             f"frames of each block of every frames cross-fade to the next palette (got {palette.blend!r})"
         )
     mode, count = preset.loop
+    if palette.layer != "trail" and preset.species is not None:
+        problems.append(
+            f"palette.layer: a species preset shows its species' trails; layers density and heading "
+            f"are for presets without a species section (got {palette.layer!r})"
+        )
+    if palette.layer == "heading" and mode == "crossfade":
+        problems.append(
+            "palette.layer: heading frames are hue indices, which a crossfade loop cannot blend; "
+            "use output.loop_mode none, ping-pong or closest with it (got 'heading')"
+        )
     if output.loop_frames is not None and mode in ("none", "ping-pong"):
         problems.append(
             f"output.loop_frames: only used with output.loop_mode crossfade or closest "

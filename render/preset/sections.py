@@ -242,12 +242,18 @@ class Palette(Section):
         le=10_000,
         description="frames at the end of each `every` block cross-fading to the next palette",
     )
+    layer: Literal["trail", "density", "heading"] = Field(
+        "trail",
+        description="what the frames show: the trail, agents per cell, or the hue of their mean heading",
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
         data = handler(self)
         if data.get("blend") == 0:
             data.pop("blend")  # the default (a hard cut): dumps stay as they were before blend existed
+        if data.get("layer") == "trail":
+            data.pop("layer")  # the default: dumps (and embedded presets) stay as they were
         return data
 
     @field_validator("names")
