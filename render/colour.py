@@ -228,10 +228,10 @@ class SpeciesColourist:
 def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
     """The colouring of a preset: its palettes, or with a species section each species' ramp
     (a heading layer: the hue wheel, render/layers.py)."""
-    if preset.palette.layer == "heading":
-        from physarum.render.layers import HeadingColourist  # layers builds on this module
+    if preset.palette.layer in ("heading", "mix"):
+        from physarum.render.layers import HeadingColourist, MixColourist  # layers builds on this module
 
-        return HeadingColourist(preset.palette)
+        return {"heading": HeadingColourist, "mix": MixColourist}[preset.palette.layer](preset.palette)
     if preset.species is None:
         return Colourist(preset.palette)
     return SpeciesColourist(preset.palette, species_ramps(preset))

@@ -2,7 +2,8 @@
 
 - trail (the default): the trail map, coloured as always (render/colour.py).
 - density: the agents standing in each cell, counted in int64 on the state's device (an exact
-  integer scatter), as a float32 map (exact below 2 ** 24 agents a cell) coloured like a trail:
+  integer scatter), as a float32 map (exact below 2 ** 24 agents a cell, above that the
+  correctly rounded float32, the same everywhere) coloured like a trail:
   the preset's palettes, levels and gamma, whose thresholds compare exactly.
 - heading: the hue of the mean heading of each cell's agents. Each agent adds its heading's
   unit vector from the 16-bit unit circle (the kernels' exact circle rounded half even to
@@ -11,6 +12,9 @@
   integer cross products only (heading_bins), so every backend and device gives the same index.
   Index 0 (black) is a cell with no agents or whose vectors cancel exactly (sum (0, 0)). The
   frame is shown with the fixed hue wheel hue_table.
+- mix: the trail's index i_t and the density's i_d, each found as for its own layer (each with
+  the preset's levels and gamma), blended in integers with w = round(256 * layer_mix) (unset:
+  0.5): (i_t * (256 - w) + i_d * w + 128) >> 8, shown with the preset's palettes.
 
 A layer reads the simulation's state (agents in spawn order) once a frame; the order of agents
 does not matter to sums of integers.
@@ -29,7 +33,8 @@ from physarum.kernels.exact import _decimal_cos_sin, unit_circle
 from physarum.render.colour import Colourist
 from physarum.render.preset import Palette, Preset
 
-LAYERS = ("trail", "density", "heading")
+LAYERS = ("trail", "density", "heading", "mix")
+MIX_DEFAULT = 0.5
 HEADING_BINS = 252  # 63 a quadrant; indices 1 .. 252, 0 for none, 253 .. 255 unused (black)
 QUADRANT_BINS = HEADING_BINS // 4
 UNIT16 = 16  # fixed point of the heading layer's unit vectors and sector boundaries
@@ -99,8 +104,8 @@ def heading_bins(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     The vector is rotated by quarter turns (exact) into the quadrant x > 0, y >= 0, quadrant q
     counted anticlockwise; its sector there is the number of bounds b (sector_bounds) it lies at
-    or anticlockwise of: b.x * y - b.y * x >= 0 (no overflow: |x|, |y| < 2 ** 47 for fewer than
-    2 ** 31 agents a cell, bounds below 2 ** 16)."""
+    or anticlockwise of: b.x * y - b.y * x >= 0 (no overflow: at most MAX_AGENTS = 2 ** 28 agents
+    a cell keep |x|, |y| <= 2 ** 44, and bounds are at most 2 ** 16, so products stay below 2 ** 61)."""
     q1 = (x <= 0) & (y > 0)
     q2 = (x < 0) & (y <= 0)
     q3 = (x >= 0) & (y < 0)
@@ -146,6 +151,27 @@ class HeadingColourist(Colourist):
         return trail.to(torch.uint8)
 
 
+def mix_weight(palette: Palette) -> int:
+    """w of a mix layer: round(256 * layer_mix), on the host (Python's round, everywhere the same)."""
+    share = MIX_DEFAULT if palette.layer_mix is None else palette.layer_mix
+    return round(256 * share)
+
+
+class MixColourist(Colourist):
+    """Colours a mix layer's maps [2, H, W] (trail, float32 density): each map's index by the
+    preset's levels and gamma, then their integer blend (mix_weight)."""
+
+    def __init__(self, palette: Palette):
+        super().__init__(palette)
+        self.weight = mix_weight(palette)
+
+    def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
+        trail_index = super().index_frame(trail[0]).to(torch.int32)
+        density_index = super().index_frame(trail[1]).to(torch.int32)
+        mixed = trail_index * (256 - self.weight) + density_index * self.weight + 128
+        return (mixed >> 8).to(torch.uint8)
+
+
 def layer_map(preset: Preset, trail: torch.Tensor, state, b: int) -> torch.Tensor:
     """What colours simulation b of a batch: simulation_maps' trail (layer trail), or the
     float32 [H, W] map of its layer from `state` (the simulation's api.State)."""
@@ -155,7 +181,8 @@ def layer_map(preset: Preset, trail: torch.Tensor, state, b: int) -> torch.Tenso
     if layer == "trail":
         return simulation_maps(preset, trail, b)
     height, width = preset.canvas.height, preset.canvas.width
-    if layer == "density":
-        return density_counts(state.position[b], height, width).to(torch.float32)
+    if layer in ("density", "mix"):
+        density = density_counts(state.position[b], height, width).to(torch.float32)
+        return density if layer == "density" else torch.stack([trail[b], density])
     sums = heading_sums(state.position[b], state.heading[b], height, width)
     return heading_bins(sums[0], sums[1]).to(torch.float32)

@@ -3,6 +3,7 @@ and the same bytes on the torch and Triton backends."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -13,14 +14,17 @@ import yaml
 from physarum.kernels.api import FRAC_BITS, HEADINGS
 from physarum.render import runner
 from physarum.render.cli import main
+from physarum.render.colour import Colourist
 from physarum.render.layers import (
     HEADING_BINS,
     QUADRANT_BINS,
+    MixColourist,
     density_counts,
     heading_bins,
     heading_sums,
     hue_table,
     layer_map,
+    mix_weight,
     unit_vectors,
 )
 from physarum.render.preset import build_preset
@@ -106,6 +110,26 @@ def test_layer_map_of_density_counts_the_states_agents():
     assert counts.dtype == torch.float32 and int(counts.sum()) == preset.agents.count
 
 
+@pytest.mark.parametrize(("share", "weight"), [(None, 128), (0.0, 0), (1.0, 256), (0.25, 64)])
+def test_a_mix_blends_the_trail_and_density_indices_in_integers(share, weight):
+    data = tiny_data(palette={"layer": "mix", "layer_mix": share} if share is not None else {"layer": "mix"})
+    palette = build_preset(data, "tiny.yaml").palette
+    assert mix_weight(palette) == weight
+    maps = (
+        torch.rand((2, 6, 5), generator=torch.Generator().manual_seed(3))
+        * torch.tensor([1.0, 9.0])[:, None, None]
+    )
+    plain = Colourist(palette)
+    parts = [plain.index_frame(maps[i]).to(torch.int32) for i in range(2)]
+    expected = (parts[0] * (256 - weight) + parts[1] * weight + 128) >> 8
+    assert torch.equal(MixColourist(palette).index_frame(maps), expected.to(torch.uint8))
+
+
+def test_layer_mix_is_only_for_a_mix():
+    problems = problems_of(tiny_data(palette={"layer": "density", "layer_mix": 0.3}))
+    assert any("palette.layer_mix: only used with palette.layer: mix" in p for p in problems)
+
+
 def test_layers_refuse_species_and_heading_refuses_a_crossfade():
     two = [{"name": "a", "colour": "#ff4030"}, {"name": "b", "colour": "#30a0ff"}]
     species = problems_of(tiny_data(species=two, palette={"layer": "heading"}))
@@ -136,14 +160,16 @@ def _triton_runs_here() -> bool:
 @pytest.mark.skipif(
     not _triton_runs_here(), reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts"
 )
-@pytest.mark.parametrize("layer", ["density", "heading"])
-def test_layers_are_byte_identical_on_torch_and_triton(layer, tmp_path):
+@pytest.mark.parametrize(
+    ("layer", "loop"), [("density", "ping-pong"), ("heading", "closest"), ("mix", "crossfade")]
+)
+def test_layers_are_byte_identical_on_torch_and_triton(layer, loop, tmp_path):
     data = tiny_data(
         canvas={"width": 24, "height": 16},
         agents={"count": 160},
-        run={"steps": 8, "steps_per_frame": 2},
+        run={"steps": 12, "steps_per_frame": 2},
         palette={"layer": layer},
-        output={"formats": ["gif", "png"]},
+        output={"formats": ["gif", "png"], "loop_mode": loop},
     )
     preset = build_preset(data, "tiny.yaml")
     files = {}
@@ -151,6 +177,7 @@ def test_layers_are_byte_identical_on_torch_and_triton(layer, tmp_path):
         device = "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"
         result = runner.render(preset, backend=backend, device=device, out_dir=tmp_path / backend, quiet=True)
         files[backend] = {fmt: result.outputs[fmt].read_bytes() for fmt in ("gif", "png")}
+        files[backend]["loop"] = json.loads(result.outputs["json"].read_text())["loop"]
     assert files["torch"] == files["triton"]
     plain = build_preset(tiny_data(**{k: v for k, v in data.items() if k != "palette"}), "tiny.yaml")
     trail = runner.render(plain, backend="torch", device="cpu", out_dir=tmp_path / "trail", quiet=True)

@@ -119,6 +119,11 @@ def _loop_problems(preset: Preset) -> list[str]:
             f"palette.layer: a species preset shows its species' trails; layers density and heading "
             f"are for presets without a species section (got {palette.layer!r})"
         )
+    if palette.layer_mix is not None and palette.layer != "mix":
+        problems.append(
+            f"palette.layer_mix: only used with palette.layer: mix (layer is {palette.layer!r}) "
+            f"(got {palette.layer_mix!r})"
+        )
     if palette.layer == "heading" and mode == "crossfade":
         problems.append(
             "palette.layer: heading frames are hue indices, which a crossfade loop cannot blend; "

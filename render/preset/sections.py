@@ -242,9 +242,13 @@ class Palette(Section):
         le=10_000,
         description="frames at the end of each `every` block cross-fading to the next palette",
     )
-    layer: Literal["trail", "density", "heading"] = Field(
+    layer: Literal["trail", "density", "heading", "mix"] = Field(
         "trail",
-        description="what the frames show: the trail, agents per cell, or the hue of their mean heading",
+        description="what the frames show: the trail, agents per cell, the hue of their mean heading, "
+        "or a mix of trail and density",
+    )
+    layer_mix: float | None = Field(
+        None, ge=0, le=1, description="with layer: mix, the density's share of the index (unset: 0.5)"
     )
 
     @model_serializer(mode="wrap")
@@ -254,6 +258,8 @@ class Palette(Section):
             data.pop("blend")  # the default (a hard cut): dumps stay as they were before blend existed
         if data.get("layer") == "trail":
             data.pop("layer")  # the default: dumps (and embedded presets) stay as they were
+        if data.get("layer_mix") is None:
+            data.pop("layer_mix", None)
         return data
 
     @field_validator("names")
