@@ -112,11 +112,27 @@ def heading_bins(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     rx = torch.where(q1, y, torch.where(q2, -x, torch.where(q3, -y, x)))
     ry = torch.where(q1, -x, torch.where(q2, -y, torch.where(q3, x, y)))
     quadrant = q1.to(torch.int64) + 2 * q2.to(torch.int64) + 3 * q3.to(torch.int64)
-    sector = torch.zeros_like(x)
-    for bx, by in sector_bounds().tolist():
-        sector += (bx * ry - by * rx >= 0).to(torch.int64)
+    sector = sector_count(rx, ry)
     index = 1 + quadrant * QUADRANT_BINS + sector
     return torch.where((x == 0) & (y == 0), torch.zeros_like(index), index).to(torch.uint8)
+
+
+def sector_count(rx: torch.Tensor, ry: torch.Tensor) -> torch.Tensor:
+    """int64 number of sector_bounds b with b.x * ry - b.y * rx >= 0, for vectors in the quadrant
+    x > 0, y >= 0. The bounds' angles rise, so the bounds counted are the first ones: a binary
+    search of six integer comparisons, the same count as comparing with all 62."""
+    table = sector_bounds()
+    last = len(table)
+    # bounds 1 .. 62 at their own index, 0 and 63 unused (63 is never taken: candidate <= last)
+    padded = np.zeros((last + 2, 2), dtype=np.int64)
+    padded[1 : last + 1] = table
+    bx, by = (torch.from_numpy(padded[:, i].copy()).to(rx.device) for i in (0, 1))
+    sector = torch.zeros_like(rx)
+    for bit in (32, 16, 8, 4, 2, 1):
+        candidate = sector + bit
+        ahead = (bx[candidate] * ry - by[candidate] * rx >= 0) & (candidate <= last)
+        sector = torch.where(ahead, candidate, sector)
+    return sector
 
 
 def hue_table() -> np.ndarray:

@@ -25,6 +25,8 @@ from physarum.render.layers import (
     hue_table,
     layer_map,
     mix_weight,
+    sector_bounds,
+    sector_count,
     unit_vectors,
 )
 from physarum.render.preset import build_preset
@@ -68,6 +70,17 @@ def test_bins_rise_anticlockwise_around_the_circle():
     bins = [bin_of(h) for h in range(0, HEADINGS, 8)]
     assert bins == sorted(bins) and bins[0] == 1 and bins[-1] == HEADING_BINS
     assert len(set(bins)) == HEADING_BINS  # every sector is reached
+
+
+def test_the_binary_search_counts_every_bound_behind_the_vector():
+    generator = torch.Generator().manual_seed(5)
+    rx = torch.randint(1, 1 << 44, (4000,), generator=generator, dtype=torch.int64)
+    ry = torch.randint(0, 1 << 44, (4000,), generator=generator, dtype=torch.int64)
+    bounds = torch.from_numpy(sector_bounds())
+    rx = torch.cat([rx, bounds[:, 0], bounds[:, 0] + 1])  # on each bound and just past it
+    ry = torch.cat([ry, bounds[:, 1], bounds[:, 1]])
+    counted = sum((int(bx) * ry - int(by) * rx >= 0).to(torch.int64) for bx, by in bounds)
+    assert torch.equal(sector_count(rx, ry), counted)
 
 
 def test_opposite_headings_cancel_to_black_and_empty_cells_are_black():
