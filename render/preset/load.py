@@ -116,7 +116,7 @@ def _loop_problems(preset: Preset) -> list[str]:
     mode, count = preset.loop
     if palette.layer != "trail" and preset.species is not None:
         problems.append(
-            f"palette.layer: a species preset shows its species' trails; layers density and heading "
+            f"palette.layer: a species preset shows its species' trails; layers density, heading and mix "
             f"are for presets without a species section (got {palette.layer!r})"
         )
     if palette.layer_mix is not None and palette.layer != "mix":
