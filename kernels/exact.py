@@ -79,7 +79,7 @@ def turn_bits(seed_key: torch.Tensor, step: torch.Tensor, agents: int) -> torch.
 # The exact unit circle and the lookup tables built on it.
 
 
-def _decimal_cos_sin(turns: Fraction) -> tuple[Decimal, Decimal]:
+def decimal_cos_sin(turns: Fraction) -> tuple[Decimal, Decimal]:
     """cos and sin of an angle given in turns, to ~50 digits, by Taylor series."""
     with localcontext() as context:  # never the caller's precision or rounding
         context.prec, context.rounding = 60, ROUND_HALF_EVEN
@@ -104,7 +104,7 @@ def unit_circle() -> tuple[tuple[int, int], ...]:
     octant = HEADINGS // 8
     first = []
     for h in range(octant + 1):
-        cos, sin = _decimal_cos_sin(Fraction(h, HEADINGS))
+        cos, sin = decimal_cos_sin(Fraction(h, HEADINGS))
         scale = 1 << UNIT_BITS
         first.append(
             (

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from physarum.kernels.api import FRAC_BITS, UNIT_BITS
-from physarum.kernels.exact import _decimal_cos_sin, unit_circle
+from physarum.kernels.exact import decimal_cos_sin, unit_circle
 from physarum.render.colour import Colourist
 from physarum.render.preset import Palette, Preset
 
@@ -70,7 +70,7 @@ def sector_bounds() -> np.ndarray:
     scale = 1 << UNIT16
     rows = []
     for j in range(1, QUADRANT_BINS):
-        cos, sin = _decimal_cos_sin(Fraction(j, HEADING_BINS))
+        cos, sin = decimal_cos_sin(Fraction(j, HEADING_BINS))
         rows.append([int((cos * scale).to_integral_value()), int((sin * scale).to_integral_value())])
     return np.array(rows, dtype=np.int64)
 
