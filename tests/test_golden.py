@@ -28,20 +28,13 @@ import torch
 from physarum.render.cli import main
 from physarum.render.preset import load_preset
 from physarum.render.simulation import make_simulation
+from support import triton_runs_here
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 ROOT = GOLDEN.parent.parent
 PINS = GOLDEN / "pins.json"
 PRESETS = ("plain", "world", "species")
 UPDATE = os.environ.get("PHYSARUM_UPDATE_GOLDEN") == "1"
-
-
-def _triton_runs_here() -> bool:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1"
 
 
 BACKENDS = [
@@ -51,7 +44,7 @@ BACKENDS = [
         marks=[
             pytest.mark.interpreter,
             pytest.mark.skipif(
-                not _triton_runs_here(),
+                not triton_runs_here(),
                 reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts",
             ),
         ],

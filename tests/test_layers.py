@@ -4,7 +4,6 @@ and the same bytes on the torch and Triton backends."""
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -31,7 +30,7 @@ from physarum.render.layers import (
 )
 from physarum.render.preset import build_preset
 from physarum.render.provenance import embedded_text
-from support import problems_of, tiny_data
+from support import problems_of, tiny_data, triton_runs_here
 
 
 def agents_at(cells: list[tuple[int, int]], headings: list[int]):
@@ -161,17 +160,9 @@ def test_a_bad_layer_exits_2_with_one_message(tmp_path, capsys):
     assert "Traceback" not in err and (not out.exists() or not any(out.rglob("*")))
 
 
-def _triton_runs_here() -> bool:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1"
-
-
 @pytest.mark.interpreter
 @pytest.mark.skipif(
-    not _triton_runs_here(), reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts"
+    not triton_runs_here(), reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts"
 )
 @pytest.mark.parametrize(
     ("layer", "loop"), [("density", "ping-pong"), ("heading", "closest"), ("mix", "crossfade")]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import av
 import numpy as np
@@ -20,7 +19,7 @@ from physarum.render.loops import PingPong, TrailLoop, Window, closest_pair, cro
 from physarum.render.outputs import Frame
 from physarum.render.preset import build_preset
 from physarum.render.provenance import embedded_text
-from support import problems_of, render_cpu, tiny_data
+from support import problems_of, render_cpu, tiny_data, triton_runs_here
 
 RUN = {"steps": 24, "steps_per_frame": 3}  # 8 frames
 
@@ -181,17 +180,9 @@ def test_trail_loop_of_a_window_takes_its_frames_only():
 # The same bytes on every backend
 
 
-def _triton_runs_here() -> bool:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1"
-
-
 @pytest.mark.interpreter
 @pytest.mark.skipif(
-    not _triton_runs_here(), reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts"
+    not triton_runs_here(), reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts"
 )
 @pytest.mark.parametrize("mode", ["crossfade", "closest"])
 def test_blended_palettes_and_loops_are_byte_identical_on_torch_and_triton(mode, tmp_path):
