@@ -170,6 +170,18 @@ def render_cpu(preset, out: Path):
     return runner.render(preset, backend="torch", device="cpu", out_dir=out, quiet=True)
 
 
+def gif_png_and_loop_on_each_backend(preset, out: Path) -> dict[str, dict]:
+    """By backend (torch on the CPU; Triton on CUDA where present, else in the interpreter): the
+    GIF's and PNG's bytes of a render of `preset`, and its sidecar's `loop`."""
+    found = {}
+    for backend in ("torch", "triton"):
+        device = "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"
+        result = runner.render(preset, backend=backend, device=device, out_dir=out / backend, quiet=True)
+        found[backend] = {fmt: result.outputs[fmt].read_bytes() for fmt in ("gif", "png")}
+        found[backend]["loop"] = json.loads(result.outputs["json"].read_text())["loop"]
+    return found
+
+
 def render_tiny(out, **sections):
     """render_cpu of TINY with some sections replaced (tiny_data)."""
     return render_cpu(build_preset(tiny_data(**sections), "tiny.yaml"), out)

@@ -3,8 +3,6 @@ and the same bytes on the torch and Triton backends."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
@@ -30,7 +28,7 @@ from physarum.render.layers import (
 )
 from physarum.render.preset import build_preset
 from physarum.render.provenance import embedded_text
-from support import problems_of, tiny_data, triton_runs_here
+from support import gif_png_and_loop_on_each_backend, problems_of, tiny_data, triton_runs_here
 
 
 def agents_at(cells: list[tuple[int, int]], headings: list[int]):
@@ -175,13 +173,7 @@ def test_layers_are_byte_identical_on_torch_and_triton(layer, loop, tmp_path):
         palette={"layer": layer},
         output={"formats": ["gif", "png"], "loop_mode": loop},
     )
-    preset = build_preset(data, "tiny.yaml")
-    files = {}
-    for backend in ("torch", "triton"):
-        device = "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"
-        result = runner.render(preset, backend=backend, device=device, out_dir=tmp_path / backend, quiet=True)
-        files[backend] = {fmt: result.outputs[fmt].read_bytes() for fmt in ("gif", "png")}
-        files[backend]["loop"] = json.loads(result.outputs["json"].read_text())["loop"]
+    files = gif_png_and_loop_on_each_backend(build_preset(data, "tiny.yaml"), tmp_path)
     assert files["torch"] == files["triton"]
     plain = build_preset(tiny_data(**{k: v for k, v in data.items() if k != "palette"}), "tiny.yaml")
     trail = runner.render(plain, backend="torch", device="cpu", out_dir=tmp_path / "trail", quiet=True)

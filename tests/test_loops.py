@@ -19,7 +19,13 @@ from physarum.render.loops import PingPong, TrailLoop, Window, closest_pair, cro
 from physarum.render.outputs import Frame
 from physarum.render.preset import build_preset
 from physarum.render.provenance import embedded_text
-from support import problems_of, render_cpu, tiny_data, triton_runs_here
+from support import (
+    gif_png_and_loop_on_each_backend,
+    problems_of,
+    render_cpu,
+    tiny_data,
+    triton_runs_here,
+)
 
 RUN = {"steps": 24, "steps_per_frame": 3}  # 8 frames
 
@@ -193,14 +199,7 @@ def test_blended_palettes_and_loops_are_byte_identical_on_torch_and_triton(mode,
         palette={"names": ["magma", "ice"], "every": 3, "blend": 2},
         output={"formats": ["gif", "png"], "loop_mode": mode, "loop_frames": 2},
     )
-    preset = build_preset(data, "tiny.yaml")
-    files = {}
-    for backend in ("torch", "triton"):
-        device = "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"
-        result = runner.render(preset, backend=backend, device=device, out_dir=tmp_path / backend, quiet=True)
-        files[backend] = {fmt: result.outputs[fmt].read_bytes() for fmt in ("gif", "png")}
-        loop = json.loads(result.outputs["json"].read_text())["loop"]
-        files[backend]["loop"] = loop
+    files = gif_png_and_loop_on_each_backend(build_preset(data, "tiny.yaml"), tmp_path)
     assert files["torch"] == files["triton"]
 
 
