@@ -39,6 +39,15 @@ def add_settings(command: argparse.ArgumentParser, example: str) -> None:
     )
 
 
+def add_backend(command: argparse.ArgumentParser, device: bool = True) -> None:
+    """A command's --backend (and, with device, --device) flags."""
+    command.add_argument(
+        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
+    )
+    if device:
+        command.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="physarum", description="Render Physarum slime-mould animations.")
     parser.add_argument("--version", action="version", version=f"physarum {version()}")
@@ -67,10 +76,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_settings(render, "model.decay=0.05")
     render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
-    render.add_argument(
-        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
-    )
-    render.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+    add_backend(render)
     render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
     render.add_argument(
@@ -145,9 +151,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="auto|local|ADDRESS",
         help="run batches as Ray tasks: auto joins the running cluster, local starts one here",
     )
-    sweep.add_argument(
-        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
-    )
+    add_backend(sweep, device=False)
     sweep.add_argument("--out", default="outputs", help="output folder; the sweep writes into OUT/<sweep>/")
     sweep.add_argument("--retry-failed", action="store_true", help="run jobs that failed before again")
     sweep.add_argument(
@@ -219,8 +223,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="with --plane: exponent (per step) above which a point counts as unstable (default 0)",
     )
-    sens.add_argument("--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton")
-    sens.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+    add_backend(sens)
     sens.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     sens.add_argument("--quiet", action="store_true", help="no progress bar")
     graph = commands.add_parser(
@@ -245,10 +248,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="remove specks and holes of fewer cells than this before thinning (default 16)",
     )
-    graph.add_argument(
-        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
-    )
-    graph.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+    add_backend(graph)
     graph.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     graph.add_argument("--quiet", action="store_true", help="print only the paths written")
     return parser
