@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from physarum.render.inputs import excerpt
-from physarum.render.world import MAX_IMAGE_PIXELS, image_size, read_grey
+from physarum.render.world import MAX_IMAGE_PIXELS, image_size, read_grey, remember
 
 FORMAT = 1
 MARK = "# physarum images "  # at the start of a line: nothing in a YAML dump starts so at column 0
@@ -47,7 +47,6 @@ LINE_CHARS = 76
 BZIP2_LEVEL = 9
 
 _ENCODED: dict[tuple, bytes] = {}  # (sha256, width, height) -> compressed PGM
-_CACHE_LIMIT = 16
 
 
 def pgm(grey: np.ndarray) -> bytes:
@@ -73,9 +72,7 @@ def block(images: list[tuple[str, np.ndarray]]) -> str:
         key = (digest, width, height)
         data = _ENCODED.get(key)
         if data is None:
-            if len(_ENCODED) >= _CACHE_LIMIT:
-                _ENCODED.pop(next(iter(_ENCODED)))
-            data = _ENCODED[key] = bz2.compress(content, BZIP2_LEVEL)
+            data = remember(_ENCODED, key, bz2.compress(content, BZIP2_LEVEL))
         header = {"path": path, "width": width, "height": height, "sha256": digest, "bytes": len(data)}
         lines.append(f"# image {json.dumps(header)}")
         text = base64.b64encode(data).decode("ascii")

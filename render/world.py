@@ -46,7 +46,8 @@ _RESIZED: dict[tuple, np.ndarray] = {}  # (path, mtime_ns, size, width, height) 
 _CACHE_LIMIT = 16
 
 
-def _remember(cache: dict, key: tuple, value: np.ndarray) -> np.ndarray:
+def remember(cache: dict, key: tuple, value):
+    """Keep value in a bounded cache (the oldest entry goes past _CACHE_LIMIT); returns it."""
     if len(cache) >= _CACHE_LIMIT:
         cache.pop(next(iter(cache)))
     cache[key] = value
@@ -142,7 +143,7 @@ def read_grey(path: str, most: int = MAX_IMAGE_PIXELS) -> np.ndarray:
         raise ValueError(f"{path}: the image cannot be decoded ({type(error).__name__}: {error})") from None
     if grey.size == 0:
         raise ValueError(f"{path} is an empty image (0 pixels)")
-    return _remember(_DECODED, key, grey)
+    return remember(_DECODED, key, grey)
 
 
 def grey_pixels(path: str, image) -> np.ndarray:
@@ -207,12 +208,12 @@ def canvas_image(path: str, width: int, height: int, carried=None) -> np.ndarray
         key = (*image.cache_key, width, height)
         if key not in _RESIZED:
             _check_pixels(path, image.width, image.height, allowed_pixels(width, height))
-            _remember(_RESIZED, key, box_resize(image.pixels(), width, height))
+            remember(_RESIZED, key, box_resize(image.pixels(), width, height))
         return _RESIZED[key]
     key = (*_file_key(path), width, height)
     if key in _RESIZED:
         return _RESIZED[key]
-    return _remember(_RESIZED, key, box_resize(read_grey(path, allowed_pixels(width, height)), width, height))
+    return remember(_RESIZED, key, box_resize(read_grey(path, allowed_pixels(width, height)), width, height))
 
 
 def preset_pixels(preset, path: str) -> np.ndarray:
