@@ -45,14 +45,22 @@ def _load_from(path: Path, settings: list[str], overrides: dict, folder: str | N
         raise PresetError(
             [f"{path}: carries no physarum preset ({type(error).__name__}: {shorten(str(error))})"]
         ) from None
-    preset_text, block = carried.split(text) if isinstance(text, str) else (text, None)
-    data = parse_yaml(preset_text, f"{path} (its embedded preset)")  # within the loader's limits
-    note = version_note(preset_text, str(path))
+    note = version_note(carried.split(text)[0], str(path)) if isinstance(text, str) else None
     if note:
         print(f"note: {note}", file=sys.stderr)
+    return carried_preset(text, str(path), settings, overrides, folder)
+
+
+def carried_preset(text, source: str, settings: list[str], overrides: dict, folder: str | None) -> Preset:
+    """The preset of an embedded text a stranger's file carries (a rendered file's, a
+    checkpoint's), read within the loader's limits, with --set and the overrides over it: its
+    images are those the text carries, or with `folder` (--images DIR) those under it (confined);
+    no other local file is read. `source` names the file in messages."""
+    preset_text, block = carried.split(text) if isinstance(text, str) else (text, None)
+    data = parse_yaml(preset_text, f"{source} (its embedded preset)")  # within the loader's limits
     named = {setting.partition("=")[0].strip() for setting in settings}  # the user's own
-    images = _images(data, block, str(path), folder, named) if isinstance(data, dict) else {}
-    return build_preset(data, str(path), settings, overrides, base=Path.cwd(), carried=images)
+    images = _images(data, block, source, folder, named) if isinstance(data, dict) else {}
+    return build_preset(data, source, settings, overrides, base=Path.cwd(), carried=images)
 
 
 def _images(data: dict, block: str | None, source: str, folder: str | None, named: set[str]) -> dict:

@@ -1,5 +1,6 @@
-"""What `physarum render --resume CHECKPOINT` renders: the checkpoint's preset (read within the
-loader's limits, its image paths confined as for --from, docs/safety.md), --set and --seed over
+"""What `physarum render --resume CHECKPOINT` renders: the checkpoint's preset (read as --from reads a
+file's: within the loader's limits, with the images it carries or those under --images DIR,
+reload.carried_preset, docs/safety.md), --set and --seed over
 it within what a branch may change, and the checkpoint's state checked against that preset.
 
 A resume without --set continues the render that wrote the checkpoint: every frame after it and
@@ -17,8 +18,9 @@ from physarum.render.checkpoint import CheckpointError, Resume, read_checkpoint
 from physarum.render.course import frames_before
 from physarum.render.errors import RenderError
 from physarum.render.inputs import excerpt, shorten
-from physarum.render.preset import Preset, PresetError, build_preset, parse_yaml
-from physarum.render.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, confinement_problems, version
+from physarum.render.preset import Preset, PresetError
+from physarum.render.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, version
+from physarum.render.reload import carried_preset
 
 # The keys a branch may change: what acts on the state from the checkpoint on.
 BRANCH_KEYS = re.compile(
@@ -47,14 +49,11 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
     settings = list(args.settings)
     if args.scale is not None:
         settings.append(f"output.gif_scale={args.scale!r}")
-    data = parse_yaml(checkpoint.text, f"{path} (its preset)")
     named = {setting.partition("=")[0].strip() for setting in settings}
     changed = sorted(key for key in named if not key.startswith("checkpoint."))
-    problems = confinement_problems(data, str(path), Path.cwd(), named) if isinstance(data, dict) else []
-    if problems:
-        raise PresetError(problems)
-    stored = build_preset(data, str(path), base=Path.cwd())
-    preset = build_preset(data, str(path), settings, {"seed": args.seed}, base=Path.cwd())
+    folder = getattr(args, "images", None)
+    stored = carried_preset(checkpoint.text, str(path), [], {}, folder)
+    preset = carried_preset(checkpoint.text, str(path), settings, {"seed": args.seed}, folder)
     problems = branch_problems(stored, preset, checkpoint.step)
     if problems:
         raise PresetError([f"{path}: {problem}" for problem in problems])
