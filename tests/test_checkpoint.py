@@ -286,3 +286,22 @@ def test_a_world_with_walls_resumes_exactly_and_refuses_agents_in_its_walls(imag
     assert main(["render", "--resume", str(images / "walled.npz"), "--out", str(images / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "inside the preset's walls" in err[0], err
+
+
+def test_a_world_checkpoint_resumes_with_the_images_it_carries(images, tmp_path, monkeypatch):
+    # a checkpoint is a stranger's file like a --from file: its images are the ones it carries,
+    # so it resumes in an empty folder, with no local image read (the images are removed)
+    monkeypatch.chdir(images)
+    data = world_data(output={"formats": ["png"]})
+    whole = render(images, "whole", "--checkpoint-at", "4,12", data=data)
+    start = tmp_path / "start.npz"
+    start.write_bytes((whole.parent / "world" / "world-s3-checkpoint-4.npz").read_bytes())
+    for image in images.glob("*.png"):
+        if image.is_file():
+            image.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    resumed = render(elsewhere, "resumed", "--resume", str(start), "--checkpoint-at", "12", data=data)
+    for name in ("world-s3-checkpoint-12.npz", "world-s3.png"):
+        assert (resumed.parent / "world" / name).read_bytes() == (whole.parent / "world" / name).read_bytes()
