@@ -52,7 +52,7 @@ print(f'{p.name}-s{p.seed}', p.end_step)")"
     backend=${run%%:*}; device=${run##*:}
     t0=$SECONDS
     physarum render --resume "$start" --backend "$backend" --device "$device" --out "$WORK/$run" \
-      --quiet --checkpoint-at "$end" 2>&1 | tail -n 3
+      --quiet --checkpoint-at "$end" --fields-at "$end" 2>&1 | tail -n 3
     echo "   resumed at $mid on $backend ($device): $((SECONDS - t0)) s" | tee -a "$OUT/checkpoint.log"
     compare "$WORK/$run/$name" "$whole" "$stem" "$end" | sed "s/^/   $run vs uninterrupted: /" \
       | tee -a "$OUT/identical.log"

@@ -6,7 +6,7 @@
 # and graph run on the host (numpy, scikit-image, one core): measured on a busy 2-core machine,
 # 2 s a step at 1024x1024 and 13 s at 3840x2048 (docs/graph.md 5); ten steps a preset, so
 # panorama (4K) takes about 2 to 3 minutes and the others well under one; the simulation itself
-# is a small part of that on an H200.
+# is a small part of that on an H200. JOBS presets run at once (default 4).
 set -u
 OUT=${OUT:-gpu-graphs}; mkdir -p "$OUT"
 source scripts/gpu_env.sh > "$OUT/gpu.txt" 2>&1; cat "$OUT/gpu.txt"
@@ -18,16 +18,24 @@ PRESETS=${*:-quickstart filaments cells veins anywhere spots labyrinth mosaic pa
 # every file goes to $WORK (the per-step GraphML of a 4K preset runs to tens of MB); the
 # statistics CSVs and figures, and each preset's last GraphML, are copied to $OUT as they are made
 WORK=${WORK:-/tmp/gpu-graphs}; mkdir -p "$WORK"
-for preset in $PRESETS; do
-  echo "== physarum graph $preset"
-  t0=$SECONDS
-  physarum graph "$preset" --out "$WORK" 2>&1 | tee "$OUT/$preset.log"
-  echo "   ($((SECONDS - t0)) s, exit ${PIPESTATUS[0]})" | tee -a "$OUT/$preset.log"
+one() {  # one preset's graph, its log in $OUT
+  local preset=$1 t0=$SECONDS folder last
+  physarum graph "$preset" --out "$WORK" > "$OUT/$preset.log" 2>&1
+  echo "   ($((SECONDS - t0)) s, exit $?)" >> "$OUT/$preset.log"
   for folder in "$WORK/$preset"/*-graph; do
     [ -d "$folder" ] || continue
     cp "$folder.csv" "$folder.png" "$OUT/" 2>/dev/null
     last=$(ls "$folder"/*.graphml | tail -n 1); cp "$last" "$OUT/$(basename "$folder")-$(basename "$last")"
-    du -sh "$folder" | tee -a "$OUT/$preset.log"
+    du -sh "$folder" >> "$OUT/$preset.log"
   done
+  echo "== physarum graph $preset"; cat "$OUT/$preset.log"
+}
+# the host's skeleton and graph work is one core's per preset: JOBS presets at a time (default 4)
+running=0
+for preset in $PRESETS; do
+  one "$preset" &
+  running=$((running + 1))
+  if [ "$running" -ge "${JOBS:-4}" ]; then wait -n; running=$((running - 1)); fi
 done
+wait
 ls -la "$OUT"
