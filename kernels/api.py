@@ -251,6 +251,14 @@ class Simulation(Protocol):
         """One step as plain launches, never a graph replay, so a profiler sees each kernel."""
         ...
 
+    def retune(self, tables: Tables, world: World | None = None) -> None:
+        """Step with these tables from the next step on (keyframed parameters), and with this
+        world's interaction (mix) and food where world is given (its walls and boundary must be
+        the constructor's). Shapes and dtypes are the constructor's; the state is untouched. The
+        Triton backend copies the values into the buffers its CUDA graphs read, so it keeps its
+        graphs."""
+        ...
+
     def profiled_step(self, phase: Phase) -> None:
         """One step like eager_step, each of its phases (names in `phases`) run inside
         ``with phase(name):``, e.g. torch.profiler.record_function."""

@@ -140,13 +140,32 @@ def vector_table(distance: float) -> tuple[tuple[int, int], ...]:
     unit * distance * ONE / 2^UNIT_BITS with distance = n / d, a float's exact ratio.
 
     Integer arithmetic rather than Fractions (sweeps build two tables per job), and cached: a
-    sweep's jobs mostly share their distances."""
+    sweep's jobs mostly share their distances. A distance that is a whole number of 1/ONE
+    pixels (every scheduled one) takes numpy's int64 arithmetic, the same integers."""
     n, d = float(distance).as_integer_ratio()
     numerator, denominator = n * ONE, d << UNIT_BITS
+    if numerator % d == 0 and numerator // d < 1 << 32:  # |c * m| < 2^62: exact in int64
+        return _fixed_vector_table(numerator // d)
     return tuple(
         (_divide_half_even(c * numerator, denominator), _divide_half_even(s * numerator, denominator))
         for c, s in unit_circle()
     )
+
+
+@lru_cache(maxsize=1)
+def _unit_circle_array() -> np.ndarray:
+    return np.array(unit_circle(), dtype=np.int64)
+
+
+def _fixed_vector_table(length: int) -> tuple[tuple[int, int], ...]:
+    """vector_table of a distance of length / ONE pixels: unit * length / 2^UNIT_BITS rounded
+    half to even, in int64 (length < 2^32, |unit| <= 2^UNIT_BITS)."""
+    product = _unit_circle_array() * length
+    quotient = product >> UNIT_BITS  # floor, as divmod's
+    twice_remainder = (product - (quotient << UNIT_BITS)) << 1
+    half = 1 << UNIT_BITS
+    up = (twice_remainder > half) | ((twice_remainder == half) & (quotient & 1 == 1))
+    return tuple(map(tuple, (quotient + up).tolist()))
 
 
 def degrees_to_heading(degrees: float) -> int:

@@ -20,7 +20,7 @@ see api.MAX_CANVAS; batch offsets while B * H * W < 2^31) and int64 beyond.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -378,6 +378,14 @@ class TorchSimulation:
 
     def eager_step(self) -> None:
         self.advance(1)
+
+    def retune(self, tables: Tables, world: World | None = None) -> None:
+        """New tables (and the world's mix and food) from the next step on; the plan is rebuilt."""
+        device = self.state.trail.device
+        self.tables = tables.to(device)
+        if world is not None:
+            self.world = replace(self.world, mix=world.mix, food=world.food).to(device)
+        self._plan_key = None  # never an old plan: a new Tables may reuse a freed one's id
 
     def profiled_step(self, phase: Phase) -> None:
         self.state = self._current_plan().step(self.state, phase)

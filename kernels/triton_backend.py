@@ -170,6 +170,24 @@ class TritonSimulation:
         with self._on_device():
             self._advance(steps)
 
+    def retune(self, tables: Tables, world: World | None = None) -> None:
+        """New tables (and the world's mix and food) from the next step on, copied into the
+        buffers the captured CUDA graphs read: the graphs stay valid."""
+        height, width = self.trail.shape[1:]
+        new = _prepare_tables(tables, self.trail.shape[0], self._step.device)
+        for name in _TABLE_DTYPES:
+            getattr(self._tables, name).copy_(getattr(new, name))
+        if world is not None:
+            new_world = _prepare_world(world, self.trail.shape[0], height, width, self._step.device)
+            for name in ("mix", "food"):
+                mine, theirs = getattr(self._world, name), getattr(new_world, name)
+                if (mine is None) != (theirs is None):
+                    raise ValueError(
+                        f"world.{name}: retune keeps the world's maps; it cannot add or remove one"
+                    )
+                if mine is not None:
+                    mine.copy_(theirs)
+
     def _on_device(self):
         """Triton launches (and graph captures) go to the current CUDA device: make it ours."""
         device = self._step.device

@@ -8,6 +8,7 @@ group's parameters, and the chosen backend's simulation made from them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
@@ -17,8 +18,9 @@ import torch
 from physarum.kernels import api, exact, get_backend
 from physarum.kernels import spawn as spawning
 from physarum.kernels.exact import build_tables
+from physarum.render.keyframes import KeyframedSimulation
 from physarum.render.preset import Preset
-from physarum.render.world import WorldMaps, has_food, spawn_density
+from physarum.render.world import WorldMaps, food_amounts, has_food, spawn_density
 
 
 def needs_world(preset) -> bool:
@@ -63,11 +65,12 @@ SPAWN_ON_DEVICE_MAX = 1 << 25  # agents per group spawned on the simulation's de
 
 
 def spawn_groups(
-    presets, device: torch.device | str = "cpu"
-) -> tuple[api.State, list[api.ModelParams], api.World | None]:
+    presets, device: torch.device | str = "cpu", step: int = 0
+) -> tuple[api.State, list[api.ModelParams], api.World | None, list[WorldMaps]]:
     """The batch's initial state (one group per species of each simulation, g = b * S + s), on
     `device`, or on the host for groups of more than SPAWN_ON_DEVICE_MAX agents; each group's
-    parameters; and the World on the host (None when no preset needs one)."""
+    parameters and the World on the host (None when no preset needs one) at `step` (where
+    scheduled values stand then); and each preset's WorldMaps."""
     species = presets[0].species_count
     if presets[0].agents_per_species > SPAWN_ON_DEVICE_MAX:
         device = "cpu"  # the device needs about 40 bytes an agent while spawning; a host has more
@@ -93,26 +96,28 @@ def spawn_groups(
             if world.trail is not None:
                 state.trail[0] = world.trail
             states.append(state)
-            params.append(preset.model_params(s))
+            params.append(preset.model_params(s, step))
     state = api.State.concat(states)
     if not any(needs_world(p) for p in presets):
-        return state, params, None
-    return state, params, make_world(presets, maps)
+        return state, params, None, maps
+    if step and any(has_food(p) for p in presets):
+        maps = [dataclasses.replace(m, food=food_amounts(p, step)) for p, m in zip(presets, maps)]
+    return state, params, make_world(presets, maps, step), maps
 
 
-def make_world(presets, maps: list[WorldMaps]) -> api.World:
-    """The kernels' World of a batch: each simulation's species interaction (the identity where a
-    preset gives none; each value the float32 nearest it), walls per simulation and food per
-    group (empty maps for presets without them; None where no preset has any)."""
+def make_world(presets, maps: list[WorldMaps], step: int = 0) -> api.World:
+    """The kernels' World of a batch at `step`: each simulation's species interaction (the
+    identity where a preset gives none; each value the float32 nearest it), walls per simulation
+    and food per group (empty maps for presets without them; None where no preset has any)."""
     species = presets[0].species_count
     mix = None
     if species > 1:
         rows = []
         for preset in presets:
-            matrix = preset.interaction or [
-                [1.0 if i == j else 0.0 for j in range(species)] for i in range(species)
+            matrix = preset.interaction_at(step) or [
+                [Fraction(i == j) for j in range(species)] for i in range(species)
             ]
-            rows.extend([[exact.float32_nearest(Fraction(v)) for v in row] for row in matrix])
+            rows.extend([[exact.float32_nearest(v) for v in row] for row in matrix])
         mix = torch.tensor(rows, dtype=torch.float32)
     wall = food = None
     if any(m.wall is not None for m in maps):
@@ -140,11 +145,16 @@ def make_batch_simulation(
     Spawning one at a time gives each simulation exactly the state make_simulation gives it, and
     the model is batch-independent, so simulation b evolves as the preset rendered alone would.
     Presets without world, species or image spawns run the kernels' plain path (no World).
-    start: the state to begin from instead of the spawned one (a checkpoint's, of these shapes)."""
-    state, params, world = spawn_groups(presets, device)
+    start: the state to begin from instead of the spawned one (a checkpoint's, of these shapes).
+    Presets that schedule values run behind a KeyframedSimulation (render/keyframes.py)."""
+    step = 0 if start is None else int(start.step)
+    state, params, world, maps = spawn_groups(presets, device, step)
     state = state if start is None else start
     tables = build_tables(params, device=device)
-    return get_backend(backend)(state, tables, world, device=device)  # it moves them to `device`
+    simulation = get_backend(backend)(state, tables, world, device=device)  # it moves them to `device`
+    if not any(p.schedules for p in presets):
+        return simulation
+    return KeyframedSimulation(simulation, presets, maps, step)
 
 
 def make_simulation(preset: Preset, backend: str, device: torch.device):

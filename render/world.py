@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 import torch
@@ -257,9 +256,13 @@ def _off_walls(values: torch.Tensor, wall: np.ndarray | None) -> torch.Tensor:
     return values
 
 
-def food_amounts(preset) -> torch.Tensor | None:
-    """[H, W] float32 trail added to every species' map each step; None without food. On walls
-    the kernels ignore it (api.World.free_food)."""
+def food_amounts(preset, step: int = 0) -> torch.Tensor | None:
+    """[H, W] float32 trail added to every species' map in the step from `step` (scheduled
+    amounts take their value there); None without food. On walls the kernels ignore it
+    (api.World.free_food)."""
+    # here, not at the top: the preset package imports this module (image_size)
+    from physarum.render.preset.schedule import value_at
+
     if not has_food(preset):
         return None
     food = preset.world.food
@@ -267,10 +270,12 @@ def food_amounts(preset) -> torch.Tensor | None:
     amounts = torch.zeros((height, width), dtype=torch.float32)
     if food.image is not None:
         pixels = preset_pixels(preset, food.image.path)
-        amounts = exact.brightness_table(food.image.amount)[torch.from_numpy(pixels).to(torch.int64)]
+        amount = float(value_at(food.image.amount, step, preset.end_step))
+        amounts = exact.brightness_table(amount)[torch.from_numpy(pixels).to(torch.int64)]
     for point in food.points:
         cells = torch.from_numpy(point_cells(point.x, point.y, point.radius, width, height))
-        value = torch.tensor(exact.float32_nearest(Fraction(point.amount)), dtype=torch.float32)
+        amount = value_at(point.amount, step, preset.end_step)
+        value = torch.tensor(exact.float32_nearest(amount), dtype=torch.float32)
         amounts = torch.where(cells, torch.maximum(amounts, value), amounts)
     return amounts
 

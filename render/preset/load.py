@@ -19,13 +19,15 @@ from physarum.kernels.api import MAX_DISTANCE
 from physarum.render.errors import PresetError, did_you_mean
 from physarum.render.inputs import excerpt, read_text, shorten
 from physarum.render.preset.safe_yaml import parse_yaml
+from physarum.render.preset.schedule import TAGS as SCHEDULE_TAGS
+from physarum.render.preset.schedule import keyframe_values
 from physarum.render.preset.schema import Preset, section_at
 from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
 from physarum.render.world import image_problems
 
 
 def _describe(error: dict) -> str:
-    loc = tuple(error["loc"])
+    loc = tuple(part for part in error["loc"] if part not in SCHEDULE_TAGS)
     path = ".".join(shorten(str(part)) for part in loc) or "(top level)"
     if error["type"] == "extra_forbidden":
         section = section_at(loc[:-1])
@@ -54,26 +56,10 @@ def _relations(preset: Preset) -> list[str]:
             )
             if s > 0 and where.startswith("model."):
                 continue  # the same value as species 0's: reported once
-            value, pixels = getattr(model, key), model.pixels(key, short)
-            unit = "" if model.units == "pixels" else f" ({pixels:g} pixels with units: short_side)"
-            if pixels >= short / 2:
-                problems.append(
-                    f"{where}: must be less than half the canvas's short side "
-                    f"({short / 2:g} pixels) (got {value!r}{unit})"
-                )
-            elif pixels > MAX_DISTANCE or pixels <= 0:
-                problems.append(
-                    f"{where}: must be more than 0 and at most {MAX_DISTANCE:g} pixels (got {value!r}{unit})"
-                )
-        diffuse = model.canvas_diffuse(short)
+            problems.extend(_distance_problems(model, key, where, short))
         where = f"species.{s}.model.diffuse" if overridden and "diffuse" in overridden else "model.diffuse"
-        if diffuse > 1 and (s == 0 or where.startswith("species")):
-            most = float(Fraction(REFERENCE_SIDE, short) ** 2)
-            problems.append(
-                f"{where}: with units: short_side, diffuse is given for a {REFERENCE_SIDE}-pixel "
-                f"short side and grows with the canvas area; on a {short}-pixel short side "
-                f"it becomes {diffuse:g}, more than 1: use at most {most:.4g} (got {model.diffuse!r})"
-            )
+        if s == 0 or where.startswith("species"):
+            problems.extend(_diffuse_problems(model, where, short))
     if preset.run.steps + preset.run.warmup > 10_000_000:
         problems.append("run: steps + warmup must be at most 10000000")
     agents = preset.agents
@@ -99,8 +85,49 @@ def _relations(preset: Preset) -> list[str]:
         if spawn.spawn != "image" and spawn.image is not None:
             problems.append(f"{where}.image: only used with spawn: image (spawn is {spawn.spawn!r})")
     problems.extend(_interaction_problems(preset))
+    problems.extend(_schedule_problems(preset))
     problems.extend(_loop_problems(preset))
     problems.extend(_stop_problems(preset))
+    return problems
+
+
+def _distance_problems(model, key: str, where: str, short: int) -> list[str]:
+    """A distance (each keyframe of a scheduled one, which bound its values) against the canvas."""
+    for value in keyframe_values(getattr(model, key)):
+        pixels = model.to_pixels(value, short)
+        unit = "" if model.units == "pixels" else f" ({pixels:g} pixels with units: short_side)"
+        if pixels >= short / 2:
+            return [
+                f"{where}: must be less than half the canvas's short side "
+                f"({short / 2:g} pixels) (got {value!r}{unit})"
+            ]
+        if pixels > MAX_DISTANCE or pixels <= 0:
+            return [f"{where}: must be more than 0 and at most {MAX_DISTANCE:g} pixels (got {value!r}{unit})"]
+    return []
+
+
+def _diffuse_problems(model, where: str, short: int) -> list[str]:
+    """diffuse (each keyframe of a scheduled one) on this canvas, at most 1."""
+    for value in keyframe_values(model.diffuse):
+        diffuse = model.diffuse_on(value, short)
+        if diffuse > 1:
+            most = float(Fraction(REFERENCE_SIDE, short) ** 2)
+            return [
+                f"{where}: with units: short_side, diffuse is given for a {REFERENCE_SIDE}-pixel "
+                f"short side and grows with the canvas area; on a {short}-pixel short side "
+                f"it becomes {diffuse:g}, more than 1: use at most {most:.4g} (got {value!r})"
+            ]
+    return []
+
+
+def _schedule_problems(preset: Preset) -> list[str]:
+    """Keyframes that name no step of this run, or two at one step."""
+    problems = []
+    for path, schedule in preset.schedules:
+        try:
+            schedule.resolved(preset.end_step)
+        except ValueError as error:
+            problems.append(f"{path}: {error}")
     return problems
 
 
@@ -185,9 +212,11 @@ def _interaction_problems(preset: Preset) -> list[str]:
         ]
     problems = []
     for s, row in enumerate(matrix):
-        for j, value in enumerate(row):
-            if not -1e3 <= value <= 1e3:
-                problems.append(f"interaction.{s}.{j}: must be from -1000 to 1000 (got {value!r})")
+        for j, weight in enumerate(row):
+            for value in keyframe_values(weight):
+                if not -1e3 <= value <= 1e3:
+                    problems.append(f"interaction.{s}.{j}: must be from -1000 to 1000 (got {value!r})")
+                    break
     if species == 1 and matrix != [[1.0]]:
         problems.append(
             f"interaction: one species senses its own trail as it is: [[1]] or no "

@@ -19,10 +19,18 @@ from pydantic import (
     model_validator,
 )
 
-from physarum.kernels.api import MAX_SPECIES, ModelParams
+from physarum.kernels.api import MAX_SPECIES, ONE, ModelParams
 from physarum.kernels.spawn import species_seed
 from physarum.render.errors import did_you_mean
 from physarum.render.inputs import excerpt, shorten
+from physarum.render.preset.schedule import (
+    Schedule,
+    is_scheduled,
+    next_change,
+    scheduled,
+    schedules_in,
+    value_at,
+)
 from physarum.render.preset.sections import (
     NAME_PATTERN,
     REFERENCE_SIDE,
@@ -39,6 +47,8 @@ from physarum.render.preset.sections import (
 )
 from physarum.render.preset.worlds import Species, World
 
+Weight = scheduled(allow_inf_nan=False)  # an interaction weight; load.py checks its range
+
 
 class Preset(Section):
     name: str
@@ -52,7 +62,7 @@ class Preset(Section):
     output: Output = Output()
     world: World | None = None
     species: list[Species] | None = Field(None, min_length=1, max_length=MAX_SPECIES)
-    interaction: list[list[float]] | None = Field(
+    interaction: list[list[Weight]] | None = Field(
         None, description="S x S: row s holds the weights species s gives each species' trail"
     )
     checkpoint: Checkpoint | None = Field(None, description="the simulation state written at chosen steps")
@@ -164,20 +174,53 @@ class Preset(Section):
         override = self.species[s].agents.model_dump(exclude_none=True)
         return self.agents.model_copy(update=override)
 
-    def model_params(self, s: int = 0) -> ModelParams:
-        """The kernels' parameters of species s (distances in pixels, the species' own seed)."""
+    def model_params(self, s: int = 0, step: int = 0) -> ModelParams:
+        """The kernels' parameters of species s at `step` (distances in pixels, the species' own
+        seed). A scheduled value is exact until it is rounded here once: a distance to a whole
+        1/65536 pixel (the agents' fixed point, so a ramp's tables are quick to build), the rest
+        to the nearest float."""
         m = self.species_model(s)
         short = min(self.canvas.width, self.canvas.height)
+        end = self.end_step
+
+        def plain(key: str) -> float:
+            value = getattr(m, key)
+            return float(value_at(value, step, end)) if is_scheduled(value) else value
+
+        def distance(key: str) -> float:
+            value = getattr(m, key)
+            if not is_scheduled(value):
+                return m.pixels(key, short)
+            pixels = value_at(value, step, end) * (short if m.units == "short_side" else 1)
+            return float(Fraction(max(1, round(pixels * ONE)), ONE))
+
         return ModelParams(
-            m.sensor_angle,
-            m.pixels("sensor_distance", short),
-            m.turn_angle,
-            m.pixels("step_size", short),
-            m.deposit,
-            m.canvas_diffuse(short),
-            m.decay,
+            plain("sensor_angle"),
+            distance("sensor_distance"),
+            plain("turn_angle"),
+            distance("step_size"),
+            plain("deposit"),
+            m.diffuse_on(plain("diffuse"), short),
+            plain("decay"),
             species_seed(self.seed, s),
         )
+
+    def interaction_at(self, step: int = 0) -> list[list[Fraction]] | None:
+        """The interaction matrix at `step`, exact; None where the preset gives none."""
+        if self.interaction is None:
+            return None
+        return [[value_at(v, step, self.end_step) for v in row] for row in self.interaction]
+
+    @property
+    def schedules(self) -> list[tuple[str, Schedule]]:
+        """(dotted key, schedule) of every scheduled value of the preset, in schema order."""
+        return list(schedules_in(self))
+
+    def next_change(self, step: int) -> int | None:
+        """The first step after `step` at which a scheduled value may change; None if none."""
+        end = self.end_step
+        changes = [c for _, schedule in self.schedules if (c := next_change(schedule, step, end)) is not None]
+        return min(changes, default=None)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.portable_dump(), sort_keys=False)

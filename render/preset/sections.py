@@ -29,6 +29,7 @@ from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE
 from physarum.render.errors import did_you_mean
 from physarum.render.inputs import excerpt, shorten
 from physarum.render.palette import PALETTES, parse_hex
+from physarum.render.preset.schedule import optional_form, scheduled
 from physarum.render.world import image_size
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # of the whole name: NAME_PATTERN.fullmatch
@@ -158,14 +159,21 @@ class Agents(Section):
         return {k: v for k, v in data.items() if v is not None}
 
 
+Angle = scheduled(ge=0, le=180)
+Distance = scheduled(gt=0, le=MAX_DISTANCE)
+
+
 class Model(Section):
-    sensor_angle: float = Field(22.5, ge=0, le=180, description="degrees")
-    sensor_distance: float = Field(9.0, gt=0, le=MAX_DISTANCE, description="pixels")
-    turn_angle: float = Field(45.0, ge=0, le=180, description="degrees")
-    step_size: float = Field(1.0, gt=0, le=MAX_DISTANCE, description="pixels per step")
-    deposit: float = Field(5.0, gt=0, le=1e6, description="trail added per agent per step")
-    diffuse: float = Field(1.0, ge=0, le=1, description="share of the 3x3 mean blended in")
-    decay: float = Field(0.1, ge=0, lt=1, description="share of the trail lost per step")
+    """The model's parameters. Each but units may be a number or a Schedule (keyframes,
+    render/preset/schedule.py)."""
+
+    sensor_angle: Angle = Field(22.5, description="degrees")
+    sensor_distance: Distance = Field(9.0, description="pixels")
+    turn_angle: Angle = Field(45.0, description="degrees")
+    step_size: Distance = Field(1.0, description="pixels per step")
+    deposit: scheduled(gt=0, le=1e6) = Field(5.0, description="trail added per agent per step")
+    diffuse: scheduled(ge=0, le=1) = Field(1.0, description="share of the 3x3 mean blended in")
+    decay: scheduled(ge=0, lt=1) = Field(0.1, description="share of the trail lost per step")
     units: Literal["pixels", "short_side"] = Field(
         "pixels", description="sensor_distance and step_size in pixels or fractions of the short side"
     )
@@ -179,24 +187,35 @@ class Model(Section):
 
     def pixels(self, key: str, short_side: int) -> float:
         """sensor_distance or step_size in pixels: exact (Fraction) conversion, one rounding."""
-        value = getattr(self, key)
+        return self.to_pixels(getattr(self, key), short_side)
+
+    def to_pixels(self, value: float, short_side: int) -> float:
+        """A distance in this model's units as pixels (exact, one rounding)."""
         return value if self.units == "pixels" else float(Fraction(value) * short_side)
 
     def canvas_diffuse(self, short_side: int) -> float:
-        """diffuse on this canvas. With units: short_side it is given for a REFERENCE_SIDE-pixel
-        short side and grows with the canvas's area, (short_side / REFERENCE_SIDE)^2: the 3x3
-        blend spreads trail by a fixed number of pixels a step, so a canvas k times larger needs
-        k^2 times the diffusion for the trail to spread the same fraction of it (exact, one
-        rounding)."""
+        """diffuse on this canvas (see diffuse_on)."""
+        return self.diffuse_on(self.diffuse, short_side)
+
+    def diffuse_on(self, diffuse: float, short_side: int) -> float:
+        """A diffuse value on this canvas. With units: short_side it is given for a
+        REFERENCE_SIDE-pixel short side and grows with the canvas's area, (short_side /
+        REFERENCE_SIDE)^2: the 3x3 blend spreads trail by a fixed number of pixels a step, so a
+        canvas k times larger needs k^2 times the diffusion for the trail to spread the same
+        fraction of it (exact, one rounding)."""
         if self.units == "pixels":
-            return self.diffuse
-        return float(Fraction(self.diffuse) * Fraction(short_side, REFERENCE_SIDE) ** 2)
+            return diffuse
+        return float(Fraction(diffuse) * Fraction(short_side, REFERENCE_SIDE) ** 2)
 
 
 def all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
     """A section with model's keys and bounds, every key optional (None: not overridden)."""
     fields = {}
     for key, field in model.model_fields.items():
+        optional = optional_form(field.rebuild_annotation())
+        if optional is not None:  # a scheduled() type: its bounds live in the type, not the field
+            fields[key] = (optional, Field(None, description=field.description))
+            continue
         info = copy.copy(field)
         info.default, info.default_factory = None, None
         fields[key] = (field.annotation | None, info)

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_serializer, model_validator
 
 from physarum.render.palette import parse_hex
+from physarum.render.preset.schedule import scheduled
 from physarum.render.preset.sections import (
     SPAWN_NAMES,
     ModelOverride,
@@ -40,12 +41,12 @@ class FoodPoint(Section):
     x: float = Field(ge=0, le=1, description="fraction of the width")
     y: float = Field(ge=0, le=1, description="fraction of the height")
     radius: float = Field(0.02, ge=0, le=0.5, description="fraction of the short side")
-    amount: float = Field(1.0, ge=1e-6, le=1e6, description="trail added per cell per step")
+    amount: scheduled(ge=1e-6, le=1e6) = Field(1.0, description="trail added per cell per step")
 
 
 class FoodImage(Section):
     path: str = Field(description="greyscale image; brightness v adds v / 255 * amount per step")
-    amount: float = Field(1.0, gt=0, le=1e6)
+    amount: scheduled(gt=0, le=1e6) = Field(1.0, description="brightness 255 adds this per step")
 
     _path = field_validator("path")(image_path)
 

@@ -1,0 +1,107 @@
+"""Keyframed parameters in a running simulation: the backend retuned wherever a schedule changes.
+
+A batch whose presets schedule any value (render/preset/schedule.py) runs behind a
+KeyframedSimulation: before each step it asks what the presets' schedules give there, and only
+where that differs from what the backend steps with does it build new tables (the model's
+parameters, kernels/exact.build_tables) or a new world (interaction weights, food maps) and hand
+them over (api.Simulation.retune). Between such steps the backend advances in long runs, so the
+Triton backend replays its CUDA graphs (which retune keeps). Values are evaluated exactly on the
+host, so every backend and machine steps with the same bits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+
+import torch
+
+from physarum.kernels import api
+from physarum.kernels.exact import build_tables
+from physarum.render.preset.schedule import value_at
+from physarum.render.world import WorldMaps, food_amounts
+
+
+class KeyframedSimulation:
+    """A backend's simulation (api.Simulation) whose parameters follow the presets' schedules.
+
+    presets: the batch's presets, in group order (each has S species); maps: their WorldMaps
+    (walls kept, food rebuilt at each change); step: the step the state stands at (0, or a
+    checkpoint's). The backend was built with the values of `step`."""
+
+    def __init__(self, simulation, presets, maps: list[WorldMaps], step: int):
+        self.simulation, self.presets, self.maps, self.step = simulation, list(presets), maps, step
+        self.name, self.phases = simulation.name, simulation.phases
+        self._tuned = self._values(step)
+        self.retunes = 0  # how many times the backend was handed new tables or a new world
+
+    def _values(self, step: int) -> tuple[list[api.ModelParams], list[Fraction]]:
+        """(every group's ModelParams, every scheduled interaction weight and food amount) at step."""
+        params = [p.model_params(s, step) for p in self.presets for s in range(p.species_count)]
+        world = [
+            value_at(schedule, step, p.end_step)
+            for p in self.presets
+            for path, schedule in p.schedules
+            if path.startswith(("interaction", "world."))
+        ]
+        return params, world
+
+    def _next_change(self) -> int | None:
+        changes = [c for p in self.presets if (c := p.next_change(self.step)) is not None]
+        return min(changes, default=None)
+
+    def _retune(self) -> None:
+        """Hand the backend the values of the current step where they differ from its own."""
+        params, world = values = self._values(self.step)
+        if values == self._tuned:
+            return
+        tables = build_tables(params)
+        new_world = None if world == self._tuned[1] else self._world()
+        self.simulation.retune(tables, new_world)
+        self._tuned = values
+        self.retunes += 1
+
+    def _world(self) -> api.World:
+        from physarum.render.simulation import make_world  # simulation.py builds this class
+
+        maps = [
+            dataclasses.replace(m, food=food_amounts(p, self.step)) for p, m in zip(self.presets, self.maps)
+        ]
+        return make_world(self.presets, maps, self.step)
+
+    def advance(self, steps: int) -> None:
+        """Advance `steps` steps, retuning the backend at each step where a value changes."""
+        end = self.step + steps
+        while self.step < end:
+            self._retune()
+            change = self._next_change()
+            reach = end if change is None else min(end, change)
+            self.simulation.advance(reach - self.step)
+            self.step = reach
+
+    def eager_step(self) -> None:
+        self._retune()
+        self.simulation.eager_step()
+        self.step += 1
+
+    def profiled_step(self, phase: api.Phase) -> None:
+        self._retune()
+        self.simulation.profiled_step(phase)
+        self.step += 1
+
+    def retune(self, tables: api.Tables, world: api.World | None = None) -> None:
+        self.simulation.retune(tables, world)
+
+    @property
+    def state(self) -> api.State:
+        return self.simulation.state
+
+    @property
+    def trail(self) -> torch.Tensor:
+        return self.simulation.trail
+
+    def unusable_on(self, device: torch.device) -> str | None:
+        return self.simulation.unusable_on(device)
+
+    def device_bytes(self, agents: int) -> tuple[float, float]:
+        return self.simulation.device_bytes(agents)
