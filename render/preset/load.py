@@ -250,6 +250,8 @@ def set_dotted(data: dict, key: str, value) -> None:
         if not isinstance(node[part], dict):
             raise ValueError(f"{excerpt(part)} is not a section")
         node = node[part]
+    if sections and sections[-1] == "keys" and last.isdigit():
+        last = int(last)  # a schedule's step, as the file's own keys are (render/preset/schedule.py)
     node[last] = copy.deepcopy(value)
 
 

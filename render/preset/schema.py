@@ -26,7 +26,9 @@ from physarum.render.inputs import excerpt, shorten
 from physarum.render.preset.schedule import (
     Schedule,
     is_scheduled,
+    key_fraction,
     next_change,
+    optional_form,
     scheduled,
     schedules_in,
     value_at,
@@ -266,8 +268,8 @@ def section_type(annotation: Any) -> Any:
 
 
 def key_problem(key: str) -> str | None:
-    """Why a dotted key (model.decay, world.walls.threshold) names nothing in the preset schema;
-    None where it names a key."""
+    """Why a dotted key (model.decay, world.walls.threshold, model.decay.keys.600) names nothing
+    in the preset schema; None where it names a key."""
     model: Any = Preset
     parts = key.split(".")
     for depth, part in enumerate(parts):
@@ -275,6 +277,8 @@ def key_problem(key: str) -> str | None:
         if part not in fields:
             where = ".".join(parts[:depth]) or "a preset"
             return f"unknown key {excerpt(part)} in {where}; {did_you_mean(shorten(part), fields)}allowed there: {', '.join(fields)}"
+        if depth < len(parts) - 1 and scheduled_field(fields[part]):
+            return schedule_key_problem(".".join(parts[: depth + 1]), parts[depth + 1 :])
         if depth < len(parts) - 1:
             model = section_type(fields[part].annotation)  # a section, or an optional one (world)
             if not (isinstance(model, type) and issubclass(model, BaseModel)):
@@ -282,15 +286,40 @@ def key_problem(key: str) -> str | None:
     return None
 
 
+def scheduled_field(field) -> bool:
+    """Whether a field's value may be a Schedule (a scheduled() type)."""
+    return optional_form(field.rebuild_annotation()) is not None
+
+
+def schedule_key_problem(where: str, rest: list[str]) -> str | None:
+    """Why the parts after a scheduled value name nothing in a schedule: `ease`, or `keys.K`
+    with K a step or a percentage."""
+    if rest == ["ease"]:
+        return None
+    if len(rest) == 2 and rest[0] == "keys":
+        try:
+            key_fraction(rest[1])
+        except ValueError as error:
+            return f"{where}.keys: {error}"
+        return None
+    return f"{where} is a number or a schedule: below it only ease and keys.STEP (or keys.P%) may be set"
+
+
 def key_annotation(key: str) -> Any:
     """The type of the value a dotted key names (int for agents.count, whose None default
-    means 'not set'); None where the key names no value."""
+    means 'not set'; float for a keyframe, str for a schedule's ease); None where the key names
+    no value."""
     if key_problem(key) is not None:
         return None
     model: Any = Preset
     *sections, last = key.split(".")
     for part in sections:
-        model = section_type(model.model_fields[part].annotation)
+        field = model.model_fields[part]
+        if scheduled_field(field):
+            return str if last == "ease" else float
+        model = section_type(field.annotation)
+    if scheduled_field(model.model_fields[last]):
+        return float  # a number, or a schedule of numbers
     annotation = model.model_fields[last].annotation
     args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
     if type(None) in getattr(annotation, "__args__", ()) and len(args) == 1:
