@@ -127,3 +127,26 @@ def test_brightness_table_is_exact_and_keeps_the_floor():
     assert torch.all(table[1:] > table[:-1])
     tiny = exact.brightness_table(2.0**-95)
     assert float(tiny[1]) == 0.0 and float(tiny[255]) == 2.0**-95  # below the floor: 0
+
+
+def test_a_whole_number_of_fixed_point_steps_takes_numpy_to_the_same_integers():
+    """vector_table's int64 path (distances of m / ONE pixels, every scheduled one) against the
+    exact integer path, on random m, ties and the largest distance."""
+    from physarum.kernels.api import MAX_DISTANCE, ONE, UNIT_BITS
+
+    rng = random.Random(5)
+    lengths = [rng.randrange(1, int(MAX_DISTANCE) * ONE) for _ in range(40)] + [
+        1,
+        ONE // 2,
+        int(MAX_DISTANCE) * ONE,
+    ]
+    for length in lengths:
+        numerator, denominator = length, 1 << UNIT_BITS
+        slow = tuple(
+            (
+                exact._divide_half_even(c * numerator, denominator),
+                exact._divide_half_even(s * numerator, denominator),
+            )
+            for c, s in exact.unit_circle()
+        )
+        assert exact.vector_table(length / ONE) == slow, length

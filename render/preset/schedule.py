@@ -59,14 +59,21 @@ class Schedule(BaseModel):
     @field_validator("keys")
     @classmethod
     def _key_forms(cls, keys: dict) -> dict:
-        for key in keys:
-            key_fraction(key)  # ValueError naming the key
-        return keys
+        """Every key a step or a percentage; a step's digits ('600', as JSON and embedded YAML
+        spell an int key) become the int, so a schedule reads back as it was written."""
+        normal = {}
+        for key, value in keys.items():
+            form = key_fraction(key)  # ValueError naming the key
+            name = form if isinstance(form, int) else key
+            if name in normal:
+                raise ValueError(f"key {excerpt(key)} is given twice")
+            normal[name] = value
+        return normal
 
     def resolved(self, end: int) -> list[tuple[int, Fraction]]:
         """The keyframes as (step, exact value), by step, on a run whose last step is `end`;
         ValueError naming a key that lies after `end` or two keys at one step."""
-        keys = sorted((key_step(key, end), key) for key in self.keys)
+        keys = sorted(((key_step(key, end), key) for key in self.keys), key=lambda pair: pair[0])
         for (step, key), (later, other) in zip(keys, keys[1:]):
             if step == later:
                 raise ValueError(f"keys {excerpt(key)} and {excerpt(other)} are both step {step}")
@@ -127,8 +134,10 @@ def next_change(value: float | Schedule, step: int, end: int) -> int | None:
         return None
     keys = value.resolved(end)
     for (k0, v0), (k1, v1) in zip(keys, keys[1:]):
+        if step < k0:  # before the first key: its value holds until it
+            return k0
         if step < k1:
-            ramps = value.ease != "hold" and v0 != v1 and step >= k0
+            ramps = value.ease != "hold" and v0 != v1
             return step + 1 if ramps else k1
     return None
 
@@ -180,7 +189,7 @@ def scheduled(optional: bool = False, **bounds) -> Any:
                     adapter.validate_python(keyframe)
                 except ValidationError as error:
                     message = error.errors()[0]["msg"]
-                    raise ValueError(f"keys.{key}: {message} (got {excerpt(keyframe)})") from None
+                    raise ValueError(f"keyframe {excerpt(key)}: {message}, not {excerpt(keyframe)}") from None
         return value
 
     forms = Annotated[number, Tag(TAGS[0])] | Annotated[Schedule, Tag(TAGS[1])]
