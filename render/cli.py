@@ -178,6 +178,12 @@ def cmd_sensitivity(args) -> int:
             "the empty torus); remove world:, species: and image spawns, or use "
             "render --stats (statistics of species 0's trail)"
         )
+    if preset.schedules:
+        keys = ", ".join(path for path, _ in preset.schedules[:3])
+        raise RenderError(
+            f"{preset.name}: physarum sensitivity measures one set of parameters, and {keys} "
+            "change over the run (schedules); give each one number (--set KEY=VALUE) to measure it"
+        )
     twins = 4 if axes and args.twins is None else 8 if args.twins is None else args.twins
     if not 1 <= twins <= 64:
         raise RenderError(f"--twins must be from 1 to 64, got {twins}")

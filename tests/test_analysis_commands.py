@@ -92,6 +92,7 @@ def test_cli_plane_writes_a_heat_map(tmp_path, write_yaml, capsys):
         (["--plane", "model.decay=0.1:0.3:0", "model.deposit=1:2:2"], "N must be from 1 to 1024"),
         (["--plane", "model.decay=0.1:1.5:3", "model.deposit=1:2:2"], "model.decay"),
         (["--plane", "model.decay=0.1:0.3:2", "model.decay=0.1:0.2:2"], "two different"),
+        (["--set", "model.decay={keys: {0: 0.1, 24: 0.2}}"], "model.decay change over the run (schedules)"),
         (["--twins", "0"], "--twins must be from 1 to 64"),
         (["--at", "0"], "--at must be at least 1"),
         (["--steps", "0"], "--steps must be a positive"),
