@@ -118,6 +118,9 @@ class Echo:
         with phase("step"):
             self._inner.eager_step()
 
+    def retune(self, tables, world=None):
+        self._inner.retune(tables, world)
+
     @staticmethod
     def unusable_on(device):
         return None
