@@ -129,3 +129,28 @@ def test_jobs_that_resolve_to_the_same_preset_are_refused_naming_both():
     base_decay = SWEEP_BASE["model"]["decay"]
     with pytest.raises(PresetError, match="s-0000 .* and s-0001 .* resolve to the same preset"):
         expand_inline({"zip": {"model.decay": [base_decay, base_decay]}})
+
+
+def test_a_sweep_varies_a_schedules_keyframes_and_easing():
+    base = copy.deepcopy(SWEEP_BASE)
+    base["model"]["sensor_angle"] = {"ease": "smooth", "keys": {0: 20, "50%": 60, "100%": 20}}
+    sweep = expand_inline(
+        {"grid": {"model.sensor_angle.keys.50%": [45, 90], "model.sensor_angle.ease": ["linear", "smooth"]}},
+        base,
+    )
+    schedules = [job.preset.model.sensor_angle for job in sweep.jobs]
+    assert [(s.keys["50%"], s.ease) for s in schedules] == [
+        (45, "linear"),
+        (45, "smooth"),
+        (90, "linear"),
+        (90, "smooth"),
+    ]
+    assert all(s.keys[0] == 20 and s.keys["100%"] == 20 for s in schedules)  # the rest as the base has it
+
+
+def test_a_keyframe_of_a_plain_number_says_to_give_it_a_schedule_first():
+    with pytest.raises(PresetError) as caught:
+        expand_inline({"grid": {"model.decay.keys.3": [0.1, 0.2]}})
+    assert "'decay' is a number, not a schedule: give it one first (model.decay={keys: {0: " in str(
+        caught.value
+    )

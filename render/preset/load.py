@@ -244,10 +244,15 @@ def set_dotted(data: dict, key: str, value) -> None:
     are missing or null; ValueError names a part that holds a value, not a section."""
     node = data
     *sections, last = key.split(".")
-    for part in sections:
+    for depth, part in enumerate(sections):
         if node.get(part) is None:
             node[part] = {}
         if not isinstance(node[part], dict):
+            if sections[depth + 1 :] + [last] in (["ease"], ["keys", last]):
+                raise ValueError(
+                    f"{excerpt(part)} is a number, not a schedule: give it one first "
+                    f"({'.'.join(sections[: depth + 1])}={{keys: {{0: {excerpt(node[part])}}}}})"
+                )
             raise ValueError(f"{excerpt(part)} is not a section")
         node = node[part]
     if sections and sections[-1] == "keys" and last.isdigit():
