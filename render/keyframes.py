@@ -22,6 +22,18 @@ from physarum.render.preset.schedule import value_at
 from physarum.render.world import WorldMaps, food_amounts
 
 
+def describe(preset) -> dict:
+    """The sidecar's `schedules`: each scheduled key's easing and its keyframes as [step, value]
+    (percentages resolved to steps; values as written)."""
+    return {
+        path: {
+            "ease": schedule.ease,
+            "keyframes": [[step, float(value)] for step, value in schedule.resolved(preset.end_step)],
+        }
+        for path, schedule in preset.schedules
+    }
+
+
 class KeyframedSimulation:
     """A backend's simulation (api.Simulation) whose parameters follow the presets' schedules.
 

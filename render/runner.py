@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from physarum.render import keyframes
 from physarum.render.checkpoint import Resume, checkpoint_stops
 from physarum.render.colour import PRODUCT_LEVELS, make_colourist, preview_size
 from physarum.render.course import Course
@@ -220,7 +221,8 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
 def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: dict | None = None) -> dict:
     """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
     how it ran, its timings and notes, each output file's name and size (sizes: bytes by
-    format) and, with output.loop_mode, the loop (loops.TrailLoop.describe)."""
+    format), with output.loop_mode the loop (loops.TrailLoop.describe) and with schedules their
+    keyframes (keyframes.describe)."""
     out = {
         "physarum_version": version(),
         "preset": preset.portable_dump(),
@@ -239,6 +241,8 @@ def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: d
     }
     if loop is not None:
         out["loop"] = loop
+    if preset.schedules:
+        out["schedules"] = keyframes.describe(preset)
     return out
 
 

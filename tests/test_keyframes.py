@@ -187,3 +187,19 @@ def test_a_scheduled_render_renders_again_from_its_gif(tmp_path):
     )
     again = tmp_path / "b" / "tiny" / first.outputs["gif"].name
     assert again.read_bytes() == first.outputs["gif"].read_bytes()
+
+
+def test_the_sidecar_gives_each_schedules_keyframes_at_their_steps(tmp_path):
+    import json
+
+    preset = keyed(
+        {"sensor_angle": {"ease": "smooth", "keys": {0: 15.0, "50%": 60.0}}}, output={"formats": ["png"]}
+    )
+    record = json.loads(render_cpu(preset, tmp_path).outputs["json"].read_text())
+    assert record["schedules"] == {
+        "model.sensor_angle": {"ease": "smooth", "keyframes": [[0, 15.0], [8, 60.0]]}
+    }
+    plain = json.loads(
+        render_cpu(keyed(output={"formats": ["png"]}), tmp_path / "plain").outputs["json"].read_text()
+    )
+    assert "schedules" not in plain
