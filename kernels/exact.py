@@ -140,16 +140,29 @@ def vector_table(distance: float) -> tuple[tuple[int, int], ...]:
     unit * distance * ONE / 2^UNIT_BITS with distance = n / d, a float's exact ratio.
 
     Integer arithmetic rather than Fractions (sweeps build two tables per job), and cached: a
-    sweep's jobs mostly share their distances. A distance that is a whole number of 1/ONE
-    pixels (every scheduled one) takes numpy's int64 arithmetic, the same integers."""
+    sweep's jobs mostly share their distances."""
+    return tuple(map(tuple, vector_array(distance).tolist()))
+
+
+@lru_cache(maxsize=256)
+def vector_array(distance: float) -> np.ndarray:
+    """vector_table as a read-only [HEADINGS, 2] int64 array. A distance that is a whole number
+    of 1/ONE pixels (every scheduled one) takes numpy's int64 arithmetic, the same integers as
+    the exact path, in about a millisecond: a ramp builds a table at every step."""
     n, d = float(distance).as_integer_ratio()
     numerator, denominator = n * ONE, d << UNIT_BITS
     if numerator % d == 0 and numerator // d < 1 << 32:  # |c * m| < 2^62: exact in int64
-        return _fixed_vector_table(numerator // d)
-    return tuple(
-        (_divide_half_even(c * numerator, denominator), _divide_half_even(s * numerator, denominator))
-        for c, s in unit_circle()
-    )
+        table = _fixed_vector_array(numerator // d)
+    else:
+        table = np.array(
+            [
+                (_divide_half_even(c * numerator, denominator), _divide_half_even(s * numerator, denominator))
+                for c, s in unit_circle()
+            ],
+            dtype=np.int64,
+        )
+    table.flags.writeable = False
+    return table
 
 
 @lru_cache(maxsize=1)
@@ -157,15 +170,15 @@ def _unit_circle_array() -> np.ndarray:
     return np.array(unit_circle(), dtype=np.int64)
 
 
-def _fixed_vector_table(length: int) -> tuple[tuple[int, int], ...]:
-    """vector_table of a distance of length / ONE pixels: unit * length / 2^UNIT_BITS rounded
+def _fixed_vector_array(length: int) -> np.ndarray:
+    """vector_array of a distance of length / ONE pixels: unit * length / 2^UNIT_BITS rounded
     half to even, in int64 (length < 2^32, |unit| <= 2^UNIT_BITS)."""
     product = _unit_circle_array() * length
     quotient = product >> UNIT_BITS  # floor, as divmod's
     twice_remainder = (product - (quotient << UNIT_BITS)) << 1
     half = 1 << UNIT_BITS
     up = (twice_remainder > half) | ((twice_remainder == half) & (quotient & 1 == 1))
-    return tuple(map(tuple, (quotient + up).tolist()))
+    return quotient + up
 
 
 def degrees_to_heading(degrees: float) -> int:
@@ -183,24 +196,28 @@ def float32_nearest(value: Fraction) -> float:
 
 def coefficients(params: ModelParams) -> tuple[float, float, float, float]:
     """(deposit, keep, spread, retain) rounded to float32; tiny values snap to 0."""
+    return _coefficients(params.deposit, params.diffuse, params.decay)
 
+
+@lru_cache(maxsize=1024)  # a ramp of one parameter builds tables at every step; the rest repeat
+def _coefficients(deposit: float, diffuse: float, decay: float) -> tuple[float, float, float, float]:
     def snap(value: Fraction) -> float:
         v = float32_nearest(value)
         return 0.0 if v < MIN_COEFFICIENT else v
 
-    diffuse, decay = Fraction(params.diffuse), Fraction(params.decay)
-    return (snap(Fraction(params.deposit)), snap(1 - diffuse), snap(diffuse / 9), snap(1 - decay))
+    diffuse, decay = Fraction(diffuse), Fraction(decay)
+    return (snap(Fraction(deposit)), snap(1 - diffuse), snap(diffuse / 9), snap(1 - decay))
 
 
 def build_tables(params: Sequence[ModelParams], device: torch.device | str = "cpu") -> Tables:
     """Lookup tables and float32 coefficients for a batch of simulations."""
-    sense = [vector_table(p.sensor_distance) for p in params]
-    step = [vector_table(p.step_size) for p in params]
+    sense = np.stack([vector_array(p.sensor_distance) for p in params]).astype(np.int32)
+    step = np.stack([vector_array(p.step_size) for p in params]).astype(np.int32)
     coeff = [coefficients(p) for p in params]
     f32 = dict(dtype=torch.float32)
     tables = Tables(
-        sense_offset=torch.tensor(sense, dtype=torch.int32),
-        step_offset=torch.tensor(step, dtype=torch.int32),
+        sense_offset=torch.from_numpy(sense),
+        step_offset=torch.from_numpy(step),
         sensor_turn=torch.tensor([degrees_to_heading(p.sensor_angle) for p in params], dtype=torch.int32),
         turn=torch.tensor([degrees_to_heading(p.turn_angle) for p in params], dtype=torch.int32),
         deposit=torch.tensor([c[0] for c in coeff], **f32),

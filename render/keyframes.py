@@ -18,7 +18,7 @@ import torch
 
 from physarum.kernels import api
 from physarum.kernels.exact import build_tables
-from physarum.render.preset.schedule import value_at
+from physarum.render.preset.schedule import next_change, value_at
 from physarum.render.world import WorldMaps, food_amounts
 
 
@@ -44,23 +44,24 @@ class KeyframedSimulation:
     def __init__(self, simulation, presets, maps: list[WorldMaps], step: int):
         self.simulation, self.presets, self.maps, self.step = simulation, list(presets), maps, step
         self.name, self.phases = simulation.name, simulation.phases
+        self._schedules = [(p.end_step, s) for p in self.presets for _, s in p.schedules]
+        self._world_schedules = [
+            (p.end_step, s)
+            for p in self.presets
+            for path, s in p.schedules
+            if path.startswith(("interaction", "world."))
+        ]
         self._tuned = self._values(step)
         self.retunes = 0  # how many times the backend was handed new tables or a new world
 
     def _values(self, step: int) -> tuple[list[api.ModelParams], list[Fraction]]:
         """(every group's ModelParams, every scheduled interaction weight and food amount) at step."""
         params = [p.model_params(s, step) for p in self.presets for s in range(p.species_count)]
-        world = [
-            value_at(schedule, step, p.end_step)
-            for p in self.presets
-            for path, schedule in p.schedules
-            if path.startswith(("interaction", "world."))
-        ]
-        return params, world
+        return params, [value_at(schedule, step, end) for end, schedule in self._world_schedules]
 
     def _next_change(self) -> int | None:
-        changes = [c for p in self.presets if (c := p.next_change(self.step)) is not None]
-        return min(changes, default=None)
+        changes = [next_change(s, self.step, end) for end, s in self._schedules]
+        return min((c for c in changes if c is not None), default=None)
 
     def _retune(self) -> None:
         """Hand the backend the values of the current step where they differ from its own."""

@@ -150,3 +150,4 @@ def test_a_whole_number_of_fixed_point_steps_takes_numpy_to_the_same_integers():
             for c, s in exact.unit_circle()
         )
         assert exact.vector_table(length / ONE) == slow, length
+        assert exact._fixed_vector_array(length).tolist() == [list(pair) for pair in slow]
