@@ -53,7 +53,7 @@ class Schedule(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
-    keys: dict[int | str, float] = Field(min_length=1, max_length=MAX_KEYS)
+    keys: dict[Any, float] = Field(min_length=1, max_length=MAX_KEYS)  # forms: _key_forms
     ease: Literal["hold", "linear", "smooth"] = "linear"
 
     @field_validator("keys")
@@ -89,7 +89,7 @@ def key_fraction(key: int | str) -> Fraction | int:
         if key < 0:
             raise ValueError(f"key {key}: a step must be 0 or more")
         return key
-    if isinstance(key, str) and key.isdigit() and len(key) <= 9:
+    if isinstance(key, str) and key.isdigit() and len(key) <= 8:
         return int(key)  # a step, as JSON and the embedded YAML spell int keys
     match = PERCENT.fullmatch(key) if isinstance(key, str) else None
     if match is None or Fraction(match[1]) > 100:

@@ -247,6 +247,9 @@ def section_at(loc: tuple) -> type[BaseModel] | None:
             model = model[0] if isinstance(key, int) else None
             continue
         field = model.model_fields.get(key) if isinstance(key, str) else None
+        if field is not None and scheduled_field(field):
+            model = Schedule  # error paths run through the schedule (its tags are dropped)
+            continue
         annotation = section_type(field.annotation) if field is not None else None
         if annotation is None:
             return None
