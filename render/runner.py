@@ -11,6 +11,7 @@ earlier files of their names all at once, or (when one fails) none does (docs/sa
 from __future__ import annotations
 
 import glob
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,11 +22,11 @@ import torch
 from tqdm import tqdm
 
 from physarum.render import keyframes
-from physarum.render.checkpoint import Resume, checkpoint_stops
+from physarum.render.checkpoint import CheckpointPlan, Resume, checkpoint_plan, checkpoint_stops
 from physarum.render.colour import PRODUCT_LEVELS, make_colourist, preview_size
 from physarum.render.course import Course
 from physarum.render.encode import even_size, mp4_size
-from physarum.render.errors import RenderError, machine_problem, os_error_message, out_of_memory
+from physarum.render.errors import RenderError, machine_problem, os_error_message, out_of_memory, printable
 from physarum.render.fields import FieldsStop
 from physarum.render.files import (
     PartialFile,
@@ -263,6 +264,7 @@ class _BatchJob:
     pipeline: FramePipeline | None = None
     error: str | None = None
     partials: list[PartialFile] = field(default_factory=list)  # complete, not yet renamed
+    checkpoints: dict | None = None  # the sidecar's record of the checkpoints it writes
 
     def fail(self, error: BaseException) -> None:
         """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
@@ -318,6 +320,8 @@ class _BatchJob:
         try:
             sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
             record = sidecar(self.preset, result, sizes, self.loop.describe())
+            if self.checkpoints:
+                record["checkpoints"] = self.checkpoints
             budgets = [w.writer.report for w in self.workers if getattr(w.writer, "report", None)]
             if budgets:
                 record["gif_budget"] = budgets[0]
@@ -391,6 +395,7 @@ def render_batch(
     backend = resolve_backend(options.backend, torch_device)
     notes = [check_formats(p) for p in presets]
     check_memory(presets[0], backend, torch_device, batch=len(presets))
+    plan = _checkpoint_plan(presets, options)
     paths = _batch_paths(presets, options)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     start = _start(options, len(presets))
@@ -412,6 +417,7 @@ def render_batch(
         _BatchJob(b, p, job_paths, job_notes, TrailLoop(p, window))
         for b, (p, job_paths, job_notes, window) in enumerate(zip(presets, paths, notes, windows))
     ]
+    jobs[0].checkpoints = plan.record() if plan else None
     try:
         for job in jobs:
             job.open(options.frames_dir, torch_device, len(jobs))
@@ -437,6 +443,16 @@ def render_batch(
         for job in jobs:
             job.abort()
         raise
+
+
+def _checkpoint_plan(presets: list[Preset], options: RenderOptions) -> CheckpointPlan | None:
+    """The render's checkpoints, checked before anything is written (RenderError when too many
+    or too large for the disk) and stated on stderr unless quiet (checkpoint.checkpoint_plan)."""
+    start = 0 if options.resume is None else options.resume.step
+    plan = checkpoint_plan(presets, Path(options.out_dir) / presets[0].name, start)
+    if plan is not None and not options.quiet:
+        print(printable(f"note: {plan.note()}"), file=sys.stderr)
+    return plan
 
 
 def _start(options: RenderOptions, batch: int):

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `physarum graph` of the curated presets at their full sizes, on a GPU host (docs/graph.md 6).
-# The figures in docs/figures/graph-*.png are reduced CPU runs (docs/graph.md says which); this
-# makes the same at the presets' own canvases and agent counts: OUT/<preset>/<preset>-s<seed>-graph*.
+# It made the figures in docs/figures/graph-*.png and the CSVs in benchmarks/graph/, at the
+# presets' own canvases and agent counts: OUT/<preset>/<preset>-s<seed>-graph*.
 # Usage: scripts/gpu_graphs.sh [PRESET ...]; results go to $OUT (default gpu-graphs). The skeleton
-# and graph run on the host (numpy, scikit-image, one core): measured on a busy 2-core machine,
-# 2 s a step at 1024x1024 and 13 s at 3840x2048 (docs/graph.md 5); ten steps a preset, so
-# panorama (4K) takes about 2 to 3 minutes and the others well under one; the simulation itself
-# is a small part of that on an H200. JOBS presets run at once (default 4).
+# and graph run on the host (numpy, scikit-image, one core): on the H200 host, 0.2 to 1.4 s a
+# step at 1024x1024 and 1.5 to 4 s at 3840x2160; ten steps a preset, so panorama (4K) takes about
+# 36 s and the others 13 to 19 s (docs/graph.md 6); the simulation is a small part of that.
+# JOBS presets run at once (default 4).
 set -u
 OUT=${OUT:-gpu-graphs}; mkdir -p "$OUT"
 source scripts/gpu_env.sh > "$OUT/gpu.txt" 2>&1; cat "$OUT/gpu.txt"

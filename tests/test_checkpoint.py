@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -305,3 +307,104 @@ def test_a_world_checkpoint_resumes_with_the_images_it_carries(images, tmp_path,
     resumed = render(elsewhere, "resumed", "--resume", str(start), "--checkpoint-at", "12", data=data)
     for name in ("world-s3-checkpoint-12.npz", "world-s3.png"):
         assert (resumed.parent / "world" / name).read_bytes() == (whole.parent / "world" / name).read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# Size: stated before a render starts, refused when too many or too large
+
+
+def random_state(preset, generator: np.random.Generator):
+    """A state of `preset`'s shapes and dtypes of random bytes, which deflate cannot shrink (no
+    state the kernels would make: the bound holds for any)."""
+    from physarum.kernels import api
+
+    groups, agents = preset.species_count, preset.agents_per_species
+    shapes = {"position": (groups, 2, agents), "heading": (groups, agents)}
+    shapes["trail"] = (groups, preset.canvas.height, preset.canvas.width)
+    arrays = {
+        name: generator.bytes(int(np.prod(shape)) * np.dtype(ck.STATE_MEMBERS[name]).itemsize)
+        for name, shape in shapes.items()
+    }
+    tensors = {
+        name: torch.from_numpy(np.frombuffer(data, ck.STATE_MEMBERS[name]).reshape(shapes[name]).copy())
+        for name, data in arrays.items()
+    }
+    return api.State(**tensors, step=torch.tensor(5, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("canvas, agents", [((48, 32), 400), ((256, 192), 30_000)])
+def test_no_checkpoint_is_larger_than_its_stated_bound(tmp_path, canvas, agents):
+    data = {**DATA, "canvas": {"width": canvas[0], "height": canvas[1]}, "agents": {"count": agents}}
+    preset = build_preset(data, "tiny.yaml")
+    save_checkpoint(tmp_path / "c.npz", preset, random_state(preset, np.random.default_rng(7)), 1)
+    size, bound = (tmp_path / "c.npz").stat().st_size, ck.checkpoint_bytes(preset)
+    assert size <= bound
+    # each piece of the bound holds on its own: deflate's growth of what it cannot shrink, and
+    # the headers (.npy and zip) of each member and of the archive
+    with zipfile.ZipFile(tmp_path / "c.npz") as archive, np.load(tmp_path / "c.npz") as loaded:
+        members = archive.infolist()
+        for info in members:
+            if info.filename[:-4] in ck.STATE_MEMBERS:
+                assert info.compress_size <= ck.deflate_bound(info.file_size), info
+        headers = sum(info.file_size - loaded[info.filename[:-4]].nbytes for info in members)
+        zipped = sum(info.compress_size for info in members)
+    assert size - zipped + headers <= len(members) * ck.MEMBER_OVERHEAD + ck.ARCHIVE_OVERHEAD
+    # and close: beyond the random state, only the preset's text (which deflates), the margin
+    # of 0.1% and the headers
+    text, state = 4 * len(ck.embedded_text(preset)), 10 * agents + 4 * canvas[0] * canvas[1]
+    assert bound - size <= text + state // 1000 + 8192, (size, bound)
+
+
+def test_a_render_states_its_checkpoints_before_it_starts_and_in_its_sidecar(tmp_path, capsys):
+    out = tmp_path / "out"
+    command = ["render", str(write_preset(tmp_path, DATA)), "--out", str(out), "--device", "cpu"]
+    assert main([*command, "--checkpoint-every", "10"]) == 0
+    each = ck.checkpoint_bytes(build_preset(DATA, "tiny.yaml"))
+    err = capsys.readouterr().err
+    assert f"note: 2 checkpoints (steps 10 to 20), each at most {ck.megabytes(each)}" in err
+    record = json.loads((out / "tiny" / f"{STEM}.json").read_text())["checkpoints"]
+    assert (record["count"], record["first_step"], record["last_step"]) == (2, 10, 20)
+    assert (record["max_bytes_each"], record["max_bytes_total"]) == (each, 2 * each)
+    assert all(p.stat().st_size <= each for p in (out / "tiny").glob("*-checkpoint-*.npz"))
+    assert main([*command, "--checkpoint-every", "10", "--quiet"]) == 0
+    assert "checkpoint" not in capsys.readouterr().err
+    assert main([*command]) == 0  # no checkpoints: no record
+    assert "checkpoints" not in json.loads((out / "tiny" / f"{STEM}.json").read_text())
+
+
+def test_a_resumed_render_plans_only_the_checkpoints_after_its_start(tmp_path):
+    preset = build_preset({**DATA, "checkpoint": {"every": 5, "at": [3]}}, "tiny.yaml")
+    assert ck.checkpoint_plan([preset], tmp_path, start=11).steps == (15, 20)
+    assert ck.checkpoint_plan([preset], tmp_path).steps == (3, 5, 10, 15, 20)
+    assert ck.checkpoint_plan([preset], tmp_path, start=20) is None
+
+
+def render_tiny(tmp_path: Path, out: str, *flags: str) -> int:
+    """The exit code of physarum render of DATA (PNG only) with `flags` into tmp_path/out."""
+    preset = write_preset(tmp_path, {**DATA, "output": {"formats": ["png"]}})
+    return main(["render", str(preset), *flags, "--out", str(tmp_path / out), "--device", "cpu"])
+
+
+def refused(tmp_path: Path, capsys, *flags: str) -> str:
+    """The one line of a render of DATA with `flags` that exits 2 having written nothing."""
+    assert render_tiny(tmp_path, "out", *flags) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: tiny: checkpoint: "), err
+    assert not (tmp_path / "out").exists()
+    return err[0]
+
+
+def test_more_checkpoints_than_a_render_writes_are_refused_before_it_starts(tmp_path, capsys):
+    line = refused(tmp_path, capsys, "--set", "run.steps=1100", "--checkpoint-every", "1")
+    assert "schedules 1102 checkpoints" in line and f"at most {ck.MAX_CHECKPOINTS}" in line
+    assert render_tiny(tmp_path, "fits", "--set", "run.steps=1100", "--checkpoint-every", "2", "--quiet") == 0
+    assert len(list((tmp_path / "fits" / "tiny").glob("*-checkpoint-*.npz"))) == 551
+
+
+def test_checkpoints_larger_than_the_disks_free_space_are_refused(tmp_path, capsys, monkeypatch):
+    each = ck.checkpoint_bytes(build_preset({**DATA, "output": {"formats": ["png"]}}, "tiny.yaml"))
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(ck.shutil, "disk_usage", lambda path: usage._replace(free=2 * each - 1))
+    line = refused(tmp_path, capsys, "--checkpoint-every", "10")
+    assert "2 checkpoints" in line and "do not fit" in line and ck.megabytes(2 * each - 1) in line
+    assert render_tiny(tmp_path, "one", "--checkpoint-at", "10", "--quiet") == 0  # one fits
