@@ -174,9 +174,9 @@ class TritonSimulation:
         """New tables (and the world's mix and food) from the next step on, copied into the
         buffers the captured CUDA graphs read: the graphs stay valid."""
         height, width = self.trail.shape[1:]
-        new = _prepare_tables(tables, self.trail.shape[0], self._step.device)
+        new = _prepare_tables(tables, self.trail.shape[0], tables.sense_offset.device)  # checked, not moved
         for name in _TABLE_DTYPES:
-            getattr(self._tables, name).copy_(getattr(new, name))
+            getattr(self._tables, name).copy_(getattr(new, name))  # one copy each, host to device
         if world is not None:
             new_world = _prepare_world(world, self.trail.shape[0], height, width, self._step.device)
             for name in ("mix", "food"):

@@ -17,7 +17,7 @@ from fractions import Fraction
 import torch
 
 from physarum.kernels import api
-from physarum.kernels.exact import build_tables
+from physarum.kernels.exact import build_tables, coefficients, degrees_to_heading
 from physarum.render.preset.schedule import next_change, value_at
 from physarum.render.world import WorldMaps, food_amounts
 
@@ -32,6 +32,18 @@ def describe(preset) -> dict:
         }
         for path, schedule in preset.schedules
     }
+
+
+def table_values(params: api.ModelParams) -> tuple:
+    """What build_tables makes of a group's parameters: equal values give equal tables."""
+    return (
+        degrees_to_heading(params.sensor_angle),
+        degrees_to_heading(params.turn_angle),
+        params.sensor_distance,
+        params.step_size,
+        coefficients(params),
+        params.seed,
+    )
 
 
 class KeyframedSimulation:
@@ -51,7 +63,8 @@ class KeyframedSimulation:
             for path, s in p.schedules
             if path.startswith(("interaction", "world."))
         ]
-        self._tuned = self._values(step)
+        params, world = self._values(step)
+        self._tuned = ([table_values(p) for p in params], world)
         self.retunes = 0  # how many times the backend was handed new tables or a new world
 
     def _values(self, step: int) -> tuple[list[api.ModelParams], list[Fraction]]:
@@ -64,14 +77,16 @@ class KeyframedSimulation:
         return min((c for c in changes if c is not None), default=None)
 
     def _retune(self) -> None:
-        """Hand the backend the values of the current step where they differ from its own."""
-        params, world = values = self._values(self.step)
-        if values == self._tuned:
+        """Hand the backend the values of the current step where they differ from its own: the
+        tables where their integers or float32 coefficients change (an angle's ramp changes its
+        heading steps only every few steps), the world where a weight or a food amount does."""
+        params, world = self._values(self.step)
+        tables_key = [table_values(p) for p in params]
+        if (tables_key, world) == self._tuned:
             return
-        tables = build_tables(params)
         new_world = None if world == self._tuned[1] else self._world()
-        self.simulation.retune(tables, new_world)
-        self._tuned = values
+        self.simulation.retune(build_tables(params), new_world)
+        self._tuned = (tables_key, world)
         self.retunes += 1
 
     def _world(self) -> api.World:

@@ -3,6 +3,8 @@ checkpoints, with the backend retuned only where a value changes."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 import torch
 
@@ -15,8 +17,8 @@ from support import assert_same_state, render_cpu, tiny_data, triton_runs_here, 
 RUN = {"steps": 16, "steps_per_frame": 4}
 
 
-def keyed(model=None, **sections):
-    data = tiny_data(run=RUN, **sections)
+def keyed(model=None, run=RUN, **sections):
+    data = tiny_data(run=run, **sections)
     data["model"] = {**data["model"], **(model or {})}
     return build_preset(data, "tiny.yaml")
 
@@ -50,6 +52,14 @@ def test_a_ramp_retunes_at_each_step_it_changes_and_not_after():
     preset = keyed({"sensor_distance": {"keys": {0: 2.0, 8: 6.0}}})
     simulation = simulate(preset, 16)
     assert simulation.retunes == 8  # steps 1..8 each bring a new distance; 9..15 none
+
+
+def test_an_angle_retunes_only_where_its_heading_steps_change():
+    # 0 to 0.5 degrees over 16 steps: 0 .. 5.7 heading steps (360 / 4096 degrees each)
+    preset = keyed({"turn_angle": {"keys": {0: 0.0, 16: 0.5}}})
+    simulation = simulate(preset, 16)
+    steps = {round(Fraction(1, 2) * Fraction(s, 16) * 4096 / 360) for s in range(16)}
+    assert simulation.retunes == len(steps) - 1 < 15
 
 
 def test_presets_without_schedules_run_the_backend_itself():
