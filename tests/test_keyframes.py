@@ -122,7 +122,10 @@ def test_triton_follows_schedules_byte_for_byte(images):
         **data["world"],
         "food": {"points": [{"x": 0.5, "y": 0.5, "amount": {"keys": {0: 1.0, 8: 4.0}}}]},
     }
-    data["species"][1]["model"] = {"sensor_angle": {"keys": {0: 40.0, 8: 10.0}}}
+    data["species"] = [
+        data["species"][0],
+        {**data["species"][1], "model": {"sensor_angle": {"keys": {0: 40.0, 8: 10.0}}}},
+    ]
     preset = build_preset(data, str(images / "p.yaml"))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     triton = make_batch_simulation([preset], "triton", device)
