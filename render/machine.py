@@ -55,7 +55,8 @@ def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
 
     With S species a simulation is S groups of agents.count // S agents, each with its own trail
     map; walls add a byte per cell, food a float32 map per group, and sensing a mixed map per
-    group (the interaction's weighted sum of the species' maps)."""
+    group (the interaction's weighted sum of the species' maps); a crossfade loop keeps its first
+    loop_frames trail maps (float32, per group) on the device until the end."""
     species = preset.species_count
     agents, cells = preset.agents_per_species, preset.canvas.width * preset.canvas.height
     per_agent, per_cell = get_backend(backend).device_bytes(agents)
@@ -63,9 +64,12 @@ def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
     per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
     per_simulation_cell = 1 if world and world.walls else 0
     frame = cells * (8 + 8 * (species - 1))  # kthvalue copy, index, level and RGB frames
+    mode, count = preset.loop
+    kept = batch * species * cells * 4 * count if mode == "crossfade" else 0  # the first trail maps
     return int(
         batch * (species * (agents * per_agent + cells * per_group_cell) + cells * per_simulation_cell)
         + frame
+        + kept
     )
 
 

@@ -28,6 +28,16 @@ def test_memory_estimate_counts_groups_and_maps(images):
     assert machine.estimated_bytes(four, "torch", 2) > machine.estimated_bytes(plain, "torch", 2)
 
 
+def test_memory_estimate_counts_a_crossfade_loops_kept_maps():
+    plain = build_preset(tiny_data(), "p")
+    loop = build_preset(tiny_data(output={"loop_mode": "crossfade", "loop_frames": 3}), "p")
+    cells = plain.canvas.width * plain.canvas.height
+    assert (
+        machine.estimated_bytes(loop, "torch", 2) - machine.estimated_bytes(plain, "torch", 2)
+        == 2 * 3 * cells * 4
+    )
+
+
 def test_cli_triton_without_gpu_is_a_clear_error(write_yaml, capsys, monkeypatch):
     # not by unsetting TRITON_INTERPRET: Triton reads it once, at import, for the whole process
     triton_backend = pytest.importorskip("physarum.kernels.triton_backend")
