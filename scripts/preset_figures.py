@@ -2,9 +2,13 @@
 
     python3 scripts/preset_figures.py RENDERS_DIR [NAME ...]
     python3 scripts/preset_figures.py --sheet OUT.png NAME ...   # a labelled contact sheet
+    python3 scripts/preset_figures.py --strip OUT.png SIDECAR.json FRAMES_DIR [N]   # frames of a run
 
 RENDERS_DIR holds `physarum render --out RENDERS_DIR` results (NAME/NAME-sSEED.png); each
 thumbnail is written to benchmarks/figures/preset-NAME.png, 256 pixels on its long side.
+--strip puts N (6) frames of a render's `--frames-dir FRAMES_DIR` side by side, evenly over the
+frames that are not loop blends, each labelled with its step and the values its scheduled
+parameters have there (from the render's sidecar JSON); it needs the physarum package.
 """
 
 from __future__ import annotations
@@ -56,8 +60,54 @@ def sheet(out: Path, names: list[str], columns: int = 4, tile: int = 256, gap: i
     canvas.save(out, optimize=True)
 
 
+def strip(out: Path, sidecar: Path, frames_dir: Path, count: int = 6, gap: int = 4) -> None:
+    """`count` frames of a render side by side, labelled with the step each shows and the values
+    of the scheduled parameters there; a PNG of at most 256 colours when that is smaller."""
+    import json
+
+    from physarum.render.preset.schedule import Schedule, value_at
+
+    data = json.loads(sidecar.read_text())
+    run = data["preset"]["run"]
+    warmup, steps, every = run.get("warmup", 0), run["steps"], run["steps_per_frame"]
+    loop = data.get("loop") or {}
+    files = sorted(frames_dir.glob("*.png"))
+    # shown frame k is simulated frame first + k; a crossfade's last `blended` frames are blends
+    first, pure = loop.get("first_frame", 0), len(files) - loop.get("blended", 0)
+    picks = [round(i * (pure - 1) / (count - 1)) for i in range(count)]
+    schedules = {
+        key.rsplit(".", 1)[-1].replace("_", " "): Schedule(keys=dict(s["keyframes"]), ease=s["ease"])
+        for key, s in data.get("schedules", {}).items()
+    }
+    label = 26
+    tiles = [Image.open(files[k]).convert("RGB") for k in picks]
+    width, height = tiles[0].size
+    canvas = Image.new("RGB", (count * width + (count - 1) * gap, height + label), (17, 17, 17))
+    draw = ImageDraw.Draw(canvas)
+    font = ImageFont.load_default(size=14)
+    for i, (k, tile) in enumerate(zip(picks, tiles)):
+        step = warmup + min((first + k + 1) * every, steps)
+        values = ", ".join(
+            f"{name} {round(float(value_at(s, step, warmup + steps)), 1):g}" for name, s in schedules.items()
+        )
+        x = i * (width + gap)
+        canvas.paste(tile, (x, 0))
+        text = f"step {step}" + (f": {values}" if values else "")
+        draw.text((x + width // 2, height + label // 2), text, fill=(220, 220, 220), font=font, anchor="mm")
+    canvas.save(out, optimize=True)
+    small = out.with_suffix(".q.png")
+    canvas.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(small, optimize=True)
+    if small.stat().st_size < out.stat().st_size:
+        small.replace(out)
+    else:
+        small.unlink()
+    print(out, out.stat().st_size, "bytes")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--sheet":
         sheet(Path(sys.argv[2]), sys.argv[3:], columns=3)
+    elif sys.argv[1] == "--strip":
+        strip(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), *map(int, sys.argv[5:6]))
     else:
         main(sys.argv[1], sys.argv[2:])
