@@ -215,6 +215,13 @@ def mutate_text(text: str, rng: random.Random) -> str:
     return text
 
 
+def shorter(distance, most: float):
+    """A distance, or each keyframe of a scheduled one, at most `most` pixels."""
+    if isinstance(distance, dict) and isinstance(distance.get("keys"), dict):
+        return {**distance, "keys": {k: min(v, most) for k, v in distance["keys"].items()}}
+    return min(distance, most)
+
+
 def shrunk(data: dict) -> dict:
     """A curated preset cut to a canvas, agents and run that render in milliseconds."""
     data = copy.deepcopy(data)
@@ -225,7 +232,7 @@ def shrunk(data: dict) -> dict:
     data["run"] = {**data.get("run", {}), "steps": 6, "steps_per_frame": 3, "warmup": 0}
     for model in [data.get("model", {})] + [s.get("model", {}) for s in data.get("species", [])]:
         if data.get("model", {}).get("units") != "short_side" and "sensor_distance" in model:
-            model["sensor_distance"] = min(model["sensor_distance"], 9)
+            model["sensor_distance"] = shorter(model["sensor_distance"], 9)
     return data
 
 

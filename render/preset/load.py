@@ -85,7 +85,6 @@ def _relations(preset: Preset) -> list[str]:
         if spawn.spawn != "image" and spawn.image is not None:
             problems.append(f"{where}.image: only used with spawn: image (spawn is {spawn.spawn!r})")
     problems.extend(_interaction_problems(preset))
-    problems.extend(_schedule_problems(preset))
     problems.extend(_loop_problems(preset))
     problems.extend(_stop_problems(preset))
     return problems
@@ -118,17 +117,6 @@ def _diffuse_problems(model, where: str, short: int) -> list[str]:
                 f"it becomes {diffuse:g}, more than 1: use at most {most:.4g} (got {value!r})"
             ]
     return []
-
-
-def _schedule_problems(preset: Preset) -> list[str]:
-    """Keyframes that name no step of this run, or two at one step."""
-    problems = []
-    for path, schedule in preset.schedules:
-        try:
-            schedule.resolved(preset.end_step)
-        except ValueError as error:
-            problems.append(f"{path}: {error}")
-    return problems
 
 
 def _loop_problems(preset: Preset) -> list[str]:

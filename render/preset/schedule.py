@@ -71,16 +71,18 @@ class Schedule(BaseModel):
         return normal
 
     def resolved(self, end: int) -> list[tuple[int, Fraction]]:
-        """The keyframes as (step, exact value), by step, on a run whose last step is `end`;
-        ValueError naming a key that lies after `end` or two keys at one step."""
-        keys = sorted(((key_step(key, end), key) for key in self.keys), key=lambda pair: pair[0])
-        for (step, key), (later, other) in zip(keys, keys[1:]):
-            if step == later:
-                raise ValueError(f"keys {excerpt(key)} and {excerpt(other)} are both step {step}")
-        if keys and keys[-1][0] > end:
-            step, key = keys[-1]
-            raise ValueError(f"key {excerpt(key)} is after the run's last step {end} (warmup + steps)")
-        return [(step, Fraction(self.keys[key])) for step, key in keys]
+        """The keyframes as (step, exact value) on a run whose last step is `end`, in the order
+        of what they name: by step; where keys land on one step (a short run rounds percentages
+        together, or a step key meets a percentage), by their exact place in the run, a step key
+        before a percentage at the same place. Keys after `end` are kept: the run never reaches
+        them (a longer run of the same preset does)."""
+
+        def place(key) -> tuple:
+            form = key_fraction(key)
+            at = Fraction(form, max(end, 1)) if isinstance(form, int) else form
+            return key_step(key, end), at, not isinstance(form, int)
+
+        return [(key_step(key, end), Fraction(self.keys[key])) for key in sorted(self.keys, key=place)]
 
 
 def key_fraction(key: int | str) -> Fraction | int:
@@ -120,10 +122,10 @@ def value_at(value: float | Schedule, step: int, end: int) -> Fraction:
     if not isinstance(value, Schedule):
         return Fraction(value)
     keys = value.resolved(end)
-    if step <= keys[0][0]:
+    if step < keys[0][0]:
         return keys[0][1]
     for (k0, v0), (k1, v1) in zip(keys, keys[1:]):
-        if step < k1:
+        if k0 <= step < k1:  # keys on one step make no segment: the later one's value counts
             return v0 + (v1 - v0) * ease(value.ease, Fraction(step - k0, k1 - k0))
     return keys[-1][1]
 
@@ -133,10 +135,10 @@ def next_change(value: float | Schedule, step: int, end: int) -> int | None:
     if not isinstance(value, Schedule):
         return None
     keys = value.resolved(end)
+    if step < keys[0][0]:  # before the first key: its value holds until it
+        return keys[0][0]
     for (k0, v0), (k1, v1) in zip(keys, keys[1:]):
-        if step < k0:  # before the first key: its value holds until it
-            return k0
-        if step < k1:
+        if k0 <= step < k1:
             ramps = value.ease != "hold" and v0 != v1
             return step + 1 if ramps else k1
     return None
