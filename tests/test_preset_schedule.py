@@ -127,7 +127,7 @@ def test_keys_a_short_run_rounds_onto_one_step_count_in_order_and_later_keys_wai
     tie = schedule({"50%": 1.0, 5: 2.0})  # both step 5 of a 10-step run: the step key first
     assert value_at(tie, 5, 10) == 1 and value_at(tie, 4, 10) == 2
     preset = build_preset(
-        tiny_data(model={**tiny_data()["model"], "decay": {"keys": {0: 0.1, "20%": 0.2, 500: 0.3}}}),
+        tiny_data(model={**tiny_data()["model"], "decay": {"ease": "hold", "keys": {0: 0.1, "20%": 0.2, 500: 0.3}}}),
         "p.yaml",
         ["run.steps=2"],
     )
