@@ -94,6 +94,7 @@ def test_the_embedded_preset_gives_the_same_schedule_back():
             "model.decay.ease: Input should be 'hold', 'linear' or 'smooth'",
         ),
         ({"decay": {"keys": {0: 0.1, "120%": 0.2}}}, "model.decay.keys: key '120%'"),
+        ({"decay": {"keys": {"50%": 0.1, "50.0%": 0.2}}}, "keys '50%' and '50.0%' name the same keyframe"),
         ({"decay": {"key": {0: 0.1}}}, "model.decay.key: unknown key"),
         ({"decay": 2.0}, "model.decay: Input should be less than 1"),
         (
@@ -127,7 +128,9 @@ def test_keys_a_short_run_rounds_onto_one_step_count_in_order_and_later_keys_wai
     tie = schedule({"50%": 1.0, 5: 2.0})  # both step 5 of a 10-step run: the step key first
     assert value_at(tie, 5, 10) == 1 and value_at(tie, 4, 10) == 2
     preset = build_preset(
-        tiny_data(model={**tiny_data()["model"], "decay": {"ease": "hold", "keys": {0: 0.1, "20%": 0.2, 500: 0.3}}}),
+        tiny_data(
+            model={**tiny_data()["model"], "decay": {"ease": "hold", "keys": {0: 0.1, "20%": 0.2, 500: 0.3}}}
+        ),
         "p.yaml",
         ["run.steps=2"],
     )

@@ -40,7 +40,6 @@ from pydantic import (
 
 from physarum.render.inputs import excerpt
 
-EASINGS = ("hold", "linear", "smooth")
 MAX_KEYS = 1000
 PERCENT = re.compile(r"(\d{1,3}(?:\.\d{1,6})?)%")
 # The tags of a scheduled value's two forms: error paths drop them (model.decay.keys.0, not
@@ -61,13 +60,14 @@ class Schedule(BaseModel):
     def _key_forms(cls, keys: dict) -> dict:
         """Every key a step or a percentage; a step's digits ('600', as JSON and embedded YAML
         spell an int key) become the int, so a schedule reads back as it was written."""
-        normal = {}
+        normal, forms = {}, {}
         for key, value in keys.items():
             form = key_fraction(key)  # ValueError naming the key
-            name = form if isinstance(form, int) else key
-            if name in normal:
-                raise ValueError(f"key {excerpt(key)} is given twice")
-            normal[name] = value
+            kind = (isinstance(form, int), form)
+            if kind in forms:
+                raise ValueError(f"keys {excerpt(forms[kind])} and {excerpt(key)} name the same keyframe")
+            forms[kind] = key
+            normal[form if isinstance(form, int) else key] = value
         return normal
 
     def resolved(self, end: int) -> list[tuple[int, Fraction]]:
