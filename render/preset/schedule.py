@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from fractions import Fraction
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -70,19 +71,23 @@ class Schedule(BaseModel):
             normal[form if isinstance(form, int) else key] = value
         return normal
 
-    def resolved(self, end: int) -> list[tuple[int, Fraction]]:
+    def resolved(self, end: int) -> tuple[tuple[int, Fraction], ...]:
         """The keyframes as (step, exact value) on a run whose last step is `end`, in the order
         of what they name: by step; where keys land on one step (a short run rounds percentages
         together, or a step key meets a percentage), by their exact place in the run, a step key
         before a percentage at the same place. Keys after `end` are kept: the run never reaches
         them (a longer run of the same preset does)."""
+        return _resolve(tuple(self.keys.items()), end)
 
-        def place(key) -> tuple:
-            form = key_fraction(key)
-            at = Fraction(form, max(end, 1)) if isinstance(form, int) else form
-            return key_step(key, end), at, not isinstance(form, int)
 
-        return [(key_step(key, end), Fraction(self.keys[key])) for key in sorted(self.keys, key=place)]
+@lru_cache(maxsize=256)  # asked at every step of a ramp
+def _resolve(items: tuple, end: int) -> tuple[tuple[int, Fraction], ...]:
+    def place(item) -> tuple:
+        form = key_fraction(item[0])
+        at = Fraction(form, max(end, 1)) if isinstance(form, int) else form
+        return key_step(item[0], end), at, not isinstance(form, int)
+
+    return tuple((key_step(key, end), Fraction(value)) for key, value in sorted(items, key=place))
 
 
 def key_fraction(key: int | str) -> Fraction | int:
