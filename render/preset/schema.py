@@ -27,7 +27,6 @@ from physarum.render.preset.schedule import (
     Schedule,
     is_scheduled,
     key_fraction,
-    next_change,
     optional_form,
     scheduled,
     schedules_in,
@@ -217,12 +216,6 @@ class Preset(Section):
     def schedules(self) -> list[tuple[str, Schedule]]:
         """(dotted key, schedule) of every scheduled value of the preset, in schema order."""
         return list(schedules_in(self))
-
-    def next_change(self, step: int) -> int | None:
-        """The first step after `step` at which a scheduled value may change; None if none."""
-        end = self.end_step
-        changes = [c for _, schedule in self.schedules if (c := next_change(schedule, step, end)) is not None]
-        return min(changes, default=None)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.portable_dump(), sort_keys=False)
