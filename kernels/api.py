@@ -243,6 +243,14 @@ class Simulation(Protocol):
         """[B, H, W] float32, the current trail (it may be a live buffer: copy it to keep it)."""
         ...
 
+    @property
+    def agents(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(position [B, 2, N] int32, heading [B, N] int16) of every agent, in whatever order
+        the backend keeps them (the same agents as `state`, perhaps in other lanes; live buffers:
+        copy them to keep them). For what does not depend on the order (sums over cells), without
+        the cost of `state` (the trail's copy, the agents put back in spawn order)."""
+        ...
+
     def advance(self, steps: int) -> None:
         """Advance every group by `steps` steps (asynchronously on a GPU)."""
         ...

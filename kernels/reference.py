@@ -405,3 +405,7 @@ class TorchSimulation:
     @property
     def trail(self) -> torch.Tensor:
         return self.state.trail
+
+    @property
+    def agents(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.state.position, self.state.heading

@@ -259,6 +259,11 @@ class TritonSimulation:
         return self._trails[self._parity]
 
     @property
+    def agents(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(position, heading) as the lanes hold them (sorted by cell, not in spawn order)."""
+        return self._position, self._heading
+
+    @property
     def state(self) -> State:
         """A snapshot of the current state, equal to what the reference would hold (agents in
         spawn order, whatever order the lanes hold them in)."""

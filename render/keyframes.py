@@ -128,6 +128,10 @@ class KeyframedSimulation:
     def trail(self) -> torch.Tensor:
         return self.simulation.trail
 
+    @property
+    def agents(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.simulation.agents
+
     def unusable_on(self, device: torch.device) -> str | None:
         return self.simulation.unusable_on(device)
 

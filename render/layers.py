@@ -16,8 +16,9 @@
   the preset's levels and gamma), blended in integers with w = round(256 * layer_mix) (unset:
   0.5): (i_t * (256 - w) + i_d * w + 128) >> 8, shown with the preset's palettes.
 
-A layer reads the simulation's state (agents in spawn order) once a frame; the order of agents
-does not matter to sums of integers.
+A layer reads the simulation's agents once a frame as the backend holds them
+(api.Simulation.agents: no copy, no reordering); the order of agents does not matter to sums of
+integers.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def layer_of(preset: Preset) -> str:
     return preset.palette.layer
 
 
-def needs_state(presets) -> bool:
-    """Whether any of these presets colours a layer read from the agents' state."""
+def needs_agents(presets) -> bool:
+    """Whether any of these presets colours a layer read from the agents."""
     return any(layer_of(p) != "trail" for p in presets)
 
 
@@ -188,17 +189,19 @@ class MixColourist(Colourist):
         return (mixed >> 8).to(torch.uint8)
 
 
-def layer_map(preset: Preset, trail: torch.Tensor, state, b: int) -> torch.Tensor:
+def layer_map(preset: Preset, trail: torch.Tensor, agents, b: int) -> torch.Tensor:
     """What colours simulation b of a batch: simulation_maps' trail (layer trail), or the
-    float32 [H, W] map of its layer from `state` (the simulation's api.State)."""
+    float32 [H, W] map of its layer from `agents` (the simulation's api.Simulation.agents: sums
+    over cells, the same whatever order the agents are in)."""
     from physarum.render.simulation import simulation_maps
 
     layer = layer_of(preset)
     if layer == "trail":
         return simulation_maps(preset, trail, b)
     height, width = preset.canvas.height, preset.canvas.width
+    position, heading = agents
     if layer in ("density", "mix"):
-        density = density_counts(state.position[b], height, width).to(torch.float32)
+        density = density_counts(position[b], height, width).to(torch.float32)
         return density if layer == "density" else torch.stack([trail[b], density])
-    sums = heading_sums(state.position[b], state.heading[b], height, width)
+    sums = heading_sums(position[b], heading[b], height, width)
     return heading_bins(sums[0], sums[1]).to(torch.float32)

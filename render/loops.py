@@ -29,7 +29,7 @@ import torch
 
 from physarum.render.colour import Colourist, SpeciesColourist, make_colourist
 from physarum.render.interrupts import stop_if_requested
-from physarum.render.layers import layer_map, needs_state
+from physarum.render.layers import layer_map, needs_agents
 from physarum.render.outputs import Frame
 from physarum.render.preset import Preset
 from physarum.render.simulation import advance
@@ -108,9 +108,9 @@ def find_windows(presets: Sequence[Preset], simulation) -> list[Window | None]:
         remaining -= steps
         if number >= first:
             trail = simulation.trail
-            state = simulation.state if needs_state(p for _, p, _ in searching) else None
+            agents = simulation.agents if needs_agents(p for _, p, _ in searching) else None
             for b, preset, colourist in searching:
-                signatures[b].append(signature(colourist, layer_map(preset, trail, state, b)))
+                signatures[b].append(signature(colourist, layer_map(preset, trail, agents, b)))
     windows: list[Window | None] = [None] * len(presets)
     for b, preset, _ in searching:
         rows = np.stack(signatures[b])

@@ -44,7 +44,7 @@ from physarum.render.gif import Digits
 from physarum.render.gif_budget import minimum_bytes
 from physarum.render.gif_pool import pool_size
 from physarum.render.interrupts import stop_if_requested
-from physarum.render.layers import layer_map, needs_state
+from physarum.render.layers import layer_map, needs_agents
 from physarum.render.loops import TrailLoop, Window, find_windows
 from physarum.render.machine import (
     check_memory,
@@ -496,10 +496,10 @@ def _frame_loop(
             course.advance_to(simulation, course.frame_end(number), options.on_step)
             steps_done = course.step - first_step
             trail = simulation.trail
-            state = simulation.state if needs_state(job.preset for job in jobs) else None
+            agents = simulation.agents if needs_agents(job.preset for job in jobs) else None
             for job in jobs:
                 if job.error is None:
-                    for shown, maps in job.loop.take(number, layer_map(job.preset, trail, state, job.index)):
+                    for shown, maps in job.loop.take(number, layer_map(job.preset, trail, agents, job.index)):
                         job.pipeline.submit(shown, maps)
             for job in jobs:
                 job.hand_over(keep=1)

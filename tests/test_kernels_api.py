@@ -108,6 +108,10 @@ class Echo:
     def trail(self):
         return self._inner.trail
 
+    @property
+    def agents(self):
+        return self._inner.agents
+
     def advance(self, steps):
         self._inner.advance(steps)
 

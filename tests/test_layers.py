@@ -116,7 +116,7 @@ def test_layer_map_of_density_counts_the_states_agents():
     from physarum.render.simulation import make_simulation
 
     state = make_simulation(preset, "torch", torch.device("cpu")).state
-    counts = layer_map(preset, state.trail, state, 0)
+    counts = layer_map(preset, state.trail, (state.position, state.heading), 0)
     assert counts.dtype == torch.float32 and int(counts.sum()) == preset.agents.count
 
 
@@ -178,3 +178,24 @@ def test_layers_are_byte_identical_on_torch_and_triton(layer, loop, tmp_path):
     plain = build_preset(tiny_data(**{k: v for k, v in data.items() if k != "palette"}), "tiny.yaml")
     trail = runner.render(plain, backend="torch", device="cpu", out_dir=tmp_path / "trail", quiet=True)
     assert trail.outputs["png"].read_bytes() != files["torch"]["png"]  # the layer shows something else
+
+
+@pytest.mark.interpreter
+@pytest.mark.skipif(
+    not triton_runs_here(), reason="needs TRITON_INTERPRET=1 (set before Python starts) or a CUDA GPU"
+)
+def test_the_lanes_agents_give_the_states_layers():
+    """Triton's agents as its lanes hold them (sorted by cell at the first step) give the same
+    density and heading maps as its state (agents put back in spawn order)."""
+    from physarum.render.simulation import make_simulation
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    for layer in ("density", "heading"):
+        preset = build_preset(tiny_data(palette={"layer": layer}), "tiny.yaml")
+        simulation = make_simulation(preset, "triton", device)
+        simulation.advance(3)
+        state = simulation.state
+        lanes = simulation.agents
+        assert not torch.equal(lanes[1], state.heading)  # the lanes are in another order
+        expected = layer_map(preset, state.trail, (state.position, state.heading), 0)
+        assert torch.equal(layer_map(preset, simulation.trail, lanes, 0), expected), layer
