@@ -259,12 +259,14 @@ class Simulation(Protocol):
         """One step as plain launches, never a graph replay, so a profiler sees each kernel."""
         ...
 
-    def retune(self, tables: Tables, world: World | None = None) -> None:
-        """Step with these tables from the next step on (keyframed parameters), and with this
-        world's interaction (mix) and food where world is given (its walls and boundary must be
-        the constructor's). Shapes and dtypes are the constructor's; the state is untouched. The
-        Triton backend copies the values into the buffers its CUDA graphs read, so it keeps its
-        graphs."""
+    def retune(
+        self, tables: Tables, mix: torch.Tensor | None = None, food: torch.Tensor | None = None
+    ) -> None:
+        """Step with these tables from the next step on (keyframed parameters); with mix
+        ([G, S] float32) the world's new interaction, with food ([G, H, W] float32) its new food
+        maps (kept off the walls, as World.free_food). Shapes and dtypes are the constructor's
+        (a world's map can be changed, not added); the state is untouched. The Triton backend
+        copies the values into the buffers its CUDA graphs read, so it keeps its graphs."""
         ...
 
     def profiled_step(self, phase: Phase) -> None:

@@ -379,12 +379,16 @@ class TorchSimulation:
     def eager_step(self) -> None:
         self.advance(1)
 
-    def retune(self, tables: Tables, world: World | None = None) -> None:
-        """New tables (and the world's mix and food) from the next step on; the plan is rebuilt."""
+    def retune(
+        self, tables: Tables, mix: torch.Tensor | None = None, food: torch.Tensor | None = None
+    ) -> None:
+        """New tables (and the world's mix or food) from the next step on; the plan is rebuilt."""
         device = self.state.trail.device
         self.tables = tables.to(device)
-        if world is not None:
-            self.world = replace(self.world, mix=world.mix, food=world.food).to(device)
+        changes = {
+            name: value.to(device) for name, value in (("mix", mix), ("food", food)) if value is not None
+        }
+        self.world = replace(self.world, **changes)
         self._plan_key = None  # never an old plan: a new Tables may reuse a freed one's id
 
     def profiled_step(self, phase: Phase) -> None:

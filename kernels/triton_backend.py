@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
+from dataclasses import replace
 
 import torch
 
@@ -170,23 +171,25 @@ class TritonSimulation:
         with self._on_device():
             self._advance(steps)
 
-    def retune(self, tables: Tables, world: World | None = None) -> None:
-        """New tables (and the world's mix and food) from the next step on, copied into the
+    def retune(
+        self, tables: Tables, mix: torch.Tensor | None = None, food: torch.Tensor | None = None
+    ) -> None:
+        """New tables (and the world's mix or food) from the next step on, copied into the
         buffers the captured CUDA graphs read: the graphs stay valid."""
-        height, width = self.trail.shape[1:]
         new = _prepare_tables(tables, self.trail.shape[0], tables.sense_offset.device)  # checked, not moved
         for name in _TABLE_DTYPES:
             getattr(self._tables, name).copy_(getattr(new, name))  # one copy each, host to device
-        if world is not None:
-            new_world = _prepare_world(world, self.trail.shape[0], height, width, self._step.device)
-            for name in ("mix", "food"):
-                mine, theirs = getattr(self._world, name), getattr(new_world, name)
-                if (mine is None) != (theirs is None):
-                    raise ValueError(
-                        f"world.{name}: retune keeps the world's maps; it cannot add or remove one"
-                    )
-                if mine is not None:
-                    mine.copy_(theirs)
+        if food is not None:  # off the walls, which live on the device
+            food = replace(self._world, food=food.to(self._step.device, torch.float32)).free_food()
+        for name, value in (("mix", mix), ("food", food)):
+            mine = getattr(self._world, name)
+            if value is not None and (mine is None or mine.shape != value.shape):
+                found = "none" if mine is None else list(mine.shape)
+                raise ValueError(
+                    f"world.{name}: expected {found} as the constructor's, got {list(value.shape)}"
+                )
+            if value is not None:
+                mine.copy_(value)
 
     def _on_device(self):
         """Triton launches (and graph captures) go to the current CUDA device: make it ours."""

@@ -11,7 +11,6 @@ host, so every backend and machine steps with the same bits.
 
 from __future__ import annotations
 
-import dataclasses
 from fractions import Fraction
 
 import torch
@@ -19,7 +18,7 @@ import torch
 from physarum.kernels import api
 from physarum.kernels.exact import build_tables, coefficients, degrees_to_heading
 from physarum.render.preset.schedule import next_change, value_at
-from physarum.render.world import WorldMaps, food_amounts
+from physarum.render.world import food_amounts, group_food, interaction_mix
 
 
 def describe(preset) -> dict:
@@ -49,53 +48,58 @@ def table_values(params: api.ModelParams) -> tuple:
 class KeyframedSimulation:
     """A backend's simulation (api.Simulation) whose parameters follow the presets' schedules.
 
-    presets: the batch's presets, in group order (each has S species); maps: their WorldMaps
-    (walls kept, food rebuilt at each change); step: the step the state stands at (0, or a
-    checkpoint's). The backend was built with the values of `step`."""
+    presets: the batch's presets, in group order (each has S species); step: the step the state
+    stands at (0, or a checkpoint's). The backend was built with the values of `step`."""
 
-    def __init__(self, simulation, presets, maps: list[WorldMaps], step: int):
-        self.simulation, self.presets, self.maps, self.step = simulation, list(presets), maps, step
+    def __init__(self, simulation, presets, step: int):
+        self.simulation, self.presets, self.step = simulation, list(presets), step
         self.name, self.phases = simulation.name, simulation.phases
-        self._schedules = [(p.end_step, s) for p in self.presets for _, s in p.schedules]
-        self._world_schedules = [
-            (p.end_step, s)
-            for p in self.presets
-            for path, s in p.schedules
-            if path.startswith(("interaction", "world."))
-        ]
-        params, world = self._values(step)
-        self._tuned = ([table_values(p) for p in params], world)
-        self.retunes = 0  # how many times the backend was handed new tables or a new world
+        self._schedules = self._of("")
+        self._mix_schedules, self._food_schedules = self._of("interaction"), self._of("world.food")
+        self._tuned = self._values(self._params(step), step)
+        self.retunes = 0  # how many times the backend was handed new tables, weights or food
 
-    def _values(self, step: int) -> tuple[list[api.ModelParams], list[Fraction]]:
-        """(every group's ModelParams, every scheduled interaction weight and food amount) at step."""
-        params = [p.model_params(s, step) for p in self.presets for s in range(p.species_count)]
-        return params, [value_at(schedule, step, end) for end, schedule in self._world_schedules]
+    def _of(self, prefix: str) -> list:
+        """(the run's last step, schedule) of every schedule under a key prefix, preset by preset."""
+        return [(p.end_step, s) for p in self.presets for path, s in p.schedules if path.startswith(prefix)]
+
+    def _params(self, step: int) -> list[api.ModelParams]:
+        return [p.model_params(s, step) for p in self.presets for s in range(p.species_count)]
+
+    def _values(
+        self, params: list[api.ModelParams], step: int
+    ) -> tuple[list, list[Fraction], list[Fraction]]:
+        """What the backend steps with at `step`: each group's table values (table_values), then
+        every scheduled interaction weight and every scheduled food amount, exact."""
+        return (
+            [table_values(p) for p in params],
+            [value_at(schedule, step, end) for end, schedule in self._mix_schedules],
+            [value_at(schedule, step, end) for end, schedule in self._food_schedules],
+        )
 
     def _next_change(self) -> int | None:
         changes = [next_change(s, self.step, end) for end, s in self._schedules]
         return min((c for c in changes if c is not None), default=None)
 
     def _retune(self) -> None:
-        """Hand the backend the values of the current step where they differ from its own: the
-        tables where their integers or float32 coefficients change (an angle's ramp changes its
-        heading steps only every few steps), the world where a weight or a food amount does."""
-        params, world = self._values(self.step)
-        tables_key = [table_values(p) for p in params]
-        if (tables_key, world) == self._tuned:
+        """Hand the backend what changes at the current step, and only that: the tables where
+        their integers or float32 coefficients change (an angle's ramp changes its heading steps
+        only every few steps), the interaction where a weight does, the food maps where an amount
+        does (rebuilt on the host, so only then)."""
+        params = self._params(self.step)
+        values = self._values(params, self.step)
+        if values == self._tuned:
             return
-        new_world = None if world == self._tuned[1] else self._world()
-        self.simulation.retune(build_tables(params), new_world)
-        self._tuned = (tables_key, world)
+        (_, mix, food), (_, mix_then, food_then) = values, self._tuned
+        self.simulation.retune(
+            build_tables(params),
+            interaction_mix(self.presets, self.step) if mix != mix_then else None,
+            group_food(self.presets, [food_amounts(p, self.step) for p in self.presets])
+            if food != food_then
+            else None,
+        )
+        self._tuned = values
         self.retunes += 1
-
-    def _world(self) -> api.World:
-        from physarum.render.simulation import make_world  # simulation.py builds this class
-
-        maps = [
-            dataclasses.replace(m, food=food_amounts(p, self.step)) for p, m in zip(self.presets, self.maps)
-        ]
-        return make_world(self.presets, maps, self.step)
 
     def advance(self, steps: int) -> None:
         """Advance `steps` steps, retuning the backend at each step where a value changes."""
@@ -117,8 +121,8 @@ class KeyframedSimulation:
         self.simulation.profiled_step(phase)
         self.step += 1
 
-    def retune(self, tables: api.Tables, world: api.World | None = None) -> None:
-        self.simulation.retune(tables, world)
+    def retune(self, tables: api.Tables, mix=None, food=None) -> None:
+        self.simulation.retune(tables, mix, food)
 
     @property
     def state(self) -> api.State:

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 
 import numpy as np
 import torch
 
-from physarum.kernels import api, exact, get_backend
+from physarum.kernels import api, get_backend
 from physarum.kernels import spawn as spawning
 from physarum.kernels.exact import build_tables
 from physarum.render.keyframes import KeyframedSimulation
 from physarum.render.preset import Preset
-from physarum.render.world import WorldMaps, food_amounts, has_food, spawn_density
+from physarum.render.world import (
+    WorldMaps,
+    food_amounts,
+    group_food,
+    has_food,
+    interaction_mix,
+    spawn_density,
+)
 
 
 def needs_world(preset) -> bool:
@@ -66,11 +72,11 @@ SPAWN_ON_DEVICE_MAX = 1 << 25  # agents per group spawned on the simulation's de
 
 def spawn_groups(
     presets, device: torch.device | str = "cpu", step: int = 0
-) -> tuple[api.State, list[api.ModelParams], api.World | None, list[WorldMaps]]:
+) -> tuple[api.State, list[api.ModelParams], api.World | None]:
     """The batch's initial state (one group per species of each simulation, g = b * S + s), on
     `device`, or on the host for groups of more than SPAWN_ON_DEVICE_MAX agents; each group's
     parameters and the World on the host (None when no preset needs one) at `step` (where
-    scheduled values stand then); and each preset's WorldMaps."""
+    scheduled values stand then)."""
     species = presets[0].species_count
     if presets[0].agents_per_species > SPAWN_ON_DEVICE_MAX:
         device = "cpu"  # the device needs about 40 bytes an agent while spawning; a host has more
@@ -99,10 +105,10 @@ def spawn_groups(
             params.append(preset.model_params(s, step))
     state = api.State.concat(states)
     if not any(needs_world(p) for p in presets):
-        return state, params, None, maps
+        return state, params, None
     if step and any(has_food(p) for p in presets):
         maps = [dataclasses.replace(m, food=food_amounts(p, step)) for p, m in zip(presets, maps)]
-    return state, params, make_world(presets, maps, step), maps
+    return state, params, make_world(presets, maps, step)
 
 
 def make_world(presets, maps: list[WorldMaps], step: int = 0) -> api.World:
@@ -110,16 +116,7 @@ def make_world(presets, maps: list[WorldMaps], step: int = 0) -> api.World:
     identity where a preset gives none; each value the float32 nearest it), walls per simulation
     and food per group (empty maps for presets without them; None where no preset has any)."""
     species = presets[0].species_count
-    mix = None
-    if species > 1:
-        rows = []
-        for preset in presets:
-            matrix = preset.interaction_at(step) or [
-                [Fraction(i == j) for j in range(species)] for i in range(species)
-            ]
-            rows.extend([[exact.float32_nearest(v) for v in row] for row in matrix])
-        mix = torch.tensor(rows, dtype=torch.float32)
-    wall = food = None
+    wall = None
     if any(m.wall is not None for m in maps):
         height, width = presets[0].canvas.height, presets[0].canvas.width
         wall = torch.stack(
@@ -130,10 +127,7 @@ def make_world(presets, maps: list[WorldMaps], step: int = 0) -> api.World:
                 for m in maps
             ]
         )
-    if any(m.food is not None for m in maps):
-        height, width = presets[0].canvas.height, presets[0].canvas.width
-        empty = torch.zeros((height, width), dtype=torch.float32)
-        food = torch.stack([m.food if m.food is not None else empty for m in maps for _ in range(species)])
+    mix, food = interaction_mix(presets, step), group_food(presets, [m.food for m in maps])
     return api.World(species=species, boundary=presets[0].boundary, mix=mix, wall=wall, food=food)
 
 
@@ -148,13 +142,13 @@ def make_batch_simulation(
     start: the state to begin from instead of the spawned one (a checkpoint's, of these shapes).
     Presets that schedule values run behind a KeyframedSimulation (render/keyframes.py)."""
     step = 0 if start is None else int(start.step)
-    state, params, world, maps = spawn_groups(presets, device, step)
+    state, params, world = spawn_groups(presets, device, step)
     state = state if start is None else start
     tables = build_tables(params, device=device)
     simulation = get_backend(backend)(state, tables, world, device=device)  # it moves them to `device`
     if not any(p.schedules for p in presets):
         return simulation
-    return KeyframedSimulation(simulation, presets, maps, step)
+    return KeyframedSimulation(simulation, presets, step)
 
 
 def make_simulation(preset: Preset, backend: str, device: torch.device):

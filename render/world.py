@@ -1,6 +1,7 @@
 """Worlds: images read into canvas-sized maps, and the maps of a preset's world.
 
-render/simulation.py builds the kernels' World from these maps.
+render/simulation.py builds the kernels' World from these maps; interaction_mix and group_food
+make its interaction and food tensors (which a keyframed simulation also hands its backend).
 
 An image is a regular file whose header (read first, nothing decoded) gives at most
 allowed_pixels(canvas) pixels. It is decoded by Pillow and converted to 8-bit greyscale ("L":
@@ -26,6 +27,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -278,6 +280,31 @@ def food_amounts(preset, step: int = 0) -> torch.Tensor | None:
         value = torch.tensor(exact.float32_nearest(amount), dtype=torch.float32)
         amounts = torch.where(cells, torch.maximum(amounts, value), amounts)
     return amounts
+
+
+def interaction_mix(presets, step: int = 0) -> torch.Tensor | None:
+    """[G, S] float32, the batch's interaction at `step`: each simulation's matrix (the identity
+    where a preset gives none), each value the float32 nearest it; None for one species."""
+    species = presets[0].species_count
+    if species == 1:
+        return None
+    rows = []
+    for preset in presets:
+        matrix = preset.interaction_at(step) or [
+            [Fraction(i == j) for j in range(species)] for i in range(species)
+        ]
+        rows.extend([[exact.float32_nearest(v) for v in row] for row in matrix])
+    return torch.tensor(rows, dtype=torch.float32)
+
+
+def group_food(presets, foods: list[torch.Tensor | None]) -> torch.Tensor | None:
+    """[G, H, W] float32, each preset's food map (world.food_amounts; empty where it has none)
+    for each of its species; None where no preset has food."""
+    if all(food is None for food in foods):
+        return None
+    species, height, width = presets[0].species_count, presets[0].canvas.height, presets[0].canvas.width
+    empty = torch.zeros((height, width), dtype=torch.float32)
+    return torch.stack([food if food is not None else empty for food in foods for _ in range(species)])
 
 
 def point_cells(x: float, y: float, radius: float, width: int, height: int) -> np.ndarray:

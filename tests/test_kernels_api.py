@@ -122,8 +122,8 @@ class Echo:
         with phase("step"):
             self._inner.eager_step()
 
-    def retune(self, tables, world=None):
-        self._inner.retune(tables, world)
+    def retune(self, tables, mix=None, food=None):
+        self._inner.retune(tables, mix, food)
 
     @staticmethod
     def unusable_on(device):

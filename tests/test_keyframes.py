@@ -12,6 +12,7 @@ from physarum.render import runner
 from physarum.render.keyframes import KeyframedSimulation
 from physarum.render.preset import build_preset
 from physarum.render.simulation import make_batch_simulation
+from physarum.render.world import food_amounts
 from support import assert_same_state, render_cpu, tiny_data, triton_runs_here, world_data
 
 RUN = {"steps": 16, "steps_per_frame": 4}
@@ -87,7 +88,13 @@ def test_a_checkpoint_resumes_the_schedule_where_it_stood():
     assert_same_state(resumed.state, simulate(preset, 16).state, "resumed at step 7")
 
 
-def test_scheduled_interaction_and_food_change_the_world(images):
+def test_scheduled_interaction_and_food_change_the_world(images, monkeypatch):
+    from physarum.render import keyframes
+
+    rebuilt = []  # the steps at which the food maps were made again
+    monkeypatch.setattr(
+        keyframes, "food_amounts", lambda preset, step: rebuilt.append(step) or food_amounts(preset, step)
+    )
     data = world_data(interaction=[[1.0, {"keys": {0: -0.5, 12: 0.5}}], [-0.5, 1.0]])
     data["world"] = {
         **data["world"],
@@ -96,6 +103,8 @@ def test_scheduled_interaction_and_food_change_the_world(images):
     preset = build_preset(data, str(images / "p.yaml"))
     scheduled = simulate(preset, 12)
     assert scheduled.retunes == 11  # the weight ramps over the steps from 1..11 (the food switches at 6)
+    assert rebuilt == [6]  # the food maps only where an amount changes, not at every weight's step
+    rebuilt.clear()
     fixed = dict(data, interaction=[[1.0, -0.5], [-0.5, 1.0]])
     fixed["world"] = {**data["world"], "food": {"points": [{"x": 0.5, "y": 0.5, "amount": 1.0}]}}
     assert not torch.equal(

@@ -22,7 +22,7 @@ from support import WORLD, tiny_data, world_data
 
 
 def test_plain_presets_spawn_and_batch_as_before(tiny_preset):
-    state, params, world, _ = spawn_groups([tiny_preset])
+    state, params, world = spawn_groups([tiny_preset])
     assert world is None and params == [tiny_preset.model_params()]
     plain = spawning.spawn([3], 400, 48, 32, "random", 0.35)
     assert torch.equal(state.position, plain.position) and torch.equal(state.heading, plain.heading)
@@ -31,7 +31,7 @@ def test_plain_presets_spawn_and_batch_as_before(tiny_preset):
 
 def test_initial_trail_food_and_image_spawn(images):
     preset = build_preset(world_data(), str(images / "p.yaml"))
-    state, params, world, _ = spawn_groups([preset])
+    state, params, world = spawn_groups([preset])
     assert state.batch == 2 and state.agents == 200 and world.species == 2 and world.boundary == "reflect"
     gradient = box_resize(np.tile(np.arange(0, 256, 4, dtype=np.uint8), (40, 1)), 48, 32)
     expected = exact.brightness_table(2.0)[torch.from_numpy(gradient).long()]
@@ -72,11 +72,11 @@ def test_agents_are_spawned_on_the_simulations_device_up_to_a_size(monkeypatch):
     from physarum.render import simulation
 
     preset = build_preset(tiny_data(), "t.yaml")
-    state, _, _, _ = spawn_groups([preset, preset.model_copy(update={"seed": 4})], "meta")
+    state, _, _ = spawn_groups([preset, preset.model_copy(update={"seed": 4})], "meta")
     assert {state.position.device.type, state.heading.device.type, state.trail.device.type} == {"meta"}
     assert tuple(state.position.shape) == (2, 2, preset.agents.count)
     monkeypatch.setattr(simulation, "SPAWN_ON_DEVICE_MAX", preset.agents.count - 1)
-    state, _, _, _ = spawn_groups([preset], "meta")
+    state, _, _ = spawn_groups([preset], "meta")
     assert state.position.device.type == "cpu"
 
 
