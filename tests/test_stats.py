@@ -19,6 +19,22 @@ from support import tiny_data
 COLUMN = {name: i for i, name in enumerate(STAT_COLUMNS)}
 
 
+def render_with_stats(path, out) -> list[str]:
+    """The command line of a quiet --stats render of the preset at `path` into `out` (torch, CPU)."""
+    return [
+        "render",
+        str(path),
+        "--out",
+        str(out),
+        "--quiet",
+        "--backend",
+        "torch",
+        "--device",
+        "cpu",
+        "--stats",
+    ]
+
+
 def stats_of(trail: torch.Tensor) -> dict:
     row = trail_statistics(trail[None].to(torch.float32))[0].tolist()
     return dict(zip(STAT_COLUMNS, row))
@@ -104,23 +120,7 @@ def test_render_stats_writes_one_row_per_step(tmp_path, write_yaml):
 
     data = tiny_data(run={"steps": 12, "steps_per_frame": 3, "warmup": 2}, output={"formats": ["png"]})
     path = write_yaml(yaml.safe_dump(data))
-    assert (
-        main(
-            [
-                "render",
-                str(path),
-                "--out",
-                str(tmp_path),
-                "--quiet",
-                "--backend",
-                "torch",
-                "--device",
-                "cpu",
-                "--stats",
-            ]
-        )
-        == 0
-    )
+    assert main(render_with_stats(path, tmp_path)) == 0
     with open(tmp_path / "tiny" / "tiny-s3.stats.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     assert [int(r["step"]) for r in rows] == list(range(1, 15))  # warm-up steps included
@@ -141,18 +141,7 @@ def test_the_stats_csv_is_committed_with_the_render(tmp_path, write_yaml, capsys
 
     path = write_yaml(yaml.safe_dump(tiny_data(output={"formats": ["gif", "png"]})))
     out = tmp_path / "out"
-    argv = [
-        "render",
-        str(path),
-        "--out",
-        str(out),
-        "--quiet",
-        "--backend",
-        "torch",
-        "--device",
-        "cpu",
-        "--stats",
-    ]
+    argv = render_with_stats(path, out)
     (out / "tiny" / "tiny-s3.stats.csv" / "in-the-way").mkdir(parents=True)
     assert main(argv) == 2
     assert "tiny-s3.stats.csv" in capsys.readouterr().err
