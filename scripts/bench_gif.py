@@ -30,18 +30,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from physarum.render.catalog import resolve_preset_path
-from physarum.render.colour import downscale, make_colourist, preview_size
-from physarum.render.gif import TRAILER, Digits, Reduction, delay_ms, header
-from physarum.render.gif_budget import Budgeter, FrameStore
-from physarum.render.gif_pool import CompressPool, FrameTask, pool_size
-from physarum.render.machine import resolve_backend, resolve_device
-from physarum.render.outputs import GifSpec
+from physarum.render.look.colour import downscale, make_colourist, preview_size
+from physarum.render.out.gif import TRAILER, Digits, Reduction, delay_ms, header
+from physarum.render.out.gif_budget import Budgeter, FrameStore
+from physarum.render.out.gif_pool import CompressPool, FrameTask, pool_size
+from physarum.render.out.outputs import GifSpec
 from physarum.render.preset import load_preset
+from physarum.render.preset.catalog import resolve_preset_path
+from physarum.render.preset.provenance import embedded_text
 from physarum.render.preset.sections import parse_gif_budget
-from physarum.render.provenance import embedded_text
-from physarum.render.runner import RenderOptions, gif_digits, render
-from physarum.render.simulation import advance, make_simulation, simulation_maps
+from physarum.render.run.machine import resolve_backend, resolve_device
+from physarum.render.run.runner import RenderOptions, gif_digits, render
+from physarum.render.sim.simulation import advance, make_simulation, simulation_maps
 
 
 def keep_frames(preset, device_name: str | None) -> tuple[FrameStore, GifSpec]:

@@ -20,10 +20,10 @@ import time
 
 import torch
 
-from physarum.render.catalog import resolve_preset_path
-from physarum.render.machine import device_name, resolve_backend, resolve_device
 from physarum.render.preset import load_preset
-from physarum.render.simulation import make_simulation
+from physarum.render.preset.catalog import resolve_preset_path
+from physarum.render.run.machine import device_name, resolve_backend, resolve_device
+from physarum.render.sim.simulation import make_simulation
 
 CASES = {
     "fixed": [],

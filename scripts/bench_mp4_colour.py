@@ -24,12 +24,12 @@ import av
 import numpy as np
 from PIL import Image
 
-from physarum.render import encode
-from physarum.render.encode import MP4_SETTINGS, Mp4Setting, open_writer
-from physarum.render.machine import host_cores
-from physarum.render.outputs import Frame, Mp4Spec
+from physarum.render.out import encode
+from physarum.render.out.encode import MP4_SETTINGS, Mp4Setting, open_writer
+from physarum.render.out.outputs import Frame, Mp4Spec
 from physarum.render.preset import load_preset
-from physarum.render.runner import RenderOptions, output_stem, render
+from physarum.render.run.machine import host_cores
+from physarum.render.run.runner import RenderOptions, output_stem, render
 
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = {"yuv444p (not offered)": Mp4Setting("libx264", "yuv444p", 1, MP4_SETTINGS["browser"].options)}

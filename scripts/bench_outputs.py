@@ -31,18 +31,18 @@ from pathlib import Path
 
 import torch
 
-from physarum.render import encode
-from physarum.render.colour import make_colourist
-from physarum.render.machine import (
+from physarum.render.look.colour import make_colourist
+from physarum.render.out import encode
+from physarum.render.preset import load_preset
+from physarum.render.run.machine import (
     device_name,
     host_cores,
     resolve_backend,
     resolve_device,
     share_cpu_with_encoders,
 )
-from physarum.render.preset import load_preset
-from physarum.render.runner import RenderOptions, render
-from physarum.render.simulation import make_simulation, simulation_maps
+from physarum.render.run.runner import RenderOptions, render
+from physarum.render.sim.simulation import make_simulation, simulation_maps
 
 ROOT = Path(__file__).resolve().parent.parent
 

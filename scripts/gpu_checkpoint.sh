@@ -34,7 +34,7 @@ compare() {  # compare FOLDER_A FOLDER_B STEM END: the END checkpoint, the PNG s
 for preset in $PRESETS; do
   name=$(basename "$preset" .yaml)
   read -r stem end <<< "$(python3 -c "
-from physarum.render.catalog import resolve_preset_path
+from physarum.render.preset.catalog import resolve_preset_path
 from physarum.render.preset import load_preset
 p = load_preset(resolve_preset_path('$preset'))
 print(f'{p.name}-s{p.seed}', p.end_step)")"

@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from physarum.render.colour import Colourist
-from physarum.render.encode import open_writer
-from physarum.render.machine import resolve_backend, resolve_device
-from physarum.render.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec
+from physarum.render.look.colour import Colourist
+from physarum.render.out.encode import open_writer
+from physarum.render.out.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec
 from physarum.render.preset import load_preset
-from physarum.render.runner import RenderOptions, render
-from physarum.render.simulation import make_simulation
+from physarum.render.run.machine import resolve_backend, resolve_device
+from physarum.render.run.runner import RenderOptions, render
+from physarum.render.sim.simulation import make_simulation
 
 ROOT = Path(__file__).resolve().parent.parent
 

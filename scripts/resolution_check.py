@@ -1,7 +1,7 @@
 """Does a preset in resolution-independent units look alike at two sizes? (issue: worlds, item 5)
 
 Runs the preset at each --size (WIDTHxHEIGHT), reads the dominant spatial wavelength of the
-trail (render/stats.py: radially averaged power spectrum) as a fraction of the short side at
+trail (render/tools/stats.py: radially averaged power spectrum) as a fraction of the short side at
 several late steps, for one or more seeds (--seeds, batched), and reports the mean of each size
 (and the spread over seeds) and their ratio. Also saves the final
 frames side by side.
@@ -22,11 +22,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from physarum.render.colour import Colourist
-from physarum.render.machine import resolve_backend, resolve_device
+from physarum.render.look.colour import Colourist
 from physarum.render.preset import load_preset
-from physarum.render.simulation import make_batch_simulation
-from physarum.render.stats import SpectrumRings, trail_statistics
+from physarum.render.run.machine import resolve_backend, resolve_device
+from physarum.render.sim.simulation import make_batch_simulation
+from physarum.render.tools.stats import SpectrumRings, trail_statistics
 
 WAVELENGTH = 6  # column of trail_statistics: wavelength as a fraction of the short side
 

@@ -2,7 +2,7 @@
 65,536 agents on 256x256), for the one missed speed target (batched >= 8x one after another).
 
 Each variant sets the kernels' tuning constants (agent block and warps, diffuse tile, sort
-interval), times steps with CUDA events from one developed state (render/bench.py's protocol:
+interval), times steps with CUDA events from one developed state (render/tools/bench.py's protocol:
 median of repeats of 512 steps, graphs on), and checks that the state after the timed steps is
 byte-identical to the first variant's: tuning may change the speed, never the result.
 
@@ -19,7 +19,7 @@ import torch
 
 from physarum.kernels import triton_kernels as kernels
 from physarum.kernels.triton_backend import TritonSimulation
-from physarum.render.bench import CONFIGS, Config, develop, median_seconds
+from physarum.render.tools.bench import CONFIGS, Config, develop, median_seconds
 
 # (name, {module constant: value}, sort_every); the first is today's setting.
 VARIANTS = [

@@ -23,9 +23,9 @@ from PIL import Image
 from physarum.kernels import api, exact
 from physarum.kernels.api import FRAC_BITS as FRAC
 from physarum.kernels.spawn import spawn, species_seed
-from physarum.render import runner
 from physarum.render import sweep as sweeps
 from physarum.render.preset import PresetError, build_preset
+from physarum.render.run import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 CURATED = sorted((ROOT / "presets").glob("*.yaml"))  # the curated presets

@@ -7,7 +7,7 @@ import csv
 
 import pytest
 
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from support import tiny_data
 
 
@@ -126,7 +126,7 @@ def test_cli_sensitivity_on_the_cpu_leaves_cores_to_others(tmp_path, write_yaml,
     import torch
     import yaml
 
-    from physarum.render import machine
+    from physarum.render.run import machine
 
     calls = []
     monkeypatch.setattr(machine, "host_cores", lambda: 8)

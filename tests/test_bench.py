@@ -6,8 +6,8 @@ import json
 
 import torch
 
-from physarum.render import bench
-from physarum.render.cli import main
+from physarum.render.cli.main import main
+from physarum.render.tools import bench
 
 
 def test_bench_rows_have_every_figure_and_a_consistent_floor(monkeypatch, tmp_path):

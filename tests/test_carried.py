@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from physarum.render import carried
-from physarum.render.preset import build_preset
-from physarum.render.provenance import embedded_text
-from physarum.render.world import allowed_pixels, canvas_image, read_grey
+from physarum.render.preset import build_preset, carried
+from physarum.render.preset.provenance import embedded_text
+from physarum.render.world.maps import allowed_pixels, canvas_image, read_grey
 from support import tiny_data, world_data
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from physarum.render import catalog
-from physarum.render.cli import main
-from physarum.render.errors import PresetError
+from physarum.render.base.errors import PresetError
+from physarum.render.cli.main import main
+from physarum.render.preset import catalog
 from support import ROOT
 
 

@@ -16,11 +16,11 @@ import pytest
 import torch
 from PIL import Image
 
-from physarum.render import checkpoint as ck
-from physarum.render.checkpoint import CheckpointError, read_checkpoint, save_checkpoint, write_members
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
-from physarum.render.simulation import make_simulation
+from physarum.render.sim import checkpoint as ck
+from physarum.render.sim.checkpoint import CheckpointError, read_checkpoint, save_checkpoint, write_members
+from physarum.render.sim.simulation import make_simulation
 from support import assert_same_state, tiny_data, world_data, write_preset
 
 # steps 1..9 of warmup, then 8 frames of 3 steps: frame f ends at step 2 + 3 (f + 1), the last at 26
@@ -219,8 +219,8 @@ def test_a_member_larger_than_its_shape_is_refused_before_it_is_read(tmp_path):
 
 
 def test_a_batch_of_several_writes_no_checkpoint(tmp_path):
-    from physarum.render.errors import RenderError
-    from physarum.render.runner import render_batch
+    from physarum.render.base.errors import RenderError
+    from physarum.render.run.runner import render_batch
 
     presets = [build_preset({**DATA, "seed": seed, "checkpoint": {"at": [3]}}, "t.yaml") for seed in (1, 2)]
     with pytest.raises(RenderError, match="one preset at a time"):

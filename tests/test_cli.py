@@ -17,8 +17,8 @@ from PIL import Image
 
 from physarum.kernels import get_backend
 from physarum.render import sweep as sweeps
-from physarum.render.cli import main
-from physarum.render.simulation import batch_key
+from physarum.render.cli.main import main
+from physarum.render.sim.simulation import batch_key
 from support import (
     ROOT,
     TWO_SPECIES,
@@ -336,7 +336,7 @@ def test_a_read_only_output_folder_is_one_message(tmp_path, capsys, monkeypatch)
 
 
 def test_a_full_disk_while_writing_the_sidecar_names_the_file(tmp_path, capsys, monkeypatch):
-    from physarum.render import files
+    from physarum.render.base import files
 
     path = write_preset(tmp_path, tiny_data())
     out = tmp_path / "out"
@@ -440,7 +440,7 @@ def test_render_from_a_budgeted_gif_reproduces_its_bytes(tmp_path, capsys):
 
 
 def test_an_impossible_gif_budget_is_refused_before_rendering(tmp_path, capsys, monkeypatch):
-    from physarum.render import runner
+    from physarum.render.run import runner
 
     monkeypatch.setattr(runner, "make_batch_simulation", lambda *a: pytest.fail("it simulated"))
     path = write_preset(tmp_path, tiny_data(description="a long one " * 200))  # embedded: > 2000 bytes

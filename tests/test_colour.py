@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from physarum.render.colour import (
+from physarum.render.look.colour import (
     PRODUCT_LEVELS,
     Colourist,
     SpeciesColourist,
@@ -16,7 +16,7 @@ from physarum.render.colour import (
     product_palette,
     species_ramp,
 )
-from physarum.render.palette import palette_table
+from physarum.render.look.palette import palette_table
 from physarum.render.preset import Palette, build_preset
 from support import tiny_data
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from physarum.render.course import Course, frames_before
 from physarum.render.preset import Run
+from physarum.render.sim.course import Course, frames_before
 
 
 class Recorder:

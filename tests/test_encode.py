@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from physarum.render import encode
-from physarum.render.encode import (
+from physarum.render.look.palette import palette_table
+from physarum.render.out import encode
+from physarum.render.out.encode import (
     MP4_SETTINGS,
     GifWriter,
     Mp4Writer,
@@ -22,8 +23,7 @@ from physarum.render.encode import (
     open_writer,
     read_embedded,
 )
-from physarum.render.outputs import Frame, GifSpec, Mp4Spec, PngSpec, WebpSpec
-from physarum.render.palette import palette_table
+from physarum.render.out.outputs import Frame, GifSpec, Mp4Spec, PngSpec, WebpSpec
 from physarum.render.preset import MP4_SETTINGS as PRESET_MP4_SETTINGS
 
 COMMENT = "# physarum test\nname: tiny\nseed: 3\n" + "x" * 600  # longer than one GIF sub-block

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from physarum.render.encoder_process import EncoderProcess
-from physarum.render.outputs import Frame, GifSpec, Mp4Spec, PngSpec
-from physarum.render.palette import palette_table
+from physarum.render.look.palette import palette_table
+from physarum.render.out.encoder_process import EncoderProcess
+from physarum.render.out.outputs import Frame, GifSpec, Mp4Spec, PngSpec
 
 FRAMES = [np.full((20, 30, 3), 40 * i, dtype=np.uint8) for i in range(5)]
 PREVIEWS = [np.full((10, 15), 50 * i, dtype=np.uint8) for i in range(5)]
@@ -57,7 +57,7 @@ def test_encoder_process_writes_decodable_files_and_reports_failures(tmp_path):
     aborted.abort()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.gif", "ok.mp4", "ok.png"]
     alone = subprocess.run(
-        [sys.executable, "-m", "physarum.render.encoder_process"], input=b"", capture_output=True
+        [sys.executable, "-m", "physarum.render.out.encoder_process"], input=b"", capture_output=True
     )  # started by hand, with nothing to encode
     assert alone.returncode == 1 and alone.stdout.decode().strip() == (
         "error: OSError: no header on standard input (physarum starts this process and sends it one)"
@@ -84,6 +84,6 @@ def test_a_child_of_one_format_takes_only_what_it_reads(tmp_path):
 def test_the_encoder_child_imports_no_torch():
     """Every batch job starts a child: importing torch there (1.5 s, some 300 MB) made a batch
     of tiny jobs take seconds where its simulation took milliseconds (errors.py imported it)."""
-    code = "import sys, physarum.render.encoder_process; print(sorted(m for m in sys.modules if m.startswith('torch')))"
+    code = "import sys, physarum.render.out.encoder_process; print(sorted(m for m in sys.modules if m.startswith('torch')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -6,8 +6,7 @@ import errno
 
 import torch
 
-from physarum.render.cli import main
-from physarum.render.errors import (
+from physarum.render.base.errors import (
     MAX_PROBLEMS,
     PresetError,
     machine_problem,
@@ -15,6 +14,7 @@ from physarum.render.errors import (
     printable,
     shown,
 )
+from physarum.render.cli.main import main
 
 
 def test_printable_escapes_every_control_character():

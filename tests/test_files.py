@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from physarum.render.files import (
+from physarum.render.base.files import (
     PartialFile,
     commit_together,
     remove_stale_parts_of,
@@ -50,7 +50,7 @@ def test_commit_together_replaces_all_or_none(tmp_path, monkeypatch):
 def test_commit_together_keeps_every_earlier_file_when_keeping_one_fails(tmp_path, monkeypatch):
     """A failure while keeping the second target's earlier file (no hard links and a full disk,
     say) comes after the first target was moved: the first gets its earlier file back."""
-    from physarum.render import files
+    from physarum.render.base import files
 
     names = [tmp_path / f"{i}.txt" for i in range(2)]
     for path in names:

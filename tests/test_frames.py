@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from physarum.render.encode import FramesDirWriter, GifWriter, PngWriter
-from physarum.render.encoder_process import EncoderProcess
-from physarum.render.errors import RenderError
-from physarum.render.frames import EncoderWorker, FramePipeline, open_workers
-from physarum.render.outputs import Frame, FramesDirSpec, GifSpec, PngSpec
-from physarum.render.palette import palette_table
+from physarum.render.base.errors import RenderError
+from physarum.render.look.palette import palette_table
+from physarum.render.out.encode import FramesDirWriter, GifWriter, PngWriter
+from physarum.render.out.encoder_process import EncoderProcess
+from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
+from physarum.render.out.outputs import Frame, FramesDirSpec, GifSpec, PngSpec
 from support import render_tiny
 
 

@@ -33,7 +33,7 @@ import pytest
 import yaml
 from PIL import Image, PngImagePlugin
 
-from physarum.render import cli
+from physarum.render.cli import main as cli
 from physarum.render.preset import build_preset, load_preset
 from support import CURATED, ROOT, save_image
 
@@ -494,7 +494,7 @@ def test_fuzz_from(sandbox):
         rng = random.Random(f"{SEED}-from-{number}")
         path = _from_file(sandbox, rng, number)
         try:  # a carried preset that would render slowly is skipped; a refused one is run
-            from physarum.render.encode import read_embedded
+            from physarum.render.out.encode import read_embedded
 
             text = read_embedded(path)
             preset = build_preset(yaml.safe_load(text), "x", base=sandbox.work)

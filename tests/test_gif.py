@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from physarum.render.colour import palette_table
-from physarum.render.gif import (
+from physarum.render.look.colour import palette_table
+from physarum.render.out.gif import (
     TRAILER,
     Digits,
     Reduction,

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from physarum.render.colour import palette_table
-from physarum.render.encode import GifWriter
-from physarum.render.gif import Digits
-from physarum.render.gif_budget import FrameStore, candidates, minimum_bytes, sample_frames
-from physarum.render.outputs import Frame, GifSpec
+from physarum.render.look.colour import palette_table
+from physarum.render.out.encode import GifWriter
+from physarum.render.out.gif import Digits
+from physarum.render.out.gif_budget import FrameStore, candidates, minimum_bytes, sample_frames
+from physarum.render.out.outputs import Frame, GifSpec
 
 PALETTES = [palette_table("magma"), palette_table("ice")]
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from physarum.render.preset import load_preset
-from physarum.render.simulation import make_simulation
+from physarum.render.sim.simulation import make_simulation
 from support import triton_runs_here
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 import yaml
 
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from physarum.render.graph.command import chosen_steps
 from support import tiny_data
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from physarum.render.inputs import EXCERPT_CHARS, excerpt, file_problem, read_text
+from physarum.render.base.inputs import EXCERPT_CHARS, excerpt, file_problem, read_text
 from support import fifo
 
 

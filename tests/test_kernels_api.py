@@ -14,7 +14,8 @@ from physarum import kernels
 from physarum.kernels import api, exact
 from physarum.kernels.prototype import PrototypeSimulation
 from physarum.kernels.spawn import spawn
-from physarum.render import machine, simulation
+from physarum.render.run import machine
+from physarum.render.sim import simulation
 from support import assert_same_state, params
 
 

@@ -8,11 +8,11 @@ from fractions import Fraction
 import pytest
 import torch
 
-from physarum.render import runner
-from physarum.render.keyframes import KeyframedSimulation
 from physarum.render.preset import build_preset
-from physarum.render.simulation import make_batch_simulation
-from physarum.render.world import food_amounts
+from physarum.render.run import runner
+from physarum.render.sim.keyframes import KeyframedSimulation
+from physarum.render.sim.simulation import make_batch_simulation
+from physarum.render.world.maps import food_amounts
 from support import assert_same_state, render_cpu, tiny_data, triton_runs_here, world_data
 
 RUN = {"steps": 16, "steps_per_frame": 4}
@@ -89,7 +89,7 @@ def test_a_checkpoint_resumes_the_schedule_where_it_stood():
 
 
 def test_scheduled_interaction_and_food_change_the_world(images, monkeypatch):
-    from physarum.render import keyframes
+    from physarum.render.sim import keyframes
 
     rebuilt = []  # the steps at which the food maps were made again
     monkeypatch.setattr(
@@ -185,7 +185,7 @@ def test_triton_keeps_its_graphs_across_retunes():
 
 
 def test_a_scheduled_render_renders_again_from_its_gif(tmp_path):
-    from physarum.render.cli import main
+    from physarum.render.cli.main import main
 
     preset = keyed(
         {"sensor_angle": {"ease": "smooth", "keys": {0: 15.0, "100%": 60.0}}},

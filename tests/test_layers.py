@@ -1,4 +1,4 @@
-"""Render layers (render/layers.py): density counts, heading bins, the hue wheel, the preset key,
+"""Render layers (render/look/layers.py): density counts, heading bins, the hue wheel, the preset key,
 and the same bytes on the torch and Triton backends."""
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ import torch
 import yaml
 
 from physarum.kernels.api import FRAC_BITS, HEADINGS
-from physarum.render import runner
-from physarum.render.cli import main
-from physarum.render.colour import Colourist
-from physarum.render.layers import (
+from physarum.render.cli.main import main
+from physarum.render.look.colour import Colourist
+from physarum.render.look.layers import (
     HEADING_BINS,
     QUADRANT_BINS,
     MixColourist,
@@ -27,7 +26,8 @@ from physarum.render.layers import (
     unit_vectors,
 )
 from physarum.render.preset import build_preset
-from physarum.render.provenance import embedded_text
+from physarum.render.preset.provenance import embedded_text
+from physarum.render.run import runner
 from support import gif_png_and_loop_on_each_backend, problems_of, tiny_data, triton_runs_here
 
 
@@ -113,7 +113,7 @@ def test_the_default_layer_is_not_embedded_and_a_layer_is():
 
 def test_layer_map_of_density_counts_the_states_agents():
     preset = build_preset(tiny_data(palette={"layer": "density"}), "tiny.yaml")
-    from physarum.render.simulation import make_simulation
+    from physarum.render.sim.simulation import make_simulation
 
     state = make_simulation(preset, "torch", torch.device("cpu")).state
     counts = layer_map(preset, state.trail, (state.position, state.heading), 0)
@@ -187,7 +187,7 @@ def test_layers_are_byte_identical_on_torch_and_triton(layer, loop, tmp_path):
 def test_the_lanes_agents_give_the_states_layers():
     """Triton's agents as its lanes hold them (sorted by cell at the first step) give the same
     density and heading maps as its state (agents put back in spawn order)."""
-    from physarum.render.simulation import make_simulation
+    from physarum.render.sim.simulation import make_simulation
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     for layer in ("density", "heading"):

@@ -11,14 +11,14 @@ import torch
 import yaml
 from PIL import Image, ImageSequence
 
-from physarum.render import runner
-from physarum.render.cli import main
-from physarum.render.colour import make_colourist
-from physarum.render.encode import read_embedded
-from physarum.render.loops import PingPong, TrailLoop, Window, closest_pair, crossfade, signature
-from physarum.render.outputs import Frame
+from physarum.render.cli.main import main
+from physarum.render.look.colour import make_colourist
+from physarum.render.look.loops import PingPong, TrailLoop, Window, closest_pair, crossfade, signature
+from physarum.render.out.encode import read_embedded
+from physarum.render.out.outputs import Frame
 from physarum.render.preset import build_preset
-from physarum.render.provenance import embedded_text
+from physarum.render.preset.provenance import embedded_text
+from physarum.render.run import runner
 from support import (
     gif_png_and_loop_on_each_backend,
     problems_of,

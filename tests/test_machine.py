@@ -6,11 +6,11 @@ import pytest
 import yaml
 
 from physarum import kernels
-from physarum.render import machine
-from physarum.render.cli import main
-from physarum.render.errors import RenderError
-from physarum.render.machine import check_memory
+from physarum.render.base.errors import RenderError
+from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
+from physarum.render.run import machine
+from physarum.render.run.machine import check_memory
 from support import TINY, tiny_data, world_data
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from physarum.render.palette import palette_table, parse_hex
+from physarum.render.look.palette import palette_table, parse_hex
 from support import problems_of, tiny_data
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from physarum.render.inputs import MAX_TEXT_BYTES
+from physarum.render.base.inputs import MAX_TEXT_BYTES
 from physarum.render.preset import PresetError, parse_yaml
 from physarum.render.preset.safe_yaml import MAX_DEPTH, MAX_NODES
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from physarum.kernels import spawn as spawning
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
 from support import TWO_SPECIES, tiny_data, world_data, write_preset
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import torch
 
-from physarum.render import profile
-from physarum.render.cli import main
+from physarum.render.cli.main import main
+from physarum.render.tools import profile
 
 
 def test_profile_writes_a_chrome_trace_and_reports_phases(tmp_path, capsys):

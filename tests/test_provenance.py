@@ -7,9 +7,15 @@ import json
 
 import yaml
 
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
-from physarum.render.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, Provenance, embedded_text, version
+from physarum.render.preset.provenance import (
+    OUTPUT_VERSION,
+    OUTPUT_VERSIONS,
+    Provenance,
+    embedded_text,
+    version,
+)
 from support import tiny_data
 
 

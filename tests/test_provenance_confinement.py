@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from physarum.render.catalog import PRESETS
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
-from physarum.render.provenance import embedded_text
+from physarum.render.preset.catalog import PRESETS
+from physarum.render.preset.provenance import embedded_text
 from support import tiny_data
 
 

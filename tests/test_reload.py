@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from physarum.render import carried
-from physarum.render.cli import main
-from physarum.render.encode import read_embedded
+from physarum.render.cli.main import main
+from physarum.render.out.encode import read_embedded
+from physarum.render.preset import carried
 from support import world_data, write_preset
 
 FORMATS = ("gif", "mp4", "png")

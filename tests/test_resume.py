@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from physarum.render.preset import build_preset
-from physarum.render.resume import branch_problems, flatten
+from physarum.render.run.resume import branch_problems, flatten
 from support import tiny_data
 
 STORED = build_preset(tiny_data(), "tiny.yaml")
@@ -46,7 +46,7 @@ def test_flatten_names_every_leaf_by_its_dotted_key():
 
 
 def test_resume_refuses_stats_in_one_message(tmp_path, capsys):
-    from physarum.render.cli import main
+    from physarum.render.cli.main import main
 
     assert main(["render", "--resume", str(tmp_path / "any.npz"), "--stats"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -19,14 +19,15 @@ import pytest
 import yaml
 from PIL import Image
 
-from physarum.render import encode, runner
-from physarum.render.colour import make_colourist
-from physarum.render.encode import Mp4Writer, read_embedded
-from physarum.render.encoder_process import EncoderProcess
-from physarum.render.errors import RenderError
+from physarum.render.base.errors import RenderError
+from physarum.render.look.colour import make_colourist
+from physarum.render.out import encode
+from physarum.render.out.encode import Mp4Writer, read_embedded
+from physarum.render.out.encoder_process import EncoderProcess
 from physarum.render.preset import PresetError, build_preset, load_preset
-from physarum.render.runner import check_formats
-from physarum.render.simulation import batch_key
+from physarum.render.run import runner
+from physarum.render.run.runner import check_formats
+from physarum.render.sim.simulation import batch_key
 from support import CURATED, ROOT, WORLD, block, render_cpu, render_tiny, tiny_data, world_data
 
 
@@ -207,7 +208,7 @@ def test_webp_and_mp4_settings_render_from_the_preset(tmp_path):
 
 @pytest.mark.parametrize("path", CURATED, ids=[p.stem for p in CURATED])
 def test_curated_presets_render_a_few_steps(path: Path, tmp_path):
-    from physarum.render.runner import render
+    from physarum.render.run.runner import render
 
     preset = load_preset(path, ["run.steps=2", "run.steps_per_frame=1", "run.warmup=0"])
     result = render(preset, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
@@ -298,7 +299,7 @@ def test_one_species_with_a_palette_shows_the_plain_render(tmp_path):
 
 def test_a_batch_renders_each_job_byte_for_byte_as_physarum_render_alone(tmp_path):
     # Compared with `physarum render --from` in fresh processes: the bytes x264 writes in a
-    # process that already ran other encoders can differ (render/encoder_process.py), so the
+    # process that already ran other encoders can differ (render/out/encoder_process.py), so the
     # batch encodes each job's outputs in a process of its own, as a single render does.
     spawns, palettes = ["random", "disk", "ring"], [["magma"], ["ice", "fire"], ["cave"]]
     presets = [
@@ -372,7 +373,7 @@ def test_one_failing_encoder_fails_only_its_job(tmp_path):
 
 def test_a_batch_ends_every_jobs_input_before_it_waits_for_any(tmp_path):
     """The children then write their last files side by side, not one after another."""
-    from physarum.render.encoder_process import EncoderProcess
+    from physarum.render.out.encoder_process import EncoderProcess
 
     calls = []
     end_input, complete = EncoderProcess.end_input, EncoderProcess.complete

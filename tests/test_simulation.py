@@ -9,7 +9,7 @@ import torch
 from physarum.kernels import exact
 from physarum.kernels import spawn as spawning
 from physarum.render.preset import build_preset
-from physarum.render.simulation import (
+from physarum.render.sim.simulation import (
     advance,
     batch_key,
     make_batch_simulation,
@@ -17,7 +17,7 @@ from physarum.render.simulation import (
     simulation_maps,
     spawn_groups,
 )
-from physarum.render.world import box_resize, point_cells
+from physarum.render.world.maps import box_resize, point_cells
 from support import WORLD, tiny_data, world_data
 
 
@@ -69,7 +69,7 @@ def test_agents_are_spawned_on_the_simulations_device_up_to_a_size(monkeypatch):
     """Groups spawn where they will run (the meta device stands in for a GPU here: no values,
     only where tensors live); groups larger than SPAWN_ON_DEVICE_MAX spawn on the host, which has
     the memory for the spawn's temporaries."""
-    from physarum.render import simulation
+    from physarum.render.sim import simulation
 
     preset = build_preset(tiny_data(), "t.yaml")
     state, _, _ = spawn_groups([preset, preset.model_copy(update={"seed": 4})], "meta")

@@ -1,4 +1,4 @@
-"""Run statistics (render/stats.py): every column on hand-made maps, and `render --stats`."""
+"""Run statistics (render/tools/stats.py): every column on hand-made maps, and `render --stats`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import torch
 from physarum.kernels import reference
 from physarum.kernels.exact import build_tables
 from physarum.kernels.spawn import spawn
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
-from physarum.render.stats import STAT_COLUMNS, SpectrumRings, trail_statistics
+from physarum.render.tools.stats import STAT_COLUMNS, SpectrumRings, trail_statistics
 from support import tiny_data
 
 COLUMN = {name: i for i, name in enumerate(STAT_COLUMNS)}

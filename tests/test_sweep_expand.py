@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from physarum.render import sweep as sweeps
-from physarum.render.cli import main
+from physarum.render.cli.main import main
 from physarum.render.preset import PresetError
 from support import SWEEP_BASE, expand_inline, write_sweep
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from physarum.render import sweep as sweeps
-from physarum.render.simulation import batch_key
+from physarum.render.sim.simulation import batch_key
 from support import expand_inline
 
 

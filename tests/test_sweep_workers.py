@@ -11,10 +11,10 @@ from unittest import mock
 import pytest
 import torch
 
-from physarum.render import machine, runner
 from physarum.render import sweep as sweeps
-from physarum.render.cli import main
-from physarum.render.errors import RenderError
+from physarum.render.base.errors import RenderError
+from physarum.render.cli.main import main
+from physarum.render.run import machine, runner
 from physarum.render.sweep import workers
 from support import SWEEP_BASE, read_manifest, write_sweep
 

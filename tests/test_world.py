@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from physarum.render.preset import build_preset
-from physarum.render.world import (
+from physarum.render.world.maps import (
     IMAGE_PIXELS_ANY_CANVAS,
     MAX_IMAGE_PIXELS,
     allowed_pixels,

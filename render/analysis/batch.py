@@ -25,8 +25,8 @@ from physarum.render.analysis.twins import (
     choose_trail_twins,
     perturb,
 )
-from physarum.render.machine import available_bytes, estimated_bytes, limit_cpu_threads
 from physarum.render.preset import Preset
+from physarum.render.run.machine import available_bytes, estimated_bytes, limit_cpu_threads
 
 MEMORY_SHARE = 0.5  # of the free device memory a chunk of plane points may plan to use
 

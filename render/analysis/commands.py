@@ -23,7 +23,7 @@ from physarum.render.analysis.report import (
     write_twin_csv,
 )
 from physarum.render.analysis.verdict import plane_verdict, point_verdict
-from physarum.render.files import write_json
+from physarum.render.base.files import write_json
 from physarum.render.preset import Preset
 
 

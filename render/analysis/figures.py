@@ -13,7 +13,7 @@ from physarum.render.analysis.linear import agent_density, linear_model
 from physarum.render.analysis.metrics import TwinSeries
 from physarum.render.analysis.plane import PlaneAxis, PlaneResult
 from physarum.render.analysis.report import plus_minus
-from physarum.render.files import PartialFile
+from physarum.render.base.files import PartialFile
 from physarum.render.preset import Preset
 
 

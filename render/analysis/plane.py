@@ -13,7 +13,7 @@ from physarum.render.analysis.errors import AnalysisError
 from physarum.render.analysis.fit import analyse_point, mean_and_error, perturbed
 from physarum.render.analysis.linear import preset_linear_model
 from physarum.render.analysis.metrics import TwinSeries
-from physarum.render.errors import did_you_mean
+from physarum.render.base.errors import did_you_mean
 from physarum.render.preset import Model, Preset, PresetError, build_preset
 
 GROWTH_THRESHOLD = 0.0  # per step: a plane point above it counts as unstable (--threshold)

@@ -24,9 +24,9 @@ from physarum.render.analysis.linear import LinearModel
 from physarum.render.analysis.metrics import METRICS, TwinSeries
 from physarum.render.analysis.plane import PlaneResult
 from physarum.render.analysis.twins import KINDS
-from physarum.render.files import write_csv
+from physarum.render.base.files import write_csv
 from physarum.render.preset import Preset
-from physarum.render.provenance import embedded_text, version
+from physarum.render.preset.provenance import embedded_text, version
 
 
 def output_paths(preset: Preset, out_dir: Path, suffix: str) -> dict[str, Path]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from physarum.render.files import write_csv, written_whole
+from physarum.render.base.files import write_csv, written_whole
 from physarum.render.graph.network import GRAPH_STATS
 from physarum.render.preset import Preset
 

@@ -9,7 +9,7 @@ overrides, in that order of the data flow:
 The names below are the package's public face; callers import them from here.
 """
 
-from physarum.render.errors import PresetError
+from physarum.render.base.errors import PresetError
 from physarum.render.preset.load import (
     apply_setting,
     build_preset,

@@ -16,14 +16,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from physarum.kernels.api import MAX_DISTANCE
-from physarum.render.errors import PresetError, did_you_mean
-from physarum.render.inputs import excerpt, read_text, shorten
+from physarum.render.base.errors import PresetError, did_you_mean
+from physarum.render.base.inputs import excerpt, read_text, shorten
 from physarum.render.preset.safe_yaml import parse_yaml
 from physarum.render.preset.schedule import TAGS as SCHEDULE_TAGS
 from physarum.render.preset.schedule import keyframe_values
 from physarum.render.preset.schema import Preset, section_at
 from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
-from physarum.render.world import image_problems
+from physarum.render.world.maps import image_problems
 
 
 def _describe(error: dict) -> str:
@@ -272,7 +272,7 @@ def build_preset(
 
     Relative image paths are relative to `base` (default: the folder of `source`) and become
     absolute. Images are opened and checked here too, so every problem is reported at once.
-    `carried` (path -> image, render/carried.py): the images `render --from` reads instead of
+    `carried` (path -> image, render/preset/carried.py): the images `render --from` reads instead of
     the files those paths name; such paths are kept as they are."""
     data = copy.deepcopy(data)
     problems = []

@@ -39,7 +39,7 @@ from pydantic import (
     field_validator,
 )
 
-from physarum.render.inputs import excerpt
+from physarum.render.base.inputs import excerpt
 
 MAX_KEYS = 1000
 PERCENT = re.compile(r"(\d{1,3}(?:\.\d{1,6})?)%")

@@ -21,8 +21,8 @@ from pydantic import (
 
 from physarum.kernels.api import MAX_SPECIES, ONE, ModelParams
 from physarum.kernels.spawn import species_seed
-from physarum.render.errors import did_you_mean
-from physarum.render.inputs import excerpt, shorten
+from physarum.render.base.errors import did_you_mean
+from physarum.render.base.inputs import excerpt, shorten
 from physarum.render.preset.schedule import (
     Schedule,
     is_scheduled,
@@ -78,7 +78,7 @@ class Preset(Section):
 
     @property
     def carried(self) -> dict:
-        """The images this preset reads instead of files, by path (render/carried.py); empty but for
+        """The images this preset reads instead of files, by path (render/preset/carried.py); empty but for
         a preset `render --from` read from a file."""
         return self._carried
 

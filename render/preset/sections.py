@@ -26,11 +26,11 @@ from pydantic import (
 )
 
 from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE
-from physarum.render.errors import did_you_mean
-from physarum.render.inputs import excerpt, shorten
-from physarum.render.palette import PALETTES, parse_hex
+from physarum.render.base.errors import did_you_mean
+from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.look.palette import PALETTES, parse_hex
 from physarum.render.preset.schedule import optional_form, scheduled
-from physarum.render.world import image_size
+from physarum.render.world.maps import image_size
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # of the whole name: NAME_PATTERN.fullmatch
 FORMATS = ("gif", "mp4", "png")  # the default output.formats
@@ -98,7 +98,7 @@ def image_path(path: str | None, info: ValidationInfo) -> str | None:
     """An image path made absolute: relative paths are relative to the preset file's folder
     (the validation context's `base`). Outputs embed it through Preset.portable_dump. Only the
     header is read here; world.image_problems decodes it once the canvas is known. A path the
-    context's `carried` images hold (`render --from`, render/carried.py) is kept as it is: the
+    context's `carried` images hold (`render --from`, render/preset/carried.py) is kept as it is: the
     render reads that image, not a file. An optional image given as null (`agents.image: null`)
     is no image."""
     if path is None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import torch
 
-from physarum.render import machine, runner
-from physarum.render.errors import RenderError, machine_problem, out_of_memory
+from physarum.render.base.errors import RenderError, machine_problem, out_of_memory
 from physarum.render.preset import Preset, PresetError
+from physarum.render.run import machine, runner
 from physarum.render.sweep.manifest import now
 from physarum.render.sweep.plan import batch_limit
 

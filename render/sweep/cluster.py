@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from physarum.render.errors import RenderError
+from physarum.render.base.errors import RenderError
 from physarum.render.sweep.chunk import failed_outcomes, run_chunk
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from physarum.render.files import written_whole
+from physarum.render.base.files import written_whole
 from physarum.render.sweep.labels import format_value
 from physarum.render.sweep.manifest import local_path
 

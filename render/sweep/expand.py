@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from physarum.render import runner
-from physarum.render.colour import preview_size
-from physarum.render.errors import RenderError
+from physarum.render.base.errors import RenderError
+from physarum.render.look.colour import preview_size
 from physarum.render.preset import (
     Preset,
     PresetError,
@@ -30,6 +29,7 @@ from physarum.render.preset import (
     read_preset_file,
     set_dotted,
 )
+from physarum.render.run import runner
 from physarum.render.sweep.labels import format_params
 from physarum.render.sweep.schema import (
     Choice,

@@ -20,9 +20,9 @@ from urllib.parse import quote
 
 import yaml
 
-from physarum.render.colour import preview_size
-from physarum.render.errors import printable
-from physarum.render.files import written_whole
+from physarum.render.base.errors import printable
+from physarum.render.base.files import written_whole
+from physarum.render.look.colour import preview_size
 from physarum.render.sweep.contact import write_contact_sheet
 from physarum.render.sweep.labels import format_value
 from physarum.render.sweep.manifest import local_path

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from physarum.render.errors import name_file, printable
+from physarum.render.base.errors import name_file, printable
 from physarum.render.sweep.expand import Job, Sweep
 
 # The types a record's fields must have where present (id and status always are).

@@ -7,10 +7,11 @@ import math
 
 import torch
 
-from physarum.render import machine, simulation
-from physarum.render.errors import RenderError
-from physarum.render.frames import QUEUE_FRAMES
+from physarum.render.base.errors import RenderError
+from physarum.render.out.frames import QUEUE_FRAMES
 from physarum.render.preset import Preset
+from physarum.render.run import machine
+from physarum.render.sim import simulation
 from physarum.render.sweep.expand import Job, Sweep
 from physarum.render.sweep.labels import format_params
 

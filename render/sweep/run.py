@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render.errors import RenderError, printable
-from physarum.render.files import remove_stale_parts
+from physarum.render.base.errors import RenderError, printable
+from physarum.render.base.files import remove_stale_parts
 from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
 from physarum.render.sweep.expand import Sweep
 from physarum.render.sweep.gallery import write_gallery

@@ -14,9 +14,9 @@ import time
 
 import torch
 
-from physarum.render import machine
-from physarum.render.encoder_process import die_with_parent
-from physarum.render.errors import RenderError
+from physarum.render.base.errors import RenderError
+from physarum.render.out.encoder_process import die_with_parent
+from physarum.render.run import machine
 from physarum.render.sweep.chunk import chunk_outcomes, failed_outcomes
 
 

@@ -1,0 +1,1 @@
+"""The `physarum` command: its flags and the one function each subcommand calls."""

@@ -1,0 +1,266 @@
+"""The `physarum` command's flags (argparse): one subcommand per job, every flag defaulting to
+None so that it layers over the preset file's value. render/cli/main.py runs what they name."""
+
+from __future__ import annotations
+
+import argparse
+
+from physarum.render.preset.provenance import version
+from physarum.render.preset.sections import GIF_TARGETS
+
+PREVIEW_SCALE = 0.25  # --preview: the GIF's size as a fraction of the canvas
+
+
+def flag_settings(args) -> list[str]:
+    """The render flags that stand for preset keys, as --set settings: the GIF budget flags, and
+    --preview (formats [gif], gif_scale PREVIEW_SCALE unless --scale, the 'preview' budget
+    unless a budget flag). Outputs carry them, so --from renders the same file again."""
+    settings = []
+    budget = args.gif_max_bytes or args.gif_target
+    if args.preview:
+        settings.append("output.formats=[gif]")
+        if args.scale is None:
+            settings.append(f"output.gif_scale={PREVIEW_SCALE!r}")
+        budget = budget or "preview"
+    if budget is not None:
+        settings.append(f"output.gif_max_bytes={budget}")
+    return settings
+
+
+def add_settings(command: argparse.ArgumentParser, example: str) -> None:
+    """A command's repeatable --set KEY=VALUE (args.settings), with an example of its own."""
+    command.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a preset key, e.g. --set {example} (repeatable)",
+    )
+
+
+def add_backend(command: argparse.ArgumentParser, device: bool = True) -> None:
+    """A command's --backend (and, with device, --device) flags."""
+    command.add_argument(
+        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
+    )
+    if device:
+        command.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="physarum", description="Render Physarum slime-mould animations.")
+    parser.add_argument("--version", action="version", version=f"physarum {version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    render = commands.add_parser("render", help="render a preset to GIF, MP4 and PNG")
+    source = render.add_mutually_exclusive_group(required=True)
+    source.add_argument("preset", nargs="?", help="a preset YAML file, or the name of a curated preset")
+    source.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="render again from what a GIF, MP4, WebP, PNG or JSON output carries (its images included)",
+    )
+    render.add_argument(
+        "--images",
+        metavar="DIR",
+        default=None,
+        help="with --from: read the images the file names from DIR (relative paths under it) instead of "
+        "those it carries; needed for files of output version 2 or earlier",
+    )
+    source.add_argument(
+        "--resume",
+        metavar="CHECKPOINT",
+        help="continue from a checkpoint (.npz) a render wrote; with --set, a branch (docs/checkpoints.md)",
+    )
+    add_settings(render, "model.decay=0.05")
+    render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
+    add_backend(render)
+    render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
+    render.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="GIF size as a fraction of the canvas (output.gif_scale), for previews of large canvases",
+    )
+    budget = render.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--gif-max-bytes",
+        default=None,
+        metavar="SIZE",
+        help="GIF byte budget (output.gif_max_bytes): bytes, a size like 10MB, or a target name; "
+        "the render chooses the best GIF that fits (fewer levels, smaller, fewer frames)",
+    )
+    budget.add_argument(
+        "--gif-target",
+        default=None,
+        choices=list(GIF_TARGETS),
+        help="GIF byte budget of a platform: "
+        + ", ".join(f"{k} {v / 1e6:g} MB" for k, v in GIF_TARGETS.items()),
+    )
+    render.add_argument(
+        "--preview",
+        action="store_true",
+        help=f"a quick look: the GIF alone, at {PREVIEW_SCALE:g} of the canvas (or --scale), within "
+        f"{GIF_TARGETS['preview'] / 1e6:g} MB (or the budget flags), into OUT/previews",
+    )
+    render.add_argument(
+        "--frames-dir", default=None, metavar="DIR", help="also write every frame as a numbered PNG into DIR"
+    )
+    render.add_argument(
+        "--stats",
+        action="store_true",
+        help="also write per-step trail statistics as CSV (<name>-s<seed>.stats.csv)",
+    )
+
+    render.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write the whole simulation state every N steps (checkpoint.every)",
+    )
+    render.add_argument(
+        "--checkpoint-at",
+        default=None,
+        metavar="STEPS",
+        help="write the whole simulation state at these steps, e.g. 100,500 (checkpoint.at)",
+    )
+    render.add_argument(
+        "--fields-at",
+        default=None,
+        metavar="STEPS",
+        help="write the raw trail and agent counts at these steps, e.g. 100,500 (output.fields.at)",
+    )
+
+    sweep = commands.add_parser("sweep", help="render every job of a sweep file, batched and resumable")
+    sweep.add_argument("sweep", metavar="SWEEP", help="a sweep YAML file, or the name of one in sweeps/")
+    sweep.add_argument(
+        "--dry-run", action="store_true", help="list the jobs (id, values, state); write nothing"
+    )
+    sweep.add_argument(
+        "--devices",
+        default=None,
+        help="all (every GPU, else the CPU; default), cpu, or a list like cuda:0,cuda:1",
+    )
+    sweep.add_argument(
+        "--ray",
+        default=None,
+        metavar="auto|local|ADDRESS",
+        help="run batches as Ray tasks: auto joins the running cluster, local starts one here",
+    )
+    add_backend(sweep, device=False)
+    sweep.add_argument("--out", default="outputs", help="output folder; the sweep writes into OUT/<sweep>/")
+    sweep.add_argument("--retry-failed", action="store_true", help="run jobs that failed before again")
+    sweep.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help="at most this many simulations per batch (default 64; memory may lower it)",
+    )
+    sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
+
+    commands.add_parser("presets", help="list the curated presets")
+
+    validate = commands.add_parser("validate", help="check preset files without rendering")
+    validate.add_argument("presets", nargs="+", metavar="PRESET")
+
+    prof = commands.add_parser("profile", help="time each phase and kernel of a step; write a Perfetto trace")
+    prof.add_argument("preset")
+    prof.add_argument("--backend", default="auto", help="auto, torch or triton")
+    prof.add_argument("--device", default=None)
+    prof.add_argument("--steps", type=int, default=20, help="steps recorded (default 20)")
+    prof.add_argument("--warmup", type=int, default=50, help="steps before the record (default 50)")
+    prof.add_argument(
+        "--trace", default=None, help="trace file (default outputs/<name>/<name>-<backend>.trace.json)"
+    )
+
+    bench = commands.add_parser("bench", help="step timings of every implementation against the memory floor")
+    bench.add_argument(
+        "--configs",
+        default=None,
+        help="comma-separated of S, L, XL, X, CPU (default: S,L,XL,X on a GPU, CPU otherwise)",
+    )
+    bench.add_argument("--device", default=None)
+    bench.add_argument(
+        "--develop", type=int, default=500, help="steps that develop the state first (default 500)"
+    )
+    bench.add_argument(
+        "--skip", default="", help="implementations to leave out, e.g. prototype,torch.compile"
+    )
+    bench.add_argument("--out", default=None, help="results JSON (default benchmarks/<device>.json)")
+
+    sens = commands.add_parser(
+        "sensitivity",
+        help="divergence of minimally perturbed twins: Lyapunov exponents, saturation, parameter planes",
+    )
+    sens.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
+    add_settings(sens, "canvas.width=256")
+    sens.add_argument(
+        "--steps", type=int, default=None, help="steps after the perturbation (default: run.steps)"
+    )
+    sens.add_argument(
+        "--twins",
+        type=int,
+        default=None,
+        help="twins per simulation, alternately agent and trail (default 8; 4 with --plane)",
+    )
+    sens.add_argument("--at", type=int, default=1, help="the step whose state is perturbed (default 1)")
+    sens.add_argument(
+        "--plane",
+        nargs=2,
+        default=None,
+        metavar="KEY=LO:HI:N",
+        help="measure over a grid of two model parameters, e.g. --plane "
+        "model.deposit=1:10:16 model.decay=0.01:0.3:16",
+    )
+    sens.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="with --plane: exponent (per step) above which a point counts as unstable (default 0)",
+    )
+    add_backend(sens)
+    sens.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    sens.add_argument("--quiet", action="store_true", help="no progress bar")
+    graph = commands.add_parser(
+        "graph", help="the trail's network as a graph at chosen steps: GraphML, CSV, statistics, a figure"
+    )
+    graph.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
+    add_settings(graph, "canvas.width=256")
+    when = graph.add_mutually_exclusive_group()
+    when.add_argument("--at", default=None, metavar="S1,S2,...", help="the steps, e.g. --at 100,500,1000")
+    when.add_argument(
+        "--every", type=int, default=None, metavar="N", help="every N steps (default: a tenth of the run)"
+    )
+    graph.add_argument(
+        "--threshold",
+        default=None,
+        metavar="otsu|F",
+        help="the network: the trail at or above Otsu's threshold of its log (default), or F times its 99th percentile",
+    )
+    graph.add_argument(
+        "--min-area",
+        type=int,
+        default=None,
+        help="remove specks and holes of fewer cells than this before thinning (default 16)",
+    )
+    add_backend(graph)
+    graph.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    graph.add_argument("--quiet", action="store_true", help="print only the paths written")
+    return parser
+
+
+def stop_settings(args) -> list[str]:
+    """The --set settings that render's --checkpoint-every, --checkpoint-at and --fields-at
+    stand for (so that outputs and checkpoints carry them as preset keys)."""
+    settings = []
+    if args.checkpoint_every is not None:
+        settings.append(f"checkpoint.every={args.checkpoint_every}")
+    for flag, key in ((args.checkpoint_at, "checkpoint.at"), (args.fields_at, "output.fields.at")):
+        if flag is not None:
+            settings.append(f"{key}=[{flag}]")
+    return settings

@@ -1,0 +1,288 @@
+"""The `physarum` command. Thin: parse flags, build a Preset, call one function.
+
+Every flag defaults to None so that it layers over the preset file's value. Mistakes in the
+input end in one message on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from physarum.render import analysis
+from physarum.render import sweep as sweeps
+from physarum.render.base.errors import RenderError, machine_problem, printable, shown
+from physarum.render.base.interrupts import Terminated, signals_interrupt
+from physarum.render.cli.arguments import flag_settings, parser, stop_settings
+from physarum.render.preset import PresetError, load_preset
+from physarum.render.preset.catalog import preset_files, resolve_preset_path, resolve_sweep_path
+from physarum.render.run.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
+from physarum.render.run.reload import load_for_render, refuse_writing_over
+from physarum.render.run.resume import load_for_resume
+from physarum.render.run.runner import RenderOptions, output_paths, render
+from physarum.render.tools.bench import CONFIGS, run_bench
+from physarum.render.tools.profile import profile_preset
+from physarum.render.tools.stats import StatsRecorder
+
+EXIT_USAGE = 2
+
+
+def cmd_render(args) -> int:
+    args.settings = [*args.settings, *flag_settings(args), *stop_settings(args)]
+    if args.preview:
+        args.out = str(Path(args.out) / "previews")
+    preset, resume = load_for_resume(args) if args.resume else (load_for_render(args), None)
+    paths = list(output_paths(preset, Path(args.out)).values())
+    paths.append(paths[-1].with_suffix(".stats.csv"))
+    if args.from_file:
+        refuse_writing_over(Path(args.from_file), paths)
+    stats = StatsRecorder(paths[-1]) if args.stats else None
+    options = RenderOptions(
+        backend=args.backend,
+        device=args.device,
+        out_dir=Path(args.out),
+        quiet=args.quiet,
+        frames_dir=Path(args.frames_dir) if args.frames_dir else None,
+        on_step=stats,
+        extra_files=stats.staged if stats is not None else None,  # committed with the render's files
+        resume=resume,
+    )
+    with signals_interrupt():
+        result = render(preset, options)
+    for note in result.notes:  # every line through printable: paths and names are the user's
+        print(printable(f"note: {note}"), file=sys.stderr)
+    if result.replaced:
+        names = ", ".join(path.name for path in result.replaced)
+        print(
+            printable(f"note: replaced the earlier files in {result.replaced[0].parent}: {names}"),
+            file=sys.stderr,
+        )
+    for fmt, path in result.outputs.items():
+        size = path.stat().st_size
+        print(printable(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}"))
+    if not args.quiet:
+        t = result.timings
+        encoders = ", ".join(f"{k[7:-2]} {v:.1f} s" for k, v in t.items() if k.startswith("encode_"))
+        print(
+            printable(
+                f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})"
+            ),
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
+    max_batch = sweeps.DEFAULT_MAX_BATCH if args.batch is None else args.batch
+    if args.dry_run:
+        print("\n".join(map(printable, sweeps.dry_run_lines(sweep, Path(args.out), max(1, max_batch)))))
+        return 0
+    options = sweeps.SweepOptions(
+        backend=args.backend,
+        devices=args.devices,
+        ray=args.ray,
+        out_dir=Path(args.out),
+        retry_failed=args.retry_failed,
+        max_batch=max_batch,
+        quiet=args.quiet,
+        gallery=not args.no_gallery,
+    )
+    summary = sweeps.run_sweep(sweep, options)
+    failed = summary.failed
+    print(
+        printable(
+            f"{sweep.name}: {len(sweep.jobs)} jobs: {len(sweep.jobs) - len(failed)} done "
+            f"({summary.ran} run now, {summary.skipped} done before), {len(failed)} failed, "
+            f"{summary.seconds:.1f} s; manifest {summary.sweep_dir / 'manifest.jsonl'}"
+        )
+    )
+    if summary.gallery:
+        print(printable(f"gallery: {summary.gallery}"))
+    for record in failed:
+        error = (record.get("error") or "").splitlines()[0] if record.get("error") else record.get("status")
+        name, params = record.get("name", record["id"]), sweeps.format_params(record.get("params", {}))
+        print(printable(f"failed: {name} {record['id']} ({params}): {error}"))
+    if failed:
+        print(f"{len(failed)} jobs failed; run again with --retry-failed to retry them", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_presets(args) -> int:
+    for path in preset_files():
+        preset = load_preset(path)
+        size = f"{preset.canvas.width}x{preset.canvas.height}"
+        print(
+            printable(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
+        )
+    return 0
+
+
+def cmd_validate(args) -> int:
+    problems = []
+    for name in args.presets:
+        try:
+            preset = load_preset(resolve_preset_path(name))
+            size = f"{preset.canvas.width}x{preset.canvas.height}"
+            print(printable(f"ok  {name}  ({preset.name}: {preset.frames} frames, {size})"))
+        except PresetError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise PresetError(problems)
+    return 0
+
+
+def _positive(value: int, flag: str) -> int:
+    if value < 1:
+        raise RenderError(f"{flag} must be a positive number of steps, got {value}")
+    return value
+
+
+def cmd_profile(args) -> int:
+    preset = load_preset(resolve_preset_path(args.preset))
+    device = resolve_device(args.device)
+    if device.type == "cpu":
+        limit_cpu_threads()
+    backend = resolve_backend(args.backend, device)
+    trace = Path(args.trace or f"outputs/{preset.name}/{preset.name}-{backend}.trace.json")
+    profile_preset(preset, backend, device, _positive(args.steps, "--steps"), args.warmup, trace)
+    print(printable(f"trace: {trace} (open it in https://ui.perfetto.dev)"))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    device = resolve_device(args.device)
+    default = "S,L,XL,X" if device.type == "cuda" else "CPU"
+    configs = [c.strip() for c in (args.configs or default).split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        raise RenderError(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
+    if device.type != "cuda" and any(CONFIGS[c].gpu_only for c in configs):
+        raise RenderError("--configs: S, L, XL and X are GPU configurations; on a CPU use --configs CPU")
+    if device.type == "cpu":
+        limit_cpu_threads()
+    name = "cpu" if device.type == "cpu" else device_name(device).lower().replace(" ", "-")
+    out = Path(args.out or f"benchmarks/{name}.json")
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    run_bench(configs, device, out, _positive(args.develop, "--develop"), skip)
+    return 0
+
+
+def cmd_sensitivity(args) -> int:
+    axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
+    preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    if preset.has_world:
+        raise RenderError(
+            f"{preset.name}: physarum sensitivity measures plain presets (one species on "
+            "the empty torus); remove world:, species: and image spawns, or use "
+            "render --stats (statistics of species 0's trail)"
+        )
+    if preset.schedules:
+        keys = ", ".join(path for path, _ in preset.schedules[:3])
+        raise RenderError(
+            f"{preset.name}: physarum sensitivity measures one set of parameters, and {keys} "
+            "change over the run (schedules); give each one number (--set KEY=VALUE) to measure it"
+        )
+    twins = 4 if axes and args.twins is None else 8 if args.twins is None else args.twins
+    if not 1 <= twins <= 64:
+        raise RenderError(f"--twins must be from 1 to 64, got {twins}")
+    if args.at < 1:
+        raise RenderError(
+            f"--at must be at least 1 (the trail is empty before the first step), got {args.at}"
+        )
+    steps = _positive(preset.run.steps if args.steps is None else args.steps, "--steps")
+    device = resolve_device(args.device)
+    options = analysis.RunOptions(
+        steps=steps,
+        at=args.at,
+        twins=analysis.twin_kinds(twins),
+        backend=resolve_backend(args.backend, device),
+        device=device,
+        quiet=args.quiet,
+    )
+    threshold = analysis.GROWTH_THRESHOLD if args.threshold is None else args.threshold
+    if axes:
+        document = analysis.sensitivity_plane(
+            preset, axes, options, Path(args.out), threshold, device_name(device)
+        )
+    else:
+        document = analysis.sensitivity(preset, options, Path(args.out), device_name(device))
+    print("\n".join(map(printable, analysis.summary_lines(document))))
+    for path in document["outputs"].values():
+        print(printable(Path(args.out) / preset.name / path))
+    return 0
+
+
+def cmd_graph(args) -> int:
+    from physarum.render import graph  # scikit-image, scipy and networkx: imported when asked for
+
+    preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    min_area = graph.MIN_AREA if args.min_area is None else args.min_area
+    if min_area < 1:
+        raise RenderError(f"--min-area must be at least 1 cell, got {min_area}")
+    device = resolve_device(args.device)
+    if device.type == "cpu":
+        limit_cpu_threads()
+    options = graph.GraphOptions(
+        steps=graph.chosen_steps(args.at, args.every, preset.run.steps),
+        threshold=graph.parse_threshold(args.threshold),
+        min_area=min_area,
+        backend=resolve_backend(args.backend, device),
+        device=device,
+        quiet=args.quiet,
+    )
+    paths = graph.graph_command(preset, options, Path(args.out))
+    print("\n".join(map(printable, graph.summary_lines(paths, options.steps))))
+    return 0
+
+
+COMMANDS = {
+    "render": cmd_render,
+    "presets": cmd_presets,
+    "validate": cmd_validate,
+    "profile": cmd_profile,
+    "bench": cmd_bench,
+    "sweep": cmd_sweep,
+    "sensitivity": cmd_sensitivity,
+    "graph": cmd_graph,
+}
+
+
+def fail(problems: list[str]) -> int:
+    """Print one message (a line per problem, each made printable, at most MAX_PROBLEMS of them
+    and a count of the rest) on stderr; the exit code 2."""
+    for problem in shown(problems):
+        print(f"error: {printable(problem)}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command. Bad input, a machine that cannot do it (a file or a read-only folder where
+    the outputs go, a full disk, memory that runs out after the check) end in one message and
+    exit code 2; a killed render leaves nothing partial behind (files.written_whole, the writers)."""
+    args = parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except PresetError as error:
+        return fail(error.problems)
+    except RenderError as error:  # a message of several lines keeps its line breaks
+        return fail(str(error).split("\n"))
+    except Terminated as signal:  # 128 + the signal's number, as a shell reports a killed command
+        print(f"terminated ({signal}); no partial output was left", file=sys.stderr)
+        return 128 + signal.signum
+    except KeyboardInterrupt:
+        print("interrupted; no partial output was left", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `physarum presets | head`: the reader left, not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (OSError, MemoryError, RuntimeError) as error:
+        problem = machine_problem(error)
+        if problem is None:
+            raise
+        return fail([problem])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Colouring on the device: trail -> 8-bit palette index through levels and gamma.
+
+The map index = round(255 * ((T - low) / (high - low)) ** gamma) is never evaluated per cell:
+the gamma curve is tabulated once on the host, each frame's 255 thresholds follow from it in
+plain float32 operations, and each cell's index is the number of thresholds at or below it.
+Comparisons are exact, so index frames are identical on every backend and device (a per-cell
+pow on a GPU and on a CPU is not).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from physarum.render.look.palette import palette_table, parse_hex
+from physarum.render.preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
+
+
+def gamma_levels(gamma: float) -> np.ndarray:
+    """[255] float32, ascending: where in [0, 1] of the level range the index reaches 1 .. 255.
+
+    Computed once, on the host, in float64 (pow is not exact across devices; this runs once).
+    """
+    level = (np.arange(1, 256, dtype=np.float64) - 0.5) / 255.0
+    return (level ** (1.0 / gamma)).astype(np.float32)
+
+
+def auto_high(trail: torch.Tensor, quantile: float) -> torch.Tensor:
+    """[] float32: the trail value at `quantile`, an element of the map found by kthvalue."""
+    flat = trail.reshape(-1)
+    k = max(1, min(flat.numel(), math.ceil(quantile * flat.numel())))
+    return torch.kthvalue(flat, k).values
+
+
+def blend_table(before: np.ndarray, after: np.ndarray, k: int, steps: int) -> np.ndarray:
+    """[256, 3] uint8: step k of `steps` (1 .. steps) of a cross-fade from palette `before` to
+    `after`, in integers: (before * (steps + 1 - k) + after * k + (steps + 1) // 2) // (steps + 1),
+    each entry rounded to nearest (halves up). Exact, so a GIF's local table and an RGB frame
+    (table[index]) agree on every device."""
+    weight = steps + 1
+    mixed = before.astype(np.int64) * (weight - k) + after.astype(np.int64) * k + weight // 2
+    return (mixed // weight).astype(np.uint8)
+
+
+class Colourist:
+    """Turns one simulation's trail [H, W] into index frames and knows each frame's palette.
+
+    Everything per frame stays on the device with no host synchronisation: the thresholds are
+    low + (high - low) * level in separate float32 operations (each rounded the same way on every
+    device), and a cell's index is the number of thresholds at or below it.
+    """
+
+    def __init__(self, palette: Palette):
+        self.palette = palette
+        self.tables = [palette_table(entry) for entry in palette.names]
+        self._levels = torch.from_numpy(gamma_levels(palette.gamma))
+        self._device_tables: dict = {}
+        self._blends: dict[tuple[int, int], np.ndarray] = {}
+        self._device_blends: dict = {}
+
+    def _on(self, device: torch.device) -> dict[str, torch.Tensor]:
+        """The colouring's constants on `device`, copied there once: a host-to-device copy of a
+        scalar every frame waits for the GPU, and a batch colours dozens of maps a frame."""
+        if device not in self._device_tables:
+            levels = self.palette.levels
+            high = 0.0 if levels.high == "auto" else levels.high  # auto: found in every frame
+            self._device_tables[device] = {
+                "levels": self._levels.to(device),
+                "tables": torch.from_numpy(np.stack(self.tables)).to(device),
+                "low": torch.tensor(levels.low, dtype=torch.float32).to(device),
+                "high": torch.tensor(high, dtype=torch.float32).to(device),
+            }
+        return self._device_tables[device]
+
+    def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
+        """[H, W] uint8 palette indices, on the trail's device."""
+        constants = self._on(trail.device)
+        levels, low = constants["levels"], constants["low"]
+        if self.palette.levels.high == "auto":
+            high = auto_high(trail, self.palette.levels.quantile)
+            high = torch.where(high > low, high, trail.max())
+        else:
+            high = constants["high"]
+        high = torch.where(high > low, high, low + 1.0)
+        bounds = (high - low) * levels + low
+        return torch.bucketize(trail, bounds, right=True).to(torch.uint8)
+
+    def palette_index(self, frame: int) -> int:
+        """Which of the preset's palettes frame number `frame` is shown with (the one it
+        starts from, in a blend)."""
+        return (frame // self.palette.every) % len(self.tables)
+
+    def blend_step(self, frame: int) -> int:
+        """k of frame number `frame`: 0 outside a blend, 1 .. N (N = palette.blend) over the last
+        N frames of its block of `every`, which cross-fade toward the next palette."""
+        into = frame % self.palette.every - (self.palette.every - self.palette.blend)
+        return into + 1 if into >= 0 else 0
+
+    def table(self, frame: int) -> np.ndarray:
+        """[256, 3] uint8 RGB palette of frame number `frame`: its palette, or in a blend the
+        integer mix of it and the next one (blend_table)."""
+        key = (self.palette_index(frame), self.blend_step(frame))
+        if key[1] == 0:
+            return self.tables[key[0]]
+        if key not in self._blends:
+            after = self.tables[(key[0] + 1) % len(self.tables)]
+            self._blends[key] = blend_table(self.tables[key[0]], after, key[1], self.palette.blend)
+        return self._blends[key]
+
+    def rgb(self, index: torch.Tensor, frame: int) -> torch.Tensor:
+        """[H, W, 3] uint8 RGB of an index frame, looked up on the index frame's device."""
+        if self.blend_step(frame) == 0:
+            tables = self._on(index.device)["tables"]
+            return tables[self.palette_index(frame)][index.to(torch.int64)]
+        key = (index.device, self.palette_index(frame), self.blend_step(frame))
+        if key not in self._device_blends:
+            self._device_blends[key] = torch.from_numpy(self.table(frame)).to(index.device)
+        return self._device_blends[key][index.to(torch.int64)]
+
+    def colour(
+        self, trail: torch.Tensor, frame: int, rgb: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(index frame [H, W] uint8, RGB frame [H, W, 3] uint8 or None) of frame `frame`."""
+        index = self.index_frame(trail)
+        return index, (self.rgb(index, frame) if rgb else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Several species: one level per species map, blended in integers
+
+PRODUCT_LEVELS = {1: 256, 2: 16, 3: 6, 4: 4}  # K: levels per species in a GIF's palette, K^S <= 256
+
+
+def species_ramp(colour: str | None, palette) -> np.ndarray:
+    """[256, 3] uint8: what level v of one species shows. A colour c: (v * c) // 255 per
+    channel; a palette (name or hex stops): its entry v."""
+    if palette is not None:
+        return palette_table(palette)
+    level = np.arange(256, dtype=np.int64)[:, None]
+    return (level * np.array(parse_hex(colour), dtype=np.int64)[None, :] // 255).astype(np.uint8)
+
+
+def species_ramps(preset: Preset) -> np.ndarray:
+    """[S, 256, 3] uint8 ramps of a preset's species (default colours where none is given)."""
+    ramps = []
+    for s, species in enumerate(preset.species):
+        colour = species.colour or (None if species.palette is not None else DEFAULT_SPECIES_COLOURS[s])
+        ramps.append(species_ramp(colour, species.palette))
+    return np.stack(ramps)
+
+
+def blend(ramps: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """[..., 3] uint8: the saturating sum over species s of ramps[s][levels[s]] (host version)."""
+    total = sum(ramps[s][levels[s]].astype(np.int32) for s in range(len(ramps)))
+    return np.minimum(total, 255).astype(np.uint8)
+
+
+def product_palette(ramps: np.ndarray) -> np.ndarray:
+    """[256, 3] uint8 palette of a GIF of S species: index sum_s q_s * K^s shows the blend of
+    each species at its representative level q_s * 255 // (K - 1) (unused entries black)."""
+    species = len(ramps)
+    k = PRODUCT_LEVELS[species]
+    index = np.arange(k**species)
+    quantised = np.stack([(index // k**s) % k for s in range(species)])
+    table = np.zeros((256, 3), dtype=np.uint8)
+    table[: k**species] = blend(ramps, quantised * 255 // (k - 1))
+    return table
+
+
+class SpeciesColourist:
+    """Colours the S trail maps [S, H, W] of one simulation of a species preset.
+
+    Each map gets a level 0..255 by Colourist.index_frame (the preset's levels and gamma, per
+    map: with high: auto, each species' own quantile). RGB (MP4, PNG, frames) is the saturating
+    integer sum of each species' ramp at its level. The GIF's index frame quantises each level to
+    K = PRODUCT_LEVELS[S] steps, q_s = level_s * K // 256, index = sum_s q_s * K^s, shown with
+    the fixed product_palette: exact, and the same palette on every frame.
+    """
+
+    def __init__(self, palette: Palette, ramps: np.ndarray):
+        self.palette = palette
+        self.levels = Colourist(palette)
+        self.ramps = ramps
+        self.species = len(ramps)
+        self.k = PRODUCT_LEVELS[self.species]
+        self.tables = [product_palette(ramps)]
+        self._device: dict = {}
+
+    def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        if device not in self._device:
+            weights = torch.tensor([self.k**s for s in range(self.species)], dtype=torch.int32)
+            self._device[device] = (
+                torch.from_numpy(self.ramps).to(device).to(torch.int32),
+                weights.to(device)[:, None, None],
+            )
+        return self._device[device]
+
+    def level_frames(self, maps: torch.Tensor) -> torch.Tensor:
+        """[S, H, W] uint8 levels, one per species map."""
+        return torch.stack([self.levels.index_frame(maps[s]) for s in range(self.species)])
+
+    def index_frame(self, maps: torch.Tensor) -> torch.Tensor:
+        return self.colour(maps, 0, rgb=False)[0]
+
+    def colour(
+        self, maps: torch.Tensor, frame: int, rgb: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(product index frame [H, W] uint8, blended RGB [H, W, 3] uint8 or None)."""
+        ramps, weights = self._on(maps.device)
+        levels = self.level_frames(maps).to(torch.int32)
+        index = ((levels * self.k // 256) * weights).sum(0).to(torch.uint8)
+        if not rgb:
+            return index, None
+        total = ramps[0][levels[0]]
+        for s in range(1, self.species):
+            total = total + ramps[s][levels[s]]
+        return index, total.clamp_(max=255).to(torch.uint8)
+
+    def palette_index(self, frame: int) -> int:
+        return 0
+
+    def table(self, frame: int) -> np.ndarray:
+        return self.tables[0]
+
+
+def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
+    """The colouring of a preset: its palettes, or with a species section each species' ramp
+    (a heading layer: the hue wheel, render/look/layers.py)."""
+    if preset.palette.layer in ("heading", "mix"):
+        from physarum.render.look.layers import HeadingColourist, MixColourist  # layers builds on this module
+
+        return {"heading": HeadingColourist, "mix": MixColourist}[preset.palette.layer](preset.palette)
+    if preset.species is None:
+        return Colourist(preset.palette)
+    return SpeciesColourist(preset.palette, species_ramps(preset))
+
+
+def preview_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """(width, height) of the GIF of a canvas at gif_scale `scale`: each side rounded, at least 1."""
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def downscale(index: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Nearest-neighbour resampling of an index frame to (width, height), in integers (exact)."""
+    height, width = index.shape
+    out_w, out_h = size
+    if (out_w, out_h) == (width, height):
+        return index
+    columns = (torch.arange(out_w, device=index.device) * 2 + 1) * width // (2 * out_w)
+    rows = (torch.arange(out_h, device=index.device) * 2 + 1) * height // (2 * out_h)
+    return index[rows][:, columns]

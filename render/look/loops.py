@@ -1,0 +1,251 @@
+"""Seamless loops (output.loop_mode): which simulated frames a job's outputs show, in which order.
+
+- ping-pong: frames 0 .. F-1, then F-2 .. 1 (PingPong records the frames handed to the writers
+  and replays them reversed; the PNG still stays frame F-1).
+- crossfade (N = output.loop_frames): the first N trail maps are kept on the device and not shown;
+  the outputs show frames N .. F-1, and frame F-N+k (k = 0 .. N-1) shows the blend
+  trail[F-N+k] * (N-k)/(N+1) + trail[k] * (k+1)/(N+1). The last frame is the blend nearest
+  trail[N-1], which the first shown frame, trail[N], follows: the loop has no seam.
+- closest (M = output.loop_frames): a first pass simulates the run with no outputs and takes a
+  signature of every frame of its second half; the pair (i, j), j - i >= M, whose signatures are
+  nearest is the loop, and a second, identical pass shows frames i .. j-1 (j would follow j-1, and
+  is nearest to i).
+
+Trail-level loops (crossfade, closest) colour what they show like any frame, so every format shows
+the same picture and species presets loop too. Shown frames are numbered from 0 (the palette
+alternation counts them, docs/presets.md). Everything is exact: the blend is two float32 multiplies
+and an add, each a separate operation (no fused multiply-add) with float32 weights computed once on
+the host; the signatures and distances are integers.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from physarum.render.base.interrupts import stop_if_requested
+from physarum.render.look.colour import Colourist, SpeciesColourist, make_colourist
+from physarum.render.look.layers import layer_map, needs_agents
+from physarum.render.out.outputs import Frame
+from physarum.render.preset import Preset
+from physarum.render.sim.simulation import advance
+
+SIGNATURE_BLOCKS = 16  # a signature: the sums of the index frame over 16 x 16 blocks
+
+
+# ---------------------------------------------------------------------------------------------
+# closest: the pair of settled frames nearest each other
+
+
+@dataclass(frozen=True)
+class Window:
+    """The loop closest found: frames start .. end - 1 are shown, end being the frame nearest to
+    start. distance: their signatures' L1 distance per cell (in index levels, 0 .. 255, of block
+    means), step: the mean distance of consecutive frames over the settled half, for scale."""
+
+    start: int
+    end: int
+    distance: float
+    step: float
+
+
+def settled_from(frames: int) -> int:
+    """The first frame closest may loop from: the run's second half."""
+    return frames // 2
+
+
+def signature(colourist: Colourist | SpeciesColourist, maps: torch.Tensor) -> np.ndarray:
+    """[S * G * G] int64: the sum of each (species') index frame over G x G blocks of the canvas
+    (G = SIGNATURE_BLOCKS, fewer on a smaller side). Integers of exact index frames: the same on
+    every backend and device."""
+    if isinstance(colourist, SpeciesColourist):
+        levels = colourist.level_frames(maps)
+    else:
+        levels = colourist.index_frame(maps)[None]
+    species, height, width = levels.shape
+    rows, columns = min(SIGNATURE_BLOCKS, height), min(SIGNATURE_BLOCKS, width)
+    row = torch.arange(height, device=levels.device) * rows // height
+    column = torch.arange(width, device=levels.device) * columns // width
+    block = (row[:, None] * columns + column[None, :]).reshape(-1)
+    sums = torch.zeros(species, rows * columns, dtype=torch.int64, device=levels.device)
+    sums.index_add_(1, block, levels.reshape(species, -1).to(torch.int64))
+    return sums.reshape(-1).cpu().numpy()
+
+
+def closest_pair(signatures: np.ndarray, first: int, shortest: int) -> tuple[int, int, int]:
+    """(i, j, distance): of the frames first .. first + len(signatures) - 1 (signatures [P, D]
+    int64, one row each), the pair j - i >= shortest with the least L1 distance between their
+    signatures; ties go to the smallest i, then the smallest j."""
+    best = None
+    for i in range(len(signatures) - shortest):
+        distances = np.abs(signatures[i + shortest :] - signatures[i]).sum(axis=1)
+        j = int(np.argmin(distances))  # the first of equals: the smallest j
+        if best is None or distances[j] < best[2]:
+            best = (first + i, first + i + shortest + j, int(distances[j]))
+    if best is None:
+        raise ValueError(f"no pair of frames {shortest} or more apart among {len(signatures)}")
+    return best
+
+
+def find_windows(presets: Sequence[Preset], simulation) -> list[Window | None]:
+    """The closest loop of each preset of a batch with loop_mode closest (None for the others):
+    simulates the whole run (warmup, then every frame), taking the signatures of the settled
+    frames. The simulation is used up; the render makes a new, identical one."""
+    run = presets[0]
+    searching = [(b, p, make_colourist(p)) for b, p in enumerate(presets) if p.loop[0] == "closest"]
+    first = settled_from(run.frames)
+    signatures: dict[int, list[np.ndarray]] = {b: [] for b, _, _ in searching}
+    advance(simulation, run.run.warmup)
+    remaining = run.run.steps
+    for number in range(run.frames):
+        stop_if_requested()
+        steps = min(run.run.steps_per_frame, remaining)
+        advance(simulation, steps)
+        remaining -= steps
+        if number >= first:
+            trail = simulation.trail
+            agents = simulation.agents if needs_agents(p for _, p, _ in searching) else None
+            for b, preset, colourist in searching:
+                signatures[b].append(signature(colourist, layer_map(preset, trail, agents, b)))
+    windows: list[Window | None] = [None] * len(presets)
+    for b, preset, _ in searching:
+        rows = np.stack(signatures[b])
+        cells = preset.species_count * preset.canvas.width * preset.canvas.height
+        start, end, distance = closest_pair(rows, first, preset.loop[1])
+        step = np.abs(np.diff(rows, axis=0)).sum(axis=1).mean() if len(rows) > 1 else 0.0
+        windows[b] = Window(start, end, distance / cells, float(step) / cells)
+    return windows
+
+
+# ---------------------------------------------------------------------------------------------
+# What each simulated frame becomes
+
+
+class TrailLoop:
+    """Turns a job's simulated frames into the frames its outputs show (take), by its loop mode.
+
+    frames: how many frames the outputs show before any ping-pong replay. window: closest's loop.
+    """
+
+    def __init__(self, preset: Preset, window: Window | None = None):
+        self.mode, self.count = preset.loop
+        self.simulated = preset.frames
+        self.window = window
+        self.kept: list[torch.Tensor | None] = []
+        if self.mode == "closest":
+            if window is None:
+                raise ValueError("a closest loop needs its window (find_windows)")
+            self.first, self.frames = window.start, window.end - window.start
+        elif self.mode == "crossfade":
+            self.first, self.frames = self.count, self.simulated - self.count
+        else:
+            self.first, self.frames = 0, self.simulated
+
+    def take(self, number: int, maps: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
+        """The (shown frame number, maps) that simulated frame `number` gives: none, or one."""
+        if self.mode == "crossfade":
+            return self._crossfade(number, maps)
+        if not self.first <= number < self.first + self.frames:
+            return []
+        return [(number - self.first, maps)]
+
+    def _crossfade(self, number: int, maps: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
+        blended = self.simulated - self.count  # frame F - N, the first blended into an early one
+        if number < self.count:
+            self.kept.append(maps.clone())
+            return []
+        if number < blended:
+            return [(number - self.count, maps)]
+        k = number - blended
+        early, self.kept[k] = self.kept[k], None  # each early map is blended once
+        return [(number - self.count, crossfade(maps, early, k, self.count))]
+
+    def done(self, number: int) -> bool:
+        """Whether no simulated frame after `number` is shown."""
+        return number + 1 >= self.first + self.frames and self.mode != "crossfade"
+
+    def describe(self) -> dict | None:
+        """What the sidecar says of the loop (None without one)."""
+        if self.mode == "none":
+            return None
+        out: dict = {"mode": self.mode, "frames_shown": self.frames}
+        if self.mode == "ping-pong":
+            out["frames_shown"] = max(self.frames, 2 * self.frames - 2)
+        elif self.mode == "crossfade":
+            out.update(blended=self.count, first_frame=self.count)
+        else:
+            w = self.window
+            out.update(
+                shortest=self.count,
+                first_frame=w.start,
+                end_frame=w.end,
+                distance=round(w.distance, 6),
+                mean_step_distance=round(w.step, 6),
+                relative=round(w.distance / w.step, 6) if w.step else None,
+            )
+        return out
+
+
+def crossfade_weights(k: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(late, early) float32 weights of blend step k (0 .. count - 1): (count - k) / (count + 1)
+    and (k + 1) / (count + 1), each rounded once to float32 on the host."""
+    late = np.float32((count - k) / (count + 1))
+    early = np.float32((k + 1) / (count + 1))
+    return torch.tensor(late), torch.tensor(early)
+
+
+def crossfade(late: torch.Tensor, early: torch.Tensor, k: int, count: int) -> torch.Tensor:
+    """late * w_late + early * w_early in float32: two multiplies and an add, three separate
+    operations each rounded once, so the same on every device."""
+    w_late, w_early = (w.to(late.device) for w in crossfade_weights(k, count))
+    return torch.add(torch.mul(late, w_late), torch.mul(early, w_early))
+
+
+# ---------------------------------------------------------------------------------------------
+# ping-pong: the frames again, backwards
+
+
+class PingPong:
+    """Records the frames handed to the writers (compressed, zlib level 1, in memory) and gives
+    frames last - 1 .. 1 back in that order, marked replay, for the writers to append: the loop
+    plays forward, then backward, and the first frame follows frame 1 again. The first and last
+    frames are not recorded (shown once each). Memory: the compressed preview and RGB frames."""
+
+    def __init__(self, last: int):
+        self.last = last
+        self.frames: list[tuple[int, bytes | None, bytes | None, bytes | None, tuple, tuple]] = []
+
+    def record(self, frame: Frame) -> None:
+        if not 0 < frame.number < self.last:
+            return
+        preview, rgb = frame.preview, frame.rgb
+        self.frames.append(
+            (
+                frame.number,
+                None if preview is None else zlib.compress(np.ascontiguousarray(preview).data, 1),
+                None if frame.palette is None else frame.palette.tobytes(),
+                None if rgb is None else zlib.compress(np.ascontiguousarray(rgb).data, 1),
+                () if preview is None else preview.shape,
+                () if rgb is None else rgb.shape,
+            )
+        )
+
+    def replay(self) -> Iterator[Frame]:
+        """Frames last - 1 .. 1, numbered on from last + 1."""
+        for offset, (_, preview, palette, rgb, p_shape, r_shape) in enumerate(reversed(self.frames)):
+            yield Frame(
+                self.last + 1 + offset,
+                None if preview is None else _array(preview, p_shape),
+                None if palette is None else _array(palette, (256, 3), compressed=False),
+                None if rgb is None else _array(rgb, r_shape),
+                replay=True,
+            )
+
+
+def _array(data: bytes, shape: tuple, compressed: bool = True) -> np.ndarray:
+    raw = zlib.decompress(data) if compressed else data
+    return np.frombuffer(raw, dtype=np.uint8).reshape(shape)

@@ -1,0 +1,212 @@
+"""Frames on their way to the writers: coloured on the device, copied into a ring of host
+buffers (pinned on CUDA) and handed to one encoder worker thread per output behind a bounded
+queue. Every worker's writer gets every Frame (render/out/outputs.py) and takes what it reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from physarum.render.base.errors import RenderError
+from physarum.render.base.files import PartialFile
+from physarum.render.look.colour import Colourist, downscale, preview_size
+from physarum.render.look.loops import PingPong
+from physarum.render.out.encode import open_writer
+from physarum.render.out.encoder_process import EncoderProcess
+from physarum.render.out.outputs import Frame, FramesDirSpec, Spec, Writer
+from physarum.render.preset import Preset
+
+QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
+
+
+class HostRing:
+    """Device-to-host copies into a ring of reusable (pinned, on CUDA) host buffers."""
+
+    def __init__(self, device: torch.device, slots: int):
+        self.device, self.slots = device, slots
+        self.buffers: dict[tuple[str, int], torch.Tensor] = {}
+
+    def copy(self, name: str, frame: int, tensor: torch.Tensor) -> torch.Tensor:
+        """Start copying `tensor` into the ring slot of `frame`; returns the host tensor."""
+        key = (name, frame % self.slots)
+        buffer = self.buffers.get(key)
+        if buffer is None or buffer.shape != tensor.shape:
+            pin = self.device.type == "cuda"
+            buffer = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=pin)
+            self.buffers[key] = buffer
+        buffer.copy_(tensor, non_blocking=self.device.type == "cuda")
+        return buffer
+
+
+class EncoderWorker:
+    """One writer (or a child process of several) fed in a background thread behind a bounded
+    queue. reads: what its writer reads of a frame (the specs' `reads`: "preview", "rgb", or
+    "last_rgb": the RGB of the last frame at least), which tells the pipeline what to make."""
+
+    def __init__(self, name: str, writer: Writer, reads: Iterable[str]):
+        self.name, self.writer, self.reads = name, writer, frozenset(reads)
+        self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
+        self.error: BaseException | None = None
+        self.seconds = 0.0
+        self.frames = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (frame := self.queue.get()) is not None:
+            if self.error is not None:
+                continue  # drain so that the producer never blocks on a dead worker
+            started = time.perf_counter()
+            try:
+                self.writer.write(frame)
+            except BaseException as error:  # reported to the main thread at the next put
+                self.error = error
+            self.seconds += time.perf_counter() - started
+            self.frames += 1
+
+    def put(self, frame: Frame) -> None:
+        self.raise_error()
+        self.queue.put(frame)
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            raise RenderError(f"{self.writer.path.name}: encoder failed: {self.error}") from self.error
+
+    def end_input(self) -> None:
+        """Hand over the frames still queued and tell the writer that no more follow (a child
+        process starts writing its files then); commit() waits for the files."""
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        self.raise_error()
+        if hasattr(self.writer, "end_input"):
+            self.writer.end_input()
+
+    def complete(self) -> list[PartialFile]:
+        """Wait for the writer's files, complete under their temporary names (for the runner to
+        commit with the render's other files); returns them. The time the writer takes to finish
+        counts in `seconds` (x264's frame threads encode their last frames then)."""
+        self.end_input()
+        started = time.perf_counter()
+        try:
+            return self.writer.complete()
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def finish(self) -> None:
+        self.end_input()
+        self.writer.commit()
+
+    def abort(self) -> None:
+        self.error = self.error or RuntimeError("aborted")
+        self.queue.put(None)
+        self.thread.join()
+        self.writer.abort()
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds else 0.0
+
+
+class FramePipeline:
+    """Colours frames on the device, copies them to the host and feeds the encoder workers.
+
+    A frame's copy is started and the next frame's simulation is queued before the frame is
+    handed over, so on a GPU the copy overlaps the simulation; workers encode in the background.
+    """
+
+    def __init__(
+        self,
+        preset: Preset,
+        colourist: Colourist,
+        workers: list[EncoderWorker],
+        device: torch.device,
+        frames: int | None = None,
+    ):
+        """frames: how many frames are submitted (numbered 0 .. frames - 1; the preset's frames
+        unless a loop shows fewer). With output.loop_mode ping-pong, finish() replays them."""
+        self.colourist, self.workers = colourist, workers
+        self.reads = {name for w in workers for name in w.reads}
+        self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
+        # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
+        # been handed over (the pipeline lags one frame), so each worker holds at most
+        # QUEUE_FRAMES of them queued plus one in hand, the oldest f - 2 - QUEUE_FRAMES: every
+        # frame up to f - 3 - QUEUE_FRAMES is done with, hence QUEUE_FRAMES + 3 slots.
+        self.ring = HostRing(device, QUEUE_FRAMES + 3)
+        self.pending: list[tuple[Frame, torch.cuda.Event | None]] = []
+        self.device = device
+        self.last = (preset.frames if frames is None else frames) - 1
+        self.ping_pong = PingPong(self.last) if preset.loop[0] == "ping-pong" else None
+
+    def submit(self, number: int, trail: torch.Tensor) -> None:
+        """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
+        want_rgb = "rgb" in self.reads or ("last_rgb" in self.reads and number == self.last)
+        index, rgb = self.colourist.colour(trail, number, want_rgb)
+        preview = palette = None
+        if "preview" in self.reads:
+            preview = self.ring.copy("preview", number, downscale(index, self.preview))
+            palette = self.colourist.table(number)
+        if want_rgb:
+            rgb = self.ring.copy("rgb", number, rgb)
+        event = None
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(self.device))  # the copies' device, not device 0
+        # the frame's arrays are host tensors, perhaps still being copied, until handed over
+        self.pending.append((Frame(number, preview, palette, rgb), event))
+
+    def hand_over(self, keep: int = 0) -> None:
+        """Give every pending frame but the last `keep` to the workers, once it is on the host."""
+        while len(self.pending) > keep:
+            frame, event = self.pending.pop(0)
+            if event is not None:
+                event.synchronize()
+            frame = dataclasses.replace(frame, preview=_numpy(frame.preview), rgb=_numpy(frame.rgb))
+            for worker in self.workers:
+                worker.put(frame)
+            if self.ping_pong is not None:
+                self.ping_pong.record(frame)
+
+    def finish(self) -> None:
+        """Hand over every pending frame, then a ping-pong loop's frames backwards."""
+        self.hand_over()
+        if self.ping_pong is not None:
+            for frame in self.ping_pong.replay():
+                for worker in self.workers:
+                    worker.put(frame)
+
+
+def _numpy(tensor: torch.Tensor | None) -> np.ndarray | None:
+    return None if tensor is None else tensor.numpy()
+
+
+def open_workers(
+    specs: list[Spec], job: Path, own_process: bool = False, cores: list[int] | None = None
+) -> list[EncoderWorker]:
+    """One encoder worker per output spec. With own_process (batches of several), one worker
+    sends the GIF, MP4, WebP and PNG frames to a child process of the job's own, where they are
+    encoded (render/out/encoder_process.py says why), on `cores` (machine.encoder_cores); a frames
+    folder is written here. job: the outputs' path without suffix, which names the child in
+    messages."""
+    here = [spec for spec in specs if isinstance(spec, FramesDirSpec) or not own_process]
+    child = [spec for spec in specs if spec not in here]
+    workers = []
+    try:
+        if child:
+            name = "+".join(spec.format for spec in child)
+            workers.append(EncoderWorker(name, EncoderProcess(child, job, cores), {s.reads for s in child}))
+        for spec in here:
+            workers.append(EncoderWorker(spec.format, open_writer(spec), {spec.reads}))
+    except BaseException:
+        for worker in workers:
+            worker.abort()
+        raise
+    return workers

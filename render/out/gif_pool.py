@@ -1,0 +1,254 @@
+"""GIF frames compressed in worker processes, their blocks handed back in frame order.
+
+Pillow's GIF encoder holds the interpreter lock, so threads of one process compress one frame at
+a time; worker processes compress several. A frame's block depends on that frame alone
+(render/out/gif.py), so the file is the same bytes whatever the number of workers, serial included.
+
+Each worker is `python -m physarum.render.out.gif_pool`, which imports numpy, Pillow and render/out/gif.py
+only (no torch: it starts in a fraction of a second, and no process is forked from one that holds
+CUDA). It reads tasks from stdin and answers each on stdout, in order: a task is a header
+(struct TASK), the index frame (raw, or zlib-compressed as a FrameStore keeps it: the worker
+decompresses it, so the writer's process only copies bytes) and its 768-byte palette; an answer is the block's length (8 bytes)
+and the block. One thread per worker sends a task and reads its answer, so a full pipe never
+blocks the other side.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import struct
+import subprocess
+import sys
+import threading
+import zlib
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import numpy as np
+
+from physarum.render.out.gif import Digits, Reduction, frame_block, level_palette, reduce_frame
+
+# height, width, levels, factor, stride, digit base, flags, delay, packed bytes (0: a raw frame)
+TASK = struct.Struct("<IIHHHHBII")
+IN_FLIGHT = 2  # tasks per worker queued or being compressed: enough to keep each busy
+# Below this many pixels in all frames a GIF is compressed in one process: Pillow compresses about
+# 12 Mpixel/s per core (quickstart: 21 Mpixel in 1.7 s), and starting workers takes 0.1-1 s.
+PARALLEL_PIXELS = 8_000_000
+
+
+@dataclass(frozen=True)
+class FrameTask:
+    """One frame to compress: its full index frame [h, w] uint8 and 768-byte palette, the
+    reduction, whether its table goes into the frame (local), and the delay in ms. With `shape`,
+    `index` is the frame zlib-compressed (FrameStore.packed), of that shape."""
+
+    index: np.ndarray | bytes
+    palette: bytes
+    reduction: Reduction
+    digits: Digits
+    local: bool
+    delay: int
+    shape: tuple[int, int] | None = None
+
+    def frame(self) -> np.ndarray:
+        """The index frame [h, w] uint8 (decompressed where packed)."""
+        if self.shape is None:
+            return self.index
+        return np.frombuffer(zlib.decompress(self.index), dtype=np.uint8).reshape(self.shape)
+
+
+def compress(task: FrameTask) -> bytes:
+    """The frame's block in the GIF (render/out/gif.py): reduced, then compressed."""
+    index = reduce_frame(task.frame(), task.reduction, task.digits)
+    return frame_block(index, level_palette(task.palette, task.reduction.levels), task.local, task.delay)
+
+
+def pool_size(jobs: int = 1, pixels: int | None = None) -> int:
+    """Workers for one GIF when `jobs` GIFs are written at once: the cores this process may run
+    on, shared between them (1: compress in this process). pixels: the GIF's frames' pixels in
+    all; below PARALLEL_PIXELS, 1 (starting workers would cost more than it saves)."""
+    if pixels is not None and pixels < PARALLEL_PIXELS:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores // max(1, jobs))
+
+
+class _Worker:
+    def __init__(self):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "physarum.render.out.gif_pool"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def compress(self, task: FrameTask) -> bytes:
+        r = task.reduction
+        packed = task.shape is not None
+        height, width = task.shape if packed else task.index.shape
+        data = task.index if packed else np.ascontiguousarray(task.index).data
+        flags = task.digits.count | (task.local << 7)  # the digit count is at most 4
+        head = TASK.pack(
+            height,
+            width,
+            r.levels,
+            r.factor,
+            r.stride,
+            task.digits.base,
+            flags,
+            task.delay,
+            len(data) * packed,
+        )
+        try:
+            self.process.stdin.write(head)
+            self.process.stdin.write(data)
+            self.process.stdin.write(task.palette)
+            self.process.stdin.flush()
+            (length,) = struct.unpack("<Q", _read(self.process.stdout, 8))
+            return _read(self.process.stdout, length)
+        except (OSError, ValueError) as error:
+            raise OSError(f"a GIF compression worker stopped ({error})") from None
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+class CompressPool:
+    """Compresses FrameTasks in `size` worker processes (size 1: in this process, no workers)
+    and yields the blocks in task order. Close it (or use it as a context manager)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.workers = [_Worker() for _ in range(size)] if size > 1 else []
+        self.idle: queue.Queue = queue.Queue()
+        for worker in self.workers:
+            self.idle.put(worker)
+        self.pending: deque[Future] = deque()
+
+    def ready(self) -> CompressPool:
+        """Wait until every worker has started and answered one task (their imports done)."""
+        tiny = FrameTask(np.zeros((1, 1), dtype=np.uint8), bytes(768), Reduction(), Digits(), False, 10)
+        for _ in self.drain():
+            pass
+        for _ in self.map([tiny] * max(1, len(self.workers))):
+            pass
+        return self
+
+    def submit(self, task: FrameTask) -> Iterator[bytes]:
+        """Queue one task; yields the blocks of earlier tasks that are done, oldest first, once
+        the pool is full (so at most IN_FLIGHT * size tasks are held)."""
+        if not self.workers:
+            yield compress(task)
+            return
+        future: Future = Future()
+        self.pending.append(future)
+        threading.Thread(target=self._run, args=(task, future), daemon=True).start()
+        while len(self.pending) > IN_FLIGHT * self.size:
+            yield self.pending.popleft().result()
+
+    def drain(self) -> Iterator[bytes]:
+        """The blocks of every task still pending, in order."""
+        while self.pending:
+            yield self.pending.popleft().result()
+
+    def map(self, tasks: Iterable[FrameTask]) -> Iterator[bytes]:
+        """Every task's block, in order."""
+        for task in tasks:
+            yield from self.submit(task)
+        yield from self.drain()
+
+    def _run(self, task: FrameTask, future: Future) -> None:
+        worker = self.idle.get()
+        try:
+            future.set_result(worker.compress(task))
+        except BaseException as error:
+            future.set_exception(error)
+        finally:
+            self.idle.put(worker)
+
+    def close(self) -> None:
+        for future in self.pending:
+            try:
+                future.result()
+            except BaseException:  # the pool is being closed anyway
+                pass
+        self.pending.clear()
+        for worker in self.workers:
+            worker.close()
+        self.workers = []
+
+    def kill(self) -> None:
+        for worker in self.workers:
+            worker.kill()
+        self.workers = []
+
+    def __enter__(self) -> CompressPool:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if error is None:
+            self.close()
+        else:
+            self.kill()
+
+
+def _read(stream, size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise OSError(f"truncated: {len(data)} of {size} bytes")
+    return data
+
+
+def main() -> int:
+    """A worker: answer every task on stdin until its end."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while head := stdin.read(TASK.size):
+        height, width, levels, factor, stride, base, count, delay, packed = TASK.unpack(_pad(head))
+        if packed:
+            index, shape = _read(stdin, packed), (height, width)
+        else:
+            index = np.frombuffer(_read(stdin, height * width), dtype=np.uint8).reshape(height, width)
+            shape = None
+        palette = _read(stdin, 768)
+        task = FrameTask(
+            index,
+            palette,
+            Reduction(levels, factor, stride),
+            Digits(base, count & 0x7F),
+            bool(count >> 7),
+            delay,
+            shape,
+        )
+        block = compress(task)
+        stdout.write(struct.pack("<Q", len(block)) + block)
+        stdout.flush()
+    return 0
+
+
+def _pad(head: bytes) -> bytes:
+    if len(head) != TASK.size:
+        raise OSError(f"truncated task header: {len(head)} of {TASK.size} bytes")
+    return head
+
+
+if __name__ == "__main__":
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""The world images a rendered file carries, so that `render --from FILE` renders it again with
+no other file, on any machine (docs/outputs.md, "Carried images").
+
+The embedded text of a preset that reads images is its preset text (render/preset/provenance.py) and
+then this block, every line a YAML comment, so that the whole text is still the preset:
+
+    # physarum images 1
+    # image {"path": "walls.png", "width": 48, "height": 32, "sha256": "<64 hex>", "bytes": 412}
+    # QlpoOTFBWSZTWf...                 (base64 of the data, 76 characters a line)
+    # end
+
+`1` is the block's format. One `image` entry per distinct path the preset names, in the order
+world.preset_images names them; `path` is the path as the preset text names it. The image
+itself is its canonical content: the 8-bit grey pixels the model reads from the file
+(world.read_grey, before resizing to the canvas) as a binary PGM (`P5\\n<w> <h>\\n255\\n` and the
+pixels row by row), whose sha256 is `sha256`; the data is that PGM compressed by bzip2 (level
+9), `bytes` long. A preset with no images carries no block: its text is as before.
+
+Reading a block back trusts nothing: the block is at most MAX_CARRIED_BYTES; each entry's data
+is decoded (strict base64, its length checked) but decompressed only when the render needs its
+pixels, after its width x height was checked against the canvas's pixel limit
+(world.allowed_pixels), and then only up to the PGM's size; the PGM must be exactly the one its
+header names and its sha256 must match.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bz2
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from physarum.render.base.inputs import excerpt
+from physarum.render.world.maps import MAX_IMAGE_PIXELS, image_size, read_grey, remember
+
+FORMAT = 1
+MARK = "# physarum images "  # at the start of a line: nothing in a YAML dump starts so at column 0
+END = "# end"
+MAX_CARRIED_BYTES = 32 << 20  # the block, in characters: 32 MiB
+MAX_PATH_CHARS = 4096
+LINE_CHARS = 76
+BZIP2_LEVEL = 9
+
+_ENCODED: dict[tuple, bytes] = {}  # (sha256, width, height) -> compressed PGM
+
+
+def pgm(grey: np.ndarray) -> bytes:
+    """The canonical content of [H, W] uint8 grey pixels: a binary PGM."""
+    height, width = grey.shape
+    return _pgm_header(width, height) + np.ascontiguousarray(grey, dtype=np.uint8).tobytes()
+
+
+def _pgm_header(width: int, height: int) -> bytes:
+    return f"P5\n{width} {height}\n255\n".encode("ascii")
+
+
+def block(images: list[tuple[str, np.ndarray]]) -> str:
+    """The carried block of (path as embedded, [H, W] uint8 grey) images; "" for none. ValueError
+    when it would be longer than MAX_CARRIED_BYTES."""
+    if not images:
+        return ""
+    lines = [f"{MARK}{FORMAT}"]
+    for path, grey in images:
+        content = pgm(grey)
+        digest = hashlib.sha256(content).hexdigest()
+        height, width = grey.shape
+        key = (digest, width, height)
+        data = _ENCODED.get(key)
+        if data is None:
+            data = remember(_ENCODED, key, bz2.compress(content, BZIP2_LEVEL))
+        header = {"path": path, "width": width, "height": height, "sha256": digest, "bytes": len(data)}
+        lines.append(f"# image {json.dumps(header)}")
+        text = base64.b64encode(data).decode("ascii")
+        lines.extend(f"# {text[i : i + LINE_CHARS]}" for i in range(0, len(text), LINE_CHARS))
+    lines.append(END)
+    text = "\n".join(lines) + "\n"
+    if len(text) > MAX_CARRIED_BYTES:
+        raise ValueError(
+            f"the world images would take {len(text)} bytes in every output (compressed, in base64); "
+            f"at most {MAX_CARRIED_BYTES} are carried: shrink the images (their pixels: "
+            + ", ".join(f"{path} {grey.shape[1]}x{grey.shape[0]}" for path, grey in images)
+            + ")"
+        )
+    return text
+
+
+def split(text: str) -> tuple[str, str | None]:
+    """(preset text, carried block or None) of an embedded text."""
+    if text.startswith(MARK):
+        return "", text
+    at = text.find("\n" + MARK)
+    if at < 0:
+        return text, None
+    return text[: at + 1], text[at + 1 :]
+
+
+@dataclass(frozen=True)
+class CarriedImage:
+    """An image a file carries: its path as the preset names it, its size, the sha256 of its PGM
+    and the compressed PGM; `pixels()` decompresses and checks it, once."""
+
+    path: str
+    width: int
+    height: int
+    sha256: str
+    data: bytes = field(repr=False)
+    _grey: list = field(default_factory=list, compare=False, repr=False)
+
+    def pixels(self) -> np.ndarray:
+        """[H, W] uint8 grey; ValueError when the data is not the PGM the header names."""
+        if not self._grey:
+            self._grey.append(self._decoded())
+        return self._grey[0]
+
+    def _decoded(self) -> np.ndarray:
+        where = f"the image {excerpt(self.path)} the file carries"
+        header = _pgm_header(self.width, self.height)
+        size = len(header) + self.width * self.height
+        decompressor = bz2.BZ2Decompressor()
+        try:
+            content = decompressor.decompress(self.data, max_length=size + 1)
+        except (OSError, ValueError, EOFError) as error:
+            raise ValueError(f"{where} is damaged: its data is not bzip2 ({error})") from None
+        if len(content) != size or not decompressor.eof or decompressor.unused_data:
+            raise ValueError(
+                f"{where} is damaged: its data is not the {self.width}x{self.height} image its header names"
+            )
+        if not content.startswith(header):
+            raise ValueError(f"{where} is damaged: its data is not a {self.width}x{self.height} PGM")
+        if hashlib.sha256(content).hexdigest() != self.sha256:
+            raise ValueError(
+                f"{where} does not match its sha256 {self.sha256}: the file was altered or damaged"
+            )
+        pixels = np.frombuffer(content, dtype=np.uint8, offset=len(header))
+        return pixels.reshape(self.height, self.width)
+
+    @property
+    def cache_key(self) -> tuple:
+        return ("carried", self.sha256, self.width, self.height)
+
+
+@dataclass(frozen=True)
+class FolderImage:
+    """An image a carried preset names, read instead from the folder the user names with
+    `render --from FILE --images DIR` (`file`: DIR / path, its header read when made)."""
+
+    path: str
+    file: Path
+    width: int
+    height: int
+
+    @staticmethod
+    def of(path: str, file: Path) -> FolderImage:
+        """The image at `file`, its header read (ValueError naming the problem)."""
+        width, height = image_size(str(file))
+        return FolderImage(path, file, width, height)
+
+    def pixels(self) -> np.ndarray:
+        return read_grey(str(self.file))
+
+    @property
+    def cache_key(self) -> tuple:
+        return ("folder", str(self.file), self.width, self.height)
+
+
+def read_block(text: str) -> dict[str, CarriedImage]:
+    """The images a carried block holds, by path; ValueError naming what is wrong (line numbers
+    count from the block's first line). Nothing is decompressed here."""
+    if len(text) > MAX_CARRIED_BYTES:
+        raise ValueError(f"the carried images are {len(text)} bytes; at most {MAX_CARRIED_BYTES} are read")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines or not lines[0].startswith(MARK):
+        raise ValueError(f"the carried images start with {MARK!r}")
+    version = lines[0][len(MARK) :]
+    if version != str(FORMAT):
+        raise ValueError(
+            f"the carried images are in format {excerpt(version)}; this physarum reads format {FORMAT}: "
+            "render it with the release that wrote it, or give their folder with --images DIR"
+        )
+    if len(lines) < 2 or lines[-1] != END:
+        raise ValueError(f"the carried images end before their last line {END!r}: the file was cut short")
+    images: dict[str, CarriedImage] = {}
+    at = 1
+    while at < len(lines) - 1:
+        header = _entry_header(lines[at], at + 1)
+        end = at + 1
+        while end < len(lines) - 1 and not lines[end].startswith("# image "):
+            end += 1
+        data = _entry_data(lines[at + 1 : end], at + 2, header)
+        if header["path"] in images:
+            raise ValueError(f"line {at + 1}: the image {excerpt(header['path'])} is carried twice")
+        images[header["path"]] = CarriedImage(
+            header["path"], header["width"], header["height"], header["sha256"], data
+        )
+        at = end
+    return images
+
+
+def _entry_header(line: str, number: int) -> dict:
+    """The JSON header of one image entry, every field of the right type and within bounds."""
+    if not line.startswith("# image "):
+        raise ValueError(f"line {number}: expected '# image {{...}}', got {excerpt(line)}")
+    try:
+        header = json.loads(line[len("# image ") :])
+    except ValueError:
+        raise ValueError(f"line {number}: the image header is not JSON: {excerpt(line)}") from None
+    kinds = {"path": str, "width": int, "height": int, "sha256": str, "bytes": int}
+    if not isinstance(header, dict) or set(header) != set(kinds):
+        raise ValueError(
+            f"line {number}: an image header has the keys {sorted(kinds)}, got {excerpt(header)}"
+        )
+    for key, kind in kinds.items():
+        if not isinstance(header[key], kind) or isinstance(header[key], bool):
+            raise ValueError(
+                f"line {number}: the image header's {key} is no {kind.__name__}: {excerpt(header)}"
+            )
+    width, height = header["width"], header["height"]
+    if not header["path"] or len(header["path"]) > MAX_PATH_CHARS:
+        raise ValueError(f"line {number}: an image path has 1 to {MAX_PATH_CHARS} characters")
+    if width < 1 or height < 1 or width * height > MAX_IMAGE_PIXELS:
+        raise ValueError(
+            f"line {number}: the image {excerpt(header['path'])} is {width}x{height} pixels; "
+            f"an image has 1 to {MAX_IMAGE_PIXELS} pixels"
+        )
+    if len(header["sha256"]) != 64 or any(c not in "0123456789abcdef" for c in header["sha256"]):
+        raise ValueError(f"line {number}: the sha256 of {excerpt(header['path'])} is not 64 hex digits")
+    return header
+
+
+def _entry_data(lines: list[str], number: int, header: dict) -> bytes:
+    """The compressed data of one entry: its base64 lines, decoded strictly, `bytes` long."""
+    if any(not line.startswith("# ") for line in lines):
+        raise ValueError(f"line {number}: the data of {excerpt(header['path'])} has a line not starting '# '")
+    try:
+        data = base64.b64decode("".join(line[2:] for line in lines), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"line {number}: the data of {excerpt(header['path'])} is not base64") from None
+    if len(data) != header["bytes"]:
+        raise ValueError(
+            f"line {number}: the data of {excerpt(header['path'])} is {len(data)} bytes, its header says "
+            f"{header['bytes']}: the file was cut short or altered"
+        )
+    return data

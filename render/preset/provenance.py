@@ -1,0 +1,175 @@
+"""What every output carries so that it renders again: the resolved preset, and the versions
+that made it.
+
+Every GIF (comment), PNG (text chunk), MP4 (metadata) and JSON sidecar (preset_yaml) holds
+`embedded_text(preset)`: a first line `# physarum <release>, output <N>`, then the resolved
+preset as YAML, then, for a preset that reads images, the images themselves (render/preset/carried.py);
+`physarum render --from FILE` reads it back (encode.read_embedded).
+
+The output version N counts the changes that alter what a preset renders: any byte of a GIF,
+PNG or MP4, or of the simulation's state. Files of one output version render again byte for byte
+under any release of that version; CHANGELOG.md says what each version changed and
+tests/test_golden.py pins the current version's outputs. Files of output version 1 name no
+output version (their first line is `# physarum 0.1.0`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from physarum.render import __version__
+from physarum.render.base.errors import RenderError, printable
+from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.preset import Preset, carried
+from physarum.render.preset.catalog import PRESETS
+from physarum.render.preset.sections import IMAGE_KEYS
+from physarum.render.world.maps import preset_images, source_pixels
+
+OUTPUT_VERSION = 3
+# Each output version: the first release that renders it, and what it changed (CHANGELOG.md).
+OUTPUT_VERSIONS = {
+    1: ("0.1.0", "the model, spawning, colouring and encoders of the first release"),
+    2: ("0.2.0", "outputs name their output version in the embedded header; frames and simulation as in 1"),
+    3: (
+        "0.3.0",
+        "outputs of presets that read images carry those images after the preset text; MP4s "
+        "encoded with 16 x264 frame threads (4 sliced threads in 2): every MP4's bytes differ; "
+        "frames and simulation as in 2",
+    ),
+}
+HEADER = re.compile(r"# physarum (?P<release>[^\s,]+)(?:, output (?P<output>\d+))?\s*$")
+
+
+def version() -> str:
+    """The physarum release that outputs and sidecars name."""
+    return __version__
+
+
+def embedded_text(preset: Preset) -> str:
+    """What every output carries: the header line, the YAML preset `render --from` reads, and the
+    images it reads (carried.block; nothing for a preset without images). RenderError when the
+    images take more than carried.MAX_CARRIED_BYTES."""
+    text = f"# physarum {version()}, output {OUTPUT_VERSION}\n{preset.to_yaml()}"
+    try:
+        return text + carried.block(carried_images(preset))
+    except ValueError as error:
+        raise RenderError(f"{preset.name}: {error}") from None
+
+
+def carried_images(preset: Preset) -> list[tuple[str, object]]:
+    """(path as embedded, [h, w] uint8 grey as read) of every distinct image a preset reads, in
+    the order world.preset_images names them."""
+    images: dict[str, object] = {}
+    for where, path in preset_images(preset):
+        embedded = preset.portable_path(path)
+        pixels = source_pixels(preset, path)
+        if embedded in images and not np.array_equal(images[embedded], pixels):
+            raise RenderError(  # a --set path that dumps as one a --from file carries, another image
+                f"{where}: the image {excerpt(path)} would be embedded as {excerpt(embedded)}, the name "
+                "of another image this render reads: name it by another path"
+            )
+        images.setdefault(embedded, pixels)
+    return list(images.items())
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The versions an embedded text names: the release that wrote it and its output version
+    (None for both where the text has no physarum header)."""
+
+    release: str | None
+    output: int | None
+
+    @staticmethod
+    def of(text: str) -> Provenance:
+        match = HEADER.match(text.split("\n", 1)[0])
+        if match is None:
+            return Provenance(None, None)
+        return Provenance(match["release"], int(match["output"] or 1))
+
+
+def version_note(text: str, source: str) -> str | None:
+    """What `render --from` says about a file of another output version: that this release
+    renders it differently and which release reproduces it byte for byte; None where the file
+    is of this output version (or names none). The release a file names is a stranger's text:
+    it is quoted cut to 40 characters, and the note is printable (errors.printable)."""
+    found = Provenance.of(text)
+    if found.output is None or found.output == OUTPUT_VERSION:
+        return None
+    named = shorten(found.release, 40)
+    if found.output > OUTPUT_VERSION:
+        return printable(
+            f"{source} was rendered by physarum {named} (output version {found.output}), "
+            f"newer than this physarum {version()} (output version {OUTPUT_VERSION}); it may render "
+            f"differently here: physarum {named} reproduces it byte for byte"
+        )
+    changes = "; ".join(f"{n}: {OUTPUT_VERSIONS[n][1]}" for n in range(found.output + 1, OUTPUT_VERSION + 1))
+    release = OUTPUT_VERSIONS.get(found.output, (named,))[0]
+    return printable(
+        f"{source} is of output version {found.output} (physarum {named}); this physarum "
+        f"{version()} renders output version {OUTPUT_VERSION}, which differs ({changes}): "
+        f"physarum {release} reproduces the file byte for byte"
+    )
+
+
+def confinement_problems(data, source: str, folder: Path, overridden: set[str] = frozenset()) -> list[str]:
+    """Why the image paths of a preset carried by a shared file may not be read from `folder`
+    (`render --from FILE --images DIR`): a shared file may read only images under that folder
+    (relative paths without '..', '~' or a link leading out), or the images that ship with
+    physarum. Absolute and escaping paths are refused, so that a stranger's file cannot copy a
+    local file into the outputs. Keys in `overridden` (the user's own --set) are the user's to
+    name and are not checked."""
+    problems = []
+    for key, value in image_paths(data, overridden):
+        path = Path(value)
+        if path.is_absolute():
+            why = None if is_shipped(value) else "is an absolute path"
+        elif value.startswith("~") or ".." in path.parts:
+            why = "leads out of the --images folder"
+        else:
+            why = (
+                None if _under(folder / path, folder) else "leads out of the --images folder (through a link)"
+            )
+        if why:
+            problems.append(
+                f"{source}: {key}: the image path {excerpt(value)} {why}; --images reads only images "
+                f"under its folder ({folder}) or those that ship with physarum: copy the image there "
+                f"and name it by a relative path (--set {key}=FILE), or render from a preset file you trust"
+            )
+    return problems
+
+
+def image_paths(data, overridden: set[str] = frozenset()) -> list[tuple[str, str]]:
+    """(dotted key, path) of every image path of raw preset data but the keys in `overridden`."""
+    return [(key, value) for key, value in _image_paths(data, "") if key not in overridden]
+
+
+def is_shipped(value: str) -> bool:
+    """Whether an image path names one of the images that ship with physarum (by absolute path)."""
+    return Path(value).is_absolute() and _under(Path(value), PRESETS.folder())
+
+
+def _image_paths(node, where: str):
+    """(dotted key, value) of every string under an image key, at any depth."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            here = f"{where}.{key}" if where else str(key)
+            if key in IMAGE_KEYS and isinstance(value, str):
+                yield here, value
+            else:
+                yield from _image_paths(value, here)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _image_paths(value, f"{where}.{index}")
+
+
+def _under(path: Path, folder: Path) -> bool:
+    """Whether `path`, links resolved, lies inside `folder` (links resolved)."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False

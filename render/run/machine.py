@@ -1,0 +1,140 @@
+"""The machine a render runs on: device and backend choice, memory, cores and threads.
+
+Every question about the host or the accelerator is answered here, so that the stages (simulation,
+frames, encoders) and the commands (render, sweep, sensitivity, bench) ask it the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import torch
+
+from physarum.kernels import AUTO_ORDER, BACKENDS, backend_problem, get_backend
+from physarum.render.base.errors import RenderError
+from physarum.render.preset import Preset
+
+
+def resolve_device(requested: str | None) -> torch.device:
+    if requested is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(requested)
+    except RuntimeError:
+        raise RenderError(f"--device {requested!r}: not a device; use cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RenderError(f"--device {requested}: no CUDA GPU is available here; use --device cpu")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise RenderError(
+            f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+        )
+    if device.type not in ("cpu", "cuda"):
+        raise RenderError(f"--device {requested}: only cpu and cuda devices are supported")
+    return device
+
+
+def resolve_backend(requested: str, device: torch.device) -> str:
+    """The registered backend (kernels.BACKENDS) for --backend auto|NAME on `device`: auto is
+    the first of kernels.AUTO_ORDER for the device's type that can run there."""
+    if requested == "auto":
+        usable = (n for n in AUTO_ORDER[device.type] if backend_problem(n, device) is None)
+        return next(usable, "torch")
+    if requested not in BACKENDS:
+        raise RenderError(f"--backend {requested!r}: choose auto, {', '.join(BACKENDS)}")
+    problem = backend_problem(requested, device)
+    if problem is not None:
+        sep = " " if problem.startswith("needs") else ": "
+        raise RenderError(f"--backend {requested}{sep}{problem}")
+    return requested
+
+
+def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
+    """Peak device bytes of a render, counted from the backend's own tensors and temporaries
+    (the registered backend's device_bytes, api.Simulation).
+
+    With S species a simulation is S groups of agents.count // S agents, each with its own trail
+    map; walls add a byte per cell, food a float32 map per group, and sensing a mixed map per
+    group (the interaction's weighted sum of the species' maps); a crossfade loop keeps its first
+    loop_frames trail maps (float32, per group) on the device until the end."""
+    species = preset.species_count
+    agents, cells = preset.agents_per_species, preset.canvas.width * preset.canvas.height
+    per_agent, per_cell = get_backend(backend).device_bytes(agents)
+    world = preset.world
+    per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
+    per_simulation_cell = 1 if world and world.walls else 0
+    frame = cells * (8 + 8 * (species - 1))  # kthvalue copy, index, level and RGB frames
+    mode, count = preset.loop
+    kept = batch * species * cells * 4 * count if mode == "crossfade" else 0  # the first trail maps
+    return int(
+        batch * (species * (agents * per_agent + cells * per_group_cell) + cells * per_simulation_cell)
+        + frame
+        + kept
+    )
+
+
+def available_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as meminfo:
+            fields = dict(line.split(":", 1) for line in meminfo)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_memory(preset: Preset, backend: str, device: torch.device, batch: int = 1) -> None:
+    needed, free = estimated_bytes(preset, backend, batch), available_bytes(device)
+    if needed > free:
+        gib = 2.0**30
+        raise RenderError(
+            f"{preset.name}: canvas {preset.canvas.width}x{preset.canvas.height} with "
+            f"{preset.agents.count} agents needs about {needed / gib:.1f} GiB on {device} "
+            f"({backend} backend) but {free / gib:.1f} GiB are free; lower canvas or agents.count"
+        )
+
+
+def limit_cpu_threads(share: int = 2) -> int:
+    """Give torch's CPU threads a `share`-th of this process's cores (at least one, never more
+    than torch has now); returns the count. Every command that runs torch on the CPU calls it
+    (render and sweep chunks, sensitivity, profile, bench; a sweep worker with its share).
+
+    Torch's OpenMP threads spin while they wait: with a thread per core, any other busy thread or
+    process (the encoders, another worker, another program) slows torch down several times
+    (docs/benchmarks.md)."""
+    threads = max(1, min(torch.get_num_threads(), host_cores() // max(1, share)))
+    torch.set_num_threads(threads)
+    return threads
+
+
+def share_cpu_with_encoders() -> None:
+    """Leave half the cores to the encoder threads on a CPU render (limit_cpu_threads)."""
+    limit_cpu_threads(2)
+
+
+def encoder_cores(job: int, jobs: int) -> list[int] | None:
+    """The cores job `job` of a batch of `jobs` gives its encoder process: an equal slice of this
+    process's cores (round robin when there are more jobs than cores), so that the batch's
+    encoders share the host instead of each running its 16 x264 threads over every core. None
+    (every core) for a batch of one, or where affinity cannot be set. Bytes do not depend on it:
+    x264's thread count is fixed (encode.MP4_THREADS), whatever cores its threads run on."""
+    if jobs <= 1 or not hasattr(os, "sched_getaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    if jobs >= len(cores):
+        return [cores[job % len(cores)]]
+    return cores[job * len(cores) // jobs : (job + 1) * len(cores) // jobs]
+
+
+def host_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def device_name(device: torch.device) -> str:
+    """What sidecars, reports and benchmarks call the device: the GPU's name, or the CPU's cores
+    and architecture."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{os.cpu_count()}-core {platform.machine()} CPU"

@@ -1,0 +1,176 @@
+"""The one place a preset becomes a simulation.
+
+A batch of presets that share batch_key() becomes one simulation of B * S groups (g = b * S + s:
+species s of simulation b): each group spawned alone from its preset's seed, the kernels' World
+built from the presets' world maps (render/world/maps.py), the model's tables built from each
+group's parameters, and the chosen backend's simulation made from them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from physarum.kernels import api, get_backend
+from physarum.kernels import spawn as spawning
+from physarum.kernels.exact import build_tables
+from physarum.render.preset import Preset
+from physarum.render.sim.keyframes import KeyframedSimulation
+from physarum.render.world.maps import (
+    WorldMaps,
+    food_amounts,
+    group_food,
+    has_food,
+    interaction_mix,
+    spawn_density,
+)
+
+
+def needs_world(preset) -> bool:
+    """Whether the kernels need a World (otherwise they take their plain torus path)."""
+    world = preset.world
+    return (
+        preset.species_count > 1
+        or preset.boundary != "wrap"
+        or has_food(preset)
+        or (world is not None and world.walls is not None)
+    )
+
+
+def batch_key(preset: Preset) -> tuple:
+    """What presets must share to run as one batched simulation: canvas, agent count, run length,
+    and the shape of their world: species count, boundary, whether there are walls and food.
+
+    Everything else may differ per simulation: model, seed, spawn pattern and radius (each
+    simulation is spawned on its own), palette and outputs (each has its own colouring and files),
+    interaction, images (each simulation has its own maps).
+    """
+    world = preset.world
+    shape = (
+        preset.species_count,
+        preset.boundary,
+        bool(world and world.walls),
+        has_food(preset),
+        needs_world(preset),
+    )
+    plain = (1, "wrap", False, False, False)
+    return (
+        preset.canvas.width,
+        preset.canvas.height,
+        preset.agents.count,
+        preset.run.steps,
+        preset.run.steps_per_frame,
+        preset.run.warmup,
+    ) + (() if shape == plain else shape)
+
+
+SPAWN_ON_DEVICE_MAX = 1 << 25  # agents per group spawned on the simulation's device; more, on the host
+
+
+def spawn_groups(
+    presets, device: torch.device | str = "cpu", step: int = 0
+) -> tuple[api.State, list[api.ModelParams], api.World | None]:
+    """The batch's initial state (one group per species of each simulation, g = b * S + s), on
+    `device`, or on the host for groups of more than SPAWN_ON_DEVICE_MAX agents; each group's
+    parameters and the World on the host (None when no preset needs one) at `step` (where
+    scheduled values stand then)."""
+    species = presets[0].species_count
+    if presets[0].agents_per_species > SPAWN_ON_DEVICE_MAX:
+        device = "cpu"  # the device needs about 40 bytes an agent while spawning; a host has more
+    states, params, maps = [], [], []
+    for preset in presets:
+        world = WorldMaps.of(preset) if preset.has_world else WorldMaps(None, None, None)
+        maps.append(world)
+        # bool as it is; moved once here for all the preset's species (spawn moves it otherwise)
+        wall = None if world.wall is None else torch.from_numpy(world.wall).to(device)
+        for s in range(species):
+            agents = preset.species_agents(s)
+            state = spawning.spawn(
+                [spawning.species_seed(preset.seed, s)],
+                preset.agents_per_species,
+                preset.canvas.width,
+                preset.canvas.height,
+                agents.spawn,
+                agents.radius,
+                device=device,
+                density=spawn_density(preset, s),
+                wall=wall,
+            )
+            if world.trail is not None:
+                state.trail[0] = world.trail
+            states.append(state)
+            params.append(preset.model_params(s, step))
+    state = api.State.concat(states)
+    if not any(needs_world(p) for p in presets):
+        return state, params, None
+    if step and any(has_food(p) for p in presets):
+        maps = [dataclasses.replace(m, food=food_amounts(p, step)) for p, m in zip(presets, maps)]
+    return state, params, make_world(presets, maps, step)
+
+
+def make_world(presets, maps: list[WorldMaps], step: int = 0) -> api.World:
+    """The kernels' World of a batch at `step`: each simulation's species interaction (the
+    identity where a preset gives none; each value the float32 nearest it), walls per simulation
+    and food per group (empty maps for presets without them; None where no preset has any)."""
+    species = presets[0].species_count
+    wall = None
+    if any(m.wall is not None for m in maps):
+        height, width = presets[0].canvas.height, presets[0].canvas.width
+        wall = torch.stack(
+            [
+                torch.from_numpy(m.wall.astype(np.uint8))
+                if m.wall is not None
+                else torch.zeros((height, width), dtype=torch.uint8)
+                for m in maps
+            ]
+        )
+    mix, food = interaction_mix(presets, step), group_food(presets, [m.food for m in maps])
+    return api.World(species=species, boundary=presets[0].boundary, mix=mix, wall=wall, food=food)
+
+
+def make_batch_simulation(
+    presets: Sequence[Preset], backend: str, device: torch.device, start: api.State | None = None
+):
+    """One simulation of B = len(presets) (B * S groups): each group spawned alone, then stacked.
+
+    Spawning one at a time gives each simulation exactly the state make_simulation gives it, and
+    the model is batch-independent, so simulation b evolves as the preset rendered alone would.
+    Presets without world, species or image spawns run the kernels' plain path (no World).
+    start: the state to begin from instead of the spawned one (a checkpoint's, of these shapes).
+    Presets that schedule values run behind a KeyframedSimulation (render/sim/keyframes.py)."""
+    step = 0 if start is None else int(start.step)
+    state, params, world = spawn_groups(presets, device, step)
+    state = state if start is None else start
+    tables = build_tables(params, device=device)
+    simulation = get_backend(backend)(state, tables, world, device=device)  # it moves them to `device`
+    if not any(p.schedules for p in presets):
+        return simulation
+    return KeyframedSimulation(simulation, presets, step)
+
+
+def make_simulation(preset: Preset, backend: str, device: torch.device):
+    """The chosen backend's simulation of one preset, spawned on `device`."""
+    return make_batch_simulation([preset], backend, device)
+
+
+def simulation_maps(preset: Preset, trail: torch.Tensor, b: int) -> torch.Tensor:
+    """What colours simulation b of a batch: its trail map [H, W], or with a species section the
+    maps of its S species [S, H, W] (groups b * S .. b * S + S - 1)."""
+    if preset.species is None:
+        return trail[b]
+    species = preset.species_count
+    return trail[b * species : (b + 1) * species]
+
+
+def advance(simulation, steps: int, on_step: Callable[[object], None] | None = None) -> None:
+    """Advance `steps` steps; with on_step, one step at a time, calling on_step(simulation) after
+    each (on CUDA this gives up the Triton backend's graph chunks)."""
+    if on_step is None:
+        simulation.advance(steps)
+        return
+    for _ in range(steps):
+        simulation.advance(1)
+        on_step(simulation)
