@@ -1,2 +1,2 @@
 """The example sweeps (YAML). Data, shipped as the package physarum.sweeps;
-physarum.render.catalog lists and finds them."""
+physarum.render.preset.catalog lists and finds them."""
