@@ -30,10 +30,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from physarum.render.formats.gif_budget import Budgeter, FrameStore
+from physarum.render.formats.gif_file import TRAILER, Digits, Reduction, delay_ms, header
+from physarum.render.formats.gif_pool import CompressPool, FrameTask, pool_size
 from physarum.render.look.colour import downscale, make_colourist, preview_size
-from physarum.render.out.gif import TRAILER, Digits, Reduction, delay_ms, header
-from physarum.render.out.gif_budget import Budgeter, FrameStore
-from physarum.render.out.gif_pool import CompressPool, FrameTask, pool_size
 from physarum.render.out.outputs import GifSpec
 from physarum.render.preset import load_preset
 from physarum.render.preset.catalog import resolve_preset_path

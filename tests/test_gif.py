@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from physarum.render.look.colour import palette_table
-from physarum.render.out.gif import (
+from physarum.render.formats.gif_file import (
     TRAILER,
     Digits,
     Reduction,
@@ -23,6 +22,7 @@ from physarum.render.out.gif import (
     reduce_frame,
     reduce_levels,
 )
+from physarum.render.look.colour import palette_table
 
 RNG = np.random.default_rng(16)
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from physarum.render.formats.gif_file import Digits, Reduction
+from physarum.render.formats.gif_pool import CompressPool, FrameTask, compress, pool_size
 from physarum.render.look.colour import palette_table
-from physarum.render.out.gif import Digits, Reduction
-from physarum.render.out.gif_pool import CompressPool, FrameTask, compress, pool_size
 
 
 def _tasks(count: int) -> list[FrameTask]:

@@ -28,10 +28,10 @@ from PIL import Image, PngImagePlugin, _webp
 
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.base.inputs import read_text
-from physarum.render.out import gif
-from physarum.render.out.gif import Digits, Reduction, delay_ms
-from physarum.render.out.gif_budget import Budgeter, FrameStore
-from physarum.render.out.gif_pool import CompressPool, FrameTask
+from physarum.render.formats import gif_file as gif
+from physarum.render.formats.gif_budget import Budgeter, FrameStore
+from physarum.render.formats.gif_file import Digits, Reduction, delay_ms
+from physarum.render.formats.gif_pool import CompressPool, FrameTask
 from physarum.render.out.outputs import (
     Frame,
     FramesDirSpec,
@@ -87,10 +87,10 @@ class GifWriter(PartialFile):
     a local table on every frame shown with another; no re-quantization, no frame merging.
     Reads a frame's preview and palette.
 
-    Frames are compressed in spec.processes worker processes (render/out/gif_pool.py) and written in
+    Frames are compressed in spec.processes worker processes (render/formats/gif_pool.py) and written in
     order: the same bytes as one process. With spec.max_bytes the frames are kept (compressed, in
     a temporary file) and the file is written when they are all in, at the best reduction that
-    fits (render/out/gif_budget.py); `report` then says what was chosen and why."""
+    fits (render/formats/gif_budget.py); `report` then says what was chosen and why."""
 
     def __init__(self, spec: GifSpec):
         super().__init__(spec.path)

@@ -62,8 +62,8 @@ class GifSpec:
     """A GIF89a of index frames, its global colour table `palette` (768 bytes: the first
     frame's palette), `loop` repeats (0: forever) and the preset text as its comment.
 
-    max_bytes: its byte budget (None: none; render/out/gif_budget.py chooses how to fit it), with
-    `frames` the frame count and `digits` (base, count) how its indices are made (render/out/gif.py);
+    max_bytes: its byte budget (None: none; render/formats/gif_budget.py chooses how to fit it), with
+    `frames` the frame count and `digits` (base, count) how its indices are made (render/formats/gif_file.py);
     processes: the worker processes that compress its frames (1: in the writer's process)."""
 
     path: Path

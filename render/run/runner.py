@@ -36,6 +36,9 @@ from physarum.render.base.files import (
     stage_json,
 )
 from physarum.render.base.interrupts import stop_if_requested
+from physarum.render.formats.gif_budget import minimum_bytes
+from physarum.render.formats.gif_file import Digits
+from physarum.render.formats.gif_pool import pool_size
 from physarum.render.look.colour import PRODUCT_LEVELS, make_colourist, preview_size
 from physarum.render.look.layers import layer_map, needs_agents
 from physarum.render.look.loops import TrailLoop, Window, find_windows
@@ -46,9 +49,6 @@ from physarum.render.out.frames import (
     FramePipeline,
     open_workers,
 )
-from physarum.render.out.gif import Digits
-from physarum.render.out.gif_budget import minimum_bytes
-from physarum.render.out.gif_pool import pool_size
 from physarum.render.out.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, WebpSpec
 from physarum.render.preset import MP4_MAX_SIDE, Preset
 from physarum.render.preset.provenance import embedded_text, version

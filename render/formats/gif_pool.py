@@ -2,9 +2,9 @@
 
 Pillow's GIF encoder holds the interpreter lock, so threads of one process compress one frame at
 a time; worker processes compress several. A frame's block depends on that frame alone
-(render/out/gif.py), so the file is the same bytes whatever the number of workers, serial included.
+(render/formats/gif_file.py), so the file is the same bytes whatever the number of workers, serial included.
 
-Each worker is `python -m physarum.render.out.gif_pool`, which imports numpy, Pillow and render/out/gif.py
+Each worker is `python -m physarum.render.formats.gif_pool`, which imports numpy, Pillow and render/formats/gif_file.py
 only (no torch: it starts in a fraction of a second, and no process is forked from one that holds
 CUDA). It reads tasks from stdin and answers each on stdout, in order: a task is a header
 (struct TASK), the index frame (raw, or zlib-compressed as a FrameStore keeps it: the worker
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physarum.render.out.gif import Digits, Reduction, frame_block, level_palette, reduce_frame
+from physarum.render.formats.gif_file import Digits, Reduction, frame_block, level_palette, reduce_frame
 
 # height, width, levels, factor, stride, digit base, flags, delay, packed bytes (0: a raw frame)
 TASK = struct.Struct("<IIHHHHBII")
@@ -61,7 +61,7 @@ class FrameTask:
 
 
 def compress(task: FrameTask) -> bytes:
-    """The frame's block in the GIF (render/out/gif.py): reduced, then compressed."""
+    """The frame's block in the GIF (render/formats/gif_file.py): reduced, then compressed."""
     index = reduce_frame(task.frame(), task.reduction, task.digits)
     return frame_block(index, level_palette(task.palette, task.reduction.levels), task.local, task.delay)
 
@@ -79,7 +79,7 @@ def pool_size(jobs: int = 1, pixels: int | None = None) -> int:
 class _Worker:
     def __init__(self):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "physarum.render.out.gif_pool"],
+            [sys.executable, "-m", "physarum.render.formats.gif_pool"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )

@@ -1,9 +1,9 @@
 """GIF89a bytes of index frames: the file's layout, one frame's compressed block, and the exact
-reductions a byte budget chooses among (render/out/gif_budget.py).
+reductions a byte budget chooses among (render/formats/gif_budget.py).
 
 Every frame's block (graphic control extension, image descriptor, optional local colour table,
 LZW data) depends on that frame, its palette and the delay only, so frames compress independently
-(render/out/gif_pool.py compresses them in worker processes) and the file is their blocks in order.
+(render/formats/gif_pool.py compresses them in worker processes) and the file is their blocks in order.
 This module imports neither torch nor a writer: the pool's workers import it alone.
 
 The reductions keep every shown colour an entry of the preset's palette:

@@ -1,4 +1,4 @@
-"""A GIF byte budget: the best reduction (render/out/gif.py) whose GIF fits, chosen from the frames
+"""A GIF byte budget: the best reduction (render/formats/gif_file.py) whose GIF fits, chosen from the frames
 alone, so that the choice is the same on every machine whatever its cores or speed.
 
 The candidates, best first (docs/outputs.md, "GIF byte budgets", says why this order): for each
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from physarum.render.out.gif import (
+from physarum.render.formats.gif_file import (
     LEVELS,
     TRAILER,
     Digits,
@@ -35,7 +35,7 @@ from physarum.render.out.gif import (
     level_palette,
     reduced_size,
 )
-from physarum.render.out.gif_pool import CompressPool, FrameTask
+from physarum.render.formats.gif_pool import CompressPool, FrameTask
 
 SAMPLE = 12  # frames compressed per estimate: the estimates of quickstart's GIFs are within 3 %
 MARGIN = 0.97  # an estimate must leave this much of the budget, so that a miss is rare
