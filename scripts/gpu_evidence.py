@@ -258,6 +258,7 @@ def render_and_compare(
     shutil.rmtree(work, ignore_errors=True)
     gpu_dir, cpu_dir = work / "gpu", work / "cpu"
     sets = [*args.set, *sets]
+    (out / label).parent.mkdir(parents=True, exist_ok=True)
     pool = Pool(args.cpu_jobs, out / f"{label}-cpu-renders.log", args.cpu_threads)
     for preset in presets:
         pool.add(preset_name(preset), render_argv(preset, args.cpu, cpu_dir, sets))
@@ -377,7 +378,7 @@ def cmd_check(args: argparse.Namespace) -> None:
         for setting in MP4_SETTINGS:
             sets = ["output.formats=[mp4, webp]", f"output.mp4={setting}"]
             for line in render_and_compare(
-                args, ["quickstart"], f"formats-{setting}", sets, True, full_sha=True
+                args, ["quickstart"], f"formats/{setting}", sets, True, full_sha=True
             ):
                 lines.append(line)
                 say(f"{setting} {line}", args.out / "formats.log")
@@ -514,15 +515,16 @@ def checkpoint_evidence(args: argparse.Namespace) -> None:
     sets = [*args.set, "output.formats=[png]"]
     lines = []
     for preset in expand_presets(args.presets, ["quickstart", "rivals"]):
-        end = end_step(preset, args.set, work / "probe")
+        here = work / preset_name(preset)
+        end = end_step(preset, args.set, here / "probe")
         mid = end // 2 + 1  # off the frame grid: a checkpoint between two frames
         marks = ["--checkpoint-at", f"{mid},{end}", "--fields-at", str(end)]
         rc, seconds = CHILDREN.run(
-            render_argv(preset, args.gpu, work / "whole", sets, marks), work / "runs.log", args.render_s
+            render_argv(preset, args.gpu, here / "whole", sets, marks), work / "runs.log", args.render_s
         )
         say(f"== {preset_name(preset)}: checkpoint at {mid}, end {end}", log)
         say(f"   uninterrupted ({args.gpu}): {seconds:.0f} s, exit {rc}", log)
-        found = list((work / "whole").glob(f"*/*-checkpoint-{end}.npz"))
+        found = list((here / "whole").glob(f"*/*-checkpoint-{end}.npz"))
         if not found:
             say(f"   no checkpoint at {end}: see {work / 'runs.log'}", log)
             continue
@@ -535,7 +537,7 @@ def checkpoint_evidence(args: argparse.Namespace) -> None:
                 shutil.copy2(path, kept / path.name)
         for spec in args.resumes:
             side = Side(spec)
-            folder = work / spec.replace(":", "-")
+            folder = here / spec.replace(":", "-")
             argv = [
                 *CLI,
                 "render",
@@ -572,21 +574,21 @@ def checkpoint_evidence(args: argparse.Namespace) -> None:
             str(end),
         ]
         CHILDREN.run(argv, work / "runs.log", args.render_s)
-        branch = verdict(work / "branch" / whole.name / f"{stem}-checkpoint-{end}.npz", whole)
+        branch = verdict(here / "branch" / whole.name / f"{stem}-checkpoint-{end}.npz", whole)
         say(f"   branch decay=0.2 (must be DIFFERENT): {branch}", verdicts)
     summary(lines, verdicts)
 
 
 def cmd_research(args: argparse.Namespace) -> None:
     graphs = None
+    side = ["--backend", args.gpu.backend, "--device", args.gpu.device]
+    sets = [word for value in args.set for word in ("--set", value)]
     if "graphs" in args.parts:
         # host work (skeleton and graph), one core a preset: in the background, beside the rest
         graphs = Pool(args.jobs, args.out / "graphs-run.log", None)
         for preset in (args.graph_presets or GRAPH_PRESETS).split():
-            argv = [*CLI, "graph", preset, "--out", str(args.work / "graphs")]
-            for value in args.set:
-                argv += ["--set", value]
-            graphs.add(preset, argv)
+            argv = [*CLI, "graph", preset, *side, "--out", str(args.work / "graphs")]
+            graphs.add(preset, argv + sets)
         graphs.start()
     if "checkpoint" in args.parts:
         checkpoint_evidence(args)
@@ -602,7 +604,7 @@ def cmd_research(args: argparse.Namespace) -> None:
             + ["model.turn_angle=0:90:16", "model.decay=0.01:0.3:16"],
         ] + [[p, "--out", str(results)] for p in (args.sensitivity_presets or SENSITIVITY_PRESETS).split()]
         for run in runs:
-            step(args, "sensitivity.log", [*CLI, "sensitivity", *run, "--quiet"])
+            step(args, "sensitivity.log", [*CLI, "sensitivity", *run, *side, *sets, "--quiet"])
     if "resolution" in args.parts:
         results = args.out / "resolution"
         results.mkdir(exist_ok=True)
