@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from physarum.render.preset import build_preset, carried
+from physarum.render.preset.images import allowed_pixels, canvas_image, read_grey
 from physarum.render.preset.provenance import embedded_text
-from physarum.render.world.maps import allowed_pixels, canvas_image, read_grey
 from support import tiny_data, world_data
 
 

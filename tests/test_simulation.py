@@ -9,6 +9,7 @@ import torch
 from physarum.kernels import exact
 from physarum.kernels import spawn as spawning
 from physarum.render.preset import build_preset
+from physarum.render.preset.images import box_resize
 from physarum.render.sim.simulation import (
     advance,
     batch_key,
@@ -17,7 +18,7 @@ from physarum.render.sim.simulation import (
     simulation_maps,
     spawn_groups,
 )
-from physarum.render.world.maps import box_resize, point_cells
+from physarum.render.world.maps import point_cells
 from support import WORLD, tiny_data, world_data
 
 

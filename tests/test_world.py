@@ -9,15 +9,14 @@ import pytest
 from PIL import Image
 
 from physarum.render.preset import build_preset
-from physarum.render.world.maps import (
+from physarum.render.preset.images import (
     IMAGE_PIXELS_ANY_CANVAS,
     MAX_IMAGE_PIXELS,
     allowed_pixels,
     box_resize,
-    point_cells,
     read_grey,
-    wall_cells,
 )
+from physarum.render.world.maps import point_cells, wall_cells
 from support import fifo, problems_of, save_image, tiny_data
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from physarum.render.base.inputs import excerpt
-from physarum.render.world.maps import MAX_IMAGE_PIXELS, image_size, read_grey, remember
+from physarum.render.preset.images import MAX_IMAGE_PIXELS, image_size, read_grey, remember
 
 FORMAT = 1
 MARK = "# physarum images "  # at the start of a line: nothing in a YAML dump starts so at column 0

@@ -18,12 +18,12 @@ from pydantic import ValidationError
 from physarum.kernels.api import MAX_DISTANCE
 from physarum.render.base.errors import PresetError, did_you_mean
 from physarum.render.base.inputs import excerpt, read_text, shorten
+from physarum.render.preset.images import image_problems
 from physarum.render.preset.safe_yaml import parse_yaml
 from physarum.render.preset.schedule import TAGS as SCHEDULE_TAGS
 from physarum.render.preset.schedule import keyframe_values
 from physarum.render.preset.schema import Preset, section_at
 from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
-from physarum.render.world.maps import image_problems
 
 
 def _describe(error: dict) -> str:

@@ -26,8 +26,8 @@ from physarum.render.base.errors import RenderError, printable
 from physarum.render.base.inputs import excerpt, shorten
 from physarum.render.preset import Preset, carried
 from physarum.render.preset.catalog import PRESETS
+from physarum.render.preset.images import preset_images, source_pixels
 from physarum.render.preset.sections import IMAGE_KEYS
-from physarum.render.world.maps import preset_images, source_pixels
 
 OUTPUT_VERSION = 3
 # Each output version: the first release that renders it, and what it changed (CHANGELOG.md).
