@@ -503,6 +503,11 @@ def end_step(preset: str, sets: list[str], work: Path) -> int:
     return int(found.group(1))
 
 
+def resume_argv(start: Path, side: Side, out: Path, extra: list[str]) -> list[str]:
+    argv = [*CLI, "render", "--resume", str(start), "--backend", side.backend, "--device", side.device]
+    return argv + ["--out", str(out), "--quiet", *extra]
+
+
 def checkpoint_evidence(args: argparse.Namespace) -> None:
     """Each preset rendered uninterrupted with checkpoints at MID and END; its MID checkpoint
     resumed on every side of --resumes, whose END checkpoint, PNG still and fields must be the
@@ -538,41 +543,14 @@ def checkpoint_evidence(args: argparse.Namespace) -> None:
         for spec in args.resumes:
             side = Side(spec)
             folder = here / spec.replace(":", "-")
-            argv = [
-                *CLI,
-                "render",
-                "--resume",
-                str(start),
-                "--backend",
-                side.backend,
-                "--device",
-                side.device,
-            ]
-            argv += ["--out", str(folder), "--quiet", "--checkpoint-at", str(end), "--fields-at", str(end)]
+            argv = resume_argv(start, side, folder, ["--checkpoint-at", str(end), "--fields-at", str(end)])
             rc, seconds = CHILDREN.run(argv, work / "runs.log", args.render_s)
             say(f"   resumed at {mid} on {side}: {seconds:.0f} s, exit {rc}", log)
             for name in (f"{stem}-checkpoint-{end}.npz", f"{stem}.png", f"{stem}-fields-{end}.npz"):
                 lines.append(verdict(folder / whole.name / name, whole))
                 say(f"   {spec} vs uninterrupted: {lines[-1]}", verdicts)
-        argv = [
-            *CLI,
-            "render",
-            "--resume",
-            str(start),
-            "--backend",
-            args.gpu.backend,
-            "--device",
-            args.gpu.device,
-        ]
-        argv += [
-            "--out",
-            str(work / "branch"),
-            "--quiet",
-            "--set",
-            "model.decay=0.2",
-            "--checkpoint-at",
-            str(end),
-        ]
+        branch_flags = ["--set", "model.decay=0.2", "--checkpoint-at", str(end)]
+        argv = resume_argv(start, args.gpu, here / "branch", branch_flags)
         CHILDREN.run(argv, work / "runs.log", args.render_s)
         branch = verdict(here / "branch" / whole.name / f"{stem}-checkpoint-{end}.npz", whole)
         say(f"   branch decay=0.2 (must be DIFFERENT): {branch}", verdicts)
