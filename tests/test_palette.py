@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from physarum.render.look.palette import palette_table, parse_hex
+from physarum.render.look.palette import palette_table
+from physarum.render.preset.palettes import parse_hex
 from support import problems_of, tiny_data
 
 

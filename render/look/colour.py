@@ -14,8 +14,9 @@ import math
 import numpy as np
 import torch
 
-from physarum.render.look.palette import palette_table, parse_hex
+from physarum.render.look.palette import palette_table
 from physarum.render.preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
+from physarum.render.preset.palettes import parse_hex
 
 
 def gamma_levels(gamma: float) -> np.ndarray:

@@ -28,8 +28,8 @@ from pydantic import (
 from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
-from physarum.render.look.palette import PALETTES, parse_hex
 from physarum.render.preset.images import image_size
+from physarum.render.preset.palettes import PALETTES, parse_hex
 from physarum.render.preset.schedule import optional_form, scheduled
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # of the whole name: NAME_PATTERN.fullmatch

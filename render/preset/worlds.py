@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from physarum.render.look.palette import parse_hex
+from physarum.render.preset.palettes import parse_hex
 from physarum.render.preset.schedule import scheduled
 from physarum.render.preset.sections import (
     SPAWN_NAMES,
