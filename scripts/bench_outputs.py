@@ -11,7 +11,8 @@ For every preset (presets/*.yaml, or those named with --presets):
 3. with --x264 (for the before/after of the MP4 threads): an MP4-only render per x264 threading
    (THREADS:slice or THREADS:frame; 4:slice is what output version 2 used), its time to the MP4.
 
-Results: benchmarks/outputs/<label>.json and .csv, and a figure benchmarks/figures/outputs-<label>.png.
+Results: benchmarks/unreleased/outputs/<label>.json and .csv (0.3.0's are in benchmarks/0.3.0/outputs/),
+and a figure benchmarks/figures/outputs-<label>.png.
 
 Usage:
   GPU host: python3 scripts/bench_outputs.py --label h200 --x264 4:slice 16:frame
@@ -224,7 +225,7 @@ def main() -> None:
     parser.add_argument("--replot", action="store_true", help="only redraw the figure of LABEL.json")
     args = parser.parse_args()
     if args.replot:
-        result = json.loads((ROOT / "benchmarks" / "outputs" / f"{args.label}.json").read_text())
+        result = json.loads((ROOT / "benchmarks" / "unreleased" / "outputs" / f"{args.label}.json").read_text())
         figure(
             result["rows"], ROOT / "benchmarks" / "figures" / f"outputs-{args.label}.png", title_of(result)
         )
@@ -251,7 +252,7 @@ def main() -> None:
         "settings": args.settings,
         "rows": rows,
     }
-    out = ROOT / "benchmarks" / "outputs"
+    out = ROOT / "benchmarks" / "unreleased" / "outputs"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.label}.json").write_text(json.dumps(result, indent=2) + "\n")
     write_csv(rows, out / f"{args.label}.csv")

@@ -1,6 +1,6 @@
 """Turn `physarum bench` JSON into the README's results table and plot.
 
-Usage: python scripts/bench_report.py benchmarks/h200.json [benchmarks/cpu.json ...]
+Usage: python scripts/bench_report.py benchmarks/0.1.0/h200.json [benchmarks/0.1.0/cpu-2core.json ...]
 Writes benchmarks/figures/bench.png and replaces the README section between the
 <!-- bench --> markers with a table of every result.
 """

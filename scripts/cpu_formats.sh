@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The 2-core CPU's side of scripts/gpu_check.sh step 3 and of its quickstart renders: quickstart
+# The 2-core CPU's side of scripts/gpu_evidence.py check's formats part and of its quickstart renders: quickstart
 # rendered with torch on the CPU in each MP4 setting with a WebP, and once with its own formats;
-# the sha256 of every file into benchmarks/evidence/formats-cpu-2core.txt, for the GPU host's
+# the sha256 of every file into benchmarks/unreleased/formats-cpu-2core.txt (0.3.0's: benchmarks/0.3.0/),
+# for the GPU host's
 # renders to be compared with (docs/benchmarks.md).
 set -eu
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 out=$(mktemp -d)
-evidence=benchmarks/evidence/formats-cpu-2core.txt
+mkdir -p benchmarks/unreleased
+evidence=benchmarks/unreleased/formats-cpu-2core.txt
 {
   echo "# scripts/cpu_formats.sh on $(nproc) cores (torch, --device cpu), $(date -u +%F)"
   $PY -c "import av, PIL, PIL.features as f; print('# PyAV', av.__version__, 'Pillow', PIL.__version__, 'libwebp', f.version('webp'))"
