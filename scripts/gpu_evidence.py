@@ -583,6 +583,16 @@ def cmd_research(args: argparse.Namespace) -> None:
         ] + [[p, "--out", str(results)] for p in (args.sensitivity_presets or SENSITIVITY_PRESETS).split()]
         for run in runs:
             step(args, "sensitivity.log", [*CLI, "sensitivity", *run, *side, *sets, "--quiet"])
+        # the cost of per-step statistics: quickstart with and without --stats, the same files
+        for tag, extra in (("plain", []), ("stats", ["--stats"])):
+            argv = render_argv("quickstart", args.gpu, args.work / f"render-{tag}", args.set, extra)
+            step(args, "sensitivity.log", argv)
+        plain = args.work / "render-plain" / "quickstart"
+        for path in sorted((args.work / "render-stats" / "quickstart").glob("*")):
+            if path.suffix in COMPARED:
+                say(f"with --stats vs without: {verdict(path, plain)}", args.out / "sensitivity.log")
+            elif path.suffix in (".csv", ".json"):
+                shutil.copy2(path, results / path.name)
     if "resolution" in args.parts:
         results = args.out / "resolution"
         results.mkdir(exist_ok=True)
