@@ -10,11 +10,10 @@ import yaml
 
 from physarum.kernels.api import FRAC_BITS, HEADINGS
 from physarum.render.cli.main import main
-from physarum.render.look.colour import Colourist
+from physarum.render.look.colour import Colourist, MixColourist
 from physarum.render.look.layers import (
     HEADING_BINS,
     QUADRANT_BINS,
-    MixColourist,
     density_counts,
     heading_bins,
     heading_sums,

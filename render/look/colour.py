@@ -5,6 +5,10 @@ the gamma curve is tabulated once on the host, each frame's 255 thresholds follo
 plain float32 operations, and each cell's index is the number of thresholds at or below it.
 Comparisons are exact, so index frames are identical on every backend and device (a per-cell
 pow on a GPU and on a CPU is not).
+
+Every colourist is here: a trail's (Colourist: palettes, alternation, blends), several species'
+(SpeciesColourist: integer blends of their ramps) and the render layers' (HeadingColourist,
+MixColourist, on the maps render/look/layers.py makes); make_colourist chooses a preset's.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import math
 import numpy as np
 import torch
 
+from physarum.render.look.layers import hue_table, mix_weight
 from physarum.render.look.palette import palette_table
 from physarum.render.preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
 from physarum.render.preset.palettes import parse_hex
@@ -226,12 +231,41 @@ class SpeciesColourist:
         return self.tables[0]
 
 
+# ---------------------------------------------------------------------------------------------
+# Render layers (render/look/layers.py makes their maps): the heading's hue wheel, the mix's blend
+
+
+class HeadingColourist(Colourist):
+    """Colours a heading layer's index map (float32 of 0 .. 252): the index is the map, shown with
+    hue_table on every frame (a palette blend of it with itself is itself)."""
+
+    def __init__(self, palette: Palette):
+        super().__init__(palette)
+        self.tables = [hue_table()]
+
+    def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
+        return trail.to(torch.uint8)
+
+
+class MixColourist(Colourist):
+    """Colours a mix layer's maps [2, H, W] (trail, float32 density): each map's index by the
+    preset's levels and gamma, then their integer blend (mix_weight)."""
+
+    def __init__(self, palette: Palette):
+        super().__init__(palette)
+        self.weight = mix_weight(palette)
+
+    def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
+        trail_index = super().index_frame(trail[0]).to(torch.int32)
+        density_index = super().index_frame(trail[1]).to(torch.int32)
+        mixed = trail_index * (256 - self.weight) + density_index * self.weight + 128
+        return (mixed >> 8).to(torch.uint8)
+
+
 def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
     """The colouring of a preset: its palettes, or with a species section each species' ramp
-    (a heading layer: the hue wheel, render/look/layers.py)."""
+    (a heading or mix layer, render/look/layers.py: its colourist above)."""
     if preset.palette.layer in ("heading", "mix"):
-        from physarum.render.look.layers import HeadingColourist, MixColourist  # layers builds on this module
-
         return {"heading": HeadingColourist, "mix": MixColourist}[preset.palette.layer](preset.palette)
     if preset.species is None:
         return Colourist(preset.palette)

@@ -11,10 +11,11 @@
   (x, y) among HEADING_BINS equal sectors counted anticlockwise from east (+x), found with
   integer cross products only (heading_bins), so every backend and device gives the same index.
   Index 0 (black) is a cell with no agents or whose vectors cancel exactly (sum (0, 0)). The
-  frame is shown with the fixed hue wheel hue_table.
+  frame is shown with the fixed hue wheel hue_table (HeadingColourist, render/look/colour.py).
 - mix: the trail's index i_t and the density's i_d, each found as for its own layer (each with
   the preset's levels and gamma), blended in integers with w = round(256 * layer_mix) (unset:
-  0.5): (i_t * (256 - w) + i_d * w + 128) >> 8, shown with the preset's palettes.
+  0.5): (i_t * (256 - w) + i_d * w + 128) >> 8, shown with the preset's palettes
+  (MixColourist, render/look/colour.py).
 
 A layer reads the simulation's agents once a frame as the backend holds them
 (api.Simulation.agents: no copy, no reordering); the order of agents does not matter to sums of
@@ -31,8 +32,8 @@ import torch
 
 from physarum.kernels.api import FRAC_BITS, UNIT_BITS
 from physarum.kernels.exact import decimal_cos_sin, unit_circle
-from physarum.render.look.colour import Colourist
 from physarum.render.preset import Palette, Preset
+from physarum.render.sim.simulation import simulation_maps
 
 LAYERS = ("trail", "density", "heading", "mix")
 MIX_DEFAULT = 0.5
@@ -156,45 +157,16 @@ def hue_table() -> np.ndarray:
     return table.astype(np.uint8)
 
 
-class HeadingColourist(Colourist):
-    """Colours a heading layer's index map (float32 of 0 .. 252): the index is the map, shown with
-    hue_table on every frame (a palette blend of it with itself is itself)."""
-
-    def __init__(self, palette: Palette):
-        super().__init__(palette)
-        self.tables = [hue_table()]
-
-    def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
-        return trail.to(torch.uint8)
-
-
 def mix_weight(palette: Palette) -> int:
     """w of a mix layer: round(256 * layer_mix), on the host (Python's round, everywhere the same)."""
     share = MIX_DEFAULT if palette.layer_mix is None else palette.layer_mix
     return round(256 * share)
 
 
-class MixColourist(Colourist):
-    """Colours a mix layer's maps [2, H, W] (trail, float32 density): each map's index by the
-    preset's levels and gamma, then their integer blend (mix_weight)."""
-
-    def __init__(self, palette: Palette):
-        super().__init__(palette)
-        self.weight = mix_weight(palette)
-
-    def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
-        trail_index = super().index_frame(trail[0]).to(torch.int32)
-        density_index = super().index_frame(trail[1]).to(torch.int32)
-        mixed = trail_index * (256 - self.weight) + density_index * self.weight + 128
-        return (mixed >> 8).to(torch.uint8)
-
-
 def layer_map(preset: Preset, trail: torch.Tensor, agents, b: int) -> torch.Tensor:
     """What colours simulation b of a batch: simulation_maps' trail (layer trail), or the
     float32 [H, W] map of its layer from `agents` (the simulation's api.Simulation.agents: sums
     over cells, the same whatever order the agents are in)."""
-    from physarum.render.sim.simulation import simulation_maps
-
     layer = layer_of(preset)
     if layer == "trail":
         return simulation_maps(preset, trail, b)
