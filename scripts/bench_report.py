@@ -1,7 +1,7 @@
-"""Turn `physarum bench` JSON into the README's results table and plot.
+"""Turn `physarum bench` JSON into the results table of docs/evidence.md ("Speed") and its plot.
 
 Usage: python scripts/bench_report.py benchmarks/0.1.0/h200.json [benchmarks/0.1.0/cpu-2core.json ...]
-Writes benchmarks/figures/bench.png and replaces the README section between the
+Writes benchmarks/figures/bench.png and replaces the docs/evidence.md section between the
 <!-- bench --> markers with a table of every result.
 """
 
@@ -84,7 +84,7 @@ def plot(rows: list[tuple[dict, dict]], out: Path) -> None:
 def main(paths: list[str]) -> None:
     rows = load(paths)
     plot(rows, ROOT / "benchmarks" / "figures" / "bench.png")
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "evidence.md"
     text = readme.read_text()
     section = f"<!-- bench -->\n{table(rows)}\n<!-- /bench -->"
     text = re.sub(r"<!-- bench -->.*<!-- /bench -->", lambda _: section, text, flags=re.S)
