@@ -30,17 +30,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from physarum.render.formats.gif import GifSpec
 from physarum.render.formats.gif_budget import Budgeter, FrameStore
 from physarum.render.formats.gif_file import TRAILER, Digits, Reduction, delay_ms, header
 from physarum.render.formats.gif_pool import CompressPool, FrameTask, pool_size
 from physarum.render.look.colour import downscale, make_colourist, preview_size
-from physarum.render.out.outputs import GifSpec
+from physarum.render.out.specs import gif_digits
 from physarum.render.preset import load_preset
 from physarum.render.preset.catalog import resolve_preset_path
 from physarum.render.preset.provenance import embedded_text
 from physarum.render.preset.sections import parse_gif_budget
 from physarum.render.run.machine import resolve_backend, resolve_device
-from physarum.render.run.runner import RenderOptions, gif_digits, render
+from physarum.render.run.runner import RenderOptions, render
 from physarum.render.sim.simulation import advance, make_simulation, simulation_maps
 
 

@@ -3,7 +3,7 @@ file size and encoding time of every output.mp4 setting, and of yuv444p (a candi
 browser-sharp that was not chosen: docs/benchmarks.md, "MP4 colour settings").
 
 The exact frames are a render's PNG sequence (--frames-dir: the colours the GIF, WebP and PNG carry).
-Each setting encodes them through encode.Mp4Writer; each decoded frame (PyAV's rgb24 conversion, as
+Each setting encodes them through mp4.Mp4Writer; each decoded frame (PyAV's rgb24 conversion, as
 a player without colour management shows it) is compared with its exact frame: PSNR over the three
 channels, averaged over the frames. A setting enlarged 2x is shrunk back by averaging each 2x2 block,
 as a browser showing the video at the canvas's size does.
@@ -24,12 +24,14 @@ import av
 import numpy as np
 from PIL import Image
 
-from physarum.render.out import encode
-from physarum.render.out.encode import MP4_SETTINGS, Mp4Setting, open_writer
-from physarum.render.out.outputs import Frame, Mp4Spec
+from physarum.render.formats import mp4
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.mp4 import MP4_SETTINGS, Mp4Setting, Mp4Spec
+from physarum.render.formats.registry import open_writer
+from physarum.render.out.specs import output_stem
 from physarum.render.preset import load_preset
 from physarum.render.run.machine import host_cores
-from physarum.render.run.runner import RenderOptions, output_stem, render
+from physarum.render.run.runner import RenderOptions, render
 
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = {"yuv444p (not offered)": Mp4Setting("libx264", "yuv444p", 1, MP4_SETTINGS["browser"].options)}
@@ -105,7 +107,7 @@ def main() -> None:
         "frames": int(frames.shape[0]),
         "canvas": f"{frames.shape[2]}x{frames.shape[1]}",
         "raw_rgb_bytes": raw,
-        "x264_threads": encode.MP4_THREADS,
+        "x264_threads": mp4.MP4_THREADS,
         "host": f"{host_cores()}-core {platform.machine()} {platform.processor() or ''}".strip(),
         "av_version": av.__version__,
         "rows": rows,

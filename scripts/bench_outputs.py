@@ -32,8 +32,8 @@ from pathlib import Path
 
 import torch
 
+from physarum.render.formats import mp4
 from physarum.render.look.colour import make_colourist
-from physarum.render.out import encode
 from physarum.render.preset import load_preset
 from physarum.render.run.machine import (
     device_name,
@@ -112,14 +112,14 @@ def x264_variant(spec: str) -> tuple[int, bool]:
 
 def mp4_times(preset, folder: Path, device: str | None, spec: str) -> dict:
     """An MP4-only render with x264 threaded as spec says (the module's constants set meanwhile)."""
-    saved = encode.MP4_THREADS, encode.MP4_SLICED_THREADS, encode.MP4_LOOKAHEAD_THREADS
+    saved = mp4.MP4_THREADS, mp4.MP4_SLICED_THREADS, mp4.MP4_LOOKAHEAD_THREADS
     threads, sliced = x264_variant(spec)
-    encode.MP4_THREADS, encode.MP4_SLICED_THREADS = threads, sliced
-    encode.MP4_LOOKAHEAD_THREADS = threads if sliced else max(1, threads // 6)  # x264's own defaults
+    mp4.MP4_THREADS, mp4.MP4_SLICED_THREADS = threads, sliced
+    mp4.MP4_LOOKAHEAD_THREADS = threads if sliced else max(1, threads // 6)  # x264's own defaults
     try:
         measured = render_times(preset, folder / spec.replace(":", "-"), device, ["mp4"])
     finally:
-        encode.MP4_THREADS, encode.MP4_SLICED_THREADS, encode.MP4_LOOKAHEAD_THREADS = saved
+        mp4.MP4_THREADS, mp4.MP4_SLICED_THREADS, mp4.MP4_LOOKAHEAD_THREADS = saved
     return {
         "x264": spec,
         "total_s": measured["timings"]["total_s"],
@@ -225,7 +225,9 @@ def main() -> None:
     parser.add_argument("--replot", action="store_true", help="only redraw the figure of LABEL.json")
     args = parser.parse_args()
     if args.replot:
-        result = json.loads((ROOT / "benchmarks" / "unreleased" / "outputs" / f"{args.label}.json").read_text())
+        result = json.loads(
+            (ROOT / "benchmarks" / "unreleased" / "outputs" / f"{args.label}.json").read_text()
+        )
         figure(
             result["rows"], ROOT / "benchmarks" / "figures" / f"outputs-{args.label}.png", title_of(result)
         )
@@ -247,7 +249,7 @@ def main() -> None:
         "cores": host_cores(),
         "backend": backend,
         "platform": platform.platform(),
-        "x264_threads": f"{encode.MP4_THREADS}:{'slice' if encode.MP4_SLICED_THREADS else 'frame'}",
+        "x264_threads": f"{mp4.MP4_THREADS}:{'slice' if mp4.MP4_SLICED_THREADS else 'frame'}",
         "scale_down": args.scale_down,
         "settings": args.settings,
         "rows": rows,

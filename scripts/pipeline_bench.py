@@ -19,9 +19,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.frames_dir import FramesDirSpec
+from physarum.render.formats.gif import GifSpec
+from physarum.render.formats.mp4 import Mp4Spec
+from physarum.render.formats.registry import open_writer
 from physarum.render.look.colour import Colourist
-from physarum.render.out.encode import open_writer
-from physarum.render.out.outputs import Frame, FramesDirSpec, GifSpec, Mp4Spec
 from physarum.render.preset import load_preset
 from physarum.render.run.machine import resolve_backend, resolve_device
 from physarum.render.run.runner import RenderOptions, render

@@ -12,18 +12,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from physarum.render.formats import mp4
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.gif import GifSpec, GifWriter
+from physarum.render.formats.mp4 import MP4_SETTINGS, Mp4Spec, Mp4Writer
+from physarum.render.formats.png import PngSpec, PngWriter
+from physarum.render.formats.registry import open_writer, read_embedded
+from physarum.render.formats.webp import WebpSpec, WebpWriter
 from physarum.render.look.palette import palette_table
-from physarum.render.out import encode
-from physarum.render.out.encode import (
-    MP4_SETTINGS,
-    GifWriter,
-    Mp4Writer,
-    PngWriter,
-    WebpWriter,
-    open_writer,
-    read_embedded,
-)
-from physarum.render.out.outputs import Frame, GifSpec, Mp4Spec, PngSpec, WebpSpec
 from physarum.render.preset import MP4_SETTINGS as PRESET_MP4_SETTINGS
 
 COMMENT = "# physarum test\nname: tiny\nseed: 3\n" + "x" * 600  # longer than one GIF sub-block
@@ -156,16 +152,27 @@ def write_mp4(path: Path, frames: list[np.ndarray], setting: str) -> None:
     writer.commit()
 
 
+def test_mp4_pads_an_odd_size_with_the_edge_pixels(tmp_path):
+    """yuv420p needs even sides: an odd frame is padded by repeating its last row and column
+    (black padding would bleed into the picture's edge through chroma and the decoder's crop)."""
+    path = tmp_path / "odd.mp4"
+    white = np.full((33, 49, 3), 255, dtype=np.uint8)
+    write_mp4(path, [white] * 3, "browser")
+    decoded = decoded_frames(path)[-1]
+    assert decoded.shape[:2] == (34, 50)
+    assert decoded[-1].min() > 230 and decoded[:, -1].min() > 230  # the padding is white too
+
+
 def test_every_preset_mp4_setting_has_an_encoding():
     assert tuple(MP4_SETTINGS) == PRESET_MP4_SETTINGS
 
 
 def test_x264_threads_are_pinned_in_its_params():
     """x264 derives its threads from the machine's cores unless told: every count is given."""
-    params = dict(item.split("=") for item in encode.x264_params().split(":"))
-    assert params["threads"] == str(encode.MP4_THREADS)
-    assert params["lookahead-threads"] == str(encode.MP4_LOOKAHEAD_THREADS)
-    assert params["sliced-threads"] == str(int(encode.MP4_SLICED_THREADS))
+    params = dict(item.split("=") for item in mp4.x264_params().split(":"))
+    assert params["threads"] == str(mp4.MP4_THREADS)
+    assert params["lookahead-threads"] == str(mp4.MP4_LOOKAHEAD_THREADS)
+    assert params["sliced-threads"] == str(int(mp4.MP4_SLICED_THREADS))
     assert params["mbtree"] == "0"
 
 

@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.gif import GifSpec
+from physarum.render.formats.mp4 import Mp4Spec
+from physarum.render.formats.png import PngSpec
 from physarum.render.look.palette import palette_table
 from physarum.render.out.encoder_process import EncoderProcess
-from physarum.render.out.outputs import Frame, GifSpec, Mp4Spec, PngSpec
 
 FRAMES = [np.full((20, 30, 3), 40 * i, dtype=np.uint8) for i in range(5)]
 PREVIEWS = [np.full((10, 15), 50 * i, dtype=np.uint8) for i in range(5)]

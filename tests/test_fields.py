@@ -8,8 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
+from physarum.render.formats.png import EMBED_KEY
 from physarum.render.out import fields
-from physarum.render.out.encode import EMBED_KEY
 from physarum.render.preset import build_preset
 from physarum.render.preset.provenance import embedded_text
 from physarum.render.sim.simulation import make_simulation
@@ -87,7 +87,7 @@ def test_species_fields_have_one_map_per_species(tmp_path):
 
 def test_fields_of_a_failed_render_are_not_left(tmp_path, monkeypatch):
     from physarum.render.base.errors import RenderError
-    from physarum.render.out.encode import PngWriter
+    from physarum.render.formats.png import PngWriter
 
     def broken(self):
         raise OSError(28, "No space left on device")

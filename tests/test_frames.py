@@ -10,11 +10,13 @@ import pytest
 from PIL import Image
 
 from physarum.render.base.errors import RenderError
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.frames_dir import FramesDirSpec, FramesDirWriter
+from physarum.render.formats.gif import GifSpec, GifWriter
+from physarum.render.formats.png import PngSpec, PngWriter
 from physarum.render.look.palette import palette_table
-from physarum.render.out.encode import FramesDirWriter, GifWriter, PngWriter
 from physarum.render.out.encoder_process import EncoderProcess
 from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
-from physarum.render.out.outputs import Frame, FramesDirSpec, GifSpec, PngSpec
 from support import render_tiny
 
 

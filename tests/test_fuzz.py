@@ -494,7 +494,7 @@ def test_fuzz_from(sandbox):
         rng = random.Random(f"{SEED}-from-{number}")
         path = _from_file(sandbox, rng, number)
         try:  # a carried preset that would render slowly is skipped; a refused one is run
-            from physarum.render.out.encode import read_embedded
+            from physarum.render.formats.registry import read_embedded
 
             text = read_embedded(path)
             preset = build_preset(yaml.safe_load(text), "x", base=sandbox.work)

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.gif import GifSpec, GifWriter
 from physarum.render.formats.gif_budget import FrameStore, candidates, minimum_bytes, sample_frames
 from physarum.render.formats.gif_file import Digits
 from physarum.render.look.colour import palette_table
-from physarum.render.out.encode import GifWriter
-from physarum.render.out.outputs import Frame, GifSpec
 
 PALETTES = [palette_table("magma"), palette_table("ice")]
 

@@ -12,10 +12,10 @@ import yaml
 from PIL import Image, ImageSequence
 
 from physarum.render.cli.main import main
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.registry import read_embedded
 from physarum.render.look.colour import make_colourist
 from physarum.render.look.loops import PingPong, TrailLoop, Window, closest_pair, crossfade, signature
-from physarum.render.out.encode import read_embedded
-from physarum.render.out.outputs import Frame
 from physarum.render.preset import build_preset
 from physarum.render.preset.provenance import embedded_text
 from physarum.render.run import runner
@@ -24,7 +24,6 @@ from support import (
     problems_of,
     render_cpu,
     tiny_data,
-    triton_runs_here,
 )
 
 RUN = {"steps": 24, "steps_per_frame": 3}  # 8 frames
@@ -187,9 +186,6 @@ def test_trail_loop_of_a_window_takes_its_frames_only():
 
 
 @pytest.mark.interpreter
-@pytest.mark.skipif(
-    not triton_runs_here(), reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts"
-)
 @pytest.mark.parametrize("mode", ["crossfade", "closest"])
 def test_blended_palettes_and_loops_are_byte_identical_on_torch_and_triton(mode, tmp_path):
     data = tiny_data(

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from physarum.render.cli.main import main
-from physarum.render.out.encode import read_embedded
+from physarum.render.formats.registry import read_embedded
 from physarum.render.preset import carried
 from support import world_data, write_preset
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import os
@@ -20,13 +19,14 @@ import yaml
 from PIL import Image
 
 from physarum.render.base.errors import RenderError
+from physarum.render.formats import frames_dir, png
+from physarum.render.formats.mp4 import Mp4Writer
+from physarum.render.formats.registry import read_embedded
 from physarum.render.look.colour import make_colourist
-from physarum.render.out import encode
-from physarum.render.out.encode import Mp4Writer, read_embedded
 from physarum.render.out.encoder_process import EncoderProcess
+from physarum.render.out.specs import check_outputs
 from physarum.render.preset import PresetError, build_preset, load_preset
 from physarum.render.run import runner
-from physarum.render.run.runner import check_formats
 from physarum.render.sim.simulation import batch_key
 from support import CURATED, ROOT, WORLD, block, render_cpu, render_tiny, tiny_data, world_data
 
@@ -183,17 +183,17 @@ def test_png_still_carries_its_print_resolution(tmp_path):
 
 def test_mp4_sizes():
     odd = build_preset(tiny_data(canvas={"width": 49, "height": 33}), "p")
-    assert check_formats(odd) == ["mp4 padded from 49x33 to 50x34 (H.264 needs even sides)"]
+    assert check_outputs(odd) == ["mp4 padded from 49x33 to 50x34 (H.264 needs even sides)"]
     sharp = build_preset(tiny_data(canvas={"width": 49, "height": 33}, output={"mp4": "browser-sharp"}), "p")
-    assert check_formats(sharp) == []  # 98x66: even as it is
+    assert check_outputs(sharp) == []  # 98x66: even as it is
     wide = build_preset(tiny_data(canvas={"width": 9000, "height": 64}), "p")
     with pytest.raises(RenderError, match="at most 8192 pixels per side"):
-        check_formats(wide)
+        check_outputs(wide)
     big = build_preset(tiny_data(canvas={"width": 4200, "height": 64}, output={"mp4": "browser-sharp"}), "p")
     with pytest.raises(
         RenderError, match=r"4200x64 \(output.mp4 browser-sharp: 8400x128\).*output.mp4: browser"
     ):
-        check_formats(big)
+        check_outputs(big)
 
 
 def test_webp_and_mp4_settings_render_from_the_preset(tmp_path):
@@ -261,10 +261,7 @@ def test_a_batch_of_world_presets_renders_each_as_alone(images):
     assert batch[0].outputs["png"].read_bytes() != batch[1].outputs["png"].read_bytes()
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("triton") is None or os.environ.get("TRITON_INTERPRET") != "1",
-    reason="needs triton and TRITON_INTERPRET=1 set before Python starts",
-)
+@pytest.mark.interpreter(cpu=True)
 def test_triton_in_the_interpreter_renders_a_world_preset_byte_for_byte(images):
     preset = build_preset(world_data(), str(images / "p.yaml"))
     outputs = {
@@ -415,7 +412,7 @@ def test_earlier_files_survive_a_render_that_fails_in_its_last_writer(tmp_path, 
     def disk_full(*args, **kwargs):  # the PNG still is written last, when the frames are done
         raise OSError("disk full")
 
-    monkeypatch.setattr(encode, "save_png", disk_full)
+    monkeypatch.setattr(png, "save_png", disk_full)
     with pytest.raises(RenderError, match="disk full"):
         render_tiny(tmp_path, palette={"names": ["ice"]})
     assert outputs_of(tmp_path) == earlier
@@ -525,7 +522,7 @@ def test_memory_that_runs_out_in_a_jobs_writer_is_the_one_clear_message(tmp_path
         raise MemoryError()
 
     if where == "writer":
-        monkeypatch.setattr(encode.FramesDirWriter, "write", allocation_fails)
+        monkeypatch.setattr(frames_dir.FramesDirWriter, "write", allocation_fails)
     else:
         monkeypatch.setattr(EncoderProcess, "_outcome", lambda self: "MemoryError: ")
     presets = [build_preset(tiny_data(name=f"job{i}", seed=i), "t.yaml") for i in range(2)]

@@ -17,7 +17,7 @@ from PIL import Image
 
 from physarum.render import sweep as sweeps
 from physarum.render.cli.main import main
-from physarum.render.out.encode import read_embedded
+from physarum.render.formats.registry import read_embedded
 from support import ROOT, SWEEP_BASE, block, read_manifest, write_sweep
 
 

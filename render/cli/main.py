@@ -15,12 +15,13 @@ from physarum.render import sweep as sweeps
 from physarum.render.base.errors import RenderError, machine_problem, printable, shown
 from physarum.render.base.interrupts import Terminated, signals_interrupt
 from physarum.render.cli.arguments import flag_settings, parser, stop_settings
+from physarum.render.out.specs import output_paths
 from physarum.render.preset import PresetError, load_preset
 from physarum.render.preset.catalog import preset_files, resolve_preset_path, resolve_sweep_path
 from physarum.render.run.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
 from physarum.render.run.reload import load_for_render, refuse_writing_over
 from physarum.render.run.resume import load_for_resume
-from physarum.render.run.runner import RenderOptions, output_paths, render
+from physarum.render.run.runner import RenderOptions, render
 from physarum.render.tools.bench import CONFIGS, run_bench
 from physarum.render.tools.profile import profile_preset
 from physarum.render.tools.stats import StatsRecorder

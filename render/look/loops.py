@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 from physarum.render.base.interrupts import stop_if_requested
+from physarum.render.formats.contract import Frame
 from physarum.render.look.colour import Colourist, SpeciesColourist, make_colourist
 from physarum.render.look.layers import layer_map, needs_agents
-from physarum.render.out.outputs import Frame
 from physarum.render.preset import Preset
 from physarum.render.sim.simulation import advance
 
@@ -125,6 +125,20 @@ def find_windows(presets: Sequence[Preset], simulation) -> list[Window | None]:
 # What each simulated frame becomes
 
 
+def shown_frames(preset: Preset) -> int:
+    """The frames a preset's outputs show before any ping-pong replay, the fewest for closest
+    (its shortest loop; the loop it finds may be longer): crossfade F - N, closest N, else F
+    (F frames simulated, N = output.loop_frames). The one place this rule is written."""
+    mode, count = preset.loop
+    return {"crossfade": preset.frames - count, "closest": count}.get(mode, preset.frames)
+
+
+def kept_maps(preset: Preset) -> int:
+    """The trail maps a preset's loop keeps on the device until the end: crossfade's first N."""
+    mode, count = preset.loop
+    return count if mode == "crossfade" else 0
+
+
 class TrailLoop:
     """Turns a job's simulated frames into the frames its outputs show (take), by its loop mode.
 
@@ -140,10 +154,8 @@ class TrailLoop:
             if window is None:
                 raise ValueError("a closest loop needs its window (find_windows)")
             self.first, self.frames = window.start, window.end - window.start
-        elif self.mode == "crossfade":
-            self.first, self.frames = self.count, self.simulated - self.count
         else:
-            self.first, self.frames = 0, self.simulated
+            self.first, self.frames = kept_maps(preset), shown_frames(preset)
 
     def take(self, number: int, maps: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
         """The (shown frame number, maps) that simulated frame `number` gives: none, or one."""

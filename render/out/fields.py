@@ -25,7 +25,7 @@ from PIL import Image, PngImagePlugin
 
 from physarum.kernels.api import FRAC_BITS
 from physarum.render.base.files import PartialFile, remove_stale_parts, stage
-from physarum.render.out.encode import EMBED_KEY
+from physarum.render.formats.png import EMBED_KEY
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text
 from physarum.render.sim.checkpoint import write_members

@@ -17,11 +17,12 @@ import torch
 
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile
+from physarum.render.formats.contract import Frame, Spec, Writer
+from physarum.render.formats.frames_dir import FramesDirSpec
+from physarum.render.formats.registry import open_writer
 from physarum.render.look.colour import Colourist, downscale, preview_size
 from physarum.render.look.loops import PingPong
-from physarum.render.out.encode import open_writer
 from physarum.render.out.encoder_process import EncoderProcess
-from physarum.render.out.outputs import Frame, FramesDirSpec, Spec, Writer
 from physarum.render.preset import Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory

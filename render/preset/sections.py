@@ -28,17 +28,17 @@ from pydantic import (
 from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.formats.mp4 import MP4_SETTINGS as MP4_SETTING_TABLE
+from physarum.render.formats.registry import ALL_FORMATS, DEFAULT_FORMATS
 from physarum.render.preset.images import image_size
 from physarum.render.preset.palettes import PALETTES, parse_hex
 from physarum.render.preset.schedule import optional_form, scheduled
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # of the whole name: NAME_PATTERN.fullmatch
-FORMATS = ("gif", "mp4", "png")  # the default output.formats
-ALL_FORMATS = ("gif", "mp4", "webp", "png")  # what output.formats may list
-MP4_SETTINGS = ("browser", "browser-sharp", "master")  # output.mp4 (encode.MP4_SETTINGS: how)
+FORMATS = DEFAULT_FORMATS  # the default output.formats (render/formats/registry.py)
+MP4_SETTINGS = tuple(MP4_SETTING_TABLE)  # output.mp4's values (render/formats/mp4.py: how each encodes)
 MAX_AGENTS = 1 << 28
 REFERENCE_SIDE = 512  # the short side at which short_side units give `diffuse` as written
-MP4_MAX_SIDE = 8192  # beyond H.264's largest level; players refuse such streams
 # Named GIF byte budgets: published upload limits as of 2026, which may change (docs/outputs.md,
 # "GIF byte budgets", says where each comes from). Decimal megabytes: the smaller reading of "MB".
 GIF_TARGETS = {
@@ -371,9 +371,7 @@ class Fields(Stops):
 
 
 class Output(OptionalSection):
-    formats: list[Literal["gif", "mp4", "webp", "png"]] = Field(
-        default_factory=lambda: list(FORMATS), min_length=1
-    )
+    formats: list[Literal[ALL_FORMATS]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
     fps: int = Field(30, ge=1, le=100)
     loop: int = Field(0, ge=0, le=65535, description="GIF and WebP repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
@@ -391,7 +389,7 @@ class Output(OptionalSection):
         le=MAX_LOOP_FRAMES,
         description="crossfade: frames blended into the first ones; closest: the shortest loop",
     )
-    mp4: Literal["browser", "browser-sharp", "master"] | None = Field(
+    mp4: Literal[MP4_SETTINGS] | None = Field(
         None, description="the MP4's encoding: browser (unset), browser-sharp or master (lossless)"
     )
 

@@ -13,6 +13,7 @@ import torch
 
 from physarum.kernels import AUTO_ORDER, BACKENDS, backend_problem, get_backend
 from physarum.render.base.errors import RenderError
+from physarum.render.look.loops import kept_maps
 from physarum.render.preset import Preset
 
 
@@ -64,8 +65,7 @@ def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
     per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
     per_simulation_cell = 1 if world and world.walls else 0
     frame = cells * (8 + 8 * (species - 1))  # kthvalue copy, index, level and RGB frames
-    mode, count = preset.loop
-    kept = batch * species * cells * 4 * count if mode == "crossfade" else 0  # the first trail maps
+    kept = batch * species * cells * 4 * kept_maps(preset)  # a crossfade's first trail maps
     return int(
         batch * (species * (agents * per_agent + cells * per_group_cell) + cells * per_simulation_cell)
         + frame

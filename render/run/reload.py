@@ -11,7 +11,7 @@ from pathlib import Path
 
 from physarum.render.base.errors import RenderError
 from physarum.render.base.inputs import file_problem, shorten
-from physarum.render.out.encode import read_embedded
+from physarum.render.formats.registry import read_embedded
 from physarum.render.preset import Preset, PresetError, build_preset, carried, load_preset, parse_yaml
 from physarum.render.preset.catalog import resolve_preset_path
 from physarum.render.preset.provenance import confinement_problems, image_paths, is_shipped, version_note

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -36,21 +35,17 @@ from physarum.render.base.files import (
     stage_json,
 )
 from physarum.render.base.interrupts import stop_if_requested
-from physarum.render.formats.gif_budget import minimum_bytes
-from physarum.render.formats.gif_file import Digits
-from physarum.render.formats.gif_pool import pool_size
-from physarum.render.look.colour import PRODUCT_LEVELS, make_colourist, preview_size
+from physarum.render.look.colour import make_colourist
 from physarum.render.look.layers import layer_map, needs_agents
 from physarum.render.look.loops import TrailLoop, Window, find_windows
-from physarum.render.out.encode import even_size, mp4_size
 from physarum.render.out.fields import FieldsStop
 from physarum.render.out.frames import (
     EncoderWorker,
     FramePipeline,
     open_workers,
 )
-from physarum.render.out.outputs import FramesDirSpec, GifSpec, Mp4Spec, PngSpec, Spec, WebpSpec
-from physarum.render.preset import MP4_MAX_SIDE, Preset
+from physarum.render.out.specs import check_outputs, output_paths, output_specs, output_stem
+from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text, version
 from physarum.render.run.machine import (
     check_memory,
@@ -67,56 +62,6 @@ from physarum.render.sim.simulation import (
     batch_key,
     make_batch_simulation,
 )
-
-
-def check_formats(preset: Preset) -> list[str]:
-    """Refuse what a format cannot hold; return notes on what was adjusted."""
-    notes = []
-    width, height = preset.canvas.width, preset.canvas.height
-    if "mp4" in preset.output.formats:
-        setting = mp4_setting(preset)
-        video = mp4_size(width, height, setting)
-        if max(video) > MP4_MAX_SIDE:
-            scaled = (
-                "" if video == even_size(width, height) else f" (output.mp4 {setting}: {video[0]}x{video[1]})"
-            )
-            raise RenderError(
-                f"{preset.name}: MP4 (H.264) allows at most {MP4_MAX_SIDE} pixels per side, "
-                f"the canvas is {width}x{height}{scaled}; remove mp4 from output.formats"
-                + ("" if not scaled else " or set output.mp4: browser")
-            )
-        if even_size(width, height) != (width, height) and video == even_size(width, height):
-            notes.append(
-                "mp4 padded from {}x{} to {}x{} (H.264 needs even sides)".format(width, height, *video)
-            )
-    if "gif" in preset.output.formats and preset.output.gif_max_bytes is not None:
-        check_gif_budget(preset)
-    return notes
-
-
-def check_gif_budget(preset: Preset) -> None:
-    """Refuse, before rendering, a GIF budget below what any GIF of the preset takes
-    (gif_budget.minimum_bytes: known from its size, frames, palettes and embedded text). With a
-    loop, the fewest frames it can show: crossfade F - N, closest N (its shortest loop)."""
-    out = preset.output
-    colourist = make_colourist(preset)
-    mode, count = preset.loop
-    shown = {"crossfade": preset.frames - count, "closest": count}.get(mode, preset.frames)
-    palettes = [colourist.table(number).tobytes() for number in range(shown)]
-    size = preview_size(preset.canvas.width, preset.canvas.height, out.gif_scale)
-    least = minimum_bytes(*size, palettes, Digits(*gif_digits(preset)), out.loop, embedded_text(preset))
-    if out.gif_max_bytes < least:
-        raise RenderError(
-            f"{preset.name}: output.gif_max_bytes (--gif-max-bytes) is {out.gif_max_bytes} bytes; "
-            f"no GIF of this preset fits in fewer than {least} bytes (header, embedded preset and "
-            f"the smallest frames); allow at least {least}, or leave gif out of output.formats"
-        )
-
-
-def mp4_setting(preset: Preset) -> str:
-    """The preset's MP4 setting (output.mp4; unset: browser)."""
-    return preset.output.mp4 or "browser"
-
 
 # ---------------------------------------------------------------------------------------------
 # Rendering
@@ -148,68 +93,6 @@ class RenderResult:
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # render_batch: why this job failed (earlier files left as they were)
     replaced: list[Path] = field(default_factory=list)  # earlier files these outputs replaced
-
-
-def output_stem(preset: Preset) -> str:
-    """The name every output file of a preset starts with: <name>-s<seed>."""
-    return f"{preset.name}-s{preset.seed}"
-
-
-def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
-    folder = Path(out_dir) / preset.name
-    return {fmt: folder / f"{output_stem(preset)}.{fmt}" for fmt in (*preset.output.formats, "json")}
-
-
-def gif_digits(preset: Preset) -> tuple[int, int]:
-    """(base, count) of a preset's GIF indices: one digit in base 256, or one per species in
-    base PRODUCT_LEVELS[S] (render/look/colour.py)."""
-    if preset.species is None:
-        return 256, 1
-    return PRODUCT_LEVELS[len(preset.species)], len(preset.species)
-
-
-def output_specs(
-    preset: Preset,
-    paths: dict[str, Path],
-    palette: np.ndarray,
-    frames_dir: Path | None = None,
-    jobs: int = 1,
-) -> list[Spec]:
-    """The spec of each output of a preset (output.formats, then the frames folder with
-    frames_dir); palette [256, 3] uint8: the first frame's, the GIF's global table. Every output
-    carries embedded_text(preset), dumped once for all of them. jobs: the GIFs written at once
-    (a batch's), which share the cores that compress them."""
-    out, width, height = preset.output, preset.canvas.width, preset.canvas.height
-    text = embedded_text(preset)
-    specs: list[Spec] = []
-    for fmt in out.formats:
-        if fmt == "gif":
-            size = preview_size(width, height, out.gif_scale)
-            specs.append(
-                GifSpec(
-                    paths[fmt],
-                    *size,
-                    out.fps,
-                    out.loop,
-                    text,
-                    palette.tobytes(),
-                    max_bytes=out.gif_max_bytes,
-                    frames=preset.frames,
-                    digits=gif_digits(preset),
-                    processes=pool_size(jobs, size[0] * size[1] * preset.frames),
-                )
-            )
-        elif fmt == "mp4":
-            specs.append(Mp4Spec(paths[fmt], width, height, out.fps, text, mp4_setting(preset)))
-        elif fmt == "webp":
-            specs.append(WebpSpec(paths[fmt], width, height, out.fps, out.loop, text))
-        elif fmt == "png":
-            specs.append(PngSpec(paths[fmt], width, height, text, out.png_dpi))
-        else:
-            raise ValueError(f"no output format {fmt!r}")
-    if frames_dir is not None:
-        specs.append(FramesDirSpec(Path(frames_dir), output_stem(preset), text))
-    return specs
 
 
 def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> RenderResult:
@@ -399,7 +282,7 @@ def render_batch(
     if torch_device.type == "cpu":
         share_cpu_with_encoders()
     backend = resolve_backend(options.backend, torch_device)
-    notes = [check_formats(p) for p in presets]
+    notes = [check_outputs(p) for p in presets]
     check_memory(presets[0], backend, torch_device, batch=len(presets))
     plan = _checkpoint_plan(presets, options)
     paths = _batch_paths(presets, options)

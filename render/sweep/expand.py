@@ -21,6 +21,7 @@ from typing import Any
 
 from physarum.render.base.errors import RenderError
 from physarum.render.look.colour import preview_size
+from physarum.render.out import specs
 from physarum.render.preset import (
     Preset,
     PresetError,
@@ -29,7 +30,6 @@ from physarum.render.preset import (
     read_preset_file,
     set_dotted,
 )
-from physarum.render.run import runner
 from physarum.render.sweep.labels import format_params
 from physarum.render.sweep.schema import (
     Choice,
@@ -208,7 +208,7 @@ def _job(
             set_dotted(data, "output.gif_scale", PREVIEW_SIDE / side)
             preset = build_preset(data, where, base=preset_dir)
     try:
-        runner.check_formats(preset)
+        specs.check_outputs(preset)
     except RenderError as error:
         raise PresetError([f"{where}: {error}"]) from None
     digest = hashlib.sha256(preset.to_yaml().encode("utf-8")).hexdigest()[:10]

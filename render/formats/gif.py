@@ -1,0 +1,146 @@
+"""GIF: an animated GIF89a of index frames with the exact palette (no re-quantization), the
+preset in its comment; optionally fitted to a byte budget (render/formats/gif_budget.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from PIL import Image
+
+from physarum.render.base.files import PartialFile, commit_together
+from physarum.render.formats import gif_file
+from physarum.render.formats.contract import Format, Frame, Shared, no_notes
+from physarum.render.formats.gif_budget import Budgeter, FrameStore
+from physarum.render.formats.gif_file import Digits, Reduction, delay_ms
+from physarum.render.formats.gif_pool import CompressPool, FrameTask, pool_size
+
+GIF_MAX_SIDE = 65535  # a GIF's logical screen is 16 bits a side
+
+
+@dataclass(frozen=True)
+class GifSpec:
+    """A GIF89a of index frames, its global colour table `palette` (768 bytes: the first
+    frame's palette), `loop` repeats (0: forever) and the preset text as its comment.
+
+    max_bytes: its byte budget (None: none; render/formats/gif_budget.py chooses how to fit it),
+    with `frames` the frame count and `digits` (base, count) how its indices are made
+    (render/formats/gif_file.py); processes: the worker processes that compress its frames (1: in
+    the writer's process)."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    loop: int
+    comment: str
+    palette: bytes
+    max_bytes: int | None = None
+    frames: int = 0
+    digits: tuple[int, int] = (256, 1)
+    processes: int = 1
+
+    format: ClassVar[str] = "gif"
+    reads: ClassVar[str] = "preview"
+
+    def open(self) -> GifWriter:
+        return GifWriter(self)
+
+
+class GifWriter(PartialFile):
+    """Streams index frames into a GIF89a: one global colour table for the first palette and
+    a local table on every frame shown with another; no re-quantization, no frame merging.
+    Reads a frame's preview and palette.
+
+    Frames are compressed in spec.processes worker processes (render/formats/gif_pool.py) and
+    written in order: the same bytes as one process. With spec.max_bytes the frames are kept
+    (compressed, in a temporary file) and the file is written when they are all in, at the best
+    reduction that fits (render/formats/gif_budget.py); `report` then says what was chosen and why."""
+
+    def __init__(self, spec: GifSpec):
+        super().__init__(spec.path)
+        self.spec = spec
+        self.global_palette = spec.palette
+        self.duration_ms = delay_ms(spec.fps)
+        self.file = self.open("wb")
+        self.store = FrameStore() if spec.max_bytes is not None else None
+        self.report: dict | None = None
+        # the workers start now, so that they have imported what they need while the simulation
+        # runs, also where a budgeted GIF compresses only once every frame is in
+        self.pool = CompressPool(spec.processes)
+        if self.store is None:
+            self.file.write(gif_file.header(spec.width, spec.height, spec.palette, spec.loop, spec.comment))
+
+    def write(self, frame: Frame) -> None:
+        if self.store is not None:
+            self.store.append(frame.preview, frame.palette)
+            return
+        palette = frame.palette.tobytes()
+        local = palette != self.global_palette
+        task = FrameTask(frame.preview.copy(), palette, Reduction(), Digits(), local, self.duration_ms)
+        for block in self.pool.submit(task):  # the caller reuses its buffers: hence the copy
+            self.file.write(block)
+
+    def complete(self) -> list[PartialFile]:
+        if self.store is None:
+            for block in self.pool.drain():
+                self.file.write(block)
+            self.file.write(gif_file.TRAILER)
+        else:
+            budgeter = Budgeter(self.store, self.spec, Digits(*self.spec.digits), self.pool)
+            try:
+                self.report = budgeter.write(self.file).report()
+            except OverflowError as error:  # an OSError names the file, so the job fails alone
+                raise OSError(0, str(error), str(self.spec.path)) from None
+            self.store.close()
+        self.pool.close()
+        self.file.close()
+        return [self]
+
+    def commit(self) -> None:
+        commit_together(self.complete())
+
+    def abort(self) -> None:
+        self.pool.kill()
+        if self.store is not None:
+            self.store.close()
+        self.file.close()
+        super().abort()
+
+
+def make_spec(preset, path: Path, shared: Shared) -> GifSpec:
+    """The GIF of a validated preset: its (scaled) size, output.fps, loop and gif_max_bytes."""
+    out, size = preset.output, shared.gif_size
+    return GifSpec(
+        path,
+        *size,
+        out.fps,
+        out.loop,
+        shared.text,
+        shared.palette.tobytes(),
+        max_bytes=out.gif_max_bytes,
+        frames=preset.frames,
+        digits=shared.digits,
+        processes=pool_size(shared.jobs, size[0] * size[1] * preset.frames),
+    )
+
+
+def read_text(path: Path) -> str:
+    """The preset a GIF carries: its comment extension."""
+    with Image.open(path) as image:
+        return image.info["comment"].decode("utf-8")
+
+
+FORMAT = Format(
+    name="gif",
+    position=0,
+    default=True,
+    summary="an animated GIF of palette indices, the exact palette, optionally within a byte budget",
+    max_side=GIF_MAX_SIDE,
+    max_frames=None,
+    spec=GifSpec,
+    make_spec=make_spec,
+    check=no_notes,  # the budget is checked by the out stage, which knows the look (out/budget.py)
+    read_text=read_text,
+)

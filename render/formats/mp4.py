@@ -1,0 +1,208 @@
+"""MP4: H.264 in one of three settings (the one place they are defined), faststart, the preset
+in the container's comment tag. Odd sides are padded (H.264 needs even sizes)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import ClassVar
+
+import av
+import numpy as np
+
+from physarum.render.base.errors import RenderError
+from physarum.render.base.files import PartialFile, commit_together
+from physarum.render.formats.contract import Format, Frame, Shared
+
+MP4_MAX_SIDE = 8192  # beyond H.264's largest level; players refuse such streams
+# x264's threads, fixed: its bytes are the same for a given thread count on every machine (with
+# any number of cores), not across counts. Frame threads (not sliced), 16 to fill a 16-core host;
+# lookahead threads pinned too rather than left to x264's rule (docs/benchmarks.md, "MP4 threads").
+MP4_THREADS = 16
+MP4_LOOKAHEAD_THREADS = 2
+MP4_SLICED_THREADS = False
+MP4_CRF = 18
+DEFAULT_SETTING = "browser"  # output.mp4 unset
+
+
+@dataclass(frozen=True)
+class Mp4Setting:
+    """How an MP4 setting (output.mp4) encodes: the codec, its pixel format, the factor the frames
+    are enlarged by (nearest neighbour: 2 keeps every pixel's colour through 4:2:0 chroma) and
+    the codec's options (docs/outputs.md says where each plays)."""
+
+    codec: str
+    pix_fmt: str
+    scale: int
+    options: tuple[tuple[str, str], ...]
+
+
+# output.mp4's values, in this order in the schema and its messages
+MP4_SETTINGS = {
+    "browser": Mp4Setting("libx264", "yuv420p", 1, (("crf", str(MP4_CRF)), ("preset", "medium"))),
+    "browser-sharp": Mp4Setting("libx264", "yuv420p", 2, (("crf", str(MP4_CRF)), ("preset", "medium"))),
+    "master": Mp4Setting("libx264rgb", "rgb24", 1, (("qp", "0"), ("preset", "medium"))),
+}
+
+
+def x264_params() -> str:
+    """The x264-params every MP4 setting shares: mbtree off (with it on, x264's bytes depend on
+    what else the process has encoded: docs/benchmarks.md, "Measurements behind the code: the
+    render pipeline"; it costs a little compression) and the fixed threads."""
+    return (
+        f"mbtree=0:threads={MP4_THREADS}:lookahead-threads={MP4_LOOKAHEAD_THREADS}"
+        f":sliced-threads={int(MP4_SLICED_THREADS)}"
+    )
+
+
+def even_size(width: int, height: int) -> tuple[int, int]:
+    """The size an H.264 yuv420p stream of a canvas takes: odd sides are padded by one pixel."""
+    return width + width % 2, height + height % 2
+
+
+def mp4_size(width: int, height: int, setting: str) -> tuple[int, int]:
+    """The video size of a canvas in an MP4 setting: enlarged by its scale, odd sides padded."""
+    scale = MP4_SETTINGS[setting].scale
+    return even_size(width * scale, height * scale)
+
+
+def mp4_setting(preset) -> str:
+    """A preset's MP4 setting (output.mp4; unset: browser)."""
+    return preset.output.mp4 or DEFAULT_SETTING
+
+
+@dataclass(frozen=True)
+class Mp4Spec:
+    """An H.264 MP4 of RGB frames (odd sides padded) with the preset text in its metadata;
+    setting: which encoding (MP4_SETTINGS: "browser", "browser-sharp" or "master")."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    comment: str
+    setting: str = DEFAULT_SETTING
+
+    format: ClassVar[str] = "mp4"
+    reads: ClassVar[str] = "rgb"
+
+    def open(self) -> Mp4Writer:
+        return Mp4Writer(self)
+
+
+class Mp4Writer(PartialFile):
+    """H.264 in the spec's setting (MP4_SETTINGS), faststart, with the preset in the container's
+    comment tag.
+
+    Frames are enlarged by the setting's scale (each pixel repeated); odd sides are then padded
+    by repeating the last row or column (H.264 needs even sizes). Reads a frame's RGB.
+    """
+
+    def __init__(self, spec: Mp4Spec):
+        super().__init__(spec.path)
+        self.setting = MP4_SETTINGS[spec.setting]
+        self.size = mp4_size(spec.width, spec.height, spec.setting)
+        # FFmpeg opens files by name: it is handed the descriptor's name where the OS has one, so
+        # that it writes (and reopens, for faststart) the file created here, whatever the name
+        # points at meanwhile
+        self.descriptor = self.create()
+        target = f"/proc/self/fd/{self.descriptor}"
+        if not os.path.exists(target):
+            target = str(self.temporary)
+        try:
+            self.container = av.open(target, mode="w", format="mp4", options={"movflags": "+faststart"})
+        except BaseException:
+            self._close_descriptor()
+            super().abort()
+            raise
+        self.container.metadata["comment"] = spec.comment
+        stream = self.container.add_stream(self.setting.codec, rate=Fraction(spec.fps))
+        stream.width, stream.height = self.size
+        stream.pix_fmt = self.setting.pix_fmt
+        stream.options = {**dict(self.setting.options), "x264-params": x264_params()}
+        stream.codec_context.thread_count = MP4_THREADS
+        stream.codec_context.thread_type = "SLICE" if MP4_SLICED_THREADS else "FRAME"
+        self.stream = stream
+
+    def write(self, frame: Frame) -> None:
+        rgb = frame.rgb
+        scale = self.setting.scale
+        if scale > 1:
+            rgb = np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1)
+        pad_y, pad_x = self.size[1] - rgb.shape[0], self.size[0] - rgb.shape[1]
+        if pad_x or pad_y:
+            rgb = np.pad(rgb, ((0, pad_y), (0, pad_x), (0, 0)), mode="edge")
+        video = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+        for packet in self.stream.encode(video):
+            self.container.mux(packet)
+
+    def complete(self) -> list[PartialFile]:
+        for packet in self.stream.encode():
+            self.container.mux(packet)
+        self.container.close()
+        self._close_descriptor()
+        return [self]
+
+    def commit(self) -> None:
+        commit_together(self.complete())
+
+    def abort(self) -> None:
+        try:
+            self.container.close()
+        except Exception:  # a broken container is being thrown away anyway
+            pass
+        self._close_descriptor()
+        super().abort()
+
+    def _close_descriptor(self) -> None:
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
+
+
+def make_spec(preset, path: Path, shared: Shared) -> Mp4Spec:
+    """The MP4 of a validated preset: the whole canvas, output.fps, output.mp4's setting."""
+    canvas = preset.canvas
+    return Mp4Spec(path, canvas.width, canvas.height, preset.output.fps, shared.text, mp4_setting(preset))
+
+
+def check(preset) -> list[str]:
+    """Refuse a video side over MP4_MAX_SIDE (after the setting's scale); note odd-side padding."""
+    notes = []
+    width, height = preset.canvas.width, preset.canvas.height
+    setting = mp4_setting(preset)
+    video = mp4_size(width, height, setting)
+    if max(video) > MP4_MAX_SIDE:
+        scaled = (
+            "" if video == even_size(width, height) else f" (output.mp4 {setting}: {video[0]}x{video[1]})"
+        )
+        raise RenderError(
+            f"{preset.name}: MP4 (H.264) allows at most {MP4_MAX_SIDE} pixels per side, "
+            f"the canvas is {width}x{height}{scaled}; remove mp4 from output.formats"
+            + ("" if not scaled else " or set output.mp4: browser")
+        )
+    if even_size(width, height) != (width, height) and video == even_size(width, height):
+        notes.append("mp4 padded from {}x{} to {}x{} (H.264 needs even sides)".format(width, height, *video))
+    return notes
+
+
+def read_text(path: Path) -> str:
+    """The preset an MP4 carries: its container's comment tag."""
+    with av.open(str(path)) as container:
+        return container.metadata["comment"]
+
+
+FORMAT = Format(
+    name="mp4",
+    position=1,
+    default=True,
+    summary="H.264 video that plays in a browser (settings browser, browser-sharp, master)",
+    max_side=MP4_MAX_SIDE,
+    max_frames=None,
+    spec=Mp4Spec,
+    make_spec=make_spec,
+    check=check,
+    read_text=read_text,
+)

@@ -1,0 +1,127 @@
+"""WebP: a lossless animated WebP (the exact colours of every frame), the preset in an XMP chunk.
+
+The writer feeds Pillow's libwebp animation encoder frame by frame; WebP's canvas is at most
+WEBP_MAX_SIDE pixels a side, refused before a render starts."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+from PIL import Image, _webp
+
+from physarum.render.base.errors import RenderError
+from physarum.render.base.files import PartialFile, commit_together
+from physarum.render.formats.contract import Format, Frame, Shared
+
+WEBP_MAX_SIDE = 16383  # libwebp's limit on a side
+WEBP_METHOD = 0  # libwebp's effort, fixed (0: fastest; the bytes depend on it, never the colours)
+WEBP_KEYFRAMES = (9, 17)  # kmin, kmax: Pillow's defaults for lossless animations, fixed here
+XMP_PRESET = re.compile(rb"<physarum:preset>(.*?)</physarum:preset>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class WebpSpec:
+    """A lossless animated WebP of RGB frames (the exact colours), `loop` repeats (0: forever),
+    the preset text in its XMP chunk."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    loop: int
+    comment: str
+
+    format: ClassVar[str] = "webp"
+    reads: ClassVar[str] = "rgb"
+
+    def open(self) -> WebpWriter:
+        return WebpWriter(self)
+
+
+def preset_xmp(comment: str) -> bytes:
+    """An XMP packet carrying the preset text (WebP keeps metadata in XMP)."""
+    return (
+        '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+        '<rdf:Description rdf:about="" xmlns:physarum="https://github.com/physarum/ns/1.0/">'
+        f"<physarum:preset>{html.escape(comment, quote=False)}</physarum:preset>"
+        "</rdf:Description></rdf:RDF></x:xmpmeta>"
+    ).encode()
+
+
+class WebpWriter(PartialFile):
+    """A lossless animated WebP (Pillow's libwebp animation encoder, fed frame by frame): the
+    exact RGB of every frame, `loop` repeats, each frame shown 1/fps s (WebP counts whole
+    milliseconds: frame n starts at round(1000 n / fps)); the preset in an XMP chunk. libwebp keeps
+    the compressed frames in memory until complete() writes the file. Reads a frame's RGB."""
+
+    def __init__(self, spec: WebpSpec):
+        super().__init__(spec.path)
+        self.fps, self.comment, self.frames = spec.fps, spec.comment, 0
+        self.encoder = _webp.WebPAnimEncoder(
+            (spec.width, spec.height), 0xFF000000, spec.loop, False, *WEBP_KEYFRAMES, False, False
+        )
+
+    def _timestamp(self, number: int) -> int:
+        return round(1000 * number / self.fps)
+
+    def write(self, frame: Frame) -> None:
+        image = Image.fromarray(np.ascontiguousarray(frame.rgb), mode="RGB")
+        self.encoder.add(image.getim(), self._timestamp(self.frames), True, 100, 100, WEBP_METHOD)
+        self.frames += 1
+
+    def complete(self) -> list[PartialFile]:
+        self.encoder.add(None, self._timestamp(self.frames), True, 100, 100, WEBP_METHOD)
+        data = self.encoder.assemble("", "", preset_xmp(self.comment))
+        if data is None:
+            raise OSError("libwebp could not assemble the animation")
+        with self.open("wb") as file:
+            file.write(data)
+        return [self]
+
+    def commit(self) -> None:
+        commit_together(self.complete())
+
+
+def make_spec(preset, path: Path, shared: Shared) -> WebpSpec:
+    """The WebP of a validated preset: the whole canvas, output.fps and output.loop."""
+    canvas, out = preset.canvas, preset.output
+    return WebpSpec(path, canvas.width, canvas.height, out.fps, out.loop, shared.text)
+
+
+def check(preset) -> list[str]:
+    """Refuse a canvas side over WEBP_MAX_SIDE before the render (libwebp would fail at its end)."""
+    width, height = preset.canvas.width, preset.canvas.height
+    if max(width, height) > WEBP_MAX_SIDE:
+        raise RenderError(
+            f"{preset.name}: WebP allows at most {WEBP_MAX_SIDE} pixels per side, the canvas is "
+            f"{width}x{height}; remove webp from output.formats"
+        )
+    return []
+
+
+def read_text(path: Path) -> str:
+    """The preset a WebP carries: its XMP chunk's physarum:preset element."""
+    with Image.open(path) as image:
+        found = XMP_PRESET.search(image.info.get("xmp") or b"")
+    if found is None:
+        raise KeyError("no physarum preset in the WebP's XMP")
+    return html.unescape(found.group(1).decode("utf-8"))
+
+
+FORMAT = Format(
+    name="webp",
+    position=2,
+    default=False,
+    summary="a lossless animated WebP: every frame's exact colours",
+    max_side=WEBP_MAX_SIDE,
+    max_frames=None,
+    spec=WebpSpec,
+    make_spec=make_spec,
+    check=check,
+    read_text=read_text,
+)
