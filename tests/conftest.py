@@ -1,7 +1,19 @@
-"""Shared fixtures (plain helpers are in support.py)."""
+"""Shared fixtures (plain helpers are in support.py) and the one hook that skips tests this
+machine cannot run.
+
+Markers (declared in pyproject.toml), never a hand-written skipif:
+- ``@pytest.mark.gpu``: needs a CUDA GPU; skipped where none is present.
+- ``@pytest.mark.interpreter``: runs the Triton backend, on CUDA or in Triton's CPU interpreter;
+  skipped where Triton is not installed, or neither a CUDA GPU is present nor TRITON_INTERPRET=1
+  was set before Python started (Triton reads it once, at import).
+- ``@pytest.mark.interpreter(cpu=True)``: runs Triton kernels on CPU tensors, so it needs the
+  interpreter even where a CUDA GPU is present.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +21,40 @@ import pytest
 
 from physarum.render.preset import build_preset
 from support import save_image, tiny_data
+
+# Read when the tests start, before anything imports Triton (which reads it only then).
+INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _why_not_runnable(item: pytest.Item) -> str | None:
+    """Why this machine cannot run the item, by its markers; None where it can."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if item.get_closest_marker("gpu") and not cuda:
+        return "marked gpu: needs a CUDA GPU, and none is present"
+    marker = item.get_closest_marker("interpreter")
+    if marker is None:
+        return None
+    if importlib.util.find_spec("triton") is None:
+        return "marked interpreter: needs Triton, which is not installed"
+    if marker.kwargs.get("cpu"):
+        if not INTERPRETER:
+            return (
+                "marked interpreter(cpu=True): runs Triton on CPU tensors, so needs "
+                "TRITON_INTERPRET=1 set before Python starts"
+            )
+    elif not (cuda or INTERPRETER):
+        return "marked interpreter: Triton needs a CUDA GPU or TRITON_INTERPRET=1 set before Python starts"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip, with the reason, every collected test this machine cannot run (see the markers)."""
+    for item in items:
+        reason = _why_not_runnable(item)
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture

@@ -337,13 +337,3 @@ def fifo(path: Path, unblock_after: float = 3.0) -> Path:
 
     threading.Thread(target=unblock, daemon=True).start()
     return path
-
-
-def triton_runs_here() -> bool:
-    """Whether the Triton backend can run in this process: on CUDA, or in Triton's interpreter
-    (TRITON_INTERPRET=1 set before Python started)."""
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1"

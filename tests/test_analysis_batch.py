@@ -3,9 +3,6 @@ pure scale of the model, and the Triton backend gives the reference's twins and 
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
@@ -42,11 +39,7 @@ def test_plane_points_run_batched_like_single_runs():
     assert np.array_equal(batched.metrics[2], alone.metrics[0])
 
 
-@pytest.mark.interpreter
-@pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET") != "1" or importlib.util.find_spec("triton") is None,
-    reason="needs triton and TRITON_INTERPRET=1 set before Python starts",
-)
+@pytest.mark.interpreter(cpu=True)
 def test_triton_twins_match_the_reference(monkeypatch):
     """The Triton backend sorts its agents by cell (at once, then every SORT_EVERY steps); twins
     still compare same-index agents, in spawn order."""

@@ -15,10 +15,7 @@ from physarum.kernels.exact import build_tables
 from physarum.kernels.spawn import spawn
 from support import WORLD_CASES, assert_same_state, world_case
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; none is present"),
-]
+pytestmark = pytest.mark.gpu  # skipped by conftest.py where no CUDA GPU is present
 
 PARAMS = [
     ModelParams(22.5, 9, 45, 1, 5, 1.0, 0.1, 7),

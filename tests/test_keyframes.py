@@ -13,7 +13,7 @@ from physarum.render.run import runner
 from physarum.render.sim.keyframes import KeyframedSimulation
 from physarum.render.sim.simulation import make_batch_simulation
 from physarum.render.world.maps import food_amounts
-from support import assert_same_state, render_cpu, tiny_data, triton_runs_here, world_data
+from support import assert_same_state, render_cpu, tiny_data, world_data
 
 RUN = {"steps": 16, "steps_per_frame": 4}
 
@@ -115,9 +115,6 @@ def test_scheduled_interaction_and_food_change_the_world(images, monkeypatch):
 
 
 @pytest.mark.interpreter
-@pytest.mark.skipif(
-    not triton_runs_here(), reason="needs TRITON_INTERPRET=1 (set before Python starts) or a CUDA GPU"
-)
 def test_triton_follows_schedules_byte_for_byte(images):
     data = world_data(
         interaction=[[1.0, {"keys": {0: -0.5, 8: 0.5}}], [-0.5, 1.0]], run={"steps": 8, "steps_per_frame": 4}
@@ -143,9 +140,6 @@ def test_triton_follows_schedules_byte_for_byte(images):
 
 
 @pytest.mark.interpreter
-@pytest.mark.skipif(
-    not triton_runs_here(), reason="needs TRITON_INTERPRET=1 (set before Python starts) or a CUDA GPU"
-)
 def test_a_scheduled_render_is_the_same_file_on_each_backend(tmp_path):
     preset = build_preset(
         tiny_data(
@@ -169,8 +163,7 @@ def test_a_scheduled_render_is_the_same_file_on_each_backend(tmp_path):
     assert found["torch"] == found["triton"]
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: CUDA graphs")
+@pytest.mark.gpu  # CUDA graphs
 def test_triton_keeps_its_graphs_across_retunes():
     preset = keyed(
         {"decay": {"ease": "hold", "keys": {0: 0.1, 8: 0.2}}}, run={"steps": 400, "steps_per_frame": 4}

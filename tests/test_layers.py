@@ -27,7 +27,7 @@ from physarum.render.look.layers import (
 from physarum.render.preset import build_preset
 from physarum.render.preset.provenance import embedded_text
 from physarum.render.run import runner
-from support import gif_png_and_loop_on_each_backend, problems_of, tiny_data, triton_runs_here
+from support import gif_png_and_loop_on_each_backend, problems_of, tiny_data
 
 
 def agents_at(cells: list[tuple[int, int]], headings: list[int]):
@@ -158,9 +158,6 @@ def test_a_bad_layer_exits_2_with_one_message(tmp_path, capsys):
 
 
 @pytest.mark.interpreter
-@pytest.mark.skipif(
-    not triton_runs_here(), reason="Triton needs CUDA or TRITON_INTERPRET=1 set before Python starts"
-)
 @pytest.mark.parametrize(
     ("layer", "loop"), [("density", "ping-pong"), ("heading", "closest"), ("mix", "crossfade")]
 )
@@ -180,9 +177,6 @@ def test_layers_are_byte_identical_on_torch_and_triton(layer, loop, tmp_path):
 
 
 @pytest.mark.interpreter
-@pytest.mark.skipif(
-    not triton_runs_here(), reason="needs TRITON_INTERPRET=1 (set before Python starts) or a CUDA GPU"
-)
 def test_the_lanes_agents_give_the_states_layers():
     """Triton's agents as its lanes hold them (sorted by cell at the first step) give the same
     density and heading maps as its state (agents put back in spawn order)."""
