@@ -216,7 +216,7 @@ def cmd_sensitivity(args) -> int:
 
 
 def cmd_graph(args) -> int:
-    from physarum.render import graph  # scikit-image, scipy and networkx: imported when asked for
+    from physarum.render import graph  # start-up: scikit-image, scipy and networkx load only for graph
 
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
     min_area = graph.MIN_AREA if args.min_area is None else args.min_area
