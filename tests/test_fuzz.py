@@ -34,6 +34,7 @@ import yaml
 from PIL import Image, PngImagePlugin
 
 from physarum.render.cli import main as cli
+from physarum.render.formats.registry import ALL_FORMATS
 from physarum.render.preset import build_preset, load_preset
 from support import CURATED, ROOT, save_image
 
@@ -334,7 +335,7 @@ class Sandbox:
         written = {
             str((self.work / parts[1]).resolve().relative_to(self.out.resolve()))
             for parts in printed
-            if len(parts) == 3 and parts[0] in ("gif", "mp4", "png", "json", "stats")
+            if len(parts) == 3 and parts[0] in (*ALL_FORMATS, "json", "stats")
         }
         assert code == 0 or after == before, f"changed the outputs though it failed: {report}"
         assert set(before) <= set(after), f"an earlier output was lost: {report}"
