@@ -515,6 +515,7 @@ def checkpoint_evidence(args: argparse.Namespace) -> None:
     out, log, verdicts = args.out, args.out / "checkpoint.log", args.out / "checkpoint-identical.log"
     work = args.work / "checkpoint"
     shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
     kept = out / "checkpoints"
     kept.mkdir(exist_ok=True)
     sets = [*args.set, "output.formats=[png]"]
