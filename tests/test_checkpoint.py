@@ -19,6 +19,7 @@ from PIL import Image
 from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
 from physarum.render.sim import checkpoint as ck
+from physarum.render.sim import checkpoint_plan as cp
 from physarum.render.sim.checkpoint import CheckpointError, read_checkpoint, save_checkpoint, write_members
 from physarum.render.sim.simulation import make_simulation
 from support import assert_same_state, tiny_data, world_data, write_preset
@@ -337,7 +338,7 @@ def test_no_checkpoint_is_larger_than_its_stated_bound(tmp_path, canvas, agents)
     data = {**DATA, "canvas": {"width": canvas[0], "height": canvas[1]}, "agents": {"count": agents}}
     preset = build_preset(data, "tiny.yaml")
     save_checkpoint(tmp_path / "c.npz", preset, random_state(preset, np.random.default_rng(7)), 1)
-    size, bound = (tmp_path / "c.npz").stat().st_size, ck.checkpoint_bytes(preset)
+    size, bound = (tmp_path / "c.npz").stat().st_size, cp.checkpoint_bytes(preset)
     assert size <= bound
     # each piece of the bound holds on its own: deflate's growth of what it cannot shrink, and
     # the headers (.npy and zip) of each member and of the archive
@@ -345,10 +346,10 @@ def test_no_checkpoint_is_larger_than_its_stated_bound(tmp_path, canvas, agents)
         members = archive.infolist()
         for info in members:
             if info.filename[:-4] in ck.STATE_MEMBERS:
-                assert info.compress_size <= ck.deflate_bound(info.file_size), info
+                assert info.compress_size <= cp.deflate_bound(info.file_size), info
         headers = sum(info.file_size - loaded[info.filename[:-4]].nbytes for info in members)
         zipped = sum(info.compress_size for info in members)
-    assert size - zipped + headers <= len(members) * ck.MEMBER_OVERHEAD + ck.ARCHIVE_OVERHEAD
+    assert size - zipped + headers <= len(members) * cp.MEMBER_OVERHEAD + cp.ARCHIVE_OVERHEAD
     # and close: beyond the random state, only the preset's text (which deflates), the margin
     # of 0.1% and the headers
     text, state = 4 * len(ck.embedded_text(preset)), 10 * agents + 4 * canvas[0] * canvas[1]
@@ -359,9 +360,9 @@ def test_a_render_states_its_checkpoints_before_it_starts_and_in_its_sidecar(tmp
     out = tmp_path / "out"
     command = ["render", str(write_preset(tmp_path, DATA)), "--out", str(out), "--device", "cpu"]
     assert main([*command, "--checkpoint-every", "10"]) == 0
-    each = ck.checkpoint_bytes(build_preset(DATA, "tiny.yaml"))
+    each = cp.checkpoint_bytes(build_preset(DATA, "tiny.yaml"))
     err = capsys.readouterr().err
-    assert f"note: 2 checkpoints (steps 10 to 20), each at most {ck.megabytes(each)}" in err
+    assert f"note: 2 checkpoints (steps 10 to 20), each at most {cp.megabytes(each)}" in err
     record = json.loads((out / "tiny" / f"{STEM}.json").read_text())["checkpoints"]
     assert (record["count"], record["first_step"], record["last_step"]) == (2, 10, 20)
     assert (record["max_bytes_each"], record["max_bytes_total"]) == (each, 2 * each)
@@ -374,9 +375,9 @@ def test_a_render_states_its_checkpoints_before_it_starts_and_in_its_sidecar(tmp
 
 def test_a_resumed_render_plans_only_the_checkpoints_after_its_start(tmp_path):
     preset = build_preset({**DATA, "checkpoint": {"every": 5, "at": [3]}}, "tiny.yaml")
-    assert ck.checkpoint_plan([preset], tmp_path, start=11).steps == (15, 20)
-    assert ck.checkpoint_plan([preset], tmp_path).steps == (3, 5, 10, 15, 20)
-    assert ck.checkpoint_plan([preset], tmp_path, start=20) is None
+    assert cp.checkpoint_plan([preset], tmp_path, start=11).steps == (15, 20)
+    assert cp.checkpoint_plan([preset], tmp_path).steps == (3, 5, 10, 15, 20)
+    assert cp.checkpoint_plan([preset], tmp_path, start=20) is None
 
 
 def render_tiny(tmp_path: Path, out: str, *flags: str) -> int:
@@ -396,15 +397,15 @@ def refused(tmp_path: Path, capsys, *flags: str) -> str:
 
 def test_more_checkpoints_than_a_render_writes_are_refused_before_it_starts(tmp_path, capsys):
     line = refused(tmp_path, capsys, "--set", "run.steps=1100", "--checkpoint-every", "1")
-    assert "schedules 1102 checkpoints" in line and f"at most {ck.MAX_CHECKPOINTS}" in line
+    assert "schedules 1102 checkpoints" in line and f"at most {cp.MAX_CHECKPOINTS}" in line
     assert render_tiny(tmp_path, "fits", "--set", "run.steps=1100", "--checkpoint-every", "2", "--quiet") == 0
     assert len(list((tmp_path / "fits" / "tiny").glob("*-checkpoint-*.npz"))) == 551
 
 
 def test_checkpoints_larger_than_the_disks_free_space_are_refused(tmp_path, capsys, monkeypatch):
-    each = ck.checkpoint_bytes(build_preset({**DATA, "output": {"formats": ["png"]}}, "tiny.yaml"))
+    each = cp.checkpoint_bytes(build_preset({**DATA, "output": {"formats": ["png"]}}, "tiny.yaml"))
     usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(ck.shutil, "disk_usage", lambda path: usage._replace(free=2 * each - 1))
+    monkeypatch.setattr(cp.shutil, "disk_usage", lambda path: usage._replace(free=2 * each - 1))
     line = refused(tmp_path, capsys, "--checkpoint-every", "10")
-    assert "2 checkpoints" in line and "do not fit" in line and ck.megabytes(2 * each - 1) in line
+    assert "2 checkpoints" in line and "do not fit" in line and cp.megabytes(2 * each - 1) in line
     assert render_tiny(tmp_path, "one", "--checkpoint-at", "10", "--quiet") == 0  # one fits

@@ -56,7 +56,8 @@ from physarum.render.run.machine import (
     share_cpu_with_encoders,
 )
 from physarum.render.sim import keyframes
-from physarum.render.sim.checkpoint import CheckpointPlan, Resume, checkpoint_plan, checkpoint_stops
+from physarum.render.sim.checkpoint import Resume
+from physarum.render.sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
 from physarum.render.sim.course import Course
 from physarum.render.sim.simulation import (
     batch_key,

@@ -1,0 +1,188 @@
+"""A render's checkpoints, known before it starts: which steps, at most how many bytes, whether
+they fit, and the course's stop that writes them.
+
+checkpoint_plan(presets, folder, start) is the plan of a render (a batch of one) with a
+checkpoint section: the steps after `start` its checkpoints are taken at, each bounded by
+checkpoint_bytes (every member deflated at its worst, with the .npy and zip headers), their
+count at most MAX_CHECKPOINTS and their sum within the disk's free bytes; a plan that cannot be
+kept is a RenderError before anything is written. checkpoint_stops gives the render's course the
+CheckpointWriter that writes them (render/sim/checkpoint.py: the file itself).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from physarum.render.base.errors import RenderError
+from physarum.render.base.files import remove_stale_parts
+from physarum.render.preset import Preset
+from physarum.render.preset.provenance import embedded_text, version
+from physarum.render.preset.sections import MAX_STOPS
+from physarum.render.sim.checkpoint import (
+    FORMAT,
+    HEADER_MEMBERS,
+    STATE_MEMBERS,
+    checkpoint_path,
+    expected_shapes,
+    save_checkpoint,
+)
+from physarum.render.sim.course import frames_before
+
+MAX_CHECKPOINTS = MAX_STOPS  # a render's, however scheduled (checkpoint.at's own limit)
+MEMBER_OVERHEAD = 512  # a member's .npy header (128 bytes) and zip records (zip64 included)
+ARCHIVE_OVERHEAD = 256  # the zip's end records (zip64 included)
+
+
+# ---------------------------------------------------------------------------------------------
+# The stop that writes them
+
+
+class CheckpointWriter:
+    """The course's stop (render/sim/course.py) that writes a render's checkpoints into `folder`.
+    Each checkpoint is renamed
+    into place as soon as it is written and stays when the render later fails or is killed
+    (that is what it is for); the render's outputs keep their all-or-nothing commit."""
+
+    def __init__(self, preset: Preset, folder: Path, stem: str, steps: frozenset[int]):
+        self.preset, self.folder, self.stem, self.steps = preset, Path(folder), stem, steps
+        self.written: list[Path] = []
+        remove_stale_parts(self.folder, f"{stem}-checkpoint-*.npz")
+
+    def __call__(self, simulation, step: int) -> None:
+        path = checkpoint_path(self.folder, self.stem, step)
+        save_checkpoint(path, self.preset, simulation.state, frames_before(self.preset.run, step))
+        self.written.append(path)
+
+
+def checkpointed(presets) -> Preset | None:
+    """The preset whose checkpoints a render writes (a batch of one), None without a checkpoint
+    section; RenderError for a batch of several, whose state is no one render's."""
+    wanted = [p for p in presets if p.checkpoint is not None]
+    if not wanted:
+        return None
+    if len(presets) > 1:
+        raise RenderError(
+            f"{wanted[0].name}: checkpoint: is written by physarum render, one preset at a time, "
+            "not by a batch of several (a sweep); remove the checkpoint section"
+        )
+    return presets[0]
+
+
+def checkpoint_stops(presets, folder: Path, stem: str) -> list[CheckpointWriter]:
+    """The checkpoint writer of a render (a batch of one), none without a checkpoint section."""
+    preset = checkpointed(presets)
+    if preset is None:
+        return []
+    return [CheckpointWriter(preset, folder, stem, preset.checkpoint.steps(preset.end_step))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Size: what a render's checkpoints take, known before it starts
+
+
+def deflate_bound(size: int) -> int:
+    """The most bytes deflate makes of `size` bytes: zlib's deflateBound at its default window
+    and memory (about 0.03% more, for input it cannot shrink), with room to spare (0.1%)."""
+    return size + (size >> 10) + 64
+
+
+def checkpoint_bytes(preset: Preset) -> int:
+    """The most bytes one checkpoint of `preset` (a batch of one) takes on disk, whatever its
+    state: every member's .npy data deflated at its worst, with the headers of the .npy and the
+    zip. A developed state deflates to about 0.9 of it (docs/checkpoints.md, "Size")."""
+    shapes = expected_shapes(preset)
+    state = [int(np.prod(shapes[n])) * np.dtype(t).itemsize for n, t in STATE_MEMBERS.items()]
+    texts = [4 * len(text) for text in (FORMAT, version(), embedded_text(preset))]  # numpy's UCS-4
+    scalars = [8] * (len(HEADER_MEMBERS) - len(texts))
+    members = (*state, *texts, *scalars)
+    return ARCHIVE_OVERHEAD + sum(deflate_bound(size) + MEMBER_OVERHEAD for size in members)
+
+
+def free_bytes(folder: Path) -> int:
+    """The bytes free to this user on the disk that holds `folder` (or the nearest folder above
+    it that exists: the render makes the rest)."""
+    folder = Path(folder).absolute()
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return shutil.disk_usage(folder).free
+
+
+def megabytes(size: int) -> str:
+    """A size in MB (10^6 bytes), or GB from 10^9."""
+    return f"{size / 1e9:,.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """A render's checkpoints, before it starts: at `steps` (after the step it starts from),
+    each at most `each` bytes, into `folder`, whose disk has `free` bytes."""
+
+    name: str
+    steps: tuple[int, ...]
+    each: int
+    folder: Path
+    free: int
+
+    @property
+    def total(self) -> int:
+        """The most bytes all of them take."""
+        return len(self.steps) * self.each
+
+    def note(self) -> str:
+        """One line for stderr: how many, when, how large at most."""
+        count, first, last = len(self.steps), self.steps[0], self.steps[-1]
+        when = f"step {first}" if count == 1 else f"steps {first} to {last}"
+        return (
+            f"{count} checkpoint{'s' * (count > 1)} ({when}), each at most {megabytes(self.each)}, "
+            f"{megabytes(self.total)} in all ({megabytes(self.free)} free in {self.folder})"
+        )
+
+    def record(self) -> dict:
+        """The sidecar's `checkpoints` entry (docs/checkpoints.md)."""
+        return {
+            "count": len(self.steps),
+            "first_step": self.steps[0],
+            "last_step": self.steps[-1],
+            "max_bytes_each": self.each,
+            "max_bytes_total": self.total,
+            "free_bytes": self.free,
+        }
+
+    def problem(self) -> str | None:
+        """Why these checkpoints may not be written: more than MAX_CHECKPOINTS, or more bytes
+        than the disk has free. None when they fit."""
+        count, sizes = len(self.steps), f"each up to {megabytes(self.each)}, {megabytes(self.total)} in all"
+        if count > MAX_CHECKPOINTS:
+            return (
+                f"{self.name}: checkpoint: schedules {count} checkpoints ({sizes}); a render writes "
+                f"at most {MAX_CHECKPOINTS}: choose a larger checkpoint.every (--checkpoint-every) "
+                "or fewer checkpoint.at steps"
+            )
+        if self.total > self.free:
+            return (
+                f"{self.name}: checkpoint: {count} checkpoints ({sizes}) do not fit in the "
+                f"{megabytes(self.free)} free on the disk of {self.folder}: write fewer "
+                "(checkpoint.every, checkpoint.at) or render to another --out"
+            )
+        return None
+
+
+def checkpoint_plan(presets, folder: Path, start: int = 0) -> CheckpointPlan | None:
+    """The checkpoints a render (a batch of one) will write into `folder` after step `start`,
+    checked before it starts: RenderError (nothing written) when they are too many or would not
+    fit on the disk. None when it writes none."""
+    preset = checkpointed(presets)
+    if preset is None:
+        return None
+    steps = tuple(sorted(s for s in preset.checkpoint.steps(preset.end_step) if s > start))
+    if not steps:
+        return None
+    plan = CheckpointPlan(preset.name, steps, checkpoint_bytes(preset), Path(folder), free_bytes(folder))
+    problem = plan.problem()
+    if problem:
+        raise RenderError(problem)
+    return plan
