@@ -3,10 +3,8 @@ frames and state on either backend, and refused with one message when bad or for
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -228,11 +226,7 @@ def test_a_batch_of_several_writes_no_checkpoint(tmp_path):
         render_batch(presets, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
 
 
-@pytest.mark.interpreter
-@pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET") != "1" or importlib.util.find_spec("triton") is None,
-    reason="needs triton and TRITON_INTERPRET=1 set before Python starts",
-)
+@pytest.mark.interpreter(cpu=True)
 @pytest.mark.parametrize("writer, reader", [("triton", "torch"), ("torch", "triton")])
 def test_a_checkpoint_resumes_on_the_other_backend_to_the_same_bytes(tmp_path, writer, reader):
     small = tiny_data(run={"steps": 6, "steps_per_frame": 3}, output={"formats": ["png"]})
@@ -400,6 +394,15 @@ def test_more_checkpoints_than_a_render_writes_are_refused_before_it_starts(tmp_
     assert "schedules 1102 checkpoints" in line and f"at most {cp.MAX_CHECKPOINTS}" in line
     assert render_tiny(tmp_path, "fits", "--set", "run.steps=1100", "--checkpoint-every", "2", "--quiet") == 0
     assert len(list((tmp_path / "fits" / "tiny").glob("*-checkpoint-*.npz"))) == 551
+
+
+def test_exactly_the_most_checkpoints_are_allowed_and_one_more_is_refused(tmp_path):
+    def plan(count: int) -> cp.CheckpointPlan:
+        return cp.CheckpointPlan("tiny", tuple(range(1, count + 1)), 1, tmp_path, 1 << 40)
+
+    assert plan(cp.MAX_CHECKPOINTS).problem() is None
+    problem = plan(cp.MAX_CHECKPOINTS + 1).problem()
+    assert problem is not None and f"schedules {cp.MAX_CHECKPOINTS + 1} checkpoints" in problem
 
 
 def test_checkpoints_larger_than_the_disks_free_space_are_refused(tmp_path, capsys, monkeypatch):

@@ -32,6 +32,17 @@ def test_index_matches_the_levels_and_gamma_formula():
     assert index[0] == 0 and index[-1] == 255 and np.all(np.diff(index) >= 0)
 
 
+def test_a_cell_exactly_at_a_threshold_takes_its_index():
+    """A cell's index is the number of thresholds at or below it: one equal to a threshold
+    counts it (the thresholds computed as the colourist does, in float32)."""
+    palette = Palette(names=["gray"], gamma=0.7, levels={"low": 1.0, "high": 5.0})
+    low, high = torch.tensor(1.0), torch.tensor(5.0)
+    thresholds = (high - low) * torch.from_numpy(gamma_levels(0.7)) + low
+    index = Colourist(palette).index_frame(thresholds.reshape(1, -1)).reshape(-1)
+    at_or_below = (thresholds[None, :] <= thresholds[:, None]).sum(dim=1)
+    assert index.tolist() == at_or_below.tolist() and index[0] == 1 and index[-1] == 255
+
+
 def test_auto_high_puts_the_quantile_at_full_brightness():
     trail = torch.arange(1000, dtype=torch.float32).reshape(20, 50)
     palette = Palette(names=["gray"], levels={"low": 0.0, "high": "auto", "quantile": 0.9})
