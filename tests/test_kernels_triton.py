@@ -203,16 +203,11 @@ def test_step_counter_advances_on_the_device():
     simulation.advance(3)
     assert int(simulation.state.step) == 3
     # The diffuse kernel alone increments the counter the agent kernel reads.
-    sim_step = simulation._step
-    triton_kernels.diffuse_and_decay(
-        simulation._trails[1],
-        simulation._counts[1],
-        simulation._counts[0],
-        simulation._trails[0],
-        sim_step,
-        simulation._tables,
-    )
-    assert int(sim_step) == 4
+    trail, counts = torch.zeros(1, 23, 37), torch.zeros(1, 23, 37, dtype=torch.int32)
+    step = torch.tensor(3, dtype=torch.int64)
+    tables = exact.build_tables([VEINS])
+    triton_kernels.diffuse_and_decay(trail, counts, counts.clone(), trail.clone(), step, tables)
+    assert int(step) == 4
 
 
 def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
@@ -226,7 +221,7 @@ def test_chunked_advance_equals_single_steps_and_snapshots_are_copies():
     chunked.advance(7)
     snapshot = chunked.state
     assert_same_state(snapshot, stepped.state)
-    assert torch.equal(stepped._agent_id, chunked._agent_id)  # eager_step keeps the schedule
+    assert all(map(torch.equal, stepped.agents, chunked.agents))  # eager_step keeps the schedule
     assert torch.equal(chunked.trail, snapshot.trail)
     chunked.advance(2)
     assert_same_state(snapshot, stepped.state)  # the snapshot did not change with the simulation
@@ -251,7 +246,7 @@ def test_profiled_steps_wrap_each_launch_in_its_phase_and_keep_the_schedule():
     step = ["sense/steer/move/deposit", "diffuse"]
     assert entered == ["sort"] + step + step + ["sort"] + step  # sorted at steps 0 and 2
     assert_same_state(profiled.state, plain.state)
-    assert torch.equal(profiled._agent_id, plain._agent_id)
+    assert all(map(torch.equal, profiled.agents, plain.agents))
 
 
 class _RecordingGraph:
@@ -299,7 +294,7 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
 
     def sort_agents(*args):
         assert _RecordingGraph.capturing is None, "sorts run between graphs, never inside"
-        sorted_at.append(int(actual._step))
+        sorted_at.append(int(actual.state.step))
         triton_sort.sort_agents(*args)
 
     monkeypatch.setattr(triton_backend, "sort_agents", sort_agents)
@@ -342,15 +337,22 @@ def test_sorted_runs_match_reference_and_resume_from_snapshots():
         expected.advance(steps)
         actual.advance(steps)
         assert_same_state(actual.state, expected.state, f"at step {int(expected.state.step)}")
-    identity = torch.arange(agents, dtype=torch.int32).repeat(3, 1)
-    assert torch.equal(actual._agent_id.sort(dim=1).values, identity), "not a permutation"
-    assert (actual._agent_id != identity).float().mean() > 0.9, "the sort did not reorder"
+    lanes, spawned = _agent_rows(*actual.agents), _agent_rows(actual.state.position, actual.state.heading)
+    assert torch.equal(lanes.sort(dim=1).values, spawned.sort(dim=1).values), "not a permutation"
+    assert (lanes != spawned).float().mean() > 0.9, "the sort did not reorder"
 
     resumed = _simulation(actual.state, tables, sort_every=3)
-    assert torch.equal(resumed._agent_id, identity)  # a State holds agents in spawn order
+    assert torch.equal(_agent_rows(*resumed.agents), spawned)  # a State holds agents in spawn order
     expected.advance(3)
     resumed.advance(3)
     assert_same_state(resumed.state, expected.state, "after resuming")
+
+
+def _agent_rows(position: torch.Tensor, heading: torch.Tensor) -> torch.Tensor:
+    """[B, N] int64: each agent's position and heading packed into one number (16.16 x and y
+    within the canvas, heading 0 .. 2^16), so that lanes compare as whole agents."""
+    x, y = position[:, 0].to(torch.int64), position[:, 1].to(torch.int64)
+    return (x << 40) | (y << 16) | heading.to(torch.int64) & 0xFFFF
 
 
 def test_rejects_negative_sort_every():
