@@ -61,7 +61,7 @@ def png16(trail: np.ndarray) -> tuple[np.ndarray, np.float32]:
 class FieldsStop:
     """The course's stop (render/sim/course.py) that writes each job's fields at its steps.
 
-    jobs: the batch's jobs (runner._BatchJob: preset, index, paths, partials, error, fail);
+    jobs: the batch's jobs (out.job.Job: preset, index, paths, partials, error, fail);
     a job's files join its partials, renamed with its outputs or removed with them."""
 
     def __init__(self, jobs):

@@ -2,7 +2,7 @@
 
 Chooses the backend and device, checks that the simulation fits in memory before allocating it,
 makes one simulation of the batch (render/sim/simulation.py), opens every job's writers from its
-output specs (render/out/frames.py, render/out/encode.py), advances the simulation frame by frame
+output specs (render/out/job.py, render/formats/), advances the simulation frame by frame
 handing each job's maps to its frame pipeline, then completes the files and each job's JSON
 sidecar under temporary names and renames each job's files together: a job's files replace the
 earlier files of their names all at once, or (when one fails) none does (docs/safety.md).
@@ -10,11 +10,10 @@ earlier files of their names all at once, or (when one fails) none does (docs/sa
 
 from __future__ import annotations
 
-import glob
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -22,31 +21,18 @@ from tqdm import tqdm
 
 from physarum.render.base.errors import (
     RenderError,
-    machine_problem,
-    os_error_message,
-    out_of_memory,
     printable,
 )
 from physarum.render.base.files import (
     PartialFile,
-    commit_together,
-    remove_stale_parts,
-    remove_stale_parts_of,
-    stage_json,
 )
 from physarum.render.base.interrupts import stop_if_requested
-from physarum.render.look.colour import make_colourist
 from physarum.render.look.layers import layer_map, needs_agents
 from physarum.render.look.loops import TrailLoop, Window, find_windows
 from physarum.render.out.fields import FieldsStop
-from physarum.render.out.frames import (
-    EncoderWorker,
-    FramePipeline,
-    open_workers,
-)
-from physarum.render.out.specs import check_outputs, output_paths, output_specs, output_stem
+from physarum.render.out.job import Job, RenderResult, job_paths
+from physarum.render.out.specs import check_outputs
 from physarum.render.preset import Preset
-from physarum.render.preset.provenance import embedded_text, version
 from physarum.render.run.machine import (
     check_memory,
     device_name,
@@ -55,7 +41,6 @@ from physarum.render.run.machine import (
     resolve_device,
     share_cpu_with_encoders,
 )
-from physarum.render.sim import keyframes
 from physarum.render.sim.checkpoint import Resume
 from physarum.render.sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
 from physarum.render.sim.course import Course
@@ -85,17 +70,6 @@ class RenderOptions:
     resume: Resume | None = None  # start from a checkpoint's state (render --resume; a batch of one)
 
 
-@dataclass
-class RenderResult:
-    outputs: dict[str, Path]
-    backend: str
-    device: str
-    timings: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None  # render_batch: why this job failed (earlier files left as they were)
-    replaced: list[Path] = field(default_factory=list)  # earlier files these outputs replaced
-
-
 def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> RenderResult:
     """Render a preset to its output files; returns where they are and how long it took.
 
@@ -109,153 +83,8 @@ def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> Re
     return result
 
 
-def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: dict | None = None) -> dict:
-    """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
-    how it ran, its timings and notes, each output file's name and size (sizes: bytes by
-    format), with output.loop_mode the loop (loops.TrailLoop.describe) and with schedules their
-    keyframes (keyframes.describe)."""
-    out = {
-        "physarum_version": version(),
-        "preset": preset.portable_dump(),
-        "preset_yaml": embedded_text(preset),
-        "seed": preset.seed,
-        "backend": result.backend,
-        "device": result.device,
-        "torch_version": torch.__version__,
-        "frames": preset.frames,
-        "steps": preset.run.steps,
-        "timings": {k: round(v, 4) for k, v in result.timings.items()},
-        "notes": result.notes,
-        "outputs": {
-            fmt: {"file": p.name, "bytes": sizes[fmt]} for fmt, p in result.outputs.items() if fmt != "json"
-        },
-    }
-    if loop is not None:
-        out["loop"] = loop
-    if preset.schedules:
-        out["schedules"] = keyframes.describe(preset)
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # Batches: several presets of one shape advanced as one simulation (sweeps)
-
-
-@dataclass
-class _BatchJob:
-    """One simulation of a batch on its way to its own files."""
-
-    index: int
-    preset: Preset
-    paths: dict[str, Path]
-    notes: list[str]
-    loop: TrailLoop
-    workers: list[EncoderWorker] = field(default_factory=list)
-    pipeline: FramePipeline | None = None
-    error: str | None = None
-    partials: list[PartialFile] = field(default_factory=list)  # complete, not yet renamed
-    checkpoints: dict | None = None  # the sidecar's record of the checkpoints it writes
-
-    def fail(self, error: BaseException) -> None:
-        """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
-        keep whatever was there before (an earlier render's files), untouched."""
-        cause = error.__cause__ if isinstance(error, RenderError) and error.__cause__ else error
-        if out_of_memory(cause):  # the one message a render of its own gives (errors.machine_problem)
-            message = machine_problem(cause)
-        else:
-            message = os_error_message(error) if isinstance(error, OSError) else str(error)
-        self.error = self.error or message
-        self.abort()
-
-    def abort(self) -> None:
-        for worker in self.workers:
-            worker.abort()
-        for partial in self.partials:
-            partial.abort()
-
-    def open(self, frames_dir: Path | None, device: torch.device, jobs: int) -> None:
-        """Open this job's writers and its frame pipeline (one of `jobs`: with more than one,
-        the encoders run in a child process, on its share of the cores: machine.encoder_cores)."""
-        colourist = make_colourist(self.preset)
-        specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
-        job = self.paths["json"].with_suffix("")
-        self.workers = open_workers(specs, job, jobs > 1, encoder_cores(self.index, jobs))
-        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device, self.loop.frames)
-
-    def hand_over(self, keep: int = 0) -> None:
-        if self.error is None:
-            try:
-                self.pipeline.hand_over(keep)
-            except RenderError as error:
-                self.fail(error)
-
-    def finish_frames(self) -> None:
-        """Every frame handed over (and a ping-pong loop's replayed)."""
-        if self.error is None:
-            try:
-                self.pipeline.finish()
-            except RenderError as error:
-                self.fail(error)
-
-    def end_input(self) -> None:
-        self._each_worker(EncoderWorker.end_input)
-
-    def complete(self) -> None:
-        """Every writer's files complete under their temporary names (self.partials)."""
-        self._each_worker(lambda worker: self.partials.extend(worker.complete()))
-
-    def commit(self, result: RenderResult, extra_files: Callable[[], dict[str, PartialFile]] | None) -> None:
-        """Write the sidecar beside the completed files (and the extra files, which the sidecar
-        does not list) and rename them all together."""
-        try:
-            sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
-            record = sidecar(self.preset, result, sizes, self.loop.describe())
-            if self.checkpoints:
-                record["checkpoints"] = self.checkpoints
-            budgets = [w.writer.report for w in self.workers if getattr(w.writer, "report", None)]
-            if budgets:
-                record["gif_budget"] = budgets[0]
-            self.partials.append(stage_json(self.paths["json"], record))
-            extra = extra_files() if extra_files else {}
-            self.partials.extend(extra.values())
-            result.replaced = commit_together(self.partials)
-            result.outputs = {**result.outputs, **{fmt: partial.path for fmt, partial in extra.items()}}
-        except OSError as error:
-            self.fail(error)
-
-    def _size(self, path: Path) -> int:
-        return next(p.temporary for p in self.partials if p.path == path).stat().st_size
-
-    def _each_worker(self, step: Callable[[EncoderWorker], object]) -> None:
-        if self.error is None:
-            try:
-                for worker in self.workers:
-                    step(worker)
-            except (RenderError, OSError, MemoryError) as error:
-                self.fail(error)
-
-
-def _batch_paths(presets: Sequence[Preset], options: RenderOptions) -> list[dict[str, Path]]:
-    """Every job's output paths, their folders made and stale temporary files of killed runs
-    beside them removed; two jobs may not share their files."""
-    paths = [output_paths(p, Path(options.out_dir)) for p in presets]
-    seen = set()
-    for preset, job_paths in zip(presets, paths):
-        if job_paths["json"] in seen:
-            raise RenderError(
-                f"{preset.name}: two presets of the batch would write the same files "
-                f"({job_paths['json'].with_suffix('')}.*); give them different names or seeds"
-            )
-        seen.add(job_paths["json"])
-    for job_paths in paths:
-        job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
-        for path in job_paths.values():
-            remove_stale_parts_of(path)
-    if options.frames_dir:
-        Path(options.frames_dir).mkdir(parents=True, exist_ok=True)
-        for preset in presets:
-            remove_stale_parts(Path(options.frames_dir), f"{glob.escape(output_stem(preset))}-*.png")
-    return paths
 
 
 def render_batch(
@@ -286,7 +115,7 @@ def render_batch(
     notes = [check_outputs(p) for p in presets]
     check_memory(presets[0], backend, torch_device, batch=len(presets))
     plan = _checkpoint_plan(presets, options)
-    paths = _batch_paths(presets, options)
+    paths = job_paths(presets, options.out_dir, options.frames_dir)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     start = _start(options, len(presets))
     simulation = make_batch_simulation(presets, backend, torch_device, start)
@@ -304,13 +133,13 @@ def render_batch(
     if options.resume is not None:
         notes[0].append(options.resume.note)
     jobs = [
-        _BatchJob(b, p, job_paths, job_notes, TrailLoop(p, window))
+        Job(b, p, job_paths, job_notes, TrailLoop(p, window))
         for b, (p, job_paths, job_notes, window) in enumerate(zip(presets, paths, notes, windows))
     ]
     jobs[0].checkpoints = plan.record() if plan else None
     try:
         for job in jobs:
-            job.open(options.frames_dir, torch_device, len(jobs))
+            job.open(options.frames_dir, torch_device, len(jobs), encoder_cores(job.index, len(jobs)))
         clock.append(time.perf_counter())
         course = _course(presets, paths, jobs, options)
         course.advance_to(simulation, course.warmup_end, options.on_step)
@@ -354,7 +183,7 @@ def _start(options: RenderOptions, batch: int):
     return options.resume.state
 
 
-def _course(presets: list[Preset], paths, jobs: list[_BatchJob], options: RenderOptions) -> Course:
+def _course(presets: list[Preset], paths, jobs: list[Job], options: RenderOptions) -> Course:
     """The batch's course of steps: from the spawn or the checkpoint it resumes, stopping to
     write checkpoints (render/sim/checkpoint.py) and each job's raw fields (render/out/fields.py)."""
     start = 0 if options.resume is None else options.resume.step
@@ -362,9 +191,7 @@ def _course(presets: list[Preset], paths, jobs: list[_BatchJob], options: Render
     return Course(presets[0].run, start, [*checkpoint_stops(presets, folder, stem), FieldsStop(jobs)])
 
 
-def _frame_loop(
-    run: Preset, simulation, jobs: list[_BatchJob], options: RenderOptions, course: Course
-) -> None:
+def _frame_loop(run: Preset, simulation, jobs: list[Job], options: RenderOptions, course: Course) -> None:
     """Advance the batch frame by frame along its course, handing each job's frame to its
     encoders; the bar shows frames, steps per second (of each simulation) and the slowest
     encoder's frames per second."""
@@ -407,7 +234,7 @@ def _frame_loop(
 
 
 def _batch_result(
-    job: _BatchJob,
+    job: Job,
     backend: str,
     device: torch.device,
     phases: dict[str, float],

@@ -1,0 +1,185 @@
+"""One job of a render on its way to its files: its writers and frame pipeline, its JSON
+sidecar, and its files committed together (all of them replace the earlier files of their names
+at once, or none does: docs/safety.md). A render is a batch of one or more jobs (run/runner.py).
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from physarum.render.base.errors import RenderError, machine_problem, os_error_message, out_of_memory
+from physarum.render.base.files import (
+    PartialFile,
+    commit_together,
+    remove_stale_parts,
+    remove_stale_parts_of,
+    stage_json,
+)
+from physarum.render.look.colour import make_colourist
+from physarum.render.look.loops import TrailLoop
+from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
+from physarum.render.out.specs import output_paths, output_specs, output_stem
+from physarum.render.preset import Preset
+from physarum.render.preset.provenance import embedded_text, version
+from physarum.render.sim import keyframes
+
+
+@dataclass
+class RenderResult:
+    outputs: dict[str, Path]
+    backend: str
+    device: str
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None  # render_batch: why this job failed (earlier files left as they were)
+    replaced: list[Path] = field(default_factory=list)  # earlier files these outputs replaced
+
+
+def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: dict | None = None) -> dict:
+    """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
+    how it ran, its timings and notes, each output file's name and size (sizes: bytes by
+    format), with output.loop_mode the loop (loops.TrailLoop.describe) and with schedules their
+    keyframes (keyframes.describe)."""
+    out = {
+        "physarum_version": version(),
+        "preset": preset.portable_dump(),
+        "preset_yaml": embedded_text(preset),
+        "seed": preset.seed,
+        "backend": result.backend,
+        "device": result.device,
+        "torch_version": torch.__version__,
+        "frames": preset.frames,
+        "steps": preset.run.steps,
+        "timings": {k: round(v, 4) for k, v in result.timings.items()},
+        "notes": result.notes,
+        "outputs": {
+            fmt: {"file": p.name, "bytes": sizes[fmt]} for fmt, p in result.outputs.items() if fmt != "json"
+        },
+    }
+    if loop is not None:
+        out["loop"] = loop
+    if preset.schedules:
+        out["schedules"] = keyframes.describe(preset)
+    return out
+
+
+@dataclass
+class Job:
+    """One simulation of a batch on its way to its own files."""
+
+    index: int
+    preset: Preset
+    paths: dict[str, Path]
+    notes: list[str]
+    loop: TrailLoop
+    workers: list[EncoderWorker] = field(default_factory=list)
+    pipeline: FramePipeline | None = None
+    error: str | None = None
+    partials: list[PartialFile] = field(default_factory=list)  # complete, not yet renamed
+    checkpoints: dict | None = None  # the sidecar's record of the checkpoints it writes
+
+    def fail(self, error: BaseException) -> None:
+        """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
+        keep whatever was there before (an earlier render's files), untouched."""
+        cause = error.__cause__ if isinstance(error, RenderError) and error.__cause__ else error
+        if out_of_memory(cause):  # the one message a render of its own gives (errors.machine_problem)
+            message = machine_problem(cause)
+        else:
+            message = os_error_message(error) if isinstance(error, OSError) else str(error)
+        self.error = self.error or message
+        self.abort()
+
+    def abort(self) -> None:
+        for worker in self.workers:
+            worker.abort()
+        for partial in self.partials:
+            partial.abort()
+
+    def open(self, frames_dir: Path | None, device: torch.device, jobs: int, cores: list[int] | None) -> None:
+        """Open this job's writers and its frame pipeline (one of `jobs`: with more than one,
+        the encoders run in a child process, on `cores`, its share: machine.encoder_cores)."""
+        colourist = make_colourist(self.preset)
+        specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
+        job = self.paths["json"].with_suffix("")
+        self.workers = open_workers(specs, job, jobs > 1, cores)
+        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device, self.loop.frames)
+
+    def hand_over(self, keep: int = 0) -> None:
+        if self.error is None:
+            try:
+                self.pipeline.hand_over(keep)
+            except RenderError as error:
+                self.fail(error)
+
+    def finish_frames(self) -> None:
+        """Every frame handed over (and a ping-pong loop's replayed)."""
+        if self.error is None:
+            try:
+                self.pipeline.finish()
+            except RenderError as error:
+                self.fail(error)
+
+    def end_input(self) -> None:
+        self._each_worker(EncoderWorker.end_input)
+
+    def complete(self) -> None:
+        """Every writer's files complete under their temporary names (self.partials)."""
+        self._each_worker(lambda worker: self.partials.extend(worker.complete()))
+
+    def commit(self, result: RenderResult, extra_files: Callable[[], dict[str, PartialFile]] | None) -> None:
+        """Write the sidecar beside the completed files (and the extra files, which the sidecar
+        does not list) and rename them all together."""
+        try:
+            sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
+            record = sidecar(self.preset, result, sizes, self.loop.describe())
+            if self.checkpoints:
+                record["checkpoints"] = self.checkpoints
+            budgets = [w.writer.report for w in self.workers if getattr(w.writer, "report", None)]
+            if budgets:
+                record["gif_budget"] = budgets[0]
+            self.partials.append(stage_json(self.paths["json"], record))
+            extra = extra_files() if extra_files else {}
+            self.partials.extend(extra.values())
+            result.replaced = commit_together(self.partials)
+            result.outputs = {**result.outputs, **{fmt: partial.path for fmt, partial in extra.items()}}
+        except OSError as error:
+            self.fail(error)
+
+    def _size(self, path: Path) -> int:
+        return next(p.temporary for p in self.partials if p.path == path).stat().st_size
+
+    def _each_worker(self, step: Callable[[EncoderWorker], object]) -> None:
+        if self.error is None:
+            try:
+                for worker in self.workers:
+                    step(worker)
+            except (RenderError, OSError, MemoryError) as error:
+                self.fail(error)
+
+
+def job_paths(presets: Sequence[Preset], out_dir: Path, frames_dir: Path | None) -> list[dict[str, Path]]:
+    """Every job's output paths, their folders made and stale temporary files of killed runs
+    beside them removed; two jobs may not share their files."""
+    paths = [output_paths(p, Path(out_dir)) for p in presets]
+    seen = set()
+    for preset, job_paths in zip(presets, paths):
+        if job_paths["json"] in seen:
+            raise RenderError(
+                f"{preset.name}: two presets of the batch would write the same files "
+                f"({job_paths['json'].with_suffix('')}.*); give them different names or seeds"
+            )
+        seen.add(job_paths["json"])
+    for job_paths in paths:
+        job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
+        for path in job_paths.values():
+            remove_stale_parts_of(path)
+    if frames_dir:
+        Path(frames_dir).mkdir(parents=True, exist_ok=True)
+        for preset in presets:
+            remove_stale_parts(Path(frames_dir), f"{glob.escape(output_stem(preset))}-*.png")
+    return paths
