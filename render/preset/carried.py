@@ -10,16 +10,16 @@ then this block, every line a YAML comment, so that the whole text is still the 
     # end
 
 `1` is the block's format. One `image` entry per distinct path the preset names, in the order
-world.preset_images names them; `path` is the path as the preset text names it. The image
+images.preset_images names them; `path` is the path as the preset text names it. The image
 itself is its canonical content: the 8-bit grey pixels the model reads from the file
-(world.read_grey, before resizing to the canvas) as a binary PGM (`P5\\n<w> <h>\\n255\\n` and the
+(images.read_grey, before resizing to the canvas) as a binary PGM (`P5\\n<w> <h>\\n255\\n` and the
 pixels row by row), whose sha256 is `sha256`; the data is that PGM compressed by bzip2 (level
 9), `bytes` long. A preset with no images carries no block: its text is as before.
 
 Reading a block back trusts nothing: the block is at most MAX_CARRIED_BYTES; each entry's data
 is decoded (strict base64, its length checked) but decompressed only when the render needs its
 pixels, after its width x height was checked against the canvas's pixel limit
-(world.allowed_pixels), and then only up to the PGM's size; the PGM must be exactly the one its
+(images.allowed_pixels), and then only up to the PGM's size; the PGM must be exactly the one its
 header names and its sha256 must match.
 """
 

@@ -62,7 +62,7 @@ def embedded_text(preset: Preset) -> str:
 
 def carried_images(preset: Preset) -> list[tuple[str, object]]:
     """(path as embedded, [h, w] uint8 grey as read) of every distinct image a preset reads, in
-    the order world.preset_images names them."""
+    the order images.preset_images names them."""
     images: dict[str, object] = {}
     for where, path in preset_images(preset):
         embedded = preset.portable_path(path)

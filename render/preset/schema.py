@@ -72,7 +72,7 @@ class Preset(Section):
 
     @model_validator(mode="after")
     def _keep_carried(self, info: ValidationInfo) -> Preset:
-        """The images the validation context carries (`render --from`), by path, for world.py."""
+        """The images the validation context carries (`render --from`), by path, for preset/images.py."""
         self._carried = dict((info.context or {}).get("carried", {}))
         return self
 
