@@ -60,9 +60,13 @@ class ModelParams:
 class State:
     """The whole simulated world of B simulations sharing one canvas size.
 
-    position: [B, 2, N] int32, fixed point 16.16, row 0 is x, row 1 is y, in [0, size << 16)
-    heading:  [B, N] int16, integer angle in [0, HEADINGS)
-    trail:    [B, H, W] float32, >= 0, no subnormals
+    In D spatial dimensions (`dims`; every backend today has D = 2) over a grid of cells
+    (`grid`: (H, W) in 2D; a voxel backend would have (depth, H, W)):
+    position: [B, D, N] int32, fixed point 16.16, row 0 is x, row 1 is y (row 2 z), each in
+              [0, size << 16) of its axis
+    heading:  [B, N] int16, an integer direction: in 2D an angle in [0, HEADINGS) (a backend of
+              other dimensions documents its own exact code, e.g. an index into a fixed table)
+    trail:    [B, *grid] float32, >= 0, no subnormals (2D: [B, H, W])
     step:     [] int64, steps taken so far (kept on the device so graph replays stay correct)
     """
 
@@ -78,6 +82,16 @@ class State:
     @property
     def agents(self) -> int:
         return self.heading.shape[1]
+
+    @property
+    def dims(self) -> int:
+        """The spatial dimensions D: position's rows."""
+        return self.position.shape[1]
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        """The trail's cells along each axis, slowest first: (H, W) in 2D."""
+        return tuple(self.trail.shape[1:])
 
     @property
     def height(self) -> int:
@@ -223,6 +237,10 @@ class Simulation(Protocol):
     """
 
     name: ClassVar[str]  # the registry's name of the backend
+    # The spatial dimensions of its state (State: position [B, dims, N], trail [B, *grid]); the
+    # render side builds a backend only for presets of its dimensions (render/sim/simulation.py),
+    # and only the look (render/look/) reads a trail's cells as an image.
+    dims: ClassVar[int]
     phases: ClassVar[tuple[str, ...]]  # the names profiled_step may pass to its `phase`
 
     def __init__(

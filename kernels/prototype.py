@@ -19,6 +19,7 @@ class PrototypeSimulation:
     """B simulations of one canvas as the seed prototype wrote them (one parameter set each)."""
 
     name = "prototype"
+    dims = 2
 
     def __init__(self, state: State, params: list[ModelParams]):
         device = state.trail.device

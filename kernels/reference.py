@@ -343,6 +343,7 @@ class TorchSimulation:
     state assigned to it is where the next step starts."""
 
     name = "torch"
+    dims = 2
     phases = ("sense", "steer", "move", "deposit", "diffuse")  # docs/model.md sections 6.1-6.5
 
     def __init__(

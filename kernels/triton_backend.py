@@ -115,6 +115,7 @@ class TritonSimulation:
     """B groups advanced by the Triton kernels, behind the Simulation protocol (api.Simulation)."""
 
     name = "triton"
+    dims = 2
     # The agent kernel fuses four phases of the model; a sort runs before a step when one is due.
     phases = ("sort", "sense/steer/move/deposit", "diffuse")
 

@@ -14,6 +14,7 @@ from physarum import kernels
 from physarum.kernels import api, exact
 from physarum.kernels.prototype import PrototypeSimulation
 from physarum.kernels.spawn import spawn
+from physarum.render.base.errors import RenderError
 from physarum.render.run import machine
 from physarum.render.sim import simulation
 from support import assert_same_state, params
@@ -69,6 +70,33 @@ def test_registered_backends_keep_the_simulation_protocol(backend):
     per_agent, per_cell = backend.device_bytes(1000)
     assert per_agent > 0 and per_cell > 0
     assert isinstance(backend.phases, tuple) and backend.phases
+    assert backend.dims == 2
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["torch", pytest.param("triton", marks=pytest.mark.interpreter(cpu=True))],  # Triton on CPU tensors
+)
+def test_a_backends_state_has_the_shapes_its_dimensions_say(backend):
+    """State: position [B, dims, N], heading [B, N], trail [B, *grid]; agents as the lanes hold them."""
+    backend = kernels.get_backend(backend)
+    start = spawn([1, 2], 40, 13, 11, "random")
+    run = backend(start, exact.build_tables([params(seed=1), params(seed=2)]), device="cpu")
+    run.advance(2)
+    state = run.state
+    assert state.dims == backend.dims and state.grid == (11, 13)
+    assert state.position.shape == (2, backend.dims, 40) and state.heading.shape == (2, 40)
+    assert tuple(run.trail.shape) == (2, *state.grid)
+    position, heading = run.agents
+    assert position.shape == state.position.shape and heading.shape == state.heading.shape
+
+
+def test_a_backend_of_other_dimensions_is_refused_before_anything_is_spawned(monkeypatch, tiny_preset):
+    monkeypatch.setattr(kernels, "BACKENDS", dict(kernels.BACKENDS))
+    monkeypatch.setattr(simulation, "spawn_groups", lambda *a: pytest.fail("spawned"))
+    kernels.register_backend("voxels", type("Voxels", (Echo,), {"name": "voxels", "dims": 3}))
+    with pytest.raises(RenderError, match="voxels backend simulates 3D worlds, the preset is 2D"):
+        simulation.make_batch_simulation([tiny_preset], "voxels", torch.device("cpu"))
 
 
 def test_the_reference_is_a_simulation_and_times_its_phases():
@@ -97,6 +125,7 @@ class Echo:
 
     name = "echo"
     phases = ("step",)
+    dims = 2
 
     def __init__(self, state, tables, world=None, device=None):
         self._inner = kernels.get_backend("torch")(state, tables, world, device)

@@ -135,6 +135,12 @@ class Preset(Section):
         return mode, count if count is not None else max(1 if mode == "crossfade" else 2, self.frames // 8)
 
     @property
+    def dims(self) -> int:
+        """The spatial dimensions of the preset's world: 2 (a canvas of width and height); the
+        simulation's backend must simulate as many (kernels/api.py, Simulation.dims)."""
+        return 2
+
+    @property
     def end_step(self) -> int:
         """The step of the last frame: warmup + steps."""
         return self.run.warmup + self.run.steps

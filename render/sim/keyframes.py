@@ -53,7 +53,7 @@ class KeyframedSimulation:
 
     def __init__(self, simulation, presets, step: int):
         self.simulation, self.presets, self.step = simulation, list(presets), step
-        self.name, self.phases = simulation.name, simulation.phases
+        self.name, self.phases, self.dims = simulation.name, simulation.phases, simulation.dims
         self._schedules = self._of("")
         self._mix_schedules, self._food_schedules = self._of("interaction"), self._of("world.food")
         self._tuned = self._values(self._params(step), step)

@@ -17,6 +17,7 @@ import torch
 from physarum.kernels import api, get_backend
 from physarum.kernels import spawn as spawning
 from physarum.kernels.exact import build_tables
+from physarum.render.base.errors import RenderError
 from physarum.render.preset import Preset
 from physarum.render.sim.keyframes import KeyframedSimulation
 from physarum.render.world.maps import (
@@ -141,11 +142,17 @@ def make_batch_simulation(
     Presets without world, species or image spawns run the kernels' plain path (no World).
     start: the state to begin from instead of the spawned one (a checkpoint's, of these shapes).
     Presets that schedule values run behind a KeyframedSimulation (render/sim/keyframes.py)."""
+    backend_class = get_backend(backend)
+    if backend_class.dims != presets[0].dims:
+        raise RenderError(
+            f"{presets[0].name}: the {backend} backend simulates {backend_class.dims}D worlds, the "
+            f"preset is {presets[0].dims}D; choose a backend of {presets[0].dims} dimensions"
+        )
     step = 0 if start is None else int(start.step)
     state, params, world = spawn_groups(presets, device, step)
     state = state if start is None else start
     tables = build_tables(params, device=device)
-    simulation = get_backend(backend)(state, tables, world, device=device)  # it moves them to `device`
+    simulation = backend_class(state, tables, world, device=device)  # it moves them to `device`
     if not any(p.schedules for p in presets):
         return simulation
     return KeyframedSimulation(simulation, presets, step)
