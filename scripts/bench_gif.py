@@ -38,8 +38,8 @@ from physarum.render.look.colour import downscale, make_colourist, preview_size
 from physarum.render.out.specs import gif_digits
 from physarum.render.preset import load_preset
 from physarum.render.preset.catalog import resolve_preset_path
+from physarum.render.preset.output_sections import parse_gif_budget
 from physarum.render.preset.provenance import embedded_text
-from physarum.render.preset.sections import parse_gif_budget
 from physarum.render.run.machine import resolve_backend, resolve_device
 from physarum.render.run.runner import RenderOptions, render
 from physarum.render.sim.simulation import advance, make_simulation, simulation_maps

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from physarum.render.preset.output_sections import GIF_TARGETS
 from physarum.render.preset.provenance import version
-from physarum.render.preset.sections import GIF_TARGETS
 
 PREVIEW_SCALE = 0.25  # --preview: the GIF's size as a fraction of the canvas
 

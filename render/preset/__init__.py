@@ -17,29 +17,31 @@ from physarum.render.preset.load import (
     read_preset_file,
     set_dotted,
 )
+from physarum.render.preset.output_sections import (
+    ALL_FORMATS,
+    FORMATS,
+    MP4_SETTINGS,
+    Checkpoint,
+    Fields,
+    Levels,
+    Output,
+    Palette,
+    PaletteEntry,
+    check_palette_entry,
+)
 from physarum.render.preset.safe_yaml import parse_yaml
 from physarum.render.preset.schema import Preset, key_annotation, key_problem, section_at
 from physarum.render.preset.sections import (
-    ALL_FORMATS,
     DEFAULT_AGENTS,
-    FORMATS,
     MAX_AGENTS,
-    MP4_SETTINGS,
     NAME_PATTERN,
     REFERENCE_SIDE,
     SPAWN_NAMES,
     Agents,
     Canvas,
-    Checkpoint,
-    Fields,
-    Levels,
     Model,
     ModelOverride,
-    Output,
-    Palette,
-    PaletteEntry,
     Run,
-    check_palette_entry,
 )
 from physarum.render.preset.worlds import (
     DEFAULT_SPECIES_COLOURS,

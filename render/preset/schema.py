@@ -23,6 +23,7 @@ from physarum.kernels.api import MAX_SPECIES, ONE, ModelParams
 from physarum.kernels.spawn import species_seed
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.preset.output_sections import Checkpoint, Output, Palette
 from physarum.render.preset.schedule import (
     Schedule,
     is_scheduled,
@@ -37,10 +38,7 @@ from physarum.render.preset.sections import (
     REFERENCE_SIDE,
     Agents,
     Canvas,
-    Checkpoint,
     Model,
-    Output,
-    Palette,
     Run,
     Section,
     portable,

@@ -166,7 +166,7 @@ def render_batch(
 
 def _checkpoint_plan(presets: list[Preset], options: RenderOptions) -> CheckpointPlan | None:
     """The render's checkpoints, checked before anything is written (RenderError when too many
-    or too large for the disk) and stated on stderr unless quiet (checkpoint.checkpoint_plan)."""
+    or too large for the disk) and stated on stderr unless quiet (sim/checkpoint_plan.py)."""
     start = 0 if options.resume is None else options.resume.step
     plan = checkpoint_plan(presets, Path(options.out_dir) / presets[0].name, start)
     if plan is not None and not options.quiet:

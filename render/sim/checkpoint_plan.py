@@ -20,8 +20,8 @@ import numpy as np
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import remove_stale_parts
 from physarum.render.preset import Preset
+from physarum.render.preset.output_sections import MAX_STOPS
 from physarum.render.preset.provenance import embedded_text, version
-from physarum.render.preset.sections import MAX_STOPS
 from physarum.render.sim.checkpoint import (
     FORMAT,
     HEADER_MEMBERS,
