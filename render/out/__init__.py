@@ -1,1 +1,1 @@
-"""Frames into files: what an output is, the frame path and its encoder workers, the writers of each format, GIF bytes and budgets, raw fields."""
+"""Frames into files: the specs of a render's outputs from its preset, the frame path and its encoder workers (a thread each, or a process for a batch's job), a job's files committed together, raw fields."""
