@@ -127,9 +127,15 @@ class TritonSimulation:
         device: torch.device | str | None = None,
         *,
         sort_every: int = SORT_EVERY,
+        graphs: bool | None = None,
     ):
-        """sort_every: steps between spatial sorts of the agents, 0 never sorts (results are
-        the same either way; only the speed differs)."""
+        """sort_every: steps between spatial sorts of the agents, 0 never sorts.
+        graphs: whether chunks of steps run as CUDA graphs, each captured once and replayed.
+        None (the default): where they work, on a CUDA device with compiled (not interpreted)
+        kernels; False: never, every step as plain launches; True: always, which off CUDA only
+        a stand-in for torch.cuda.graph can serve (tests emulate graphs on the CPU so). A capture
+        that fails warns and falls back to plain launches.
+        Results are the same with any of these options; only the speed differs."""
         if sort_every < 0:
             raise ValueError(f"sort_every must be >= 0, got {sort_every}")
         device = torch.device(device) if device is not None else state.trail.device
@@ -161,7 +167,7 @@ class TritonSimulation:
         )
         self._steps_since_sort = sort_every  # due at once: spawns are random in space
         self._parity = 0  # index of the buffers holding the current trail and next counts
-        self._use_graphs = device.type == "cuda" and not interpreter_mode()
+        self._use_graphs = (device.type == "cuda" and not interpreter_mode()) if graphs is None else graphs
         self._compiled = False  # kernels are compiled (by an eager step) before any capture
         self._graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
 

@@ -297,26 +297,47 @@ def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_eve
         sorted_at.append(int(actual.state.step))
         triton_sort.sort_agents(*args)
 
+    captured = []  # (steps, start parity) of each capture: the state starts at step 0
+
+    @contextlib.contextmanager
+    def capture(graph):
+        step = int(actual.state.step)
+        with _capture(graph):
+            yield
+        first = graph.launches[0][1]  # move_agents(position, heading, agent_id, trail, ...)
+        assert first[3] is actual.trail, "a graph starts from the buffers of the current parity"
+        captured.append((len(graph.launches) // 2, step & 1))
+
     monkeypatch.setattr(triton_backend, "sort_agents", sort_agents)
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _RecordingGraph)
-    monkeypatch.setattr(torch.cuda, "graph", _capture)
+    monkeypatch.setattr(torch.cuda, "graph", capture)
     monkeypatch.setattr(triton_backend, "GRAPH_CHUNK", 8)
     tables = exact.build_tables([VARIED[1]])
     state = spawn([VARIED[1].seed], 300, 37, 23, "random")
     expected = reference.TorchSimulation(state.clone(), tables)
-    actual = _simulation(state, tables, sort_every=sort_every)
-    actual._use_graphs = True
+    actual = _simulation(state, tables, sort_every=sort_every, graphs=True)
     for steps in (1, 5, 3, 19, 5, 1, 8):
         expected.advance(steps)
         actual.advance(steps)
         assert_same_state(actual.state, expected.state, f"after advance({steps})")
+    assert len(captured) == len(set(captured)), f"a chunk captured twice, not replayed: {captured}"
     if sort_every:
         assert sorted_at == list(range(0, 42, sort_every))
-        assert {(5, 1), (4, 1), (5, 0), (2, 0), (3, 0)} <= set(actual._graphs)
-        assert max(chunk for chunk, _ in actual._graphs) <= sort_every
+        assert {(5, 1), (4, 1), (5, 0), (2, 0), (3, 0)} <= set(captured)
+        assert max(chunk for chunk, _ in captured) <= sort_every
     else:
         assert sorted_at == []
-        assert {(5, 1), (3, 0), (8, 1), (8, 0), (5, 0)} <= set(actual._graphs)
+        assert {(5, 1), (3, 0), (8, 1), (8, 0), (5, 0)} <= set(captured)
+
+
+def test_graphs_are_off_in_the_interpreter_by_default_and_when_asked(monkeypatch):
+    # Without graphs=True no graph is captured here (the default is CUDA only), nor with False.
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _RecordingGraph)
+    monkeypatch.setattr(torch.cuda, "graph", lambda graph: pytest.fail("a graph was captured"))
+    tables = exact.build_tables([VEINS])
+    state = spawn([VEINS.seed], 50, 37, 23, "random")
+    for options in ({}, {"graphs": False}):
+        _simulation(state, tables, sort_every=0, **options).advance(5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,7 +397,7 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     # Large runs sort in segments and keep one count map cleared by a memset, to save memory;
     # both must leave results unchanged. Segments of 700 lanes over 1500 agents: three, the
     # last one short (tests/test_kernels_triton_sort.py checks the order within each).
-    from physarum.kernels import triton_backend, triton_sort
+    from physarum.kernels import triton_backend, triton_kernels, triton_sort
 
     monkeypatch.setattr(triton_sort, "SORT_SEGMENT", 700)
     monkeypatch.setattr(triton_backend, "COUNTS_DOUBLE_BUFFER_BYTES", 0)
@@ -384,13 +405,20 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     state = spawn([p.seed for p in params], 1500, 41, 27, "random")
     state.trail = _random_trail(2, 27, 41, seed=4)
     tables = exact.build_tables(params)
+    maps = []  # (this step's, the next step's) count map of every diffuse launch
+
+    def diffuse_and_decay(trail, counts, next_counts, *args):
+        maps.append((counts.data_ptr(), next_counts.data_ptr()))
+        triton_kernels.diffuse_and_decay(trail, counts, next_counts, *args)
+
+    monkeypatch.setattr(triton_backend, "diffuse_and_decay", diffuse_and_decay)
     simulation = _simulation(state, tables, sort_every=2)
-    assert simulation._counts[0] is simulation._counts[1]
     expected = reference.TorchSimulation(state.clone(), tables)
     for steps in (1, 3, 4):
         expected.advance(steps)
         simulation.advance(steps)
         assert_same_state(simulation.state, expected.state, f"at step {int(expected.state.step)}")
+    assert len(maps) == 8 and all(now == after for now, after in maps), "not one count map"
 
 
 # ---------------------------------------------------------------------------------------------
