@@ -2,17 +2,22 @@
 change that must alter no output byte (a move, a refactor).
 
     python scripts/preset_hashes.py OUT.txt [--size 128] [--steps 120] [--jobs 2]
+        [--backend torch --device cpu] [--tree DIR]
 
-Each preset is rendered with torch on the CPU at a reduced canvas (SIZE pixels wide, the same
+Each preset is rendered (by default with torch on the CPU) at a reduced canvas (SIZE pixels wide, the same
 aspect, agents scaled with the area), STEPS steps of 5 per frame, to GIF, MP4, WebP and PNG; one
 line per file: preset, file name, bytes, sha256. Two runs of one commit give the same file; diff
 the files of two commits (MP4 bytes also depend on the PyAV build, so compare on one machine).
+--tree DIR renders with the package of another checkout's render/, kernels/, presets/ and sweeps/
+(e.g. `git archive OLD render kernels presets sweeps | tar -x -C DIR`), through a link tree, from
+DIR (each render runs from its tree's root, so that its outputs name the shipped images alike).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -43,14 +48,25 @@ def overrides(preset: dict, size: int, steps: int) -> list[str]:
     ]
 
 
-def render_one(name: str, out: Path, size: int, steps: int) -> list[str]:
+def package_path(tree: Path, links: Path) -> dict[str, str]:
+    """The environment that imports physarum from `tree` (a link tree under `links`)."""
+    root = links / "physarum"
+    root.mkdir(parents=True, exist_ok=True)
+    for part in ("render", "kernels", "presets", "sweeps"):
+        (root / part).unlink(missing_ok=True)
+        (root / part).symlink_to(tree.resolve() / part)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(links), os.environ.get("PYTHONPATH", "")])}
+
+
+def render_one(name: str, out: Path, args: argparse.Namespace, env: dict | None) -> list[str]:
     """Render one preset small; its files' lines, or one line naming the failure."""
     preset = yaml.safe_load((PRESETS / f"{name}.yaml").read_text())
-    command = [sys.executable, "-m", "physarum.render.cli", "render", name, "--backend", "torch"]
-    command += ["--device", "cpu", "--quiet", "--out", str(out)]
-    for value in overrides(preset, size, steps):
+    command = [sys.executable, "-m", "physarum.render.cli", "render", name, "--backend", args.backend]
+    command += ["--device", args.device, "--quiet", "--out", str(out)]
+    for value in overrides(preset, args.size, args.steps):
         command += ["--set", value]
-    done = subprocess.run(command, capture_output=True, text=True)
+    # from the tree's root: outputs name a shipped image by its path from the working folder
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=args.tree or ROOT)
     if done.returncode != 0:
         return [f"{name} FAILED exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"]
     lines = []
@@ -67,10 +83,14 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--backend", default="torch")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--tree", type=Path, default=None, help="render with another checkout's package")
     args = parser.parse_args()
     names = sorted(p.stem for p in PRESETS.glob("*.yaml"))
     with tempfile.TemporaryDirectory() as folder, ThreadPoolExecutor(args.jobs) as pool:
-        results = pool.map(lambda n: render_one(n, Path(folder) / n, args.size, args.steps), names)
+        env = package_path(args.tree, Path(folder) / "links") if args.tree else None
+        results = pool.map(lambda n: render_one(n, Path(folder) / n, args, env), names)
         lines = [line for result in results for line in result]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
