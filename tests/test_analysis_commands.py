@@ -96,6 +96,12 @@ def test_cli_plane_writes_a_heat_map(tmp_path, write_yaml, capsys):
         (["--twins", "0"], "--twins must be from 1 to 64"),
         (["--at", "0"], "--at must be at least 1"),
         (["--steps", "0"], "--steps must be a positive"),
+        (["--set", "agents.count=1", "--twins", "2"], "agents.count of at least 2"),
+        (["--set", "agents.count=3", "--steps", "2"], "agents.count of at least 4"),
+        *[
+            (["--plane", "model.decay=0.1:0.3:2", "model.deposit=1:2:2", f"--threshold={value}"], "finite")
+            for value in ("nan", "inf", "-inf")
+        ],
     ],
 )
 def test_cli_sensitivity_bad_input_exits_2_and_writes_nothing(

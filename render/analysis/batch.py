@@ -29,6 +29,7 @@ from physarum.render.preset import Preset
 from physarum.render.run.machine import available_bytes, estimated_bytes, limit_cpu_threads
 
 MEMORY_SHARE = 0.5  # of the free device memory a chunk of plane points may plan to use
+MIN_AGENTS = 2  # the decorrelated distance compares each agent with one half the agents away
 
 
 @dataclass
@@ -118,9 +119,24 @@ def _chunk_twins(presets: Sequence[Preset], options: RunOptions) -> tuple[State,
     return batch, _repeat_tables(tables, 1 + len(options.twins)), twins
 
 
+def check_twins(preset: Preset, options: RunOptions) -> None:
+    """AnalysisError, before anything runs, where the preset has too few agents for the twins:
+    each agent twin shifts a different agent, and the decorrelated agent distance needs at least
+    MIN_AGENTS agents (one agent compared with itself would read 0, not "unrelated")."""
+    agents, wanted = preset.agents.count, max(MIN_AGENTS, list(options.twins).count("agent"))
+    if agents < wanted:
+        raise AnalysisError(
+            f"{preset.name}: agents.count {agents} is too few for {len(options.twins)} twins "
+            f"(each agent twin shifts a different agent, and unrelated runs are compared agent to "
+            f"agent); give agents.count of at least {wanted}, or fewer --twins"
+        )
+
+
 def run_twins(presets: Sequence[Preset], options: RunOptions) -> TwinSeries:
     """Base and twins of every preset (one plane point each; all share canvas, agents and seed)
-    as batched simulations of whole points, chunked to fit the device's memory."""
+    as batched simulations of whole points, chunked to fit the device's memory; AnalysisError
+    first where the agents are too few (check_twins)."""
+    check_twins(presets[0], options)
     if torch.device(options.device).type == "cpu":
         limit_cpu_threads()
     group = 1 + len(options.twins)

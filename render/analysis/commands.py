@@ -4,10 +4,12 @@ JSON document (report.summary_lines prints it)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from physarum.render.analysis.batch import RunOptions, run_twins
+from physarum.render.analysis.errors import AnalysisError
 from physarum.render.analysis.figures import plot_divergence, plot_plane
 from physarum.render.analysis.fit import analyse_point
 from physarum.render.analysis.linear import preset_linear_model
@@ -48,6 +50,15 @@ def sensitivity(preset: Preset, options: RunOptions, out_dir: Path, device_name:
     return document
 
 
+def check_threshold(threshold: float) -> None:
+    """--threshold is a growth rate per step: a finite number (NaN would mark no point, and
+    neither it nor an infinity can be written as JSON)."""
+    if not math.isfinite(threshold):
+        raise AnalysisError(
+            f"--threshold {threshold}: give a finite growth rate per step, e.g. 0 (the default) or 0.01"
+        )
+
+
 def sensitivity_plane(
     preset: Preset,
     axes: Sequence[PlaneAxis],
@@ -56,7 +67,9 @@ def sensitivity_plane(
     threshold: float = GROWTH_THRESHOLD,
     device_name: str = "",
 ) -> dict:
-    """Twins of every point of a parameter plane: heat map, CSV and JSON; returns the summary."""
+    """Twins of every point of a parameter plane: heat map, CSV and JSON; returns the summary.
+    A threshold that is not a finite number is refused first (AnalysisError): no point is run."""
+    check_threshold(threshold)
     presets = plane_presets(preset, axes)
     series = run_twins(presets, options)
     plane = analyse_plane(presets, axes, series, threshold)
