@@ -63,6 +63,8 @@ def test_the_same_preset_gives_the_same_files(tmp_path, write_yaml):
         (["--threshold", "2"], "--threshold"),
         (["--threshold", "median"], "--threshold"),
         (["--min-area", "0"], "--min-area"),
+        (["--min-area", "1537"], "give from 1 to 1536 cells on this 48x32 canvas"),  # 48 x 32 cells
+        (["--min-area", "10000000000"], "give from 1 to 1536"),  # once 22.5 GB: refused at once
         (["--set", "model.decay=7"], "decay"),
     ],
 )

@@ -58,3 +58,17 @@ def test_specks_and_pinholes_are_removed_whole_across_the_border():
     cleaned = clean_mask(mask, 5, True)
     assert not cleaned[0, 0] and cleaned[9, 9] and cleaned[5:15, 5:15].all()
     assert clean_mask(mask, 4, True)[0, 0]  # 4 cells stay when fewer than 4 are removed
+
+
+@pytest.mark.parametrize("height, width", [(8, 8), (32, 48), (61, 997), (1024, 1024), (4096, 4096)])
+def test_the_largest_min_area_bounds_the_cleanings_padded_copy(height, width):
+    from physarum.render.graph.skeleton import MAX_CLEAN_CELLS, max_min_area
+
+    room = max(MAX_CLEAN_CELLS, 9 * height * width)
+    largest = max_min_area(height, width, wrap=True)
+    assert 1 <= largest <= height * width
+    assert (height + 2 * largest) * (width + 2 * largest) <= room
+    assert largest == height * width or (height + 2 * largest + 2) * (width + 2 * largest + 2) > room
+    assert max_min_area(height, width, wrap=False) == height * width
+    with pytest.raises(ValueError, match="max_min_area"):
+        clean_mask(np.zeros((height, width), bool), largest + 1, True)

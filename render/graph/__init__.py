@@ -11,6 +11,7 @@ from physarum.render.graph.command import (
     MAX_STEPS_CHOSEN,
     WARN_NODES,
     GraphOptions,
+    check_min_area,
     chosen_steps,
     graph_command,
     network_trail,
@@ -27,10 +28,21 @@ from physarum.render.graph.report import (
     write_stats,
     write_step,
 )
-from physarum.render.graph.skeleton import MIN_AREA, PERCENTILE, THRESHOLD_RULES, Skeleton, skeletonise
+from physarum.render.graph.skeleton import (
+    MAX_CLEAN_CELLS,
+    MIN_AREA,
+    PERCENTILE,
+    THRESHOLD_RULES,
+    Skeleton,
+    max_min_area,
+    skeletonise,
+)
 
 __all__ = [
     "MIN_AREA",
+    "MAX_CLEAN_CELLS",
+    "max_min_area",
+    "check_min_area",
     "PERCENTILE",
     "THRESHOLD_RULES",
     "Skeleton",

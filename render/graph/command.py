@@ -20,7 +20,7 @@ from physarum.render.base.errors import RenderError
 from physarum.render.graph.figures import panel_steps, plot_graphs
 from physarum.render.graph.network import build_graph, graph_statistics
 from physarum.render.graph.report import output_paths, write_stats, write_step
-from physarum.render.graph.skeleton import MIN_AREA, THRESHOLD_RULES, skeletonise
+from physarum.render.graph.skeleton import MIN_AREA, THRESHOLD_RULES, max_min_area, skeletonise
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text, version
 from physarum.render.sim.simulation import make_simulation
@@ -80,13 +80,29 @@ def chosen_steps(at: str | None, every: int | None, run_steps: int) -> tuple[int
     return tuple(steps)
 
 
+def check_min_area(preset: Preset, min_area: int) -> None:
+    """--min-area from 1 to max_min_area of the preset's canvas (its cells; on the torus also the
+    cleaning's padded copy bounded): RenderError naming the bound otherwise, before any step."""
+    height, width = preset.canvas.height, preset.canvas.width
+    largest = max_min_area(height, width, preset.boundary == "wrap")
+    if not 1 <= min_area <= largest:
+        raise RenderError(
+            f"--min-area {min_area}: give from 1 to {largest} cells on this {width}x{height} canvas "
+            f"(a speck or hole is at most the canvas; on the torus the cleaning pads the canvas by "
+            f"--min-area cells on every side)"
+        )
+
+
 def network_trail(preset: Preset, trail: torch.Tensor) -> np.ndarray:
     """Simulation 0's trail on the host, float32 [H, W]; a preset with species: their sum."""
     return trail[: preset.species_count].sum(dim=0).cpu().numpy().astype(np.float32)
 
 
 def graph_command(preset: Preset, options: GraphOptions, out_dir: Path) -> dict[str, Path]:
-    """Run the preset, write every file; returns the statistics CSV, the figure and the folder."""
+    """Run the preset, write every file; returns the statistics CSV, the figure and the folder.
+    Options the canvas does not allow are refused first (check_min_area): nothing runs or is
+    written."""
+    check_min_area(preset, options.min_area)
     paths = output_paths(preset, out_dir)
     paths["steps"].mkdir(parents=True, exist_ok=True)
     wrap = preset.boundary == "wrap"

@@ -25,6 +25,7 @@ THRESHOLD_RULES = ("otsu",)  # or a fraction in (0, 1] of the PERCENTILE-th perc
 PERCENTILE = 99.0
 LOG_FLOOR = 0.01  # "otsu" reads the trail on a log scale from this fraction of the percentile up
 MIN_AREA = 16  # specks and holes smaller than this many cells are removed
+MAX_CLEAN_CELLS = 2**24  # the cleaning's padded copy may hold this many cells (or 9 canvases)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,23 @@ def _crop(padded: np.ndarray, margin: int, shape: tuple[int, int]) -> np.ndarray
     return padded[margin : margin + shape[0], margin : margin + shape[1]]
 
 
+def max_min_area(height: int, width: int, wrap: bool) -> int:
+    """The largest --min-area on an H x W canvas: at most the canvas's cells (no piece is larger),
+    and on the torus at most the margin m whose padded copy, (H + 2m) x (W + 2m) cells, stays
+    within MAX_CLEAN_CELLS or nine canvases (what the thinning's widest copy holds), so the
+    cleaning's memory (about 14 bytes a cell) is bounded before it starts."""
+    cells = height * width
+    if not wrap:
+        return cells
+    room = max(MAX_CLEAN_CELLS, 9 * cells)
+    margin = int((math.isqrt((height + width) ** 2 + 4 * (room - cells)) - (height + width)) // 4)
+    while (height + 2 * (margin + 1)) * (width + 2 * (margin + 1)) <= room:
+        margin += 1
+    while margin > 0 and (height + 2 * margin) * (width + 2 * margin) > room:
+        margin -= 1
+    return max(1, min(cells, margin))
+
+
 def clean_mask(mask: np.ndarray, min_area: int, wrap: bool) -> np.ndarray:
     """The mask without components and holes of fewer than `min_area` cells (8-connected objects,
     4-connected holes; skimage.morphology), on the torus where `wrap`: on a copy padded by
@@ -82,6 +100,8 @@ def clean_mask(mask: np.ndarray, min_area: int, wrap: bool) -> np.ndarray:
 
     if min_area <= 1:
         return mask.copy()
+    if min_area > max_min_area(*mask.shape, wrap):
+        raise ValueError(f"min_area {min_area} is above max_min_area {max_min_area(*mask.shape, wrap)}")
     margin = min_area if wrap else 1
     padded = _pad(mask, margin, wrap)
     padded = remove_small_objects(padded, max_size=min_area - 1, connectivity=2)
