@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from types import SimpleNamespace
 
 import torch
@@ -74,3 +76,39 @@ def test_gpu_phase_times_count_the_kernels_inside_each_phase_range():
     ]
     times = profile.gpu_phase_times(ranges + kernels, kernels, ("sort", "diffuse"))
     assert times == {"diffuse": 3 + 5 + 8, "sort": 18}  # the kernel outside every range counts nowhere
+
+
+def _profile_to(tmp_path, trace) -> int:
+    preset = tmp_path / "p.yaml"
+    _ = preset.exists() or preset.write_text(
+        "name: p\ncanvas: {width: 16, height: 16}\nagents: {count: 20}\nmodel: {sensor_distance: 3}\n"
+    )
+    flags = ["--backend", "torch", "--device", "cpu", "--steps", "1", "--warmup", "0"]
+    return main(["profile", str(preset), *flags, "--trace", str(trace)])
+
+
+def test_a_trace_that_cannot_be_written_is_refused_before_any_step(tmp_path, capsys, monkeypatch):
+    """A folder (the profiler failed silently and success was printed), a FIFO (like a device
+    such as /dev/full, which the profiler's export replaced with a regular file) or a path under
+    a file: one message naming --trace, exit 2, no step run, nothing written."""
+    monkeypatch.setattr(profile, "make_simulation", lambda *a: (_ for _ in ()).throw(AssertionError))
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    _profile_to(tmp_path, tmp_path / "folder")  # writes the preset
+    for trace in (tmp_path / "folder", tmp_path / "fifo", tmp_path / "file" / "t.json"):
+        before = sorted(tmp_path.rglob("*"))
+        assert _profile_to(tmp_path, trace) == 2
+        captured = capsys.readouterr()
+        assert captured.err.startswith(f"error: --trace {trace}: cannot write the trace there")
+        assert "trace:" not in captured.out
+        assert sorted(tmp_path.rglob("*")) == before
+    assert stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+
+
+def test_a_trace_the_profiler_did_not_write_is_an_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", lambda self, path: None)
+    trace = tmp_path / "t.json"
+    assert _profile_to(tmp_path, trace) == 2
+    assert "the profiler wrote no trace there" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.yaml"]

@@ -8,6 +8,7 @@ backend's kernels) each in a named range.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections import defaultdict
@@ -16,6 +17,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from physarum.render.base.errors import RenderError
+from physarum.render.base.files import written_whole
 from physarum.render.preset import Preset
 from physarum.render.sim.simulation import make_simulation
 
@@ -28,6 +31,10 @@ def _sync(device: torch.device) -> None:
 def profile_preset(
     preset: Preset, backend: str, device: torch.device, steps: int, warmup: int, trace: Path, log=print
 ) -> dict:
+    """Profile `steps` steps after `warmup` and write the Perfetto trace to `trace` (whole or not
+    at all); a trace path that cannot be a file is refused before any step (check_trace_path),
+    and a trace the profiler did not write is an error, never a success."""
+    check_trace_path(trace)
     started = time.perf_counter()
     simulation = make_simulation(preset, backend, device)
     simulation.advance(1)
@@ -42,9 +49,39 @@ def profile_preset(
             for _ in range(steps):
                 simulation.profiled_step(record_function)
         _sync(device)
-    trace.parent.mkdir(parents=True, exist_ok=True)
-    prof.export_chrome_trace(str(trace))
+    export_trace(prof, trace)
     return summarise(prof, steps, device, first_step, backend, type(simulation).phases, log)
+
+
+def check_trace_path(trace: Path) -> None:
+    """RenderError unless `trace` can be written as a file: nothing but a regular file at it (a
+    folder or a device such as /dev/full is refused), and its nearest existing folder a writable
+    folder. Writes nothing."""
+    trace = Path(trace)
+    problem = None
+    if trace.is_symlink() or (trace.exists() and not trace.is_file()):
+        problem = "something other than a regular file is there (a folder, link or device)"
+    else:
+        folder = trace.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            problem = f"{folder} is not a folder"
+        elif not os.access(folder, os.W_OK | os.X_OK):
+            problem = f"the folder {folder} is not writable"
+    if problem:
+        raise RenderError(f"--trace {trace}: cannot write the trace there: {problem}; give a file path")
+
+
+def export_trace(prof, trace: Path) -> None:
+    """The profiler's Chrome trace written whole to `trace` (files.written_whole); the profiler
+    reports a failed write only in its log, so an empty file is an error naming the path."""
+    trace = Path(trace)
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    with written_whole(trace) as temporary:
+        prof.export_chrome_trace(str(temporary))
+        if temporary.stat().st_size == 0:
+            raise RenderError(f"--trace {trace}: the profiler wrote no trace there; give another file path")
 
 
 _GPU = torch.autograd.DeviceType.CUDA
