@@ -3,11 +3,13 @@ checkpoints, with the backend retuned only where a value changes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
 import torch
 
+from physarum.kernels.exact import build_tables
 from physarum.render.preset import build_preset
 from physarum.render.run import runner
 from physarum.render.sim.keyframes import KeyframedSimulation
@@ -164,17 +166,38 @@ def test_a_scheduled_render_is_the_same_file_on_each_backend(tmp_path):
 
 
 @pytest.mark.gpu  # CUDA graphs
-def test_triton_keeps_its_graphs_across_retunes():
+def test_triton_keeps_its_graphs_across_retunes(monkeypatch):
+    captured = []  # every CUDA graph capture, of either simulation
+    capture = torch.cuda.graph
+
+    def counted(graph, *args, **kwargs):
+        captured.append(graph)
+        return capture(graph, *args, **kwargs)
+
+    monkeypatch.setattr(torch.cuda, "graph", counted)
     preset = keyed(
-        {"decay": {"ease": "hold", "keys": {0: 0.1, 8: 0.2}}}, run={"steps": 400, "steps_per_frame": 4}
+        {"decay": {"ease": "hold", "keys": {0: 0.1, 8: 0.2}}}, run={"steps": 600, "steps_per_frame": 4}
     )
-    simulation = make_batch_simulation([preset], "triton", torch.device("cuda"))
+    simulation, twin = (make_batch_simulation([preset], "triton", torch.device("cuda")) for _ in "ab")
     simulation.advance(400)
-    graphs = dict(simulation.simulation._graphs)
-    assert graphs and simulation.retunes == 1
-    simulation.simulation.retune(simulation.simulation._tables)  # the same values again
-    assert simulation.simulation._graphs == graphs
-    assert_same_state(simulation.state.to("cpu"), simulate(preset, 400).state)
+    assert captured and simulation.retunes == 1
+    expected = simulate(preset, 400)
+    assert_same_state(simulation.state.to("cpu"), expected.state)
+    twin.advance(400)
+    # New values by hand: copied into the buffers the graphs read, so the simulation captures no
+    # more graphs from here than its twin, which is never retuned, and steps with the new values.
+    new = replace(preset.model_params(0, 400), decay=0.3)
+    simulation.retune(build_tables([new], device="cuda"))
+    expected.retune(build_tables([new]))
+    counts = []
+    for each in (simulation, twin):
+        before = len(captured)
+        each.advance(200)
+        counts.append(len(captured) - before)
+    assert counts[0] == counts[1], f"captures after the retune, and by the twin: {counts}"
+    expected.advance(200)
+    assert_same_state(simulation.state.to("cpu"), expected.state)
+    assert not torch.equal(simulation.trail, twin.trail)
 
 
 def test_a_scheduled_render_renders_again_from_its_gif(tmp_path):
