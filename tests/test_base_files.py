@@ -92,3 +92,18 @@ def test_stale_parts_of_dead_runs_are_removed_and_live_ones_kept(tmp_path):
         part.write_text("x")
     assert sorted(remove_stale_parts_of(target)) == sorted(stale)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+
+
+def test_parse_json_refuses_nesting_beyond_its_depth_in_linear_time():
+    from physarum.render.base.files import MAX_JSON_DEPTH, parse_json
+
+    assert parse_json('{"a": ["[[[{", {"b": "\\"]]"}]}') == {"a": ["[[[{", {"b": '"]]'}]}
+    deepest = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert parse_json(deepest) == eval(deepest)
+    for text in ("[" + deepest + "]", "[" * 1_000_000):
+        with pytest.raises(
+            ValueError, match=f"nests {MAX_JSON_DEPTH + 1 if len(text) < 999 else 1_000_000} levels deep"
+        ):
+            parse_json(text)
+    with pytest.raises(ValueError):
+        parse_json('{"a": ')

@@ -78,6 +78,8 @@ def test_a_hash_that_does_not_match_is_refused_when_the_pixels_are_read(one_bloc
         (lambda b: damaged(b, '"width": 30', '"width": 9999999'), "an image has 1 to"),
         (lambda b: damaged(b, "images 1", "images 7"), "format '7'"),
         (lambda b: damaged(b, "# image {", "# image ["), "is not JSON"),
+        (lambda b: damaged(b, "# image {", "# image " + "[" * 50_000 + "{"), "nests 50001 levels deep"),
+        (lambda b: damaged(b, '"path": "walls', '"path": "wa\\u0000lls'), "and no NUL character, got"),
     ],
 )
 def test_a_damaged_block_is_named(one_block, change, says):

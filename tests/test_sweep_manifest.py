@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from physarum.render import sweep as sweeps
 
 
@@ -32,3 +34,29 @@ def test_manifest_skips_a_wrong_typed_record_with_one_warning(tmp_path):
     assert [r["id"] for r in manifest.records()] == ["a", "f"]
     assert len(warnings) == 6 and all("manifest.jsonl:" in w and "skipped" in w for w in warnings)
     assert "'params' is str" in warnings[0] and "no 'id'" in warnings[2]
+
+
+def test_a_done_job_whose_sidecar_nests_too_deep_runs_again_without_a_traceback(tmp_path, monkeypatch):
+    """A sidecar in the sweep's folder is a file like any other: nested 100000 levels deep (once
+    a RecursionError, a traceback) or larger than SIDECAR_BYTES, the job is not done."""
+    from physarum.render.sweep import manifest as manifests
+    from physarum.render.sweep.manifest import job_record, job_states
+    from support import expand_inline
+
+    sweep = expand_inline({"grid": {"model.decay": [0.1]}})
+    job = sweep.jobs[0]
+    folder = tmp_path / job.name
+    folder.mkdir()
+    outputs = {kind: f"{job.name}/{job.name}.{kind}" for kind in (*job.preset.output.formats, "json")}
+    for path in outputs.values():
+        (tmp_path / path).write_text("x")
+    manifest = sweeps.Manifest(tmp_path / "manifest.jsonl")
+    manifest.append(job_record(job, "done", outputs=outputs))
+    sidecar = tmp_path / outputs["json"]
+    sidecar.write_text('{"preset": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert job_states(sweep, tmp_path, manifest) == {job.id: "pending"}
+    own = json.dumps({"preset": job.preset.portable_dump()})
+    sidecar.write_text(own)  # the job's own
+    assert job_states(sweep, tmp_path, manifest) == {job.id: "done"}
+    monkeypatch.setattr(manifests, "SIDECAR_BYTES", len(own) - 1)
+    assert job_states(sweep, tmp_path, manifest) == {job.id: "pending"}

@@ -14,6 +14,7 @@ import csv
 import glob
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -175,6 +176,34 @@ def written_whole(path: Path) -> Iterator[Path]:
         if isinstance(error, OSError):
             name_file(error, path)
         raise
+
+
+MAX_JSON_DEPTH = 64  # the deepest nesting of arrays and objects a JSON text from a file may have
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_NESTING = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (brackets inside strings do not
+    count); found without parsing, so a crafted text costs time linear in its length."""
+    depth = deepest = 0
+    for bracket in _JSON_NESTING.findall(_JSON_STRING.sub('""', text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def parse_json(text: str, max_depth: int = MAX_JSON_DEPTH):
+    """The value of a JSON text read from a file (untrusted): ValueError naming the problem where
+    it is not JSON or nests arrays and objects deeper than `max_depth` (Python's parser would
+    raise RecursionError, a traceback, on a few thousand levels)."""
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise ValueError(f"its JSON nests {depth} levels deep; at most {max_depth} are read")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"its JSON nests more than {max_depth} levels deep") from None
 
 
 def write_json(path: Path, document: dict) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from physarum.render.base.files import parse_json
 from physarum.render.base.inputs import excerpt
 from physarum.render.preset.images import MAX_IMAGE_PIXELS, image_size, read_grey, remember
 
@@ -208,9 +209,9 @@ def _entry_header(line: str, number: int) -> dict:
     if not line.startswith("# image "):
         raise ValueError(f"line {number}: expected '# image {{...}}', got {excerpt(line)}")
     try:
-        header = json.loads(line[len("# image ") :])
-    except ValueError:
-        raise ValueError(f"line {number}: the image header is not JSON: {excerpt(line)}") from None
+        header = parse_json(line[len("# image ") :])
+    except ValueError as error:
+        raise ValueError(f"line {number}: the image header is not JSON ({error}): {excerpt(line)}") from None
     kinds = {"path": str, "width": int, "height": int, "sha256": str, "bytes": int}
     if not isinstance(header, dict) or set(header) != set(kinds):
         raise ValueError(
@@ -222,8 +223,11 @@ def _entry_header(line: str, number: int) -> dict:
                 f"line {number}: the image header's {key} is no {kind.__name__}: {excerpt(header)}"
             )
     width, height = header["width"], header["height"]
-    if not header["path"] or len(header["path"]) > MAX_PATH_CHARS:
-        raise ValueError(f"line {number}: an image path has 1 to {MAX_PATH_CHARS} characters")
+    if not header["path"] or len(header["path"]) > MAX_PATH_CHARS or "\0" in header["path"]:
+        raise ValueError(
+            f"line {number}: an image path has 1 to {MAX_PATH_CHARS} characters and no NUL "
+            f"character, got {excerpt(header['path'])}"
+        )
     if width < 1 or height < 1 or width * height > MAX_IMAGE_PIXELS:
         raise ValueError(
             f"line {number}: the image {excerpt(header['path'])} is {width}x{height} pixels; "

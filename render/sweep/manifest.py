@@ -11,6 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from physarum.render.base.errors import name_file, printable
+from physarum.render.base.files import parse_json
+from physarum.render.base.inputs import MAX_TEXT_BYTES, read_text
+from physarum.render.preset.carried import MAX_CARRIED_BYTES
 from physarum.render.sweep.expand import Job, Sweep
 
 # The types a record's fields must have where present (id and status always are).
@@ -71,8 +74,8 @@ class Manifest:
         records = []
         for number, line in enumerate(text.splitlines(), 1):
             try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):
+                record = parse_json(line)
+            except ValueError:  # JSONDecodeError, or nested beyond files.MAX_JSON_DEPTH
                 continue  # torn by a kill while it was written: its job runs again
             problem = record_problem(record)
             if problem is None:
@@ -138,6 +141,11 @@ def job_record(job: Job, status: str, **fields) -> dict:
     return record
 
 
+# a job's sidecar is read up to this size (its preset twice, the carried images once, and room);
+# a larger one is not the job's
+SIDECAR_BYTES = 2 * (MAX_TEXT_BYTES + MAX_CARRIED_BYTES) + MAX_TEXT_BYTES
+
+
 def outputs_complete(sweep_dir: Path, record: dict | None, job: Job) -> bool:
     """A done record whose files all exist, with the sidecar carrying this job's preset."""
     if not record or record.get("status") != "done":
@@ -147,8 +155,8 @@ def outputs_complete(sweep_dir: Path, record: dict | None, job: Job) -> bool:
         return False
     if not all(local_path(path) and (sweep_dir / path).is_file() for path in outputs.values()):
         return False
-    try:
-        sidecar = json.loads((sweep_dir / outputs["json"]).read_text(encoding="utf-8"))
+    try:  # a file in the folder: bounded in size and nesting (inputs.read_text, files.parse_json)
+        sidecar = parse_json(read_text(sweep_dir / outputs["json"], SIDECAR_BYTES))
     except (OSError, ValueError):
         return False
     return isinstance(sidecar, dict) and sidecar.get("preset") == job.preset.portable_dump()
