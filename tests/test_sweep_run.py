@@ -185,3 +185,21 @@ def test_a_rerun_removes_the_gallery_parts_of_a_dead_run_and_skips_a_bad_record(
     err = capsys.readouterr().err
     assert err.count("record skipped ('outputs' is int") == 1 and "Traceback" not in err
     assert (sweep_dir / "index.html").is_file()
+
+
+def test_a_starting_sweep_leaves_the_parts_of_a_live_process_in_its_job_folders(tmp_path):
+    """A render writing into a job folder (its own process, alive) keeps its temporary files;
+    those of a dead process go (the sweep once removed every .part under its job folders)."""
+    path = write_sweep(tmp_path, seeds=[1])
+    out = tmp_path / "out"
+    job = sweeps.load_sweep(path).jobs[0]
+    folder = out / "s" / job.name
+    folder.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = folder / f".other.gif.{os.getppid()}.part"
+    stale = folder / f".other.gif.{dead.pid}.part"
+    for part in (live, stale):
+        part.write_text("frames")
+    assert main(["sweep", str(path), "--out", str(out), "--devices", "cpu", "--quiet"]) == 0
+    assert live.read_text() == "frames" and not stale.exists()

@@ -74,12 +74,15 @@ class SweepLock:
 
 
 def _remove_stale_parts(sweep_dir: Path) -> None:
-    """Temporary files of a killed run: every one in the job folders (the lock says no other run
-    is writing here), and in the sweep folder itself (the gallery's page and contact sheet,
-    .NAME.PID.part) those whose process is dead."""
-    for part in sweep_dir.glob("*/.*.part"):
-        part.unlink(missing_ok=True)
-    remove_stale_parts(sweep_dir, "*")
+    """Temporary files of a killed run (.NAME.PID.part) in the sweep folder (the gallery's page
+    and contact sheet) and its job folders, only those whose process is dead (files.
+    remove_stale_parts): the lock keeps other sweeps out, not a `physarum render --out` into a
+    job folder, whose files are live while its process runs."""
+    for folder in [
+        sweep_dir,
+        *(path for path in sweep_dir.iterdir() if path.is_dir() and not path.is_symlink()),
+    ]:
+        remove_stale_parts(folder, "*")
 
 
 def run_sweep(
