@@ -25,7 +25,7 @@ from physarum.render.look.loops import TrailLoop
 from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
 from physarum.render.out.specs import output_paths, output_specs, output_stem
 from physarum.render.preset import Preset
-from physarum.render.preset.provenance import embedded_text, version
+from physarum.render.preset.provenance import embedded_text, encoder_builds, version
 from physarum.render.sim import keyframes
 
 
@@ -42,9 +42,10 @@ class RenderResult:
 
 def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: dict | None = None) -> dict:
     """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
-    how it ran, its timings and notes, each output file's name and size (sizes: bytes by
-    format), with output.loop_mode the loop (loops.TrailLoop.describe) and with schedules their
-    keyframes (keyframes.describe)."""
+    how it ran (with the encoder builds that wrote its bytes, provenance.encoder_builds), its
+    timings and notes, each output file's name and size (sizes: bytes by format), with
+    output.loop_mode the loop (loops.TrailLoop.describe) and with schedules their keyframes
+    (keyframes.describe)."""
     out = {
         "physarum_version": version(),
         "preset": preset.portable_dump(),
@@ -53,6 +54,7 @@ def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: d
         "backend": result.backend,
         "device": result.device,
         "torch_version": torch.__version__,
+        "encoders": encoder_builds(),
         "frames": preset.frames,
         "steps": preset.run.steps,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},

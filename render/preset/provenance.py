@@ -11,20 +11,29 @@ PNG or MP4, or of the simulation's state. Files of one output version render aga
 under any release of that version; CHANGELOG.md says what each version changed and
 tests/test_golden.py pins the current version's outputs. Files of output version 1 name no
 output version (their first line is `# physarum 0.1.0`).
+
+The bytes of an MP4 and a WebP are also those of the encoder builds that wrote them (libx264 in
+PyAV's wheel, libwebp in Pillow's), which pyproject.toml pins; the sidecar records them
+(`encoder_builds`) and `render --from` says when a file's sidecar names other builds
+(`builds_note`; docs/outputs.md, "Which bytes are promised").
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
+import av
 import numpy as np
+import PIL
+from PIL import features
 
 from physarum.render import __version__
-from physarum.render.base.errors import RenderError, printable
+from physarum.render.base.errors import PresetError, RenderError, printable
 from physarum.render.base.inputs import excerpt, shorten
-from physarum.render.preset import Preset, carried
+from physarum.render.preset import Preset, carried, parse_yaml
 from physarum.render.preset.catalog import PRESETS
 from physarum.render.preset.images import preset_images, source_pixels
 from physarum.render.preset.sections import IMAGE_KEYS
@@ -42,6 +51,17 @@ OUTPUT_VERSIONS = {
     ),
 }
 HEADER = re.compile(r"# physarum (?P<release>[^\s,]+)(?:, output (?P<output>\d+))?\s*$")
+# Each encoder build the sidecar records, and the formats whose bytes it writes.
+BUILDS = {
+    "av": ("mp4",),
+    "libavcodec": ("mp4",),
+    "libavformat": ("mp4",),
+    "libx264": ("mp4",),
+    "pillow": ("gif", "png", "webp"),
+    "libwebp": ("webp",),
+    "zlib": ("png",),
+}
+X264_CORE = re.compile(rb"x264 - core \d+(?: r\d+ [0-9a-f]+)?")
 
 
 def version() -> str:
@@ -52,12 +72,40 @@ def version() -> str:
 def embedded_text(preset: Preset) -> str:
     """What every output carries: the header line, the YAML preset `render --from` reads, and the
     images it reads (carried.block; nothing for a preset without images). RenderError when the
-    images take more than carried.MAX_CARRIED_BYTES."""
-    text = f"# physarum {version()}, output {OUTPUT_VERSION}\n{preset.to_yaml()}"
+    images take more than carried.MAX_CARRIED_BYTES, or when `render --from` could not read the
+    preset text back (check_readable)."""
+    text = check_readable(preset)
     try:
         return text + carried.block(carried_images(preset))
     except ValueError as error:
         raise RenderError(f"{preset.name}: {error}") from None
+
+
+def check_readable(preset: Preset) -> str:
+    """The header and preset text every output of `preset` embeds; RenderError where `render
+    --from` could not read it back: its YAML past the loader's limits once aliases are written
+    out whole (a preset whose aliases expand beyond MAX_TEXT_BYTES or MAX_NODES). `physarum
+    render` calls it before anything is written (run/reload.py)."""
+    text = f"# physarum {version()}, output {OUTPUT_VERSION}\n{preset.to_yaml()}"
+    problem = _readable_problem(text)
+    if problem:
+        raise RenderError(
+            f"{preset.name}: the preset text its outputs would embed is past what render --from "
+            f"reads ({problem}): a preset's YAML aliases are written out whole in every output; "
+            "name fewer values through aliases (shorter or fewer schedules)"
+        )
+    return text
+
+
+@lru_cache(maxsize=8)
+def _readable_problem(text: str) -> str | None:
+    """Why the loader refuses `text` (its message without the source), or None. Cached: a render
+    embeds one text in every output."""
+    try:
+        parse_yaml(text, "")
+    except PresetError as error:
+        return error.problems[0].removeprefix(": ")
+    return None
 
 
 def carried_images(preset: Preset) -> list[tuple[str, object]]:
@@ -113,6 +161,62 @@ def version_note(text: str, source: str) -> str | None:
         f"{source} is of output version {found.output} (physarum {named}); this physarum "
         f"{version()} renders output version {OUTPUT_VERSION}, which differs ({changes}): "
         f"physarum {release} reproduces the file byte for byte"
+    )
+
+
+@lru_cache(maxsize=1)
+def encoder_builds() -> dict[str, str]:
+    """The builds of the encoders this install writes files with, by the names of BUILDS: PyAV,
+    the libavcodec and libavformat its wheel bundles and the libx264 core they encode MP4s with;
+    Pillow (GIF and PNG files, WebP muxing) and the libwebp and zlib its wheel bundles. Every
+    sidecar records them ("encoders"). Cached: one process has one build of each."""
+    libraries = getattr(av, "library_versions", {})
+    return {
+        "av": av.__version__,
+        "libavcodec": ".".join(map(str, libraries.get("libavcodec", ()))) or "unknown",
+        "libavformat": ".".join(map(str, libraries.get("libavformat", ()))) or "unknown",
+        "libx264": _x264_core(),
+        "pillow": PIL.__version__,
+        "libwebp": features.version("webp") or "none",
+        "zlib": features.version("zlib") or "none",
+    }
+
+
+def _x264_core() -> str:
+    """The libx264 build PyAV encodes with, as x264 names itself in every stream it writes
+    ('core 165', with its revision where the build names one): one 16x16 frame encoded in
+    memory (a few milliseconds); 'unknown' where libx264 cannot encode."""
+    try:
+        codec = av.CodecContext.create("libx264", "w")
+        codec.width, codec.height, codec.pix_fmt = 16, 16, "yuv420p"
+        codec.options = {"threads": "1"}
+        packets = [*codec.encode(av.VideoFrame(16, 16, "yuv420p")), *codec.encode(None)]
+    except Exception:  # no libx264 in this build: the MP4 writer says so when asked for one
+        return "unknown"
+    found = X264_CORE.search(b"".join(bytes(packet) for packet in packets))
+    return found.group(0).decode("ascii")[len("x264 - ") :] if found else "unknown"
+
+
+def builds_note(recorded, source: str) -> str | None:
+    """What `render --from` says when the sidecar `source` records (its "encoders") other encoder
+    builds than this install's: which builds differ, and which formats this render may write
+    with other bytes than the files the sidecar describes; None where the builds it names match
+    (or it names none). The sidecar is a stranger's text: only the keys of BUILDS are read,
+    each value quoted cut to 40 characters, and the note is printable."""
+    if not isinstance(recorded, dict):
+        return None
+    here = encoder_builds()
+    differ = [key for key in BUILDS if isinstance(recorded.get(key), str) and recorded[key] != here[key]]
+    if not differ:
+        return None
+    names = {"gif": "GIF", "mp4": "MP4", "webp": "WebP", "png": "PNG"}
+    formats = [name for fmt, name in names.items() if any(fmt in BUILDS[key] for key in differ)]
+    formats = " and ".join(filter(None, (", ".join(formats[:-1]), formats[-1])))
+    builds = ", ".join(f"{key} {shorten(recorded[key], 40)} (here {here[key]})" for key in differ)
+    return printable(
+        f"{source} records other encoder builds than this install's: {builds}; the "
+        f"{formats} this render writes may differ from the files "
+        'it describes (the frames are the same; docs/outputs.md, "Which bytes are promised")'
     )
 
 
