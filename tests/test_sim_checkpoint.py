@@ -15,6 +15,7 @@ import torch
 from PIL import Image
 
 from physarum.render.cli.main import main
+from physarum.render.out.journal import layout_of
 from physarum.render.preset import build_preset
 from physarum.render.sim import checkpoint as ck
 from physarum.render.sim import checkpoint_plan as cp
@@ -54,18 +55,16 @@ def end_checkpoint(folder: Path, step: int = 24) -> bytes:
     return (folder / f"{STEM}-checkpoint-{step}.npz").read_bytes()
 
 
-@pytest.mark.parametrize("step", [1, 8, 11, 18])  # in the warmup, mid-frame, at a frame's end
-def test_a_resumed_render_takes_the_uninterrupted_renders_frames_and_state(tmp_path, capsys, step):
+@pytest.mark.parametrize("step", [1, 8, 11, 18])  # in the warmup, at a frame's step, mid-frame
+def test_a_resumed_render_makes_the_uninterrupted_renders_files_and_state(tmp_path, capsys, step):
     whole = render(tmp_path, "whole", "--checkpoint-at", f"{step},24")
     start = str(whole / f"{STEM}-checkpoint-{step}.npz")
     resumed = render(tmp_path, "resumed", "--resume", start, "--checkpoint-at", "24")
     assert end_checkpoint(resumed) == end_checkpoint(whole)  # the state after step 24, byte for byte
-    assert (resumed / f"{STEM}.png").read_bytes() == (whole / f"{STEM}.png").read_bytes()
+    for suffix in (".png", ".gif"):  # the whole animation: the journal's frames, then the rest
+        assert (resumed / f"{STEM}{suffix}").read_bytes() == (whole / f"{STEM}{suffix}").read_bytes()
     made = frame_files(tmp_path / "resumed" / "frames")
-    first = (step - 2) // 3 if step >= 2 else 0  # frames taken by `step`
-    assert len(made) == 8 - first
-    assert made == {k: v for k, v in frame_files(tmp_path / "whole" / "frames").items() if k in made}
-    assert gif_frames(resumed / f"{STEM}.gif") == gif_frames(whole / f"{STEM}.gif")[first:]
+    assert len(made) == 8 and made == frame_files(tmp_path / "whole" / "frames")
     assert f"resumed from {STEM}-checkpoint-{step}.npz at step {step}" in capsys.readouterr().err
 
 
@@ -293,6 +292,8 @@ def test_a_world_checkpoint_resumes_with_the_images_it_carries(images, tmp_path,
     whole = render(images, "whole", "--checkpoint-at", "4,12", data=data)
     start = tmp_path / "start.npz"
     start.write_bytes((whole.parent / "world" / "world-s3-checkpoint-4.npz").read_bytes())
+    for journal in (whole.parent / "world").glob("*-journal-*.bin"):  # a checkpoint travels with it
+        shutil.copy(journal, tmp_path)
     for image in images.glob("*.png"):
         if image.is_file():
             image.unlink()
@@ -359,7 +360,9 @@ def test_a_render_states_its_checkpoints_before_it_starts_and_in_its_sidecar(tmp
     assert f"note: 2 checkpoints (steps 10 to 20), each at most {cp.megabytes(each)}" in err
     record = json.loads((out / "tiny" / f"{STEM}.json").read_text())["checkpoints"]
     assert (record["count"], record["first_step"], record["last_step"]) == (2, 10, 20)
-    assert (record["max_bytes_each"], record["max_bytes_total"]) == (each, 2 * each)
+    journal = layout_of(build_preset(DATA, "tiny.yaml"), {"preview"}).bound(6)  # frames 0..5 by step 20
+    assert (record["max_bytes_each"], record["journal_max_bytes"]) == (each, journal)
+    assert record["max_bytes_total"] == 2 * each + journal
     assert all(p.stat().st_size <= each for p in (out / "tiny").glob("*-checkpoint-*.npz"))
     assert main([*command, "--checkpoint-every", "10", "--quiet"]) == 0
     assert "checkpoint" not in capsys.readouterr().err

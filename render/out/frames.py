@@ -1,6 +1,8 @@
 """Frames on their way to the writers: coloured on the device, copied into a ring of host
 buffers (pinned on CUDA) and handed to one encoder worker thread per output behind a bounded
 queue. Every worker's writer gets every Frame (render/out/outputs.py) and takes what it reads.
+A render with checkpoints also appends each frame it hands over to its frame journal
+(render/out/journal.py), and a resumed one re-feeds the journal's frames first (deliver).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from physarum.render.formats.registry import open_writer
 from physarum.render.look.colour import Colourist, downscale, preview_size
 from physarum.render.look.loops import PingPong
 from physarum.render.out.encoder_process import EncoderProcess
+from physarum.render.out.journal import JournalWriter
 from physarum.render.preset import Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
@@ -146,6 +149,7 @@ class FramePipeline:
         self.device = device
         self.last = (preset.frames if frames is None else frames) - 1
         self.ping_pong = PingPong(self.last) if preset.loop[0] == "ping-pong" else None
+        self.journal: JournalWriter | None = None  # the render's frame journal, if it keeps one
 
     def submit(self, number: int, trail: torch.Tensor) -> None:
         """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
@@ -170,11 +174,16 @@ class FramePipeline:
             frame, event = self.pending.pop(0)
             if event is not None:
                 event.synchronize()
-            frame = dataclasses.replace(frame, preview=_numpy(frame.preview), rgb=_numpy(frame.rgb))
-            for worker in self.workers:
-                worker.put(frame)
-            if self.ping_pong is not None:
-                self.ping_pong.record(frame)
+            self.deliver(dataclasses.replace(frame, preview=_numpy(frame.preview), rgb=_numpy(frame.rgb)))
+
+    def deliver(self, frame: Frame) -> None:
+        """Give a frame on the host to every worker (and the journal, the loop's replay)."""
+        for worker in self.workers:
+            worker.put(frame)
+        if self.journal is not None:
+            self.journal.append(frame)
+        if self.ping_pong is not None:
+            self.ping_pong.record(frame)
 
     def finish(self) -> None:
         """Hand over every pending frame, then a ping-pong loop's frames backwards."""

@@ -23,10 +23,12 @@ from physarum.render.base.files import (
 from physarum.render.look.colour import make_colourist
 from physarum.render.look.loops import TrailLoop
 from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
+from physarum.render.out.journal import JournalWriter
 from physarum.render.out.specs import output_paths, output_specs, output_stem
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text, encoder_builds, version
 from physarum.render.sim import keyframes
+from physarum.render.sim.checkpoint import JournalMark
 
 
 @dataclass
@@ -84,6 +86,7 @@ class Job:
     error: str | None = None
     partials: list[PartialFile] = field(default_factory=list)  # complete, not yet renamed
     checkpoints: dict | None = None  # the sidecar's record of the checkpoints it writes
+    journal: JournalWriter | None = None  # its frame journal (render/out/journal.py), if it keeps one
 
     def fail(self, error: BaseException) -> None:
         """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
@@ -101,6 +104,25 @@ class Job:
             worker.abort()
         for partial in self.partials:
             partial.abort()
+        self.close_journal()
+
+    def keep_journal(self, journal: JournalWriter) -> None:
+        """Journal every frame handed over from now on (the pipeline must be open)."""
+        self.journal = self.pipeline.journal = journal
+
+    def mark(self) -> JournalMark | None:
+        """Before a checkpoint: every frame taken so far handed over and journaled, the journal
+        flushed; the prefix the checkpoint records (None without a journal)."""
+        if self.journal is None:
+            return None
+        self.hand_over()
+        return self.journal.mark()
+
+    def close_journal(self) -> None:
+        """The journal closed; it stays, whole up to its last mark, for the checkpoints that
+        record it (docs/checkpoints.md)."""
+        if self.journal is not None:
+            self.journal.close()
 
     def open(self, frames_dir: Path | None, device: torch.device, jobs: int, cores: list[int] | None) -> None:
         """Open this job's writers and its frame pipeline (one of `jobs`: with more than one,

@@ -7,6 +7,18 @@ A resume without --set continues the render that wrote the checkpoint: every fra
 the final state are byte for byte the uninterrupted render's (docs/checkpoints.md). A branch
 (--set) may change what acts on the state from the checkpoint on (BRANCH_KEYS), never what the
 state's shape or the world it lives in are made of (canvas, agents, world, species' agents).
+
+The checkpoint's preset decides what is rendered, never how the render keeps state or writes
+extras: a `checkpoint:` or `output.fields:` section in it is dropped, and only the user's own
+flags (--checkpoint-every, --checkpoint-at, --fields-at, --set) set them. Everything that needs
+only the preset is checked before the checkpoint's state is read (its members' declared sizes
+here, the render's own checks in the runner, then Resume.load_state).
+
+The files of a resumed render hold the whole animation: the frames before the checkpoint come
+from the frame journal it records (render/out/journal.py, resume_journal), then the render goes
+on. A branch re-feeds them when it keeps what frames look like (REFEED_KEYS: the frames before
+the checkpoint are then the journal's, the branch's from it on); one that changes the look
+holds only the frames after the checkpoint, and says so.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from pathlib import Path
 
 from physarum.render.base.errors import RenderError
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.out.journal import JournalLacks, JournalSource, layout_of, open_journal, render_reads
 from physarum.render.preset import Preset, PresetError
 from physarum.render.preset.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, version
 from physarum.render.run.reload import carried_preset
@@ -27,6 +40,14 @@ BRANCH_KEYS = re.compile(
     r"(name|description|seed|interaction|model|run|palette|output|checkpoint)(\..*)?"
     r"|species\.\d+\.(model|colour|palette)(\..*)?"
 )
+# The keys a branch may change and still re-feed the checkpoint's journal: what acts on the
+# state from the checkpoint on and how the files are encoded, never what a frame looks like.
+REFEED_KEYS = re.compile(
+    r"(name|description|seed|interaction|model)(\..*)?|species\.\d+\.model(\..*)?"
+    r"|run\.steps|output\.(formats(\..*)?|fps|loop|png_dpi|gif_max_bytes|mp4)"
+)
+# Sections a checkpoint's preset never decides on --resume (the user's flags set them).
+STATE_SECTIONS = ("checkpoint", "output.fields")
 
 
 def load_for_resume(args) -> tuple[Preset, Resume]:
@@ -38,7 +59,7 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
             "render --resume does not take --stats (its rows count steps from the spawn); "
             "render the preset with --stats instead"
         )
-    checkpoint = read_checkpoint(path)
+    checkpoint = read_checkpoint(path)  # its header only: the state is read after every check
     if checkpoint.output_version != OUTPUT_VERSION:
         release = OUTPUT_VERSIONS.get(checkpoint.output_version, (checkpoint.release,))[0]
         raise CheckpointError(
@@ -52,23 +73,55 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
     named = {setting.partition("=")[0].strip() for setting in settings}
     changed = sorted(key for key in named if not key.startswith("checkpoint."))
     folder = getattr(args, "images", None)
-    stored = carried_preset(checkpoint.text, str(path), [], {}, folder)
-    preset = carried_preset(checkpoint.text, str(path), settings, {"seed": args.seed}, folder)
+    dropped = [f"{section}=" for section in STATE_SECTIONS]  # the file's own, before the user's
+    stored = carried_preset(checkpoint.text, str(path), dropped, {}, folder)
+    preset = carried_preset(checkpoint.text, str(path), [*dropped, *settings], {"seed": args.seed}, folder)
     problems = branch_problems(stored, preset, checkpoint.step)
     if problems:
         raise PresetError([f"{path}: {problem}" for problem in problems])
-    state = checkpoint.state(preset)
+    checkpoint.check_sizes(preset)
+    before, after = flatten(stored.portable_dump()), flatten(preset.portable_dump())
+    differ = [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+    how = "resumed" if not differ else f"branched (--set {', '.join(changed)})"
+    refeed = all(REFEED_KEYS.fullmatch(key) for key in differ)
+    return preset, Resume(checkpoint, preset, how, refeed)
+
+
+def resume_journal(
+    resume: Resume | None, preset: Preset, frames_dir: bool
+) -> tuple[JournalSource | None, str]:
+    """The checkpoint's journal prefix to re-feed (checked whole, JournalError when it is not
+    sound) and the note that says what the files hold; (None, "") for a render not resumed."""
+    if resume is None:
+        return None, ""
+    checkpoint, total = resume.checkpoint, preset.frames
     first = frames_before(preset.run, checkpoint.step)
-    how = (
-        "resumed"
-        if stored.portable_dump() == preset.portable_dump()
-        else f"branched (--set {', '.join(changed)})"
+    start = f"{resume.how} from {shorten(checkpoint.path.name)} at step {checkpoint.step}"
+    reads = render_reads(preset, frames_dir)
+    layout = layout_of(preset, reads)
+    if first == 0 or not layout.kinds:
+        return None, f"{start}: frames 1 to {total} of {total}"
+    why = None
+    if not resume.refeed:
+        why = "the branch changes what frames look like, so the checkpoint's journal is not its frames"
+    elif checkpoint.journal is None:
+        why = "the checkpoint records no frame journal (written by a render without one)"
+    else:
+        try:
+            source = open_journal(checkpoint.path.parent, checkpoint.journal, layout, layout.kinds, first)
+        except JournalLacks as error:
+            why = str(error)
+    if why is not None:
+        return None, (
+            f"{start}: its files hold frames {first + 1} to {total} of {total} only ({why}; the frames "
+            "before it are in the earlier render's files, if it finished)"
+        )
+    made = source.mark.frames
+    whose = "the branch's" if resume.how != "resumed" else "rendered on"
+    return source, (
+        f"{start}: frames 1 to {made} of {total} from its frame journal {shorten(source.path.name)}, "
+        f"frames {made + 1} to {total} {whose}: the files hold the whole animation"
     )
-    note = (
-        f"{how} from {shorten(path.name)} at step {checkpoint.step}: frames {first + 1} to "
-        f"{preset.frames} of {preset.frames} (the frames before it are in the earlier render's files)"
-    )
-    return preset, Resume(state, note)
 
 
 def branch_problems(stored: Preset, branched: Preset, step: int) -> list[str]:

@@ -31,6 +31,15 @@ from physarum.render.look.layers import layer_map, needs_agents
 from physarum.render.look.loops import TrailLoop, Window, find_windows
 from physarum.render.out.fields import FieldsStop
 from physarum.render.out.job import Job, RenderResult, job_paths
+from physarum.render.out.journal import (
+    JournalSource,
+    JournalWriter,
+    journal_frames,
+    journal_path,
+    journaled,
+    layout_of,
+    render_reads,
+)
 from physarum.render.out.specs import check_outputs
 from physarum.render.preset import Preset
 from physarum.render.run.machine import (
@@ -41,9 +50,10 @@ from physarum.render.run.machine import (
     resolve_device,
     share_cpu_with_encoders,
 )
+from physarum.render.run.resume import resume_journal
 from physarum.render.sim.checkpoint import Resume
 from physarum.render.sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
-from physarum.render.sim.course import Course
+from physarum.render.sim.course import Course, frames_before
 from physarum.render.sim.simulation import (
     batch_key,
     make_batch_simulation,
@@ -115,23 +125,19 @@ def render_batch(
     notes = [check_outputs(p) for p in presets]
     check_memory(presets[0], backend, torch_device, batch=len(presets))
     plan = _checkpoint_plan(presets, options)
-    paths = job_paths(presets, options.out_dir, options.frames_dir)
+    _check_resume(presets, options)
+    source, note = resume_journal(options.resume, presets[0], options.frames_dir is not None)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
-    start = _start(options, len(presets))
+    start = _start(options)  # the checkpoint's state: read after every check above
+    paths = job_paths(presets, options.out_dir, options.frames_dir)
     simulation = make_batch_simulation(presets, backend, torch_device, start)
     windows: list[Window | None] = [None] * len(presets)
-    if start is not None and presets[0].loop[0] != "none":
-        raise RenderError(
-            f"{presets[0].name}: output.loop_mode {presets[0].loop[0]} is made from the whole run "
-            "(its first frames, or all of them); a render resumed from a checkpoint cannot make it: "
-            "render the whole run, or resume with --set output.loop_mode=none"
-        )
     if any(p.loop[0] == "closest" for p in presets):  # a first pass finds the loops; the render repeats it
         windows, simulation = find_windows(presets, simulation), None  # spawn_s counts this pass
         simulation = make_batch_simulation(presets, backend, torch_device)
     clock.append(time.perf_counter())
-    if options.resume is not None:
-        notes[0].append(options.resume.note)
+    if note:
+        notes[0].append(note)
     jobs = [
         Job(b, p, job_paths, job_notes, TrailLoop(p, window))
         for b, (p, job_paths, job_notes, window) in enumerate(zip(presets, paths, notes, windows))
@@ -140,8 +146,13 @@ def render_batch(
     try:
         for job in jobs:
             job.open(options.frames_dir, torch_device, len(jobs), encoder_cores(job.index, len(jobs)))
+            if plan is not None and journaled(job.preset, _reads(job, options)) and _whole(options, source):
+                _keep_journal(job, plan, options, source)
         clock.append(time.perf_counter())
-        course = _course(presets, paths, jobs, options)
+        if source is not None:  # the frames before the checkpoint, as the killed render made them
+            for frame in source.frames(layout_of(presets[0], _reads(jobs[0], options)).kinds):
+                jobs[0].pipeline.deliver(frame)
+        course = _course(presets, paths, jobs, options, None if source is None else source.mark.frames)
         course.advance_to(simulation, course.warmup_end, options.on_step)
         _frame_loop(presets[0], simulation, jobs, options, course)
         clock.append(time.perf_counter())
@@ -149,6 +160,7 @@ def render_batch(
             job.end_input()
         for job in jobs:
             job.complete()
+            job.close_journal()
         clock.append(time.perf_counter())
         phases = dict(
             zip(("spawn_s", "open_s", "frames_s", "finish_s"), (b - a for a, b in zip(clock, clock[1:])))
@@ -165,30 +177,74 @@ def render_batch(
 
 
 def _checkpoint_plan(presets: list[Preset], options: RenderOptions) -> CheckpointPlan | None:
-    """The render's checkpoints, checked before anything is written (RenderError when too many
-    or too large for the disk) and stated on stderr unless quiet (sim/checkpoint_plan.py)."""
+    """The render's checkpoints and frame journal, checked before anything is written
+    (RenderError when too many or too large for the disk) and stated on stderr unless quiet
+    (sim/checkpoint_plan.py, out/journal.py)."""
     start = 0 if options.resume is None else options.resume.step
-    plan = checkpoint_plan(presets, Path(options.out_dir) / presets[0].name, start)
+    reads = render_reads(presets[0], options.frames_dir is not None)
+    layout = layout_of(presets[0], reads)
+
+    def journal(last_step: int) -> int:
+        return layout.bound(journal_frames(presets[0], last_step)) if journaled(presets[0], reads) else 0
+
+    plan = checkpoint_plan(presets, Path(options.out_dir) / presets[0].name, start, journal)
     if plan is not None and not options.quiet:
         print(printable(f"note: {plan.note()}"), file=sys.stderr)
     return plan
 
 
-def _start(options: RenderOptions, batch: int):
-    """The state a render starts from: None (spawned), or a resumed render's checkpoint state."""
+def _check_resume(presets: list[Preset], options: RenderOptions) -> None:
+    """What a resumed render refuses from its preset alone, before its checkpoint's state is
+    read: a batch of several, a loop made from the whole run."""
     if options.resume is None:
-        return None
-    if batch > 1:
+        return
+    if len(presets) > 1:
         raise ValueError("render_batch: a checkpoint resumes one render, not a batch of several")
-    return options.resume.state
+    if presets[0].loop[0] != "none":
+        raise RenderError(
+            f"{presets[0].name}: output.loop_mode {presets[0].loop[0]} is made from the whole run "
+            "(its first frames, or all of them); a render resumed from a checkpoint cannot make it: "
+            "render the whole run, or resume with --set output.loop_mode=none"
+        )
 
 
-def _course(presets: list[Preset], paths, jobs: list[Job], options: RenderOptions) -> Course:
-    """The batch's course of steps: from the spawn or the checkpoint it resumes, stopping to
-    write checkpoints (render/sim/checkpoint.py) and each job's raw fields (render/out/fields.py)."""
+def _start(options: RenderOptions):
+    """The state a render starts from: None (spawned), or a resumed render's checkpoint state."""
+    return None if options.resume is None else options.resume.load_state()
+
+
+def _reads(job: Job, options: RenderOptions) -> set[str]:
+    return render_reads(job.preset, options.frames_dir is not None)
+
+
+def _whole(options: RenderOptions, source: JournalSource | None) -> bool:
+    """Whether the render hands over every frame from the first (so that it may keep a journal):
+    not resumed, resumed re-feeding a journal, or resumed before its first frame."""
+    resume = options.resume
+    return resume is None or source is not None or frames_before(resume.preset.run, resume.step) == 0
+
+
+def _keep_journal(
+    job: Job, plan: CheckpointPlan, options: RenderOptions, source: JournalSource | None
+) -> None:
+    """Start the job's frame journal (render/out/journal.py) beside its checkpoints: the frames
+    up to its last checkpoint's, continued in place when it is the journal it resumes from."""
+    layout = layout_of(job.preset, _reads(job, options))
+    folder, stem = job.paths["json"].parent, job.paths["json"].stem
+    path = journal_path(folder, stem, job.preset, layout)
+    job.keep_journal(JournalWriter(path, layout, journal_frames(job.preset, plan.steps[-1]), source))
+
+
+def _course(
+    presets: list[Preset], paths, jobs: list[Job], options: RenderOptions, first: int | None
+) -> Course:
+    """The batch's course of steps: from the spawn or the checkpoint it resumes (its first frame
+    the journal's count when it re-fed one), stopping to write checkpoints, each recording the
+    journal's prefix (render/sim/checkpoint.py), and each job's raw fields (render/out/fields.py)."""
     start = 0 if options.resume is None else options.resume.step
     folder, stem = paths[0]["json"].parent, paths[0]["json"].stem
-    return Course(presets[0].run, start, [*checkpoint_stops(presets, folder, stem), FieldsStop(jobs)])
+    stops = [*checkpoint_stops(presets, folder, stem, jobs[0].mark), FieldsStop(jobs)]
+    return Course(presets[0].run, start, stops, first)
 
 
 def _frame_loop(run: Preset, simulation, jobs: list[Job], options: RenderOptions, course: Course) -> None:

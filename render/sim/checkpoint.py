@@ -14,9 +14,17 @@ with fixed member times so that the same state gives the same bytes on every mac
     heading         int16  [G, N]
     trail           float32 [G, H, W]
 
+and, when the render keeps a frame journal (render/out/journal.py), the prefix of it the
+checkpoint covers (JournalMark): journal (its file name, beside the checkpoint), journal_frames,
+journal_bytes and journal_sha256.
+
 Reading is for files from strangers: no pickles, every member's shape and dtype checked against
 the preset before its data is read, its stored size bounded by that shape, and the values
 checked against what the kernels accept. Any problem is one CheckpointError naming the file.
+What needs only the preset comes first: read_checkpoint reads the header members (each bounded
+by its declared size in the zip), Checkpoint.check_sizes bounds the state members' declared
+sizes and compression ratios by the preset's shapes, and only then (after the render's own
+checks, render/run/runner.py) Checkpoint.state reads the arrays.
 
 A render's checkpoints (which steps, their bytes bounded before it starts, the stop that writes
 them) are planned in render/sim/checkpoint_plan.py; a resumed render starts from a Resume.
@@ -24,6 +32,7 @@ them) are planned in render/sim/checkpoint_plan.py; a resumed render starts from
 
 from __future__ import annotations
 
+import re
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -47,6 +56,9 @@ STATE_MEMBERS = {"position": np.int32, "heading": np.int16, "trail": np.float32}
 HEADER_MEMBERS = ("format", "format_version", "release", "output_version", "preset", "step", "frames")
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same state, the same bytes
 NPY_HEADER_MAX = 4096  # an .npy header of these arrays is about 128 bytes
+JOURNAL_MEMBERS = ("journal", "journal_frames", "journal_bytes", "journal_sha256")
+JOURNAL_NAME = re.compile(r"[A-Za-z0-9._+-]{1,200}-journal-[0-9a-f]{16}\.bin")
+MAX_DEFLATE_RATIO = 1100  # deflate makes at most about 1032 bytes of one: more is not deflate
 
 
 class CheckpointError(RenderError):
@@ -81,8 +93,30 @@ def state_members(state: api.State) -> dict[str, np.ndarray]:
     return {name: getattr(state, name).detach().cpu().numpy() for name in STATE_MEMBERS}
 
 
-def save_checkpoint(path: Path, preset: Preset, state: api.State, frames: int) -> None:
-    """Write the checkpoint of one render's state (a batch of one: its G species groups)."""
+@dataclass(frozen=True)
+class JournalMark:
+    """The prefix of a render's frame journal a checkpoint covers: the journal's file `name`
+    (beside the checkpoint), its first `frames` frames, `size` bytes with that `sha256`."""
+
+    name: str
+    frames: int
+    size: int
+    sha256: str
+
+    def members(self) -> dict[str, np.ndarray]:
+        return {
+            "journal": np.array(self.name),
+            "journal_frames": np.array(self.frames, np.int64),
+            "journal_bytes": np.array(self.size, np.int64),
+            "journal_sha256": np.array(self.sha256),
+        }
+
+
+def save_checkpoint(
+    path: Path, preset: Preset, state: api.State, frames: int, journal: JournalMark | None = None
+) -> None:
+    """Write the checkpoint of one render's state (a batch of one: its G species groups), with
+    the journal prefix it covers when the render keeps one."""
     members = {
         "format": np.array(FORMAT),
         "format_version": np.array(FORMAT_VERSION, np.int64),
@@ -92,6 +126,7 @@ def save_checkpoint(path: Path, preset: Preset, state: api.State, frames: int) -
         "step": np.array(int(state.step), np.int64),
         "frames": np.array(frames, np.int64),
         **state_members(state),
+        **(journal.members() if journal is not None else {}),
     }
     write_npz(path, members)
 
@@ -102,15 +137,23 @@ def save_checkpoint(path: Path, preset: Preset, state: api.State, frames: int) -
 
 @dataclass(frozen=True)
 class Resume:
-    """Where a resumed render starts (RenderOptions.resume): a checkpoint's state, checked
-    against the preset it renders, and the note its sidecar carries about it."""
+    """Where a resumed render starts (RenderOptions.resume): a checkpoint whose header and
+    member sizes were checked against `preset`, the preset it renders; its state is read only
+    by load_state(), after the render's checks that need only the preset. how: "resumed" or
+    "branched (--set ...)"; refeed: whether the frames of the checkpoint's journal are this
+    render's frames (a branch that keeps the look), so that its files hold the whole animation."""
 
-    state: api.State
-    note: str
+    checkpoint: Checkpoint
+    preset: Preset
+    how: str
+    refeed: bool = True
 
     @property
     def step(self) -> int:
-        return int(self.state.step)
+        return self.checkpoint.step
+
+    def load_state(self) -> api.State:
+        return self.checkpoint.state(self.preset)
 
 
 @dataclass(frozen=True)
@@ -123,6 +166,16 @@ class Checkpoint:
     output_version: int
     step: int
     frames: int
+    journal: JournalMark | None = None
+
+    def check_sizes(self, preset: Preset) -> None:
+        """The state members' declared sizes in the zip bounded by `preset`'s shapes, and their
+        compression ratios by deflate's, before any of their data is read: CheckpointError."""
+        expected = expected_shapes(preset)
+        with _open(self.path) as archive:
+            for name, dtype in STATE_MEMBERS.items():
+                data = int(np.prod(expected[name], dtype=np.int64)) * np.dtype(dtype).itemsize
+                _check_declared(_member(archive, self.path, name), self.path, name, data)
 
     def state(self, preset: Preset) -> api.State:
         """The checkpoint's state, checked against `preset` (shapes and dtypes before any data is
@@ -146,6 +199,7 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
     with _open(path) as archive:
         names = sorted(info.filename for info in archive.infolist())
         wanted = sorted(f"{name}.npy" for name in (*HEADER_MEMBERS, *STATE_MEMBERS))
+        journaled = sorted([*wanted, *(f"{name}.npy" for name in JOURNAL_MEMBERS)])
         if "format.npy" not in names or _read_text(archive, path, "format") != FORMAT:
             raise CheckpointError(f"{path}: not a physarum checkpoint (a zip without its format tag)")
         found = int(_read_scalar(archive, path, "format_version"))
@@ -154,9 +208,10 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                 f"{path}: checkpoint format {found}; this physarum {version()} reads format "
                 f"{FORMAT_VERSION} only"
             )
-        if names != wanted:
+        if names not in (wanted, journaled):
             raise CheckpointError(
-                f"{path}: a checkpoint holds exactly {', '.join(wanted)} (got {excerpt(names)})"
+                f"{path}: a checkpoint holds exactly {', '.join(wanted)} (and journal, "
+                f"journal_frames, journal_bytes, journal_sha256 or none of them; got {excerpt(names)})"
             )
         header = Checkpoint(
             path=path,
@@ -165,10 +220,26 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
             output_version=int(_read_scalar(archive, path, "output_version")),
             step=int(_read_scalar(archive, path, "step")),
             frames=int(_read_scalar(archive, path, "frames")),
+            journal=_read_mark(archive, path) if names == journaled else None,
         )
     if not 1 <= header.step <= 20_000_000 or header.frames < 0:
         raise CheckpointError(f"{path}: step {header.step} and frames {header.frames} are not a render's")
     return header
+
+
+def _read_mark(archive: zipfile.ZipFile, path: Path) -> JournalMark:
+    """The journal prefix a checkpoint records, its name confined to a file beside it."""
+    mark = JournalMark(
+        name=_read_text(archive, path, "journal"),
+        frames=int(_read_scalar(archive, path, "journal_frames")),
+        size=int(_read_scalar(archive, path, "journal_bytes")),
+        sha256=_read_text(archive, path, "journal_sha256"),
+    )
+    if not JOURNAL_NAME.fullmatch(mark.name):
+        raise CheckpointError(f"{path}: journal {excerpt(mark.name)} is not a frame journal's file name")
+    if mark.frames < 0 or mark.size < 0 or not re.fullmatch(r"[0-9a-f]{64}", mark.sha256):
+        raise CheckpointError(f"{path}: its journal record (frames, bytes, sha256) is not a render's")
+    return mark
 
 
 def expected_shapes(preset: Preset) -> dict[str, tuple[int, ...]]:
@@ -229,6 +300,8 @@ def _read_array(
     """One member's array: its header read first, its shape and dtype checked (shape None: any
     shape within `limit` bytes), its stored size bounded by them, then its data."""
     info = _member(archive, path, name)
+    if limit is not None:
+        _check_declared(info, path, name, limit)
     try:
         with archive.open(info) as member:
             version = np.lib.format.read_magic(member)
@@ -245,16 +318,32 @@ def _read_array(
             data_bytes = int(np.prod(found_shape, dtype=np.int64)) * dtype.itemsize
             if info.file_size > member.tell() + data_bytes:
                 raise CheckpointError(f"{path}: {name} holds more bytes than its shape")
-            data = member.read(data_bytes)
+            data = np.empty(found_shape, dtype=dtype)
+            got = member.readinto(memoryview(data.reshape(-1).view(np.uint8))) if data_bytes else 0
     except CheckpointError:
         raise
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error) as error:
         raise CheckpointError(
             f"{path}: {name} cannot be read ({shorten(str(error))}); is it truncated?"
         ) from None
-    if len(data) != data_bytes:
+    if got != data_bytes:
         raise CheckpointError(f"{path}: {name} is truncated")
-    return np.frombuffer(data, dtype=dtype).reshape(found_shape).copy()
+    return data
+
+
+def _check_declared(info: zipfile.ZipInfo, path: Path, name: str, data_bytes: int) -> None:
+    """A member's sizes as the zip declares them, before it is opened: at most `data_bytes` and
+    an .npy header, and no more than deflate can make of its stored bytes."""
+    if info.file_size > data_bytes + NPY_HEADER_MAX + 16:
+        raise CheckpointError(
+            f"{path}: {name} declares {info.file_size} bytes; the preset's shapes allow at most "
+            f"{data_bytes + NPY_HEADER_MAX + 16}"
+        )
+    if info.file_size > MAX_DEFLATE_RATIO * info.compress_size + 1024:
+        raise CheckpointError(
+            f"{path}: {name} declares {info.file_size} bytes from {info.compress_size} stored, more "
+            f"than deflate makes (at most {MAX_DEFLATE_RATIO} to 1)"
+        )
 
 
 def _header_problem(name, found_shape, fortran, dtype, shape, limit) -> str | None:

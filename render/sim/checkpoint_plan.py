@@ -5,13 +5,16 @@ checkpoint_plan(presets, folder, start) is the plan of a render (a batch of one)
 checkpoint section: the steps after `start` its checkpoints are taken at, each bounded by
 checkpoint_bytes (every member deflated at its worst, with the .npy and zip headers), their
 count at most MAX_CHECKPOINTS and their sum within the disk's free bytes; a plan that cannot be
-kept is a RenderError before anything is written. checkpoint_stops gives the render's course the
-CheckpointWriter that writes them (render/sim/checkpoint.py: the file itself).
+kept is a RenderError before anything is written. The render's frame journal (render/out/journal.py),
+whose bound the out stage gives as `journal`, is counted with them: stated, recorded and within
+the disk's free bytes. checkpoint_stops gives the render's course the CheckpointWriter that
+writes them (render/sim/checkpoint.py: the file itself), each with the journal prefix it covers.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from physarum.render.sim.checkpoint import (
     FORMAT,
     HEADER_MEMBERS,
     STATE_MEMBERS,
+    JournalMark,
     checkpoint_path,
     expected_shapes,
     save_checkpoint,
@@ -45,16 +49,27 @@ class CheckpointWriter:
     """The course's stop (render/sim/course.py) that writes a render's checkpoints into `folder`.
     Each checkpoint is renamed
     into place as soon as it is written and stays when the render later fails or is killed
-    (that is what it is for); the render's outputs keep their all-or-nothing commit."""
+    (that is what it is for); the render's outputs keep their all-or-nothing commit.
+    mark: called before each checkpoint is written, it makes the frames taken so far durable
+    in the render's frame journal and returns the prefix the checkpoint records (None: none)."""
 
-    def __init__(self, preset: Preset, folder: Path, stem: str, steps: frozenset[int]):
+    def __init__(
+        self,
+        preset: Preset,
+        folder: Path,
+        stem: str,
+        steps: frozenset[int],
+        mark: Callable[[], JournalMark | None] | None = None,
+    ):
         self.preset, self.folder, self.stem, self.steps = preset, Path(folder), stem, steps
+        self.mark = mark
         self.written: list[Path] = []
         remove_stale_parts(self.folder, f"{stem}-checkpoint-*.npz")
 
     def __call__(self, simulation, step: int) -> None:
         path = checkpoint_path(self.folder, self.stem, step)
-        save_checkpoint(path, self.preset, simulation.state, frames_before(self.preset.run, step))
+        journal = self.mark() if self.mark is not None else None
+        save_checkpoint(path, self.preset, simulation.state, frames_before(self.preset.run, step), journal)
         self.written.append(path)
 
 
@@ -72,12 +87,14 @@ def checkpointed(presets) -> Preset | None:
     return presets[0]
 
 
-def checkpoint_stops(presets, folder: Path, stem: str) -> list[CheckpointWriter]:
+def checkpoint_stops(
+    presets, folder: Path, stem: str, mark: Callable[[], JournalMark | None] | None = None
+) -> list[CheckpointWriter]:
     """The checkpoint writer of a render (a batch of one), none without a checkpoint section."""
     preset = checkpointed(presets)
     if preset is None:
         return []
-    return [CheckpointWriter(preset, folder, stem, preset.checkpoint.steps(preset.end_step))]
+    return [CheckpointWriter(preset, folder, stem, preset.checkpoint.steps(preset.end_step), mark)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,25 +136,28 @@ def megabytes(size: int) -> str:
 @dataclass(frozen=True)
 class CheckpointPlan:
     """A render's checkpoints, before it starts: at `steps` (after the step it starts from),
-    each at most `each` bytes, into `folder`, whose disk has `free` bytes."""
+    each at most `each` bytes, and its frame journal at most `journal` bytes (0: none), into
+    `folder`, whose disk has `free` bytes."""
 
     name: str
     steps: tuple[int, ...]
     each: int
     folder: Path
     free: int
+    journal: int = 0
 
     @property
     def total(self) -> int:
-        """The most bytes all of them take."""
-        return len(self.steps) * self.each
+        """The most bytes all of them take, the journal included."""
+        return len(self.steps) * self.each + self.journal
 
     def note(self) -> str:
         """One line for stderr: how many, when, how large at most."""
         count, first, last = len(self.steps), self.steps[0], self.steps[-1]
         when = f"step {first}" if count == 1 else f"steps {first} to {last}"
+        journal = f" and a frame journal of at most {megabytes(self.journal)}" if self.journal else ""
         return (
-            f"{count} checkpoint{'s' * (count > 1)} ({when}), each at most {megabytes(self.each)}, "
+            f"{count} checkpoint{'s' * (count > 1)} ({when}), each at most {megabytes(self.each)}{journal}, "
             f"{megabytes(self.total)} in all ({megabytes(self.free)} free in {self.folder})"
         )
 
@@ -150,12 +170,15 @@ class CheckpointPlan:
             "max_bytes_each": self.each,
             "max_bytes_total": self.total,
             "free_bytes": self.free,
+            "journal_max_bytes": self.journal,
         }
 
     def problem(self) -> str | None:
         """Why these checkpoints may not be written: more than MAX_CHECKPOINTS, or more bytes
         than the disk has free. None when they fit."""
-        count, sizes = len(self.steps), f"each up to {megabytes(self.each)}, {megabytes(self.total)} in all"
+        journal = f", a frame journal up to {megabytes(self.journal)}" if self.journal else ""
+        count = len(self.steps)
+        sizes = f"each up to {megabytes(self.each)}{journal}, {megabytes(self.total)} in all"
         if count > MAX_CHECKPOINTS:
             return (
                 f"{self.name}: checkpoint: schedules {count} checkpoints ({sizes}); a render writes "
@@ -171,17 +194,23 @@ class CheckpointPlan:
         return None
 
 
-def checkpoint_plan(presets, folder: Path, start: int = 0) -> CheckpointPlan | None:
+def checkpoint_plan(
+    presets, folder: Path, start: int = 0, journal: Callable[[int], int] | None = None
+) -> CheckpointPlan | None:
     """The checkpoints a render (a batch of one) will write into `folder` after step `start`,
     checked before it starts: RenderError (nothing written) when they are too many or would not
-    fit on the disk. None when it writes none."""
+    fit on the disk. None when it writes none. journal(last_step): the most bytes of the frame
+    journal a render whose last checkpoint is at that step keeps (render/out/journal.py)."""
     preset = checkpointed(presets)
     if preset is None:
         return None
     steps = tuple(sorted(s for s in preset.checkpoint.steps(preset.end_step) if s > start))
     if not steps:
         return None
-    plan = CheckpointPlan(preset.name, steps, checkpoint_bytes(preset), Path(folder), free_bytes(folder))
+    journal_bytes = journal(steps[-1]) if journal is not None else 0
+    plan = CheckpointPlan(
+        preset.name, steps, checkpoint_bytes(preset), Path(folder), free_bytes(folder), journal_bytes
+    )
     problem = plan.problem()
     if problem:
         raise RenderError(problem)

@@ -5,7 +5,10 @@ Step s names the state after s steps (0: as spawned). The warmup's w steps come 
 is taken after step frame_end(f) = w + min((f + 1) * steps_per_frame, steps). A render that
 starts from a checkpoint of step s takes exactly the frames whose end lies after s, with their
 own numbers, so that each frame (and its palette, chosen by its number) is the one the
-uninterrupted render takes.
+uninterrupted render takes. A render that re-feeds the frames of a checkpoint's journal
+(render/out/journal.py) takes its frames from the journal's count on: a checkpoint at frame f's
+step records the frames before f (it is written before frame f is taken), so frame f is then
+taken from the checkpoint's own state.
 """
 
 from __future__ import annotations
@@ -39,11 +42,16 @@ class Course:
     """Where a render's simulation stands (`step`) and where it goes next.
 
     start: the step the simulation starts at (0, or a checkpoint's step); stops: what to do at
-    chosen steps on the way (Stop). Advancing never crosses a stop's step without stopping there.
+    chosen steps on the way (Stop); first: the number of the first frame to take (None: the
+    first whose step lies after `start`; a journal's count, which may be one less when `start`
+    is that frame's step). Advancing never crosses a stop's step without stopping there.
     """
 
-    def __init__(self, run: Run, start: int = 0, stops: Sequence[Stop] = ()):
+    def __init__(self, run: Run, start: int = 0, stops: Sequence[Stop] = (), first: int | None = None):
         self.run, self.start, self.step = run, start, start
+        self.first = frames_before(run, start) if first is None else first
+        if self.first < frames_before(run, start) and self.frame_end(self.first) < start:
+            raise ValueError(f"frame {self.first} was taken before step {start}")
         self.stops = [stop for stop in stops if stop.steps]
         self.stop_steps = sorted(set().union(*(stop.steps for stop in self.stops)))
 
@@ -57,8 +65,8 @@ class Course:
 
     @property
     def first_frame(self) -> int:
-        """The number of the first frame taken after `start`."""
-        return frames_before(self.run, self.start)
+        """The number of the first frame this render takes (after `start`, or at it)."""
+        return self.first
 
     def advance_to(self, simulation, step: int, on_step: Callable[[object], None] | None = None) -> None:
         """Advance the simulation to `step`, stopping at every stop's steps on the way (after

@@ -1,0 +1,316 @@
+"""One render's frame journal: every frame handed to its writers, kept beside its checkpoints so
+that `render --resume` finishes the files as if the render had never stopped
+(docs/checkpoints.md, "The frame journal").
+
+A render with checkpoints (and output.loop_mode none) appends each frame it hands to its writers,
+up to the frames its last checkpoint covers, to `<stem>-journal-<token>.bin` in its output
+folder: only the arrays its writers read (the GIF's index frame and palette, the RGB frame),
+deflated at a fixed level. Before each checkpoint is written the journal is flushed, and the
+checkpoint records the prefix it covers (render/sim/checkpoint.py JournalMark: frames, bytes,
+sha256). `--resume` reads that prefix back (open_journal: every size, count, shape and hash
+checked as untrusted input, no record inflated past its frame's size) and re-feeds its frames
+to fresh writers in order before simulating on.
+
+The file: a header (HEADER: magic, the kinds of arrays, the preview's and the canvas's sides),
+then one record a frame (RECORD: tag, frame number, stored length, then the deflated bytes of
+the preview, the palette and the RGB frame it holds, in that order). The token is a hash of the
+preset's embedded text and the header, so that a render of other frames never writes into the
+journal an earlier render's checkpoints record; a render of the same frames writes the same
+bytes (it writes in place, never truncating what an earlier render's checkpoints cover).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from physarum.render.base.errors import RenderError
+from physarum.render.base.inputs import file_problem, shorten
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.registry import FORMATS
+from physarum.render.look.colour import preview_size
+from physarum.render.preset import Preset
+from physarum.render.preset.provenance import embedded_text
+from physarum.render.sim.checkpoint import JournalMark
+from physarum.render.sim.checkpoint_plan import deflate_bound
+from physarum.render.sim.course import frames_before
+
+MAGIC = b"physarum-journal"
+HEADER = struct.Struct("<16sB3xIIII")  # magic, kinds, preview width and height, canvas width and height
+RECORD = struct.Struct("<4sIQ")  # tag, frame number, stored bytes
+TAG = b"FRAM"
+PREVIEW, RGB = 1, 2  # kinds: the GIF's index frame and palette; the RGB frame
+LEVEL = 1  # deflate's level, fixed: the same frames give the same journal bytes
+CHUNK = 1 << 20
+
+
+class JournalError(RenderError):
+    """A frame journal that cannot be re-fed: one message naming the file and the problem."""
+
+
+class JournalLacks(JournalError):
+    """No journal to re-feed, though nothing is wrong with one: it is not beside the checkpoint
+    (copied alone), or it lacks the arrays the render's writers read (its render wrote other
+    formats). The resumed render's files then hold only the frames after the checkpoint."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What each record of a journal holds: `kinds` (PREVIEW, RGB), of a preview of `preview`
+    (width, height) and a canvas of `canvas` (width, height)."""
+
+    kinds: int
+    preview: tuple[int, int]
+    canvas: tuple[int, int]
+
+    def header(self) -> bytes:
+        return HEADER.pack(MAGIC, self.kinds, *self.preview, *self.canvas)
+
+    def parts(self) -> list[tuple[str, tuple[int, ...]]]:
+        """(array, shape) of a record's arrays, in their order."""
+        (pw, ph), (w, h) = self.preview, self.canvas
+        parts = [("preview", (ph, pw)), ("palette", (256, 3))] if self.kinds & PREVIEW else []
+        return parts + ([("rgb", (h, w, 3))] if self.kinds & RGB else [])
+
+    @property
+    def raw_bytes(self) -> int:
+        return sum(int(np.prod(shape)) for _, shape in self.parts())
+
+    @property
+    def record_bound(self) -> int:
+        """The most bytes one record takes, whatever its frame."""
+        return RECORD.size + deflate_bound(self.raw_bytes)
+
+    def bound(self, frames: int) -> int:
+        """The most bytes a journal of `frames` frames takes."""
+        return HEADER.size + frames * self.record_bound
+
+
+def kinds_of(reads: set[str]) -> int:
+    """The kinds a journal keeps for writers that read `reads` (the specs' reads): a PNG still's
+    last frame is never journaled (it comes after every checkpoint)."""
+    return (PREVIEW if "preview" in reads else 0) | (RGB if "rgb" in reads else 0)
+
+
+def render_reads(preset: Preset, frames_dir: bool) -> set[str]:
+    """What the writers of a render of `preset` read (with --frames-dir: its frames too)."""
+    return {FORMATS[name].spec.reads for name in preset.output.formats} | ({"rgb"} if frames_dir else set())
+
+
+def layout_of(preset: Preset, reads: set[str]) -> Layout:
+    canvas = (preset.canvas.width, preset.canvas.height)
+    return Layout(kinds_of(reads), preview_size(*canvas, preset.output.gif_scale), canvas)
+
+
+def journaled(preset: Preset, reads: set[str]) -> bool:
+    """Whether a render with checkpoints keeps a journal: one of its writers reads frames before
+    the last, and its loop is none (other loops are not resumed)."""
+    return kinds_of(reads) != 0 and preset.loop[0] == "none"
+
+
+def journal_frames(preset: Preset, last_step: int) -> int:
+    """The frames a journal keeps: those its last checkpoint (at `last_step`) covers."""
+    return frames_before(preset.run, last_step)
+
+
+def journal_path(folder: Path, stem: str, preset: Preset, layout: Layout) -> Path:
+    token = hashlib.sha256(embedded_text(preset).encode() + layout.header()).hexdigest()[:16]
+    return Path(folder) / f"{stem}-journal-{token}.bin"
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+class JournalWriter:
+    """Appends the frames a render hands to its writers (numbers 0 .. limit - 1) to its journal
+    at `path`, written in place from the start (never truncated), or continued after the
+    verified prefix of `source` when that is this same file. mark() flushes it and returns the
+    prefix a checkpoint records."""
+
+    def __init__(self, path: Path, layout: Layout, limit: int, source: JournalSource | None = None):
+        self.path, self.layout, self.limit = Path(path), layout, limit
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.file = os.fdopen(fd, "r+b")
+        if source is not None and source.path.exists() and os.path.samefile(source.path, self.path):
+            self.frames, self.size, self.hasher = source.mark.frames, source.mark.size, source.hasher.copy()
+            self.file.seek(self.size)
+        else:
+            self.frames, self.size, self.hasher = 0, 0, hashlib.sha256()
+            self._write(layout.header())
+
+    def append(self, frame: Frame) -> None:
+        """Journal `frame` (the next one; frames the journal holds already are passed by)."""
+        if frame.number < self.frames or self.frames >= self.limit:
+            return
+        if frame.number != self.frames:
+            raise RuntimeError(f"journal: frame {frame.number} handed over after frame {self.frames - 1}")
+        arrays = {"preview": frame.preview, "palette": frame.palette, "rgb": frame.rgb}
+        raw = b"".join(
+            np.ascontiguousarray(arrays[name], np.uint8).tobytes() for name, _ in self.layout.parts()
+        )
+        data = zlib.compress(raw, LEVEL)
+        self._write(RECORD.pack(TAG, frame.number, len(data)) + data)
+        self.frames += 1
+
+    def mark(self) -> JournalMark:
+        """Flush what is written and return the prefix it is (for the next checkpoint)."""
+        self.file.flush()
+        return JournalMark(self.path.name, self.frames, self.size, self.hasher.hexdigest())
+
+    def close(self) -> None:
+        if not self.file.closed:
+            self.file.close()
+
+    def _write(self, data: bytes) -> None:
+        self.file.write(data)
+        self.hasher.update(data)
+        self.size += len(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a checkpoint's journal (untrusted)
+
+
+@dataclass
+class JournalSource:
+    """A checkpoint's journal prefix, checked whole (open_journal); frames() re-reads it."""
+
+    path: Path
+    mark: JournalMark
+    layout: Layout
+    hasher: object
+
+    def frames(self, kinds: int) -> Iterator[Frame]:
+        """The prefix's frames in order, with the arrays of `kinds` only."""
+        wanted = {name for name, _ in Layout(kinds, self.layout.preview, self.layout.canvas).parts()}
+        with _open(self.path) as file:
+            file.seek(HEADER.size)
+            for number, arrays in _records(file, self.path, self.layout, self.mark):
+                yield Frame(number, **{k: v for k, v in arrays.items() if k in wanted})
+
+
+def open_journal(folder: Path, mark: JournalMark, expected: Layout, kinds: int, first: int) -> JournalSource:
+    """The journal prefix a checkpoint in `folder` records, checked before a frame of it is fed:
+    `mark.frames` must be `first` (the frames before the checkpoint) or one less (a checkpoint
+    at a frame's step), its size within the bound of that many frames, its header `expected`'s
+    (holding at least `kinds`), its sha256 the mark's, every record whole and in order.
+    JournalError otherwise; JournalLacks when it is not beside the checkpoint or lacks `kinds`."""
+    path = Path(folder) / mark.name
+    problem = file_problem(path)
+    if problem == "no such file":
+        raise JournalLacks(f"its frame journal {shorten(mark.name)} is not beside it")
+    if problem:
+        raise JournalError(f"{path}: {problem}")
+    if mark.frames not in (first, first - 1) or mark.size > expected.bound(mark.frames):
+        raise JournalError(
+            f"{path}: the checkpoint records {mark.frames} frames in {mark.size} bytes; a render "
+            f"checkpointed there journals {first} frames in at most {expected.bound(first)} bytes"
+        )
+    with _open(path) as file:
+        if os.fstat(file.fileno()).st_size < mark.size:
+            raise JournalError(
+                f"{path}: shorter than the {mark.size} bytes the checkpoint records; truncated?"
+            )
+        hasher = _prefix_hash(file, mark.size)
+        if hasher.hexdigest() != mark.sha256:
+            raise JournalError(
+                f"{path}: its first {mark.size} bytes are not those the checkpoint records (sha256 "
+                "differs): the journal was changed, or is another render's"
+            )
+        file.seek(0)
+        layout, _ = _read_header(file, path, expected, kinds)
+        for _ in _records(file, path, layout, mark):
+            pass
+    return JournalSource(path, mark, layout, hasher)
+
+
+def _prefix_hash(file, size: int):
+    """sha256 of the file's first `size` bytes, read a chunk at a time."""
+    hasher, left = hashlib.sha256(), size
+    while left:
+        chunk = file.read(min(CHUNK, left))
+        if not chunk:
+            break
+        hasher.update(chunk)
+        left -= len(chunk)
+    return hasher
+
+
+def _read_header(file, path: Path, expected: Layout, kinds: int) -> tuple[Layout, bytes]:
+    data = file.read(HEADER.size)
+    if len(data) < HEADER.size or data[: len(MAGIC)] != MAGIC:
+        raise JournalError(f"{path}: not a physarum frame journal")
+    _, found, *sides = HEADER.unpack(data)
+    layout = Layout(found, tuple(sides[:2]), tuple(sides[2:]))
+    if layout.preview != expected.preview or layout.canvas != expected.canvas or found & ~(PREVIEW | RGB):
+        raise JournalError(
+            f"{path}: a journal of {layout.canvas[0]}x{layout.canvas[1]} frames (preview "
+            f"{layout.preview[0]}x{layout.preview[1]}); the preset gives {expected.canvas[0]}x"
+            f"{expected.canvas[1]} (preview {expected.preview[0]}x{expected.preview[1]})"
+        )
+    if kinds & ~found:
+        missing = "RGB" if kinds & ~found & RGB else "GIF"
+        raise JournalLacks(
+            f"the journal holds no {missing} frames (its render wrote no format that reads them)"
+        )
+    return layout, data
+
+
+def _records(file, path: Path, layout: Layout, mark: JournalMark) -> Iterator[tuple[int, dict]]:
+    """Each record of the prefix: its number and arrays, every length bounded before it is read
+    and every record inflated to exactly its frame's size (no more is ever inflated)."""
+    offset = HEADER.size
+    for number in range(mark.frames):
+        head = _exact(file, path, RECORD.size)
+        tag, found, stored = RECORD.unpack(head)
+        if tag != TAG or found != number or stored > layout.record_bound - RECORD.size:
+            raise JournalError(f"{path}: record {number} is not a frame's (tag, number or size); tampered?")
+        offset += RECORD.size + stored
+        if offset > mark.size:
+            raise JournalError(
+                f"{path}: record {number} runs past the {mark.size} bytes the checkpoint records"
+            )
+        data = _exact(file, path, stored)
+        yield number, _inflate(data, path, number, layout)
+    if offset != mark.size:
+        raise JournalError(
+            f"{path}: {mark.frames} frames end at byte {offset}, not at {mark.size} as recorded"
+        )
+
+
+def _inflate(data: bytes, path: Path, number: int, layout: Layout) -> dict[str, np.ndarray]:
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(data, layout.raw_bytes + 1)
+    except zlib.error as error:
+        raise JournalError(f"{path}: frame {number} cannot be inflated ({shorten(str(error))})") from None
+    if len(raw) != layout.raw_bytes or not inflater.eof or inflater.unconsumed_tail or inflater.unused_data:
+        raise JournalError(f"{path}: frame {number} does not inflate to exactly {layout.raw_bytes} bytes")
+    arrays, at = {}, 0
+    for name, shape in layout.parts():
+        size = int(np.prod(shape))
+        arrays[name] = np.frombuffer(raw, np.uint8, size, at).reshape(shape)
+        at += size
+    return arrays
+
+
+def _exact(file, path: Path, size: int) -> bytes:
+    data = file.read(size)
+    if len(data) != size:
+        raise JournalError(f"{path}: ends inside a record; truncated?")
+    return data
+
+
+def _open(path: Path):
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise JournalError(f"{path}: cannot be read ({shorten(str(error.strerror or error))})") from None
