@@ -1,21 +1,29 @@
 """render --from FILE is self-contained: a world output renders again byte for byte from its own
 carried images, in an empty folder, reading no image file; what it carries is checked (hash,
-size, damage), and a file that carries no images needs --images DIR."""
+size, damage), and a file that carries no images needs --images DIR.
+
+A shared file decides only what it renders: its preset's checkpoint and output.fields sections
+are not taken, FILE itself is never written over (an output, a --frames-dir frame, a raw field),
+and a sidecar beside FILE that names other encoder builds gets a note."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sys
 
 import numpy as np
 import pytest
+import yaml
 from PIL import Image
 
 from physarum.render.cli.main import main
+from physarum.render.formats.png import save_png
 from physarum.render.formats.registry import read_embedded
 from physarum.render.preset import carried
-from support import world_data, write_preset
+from physarum.render.preset.provenance import encoder_builds
+from support import tiny_data, world_data, write_preset
 
 FORMATS = ("gif", "mp4", "png")
 
@@ -152,3 +160,93 @@ def test_a_set_path_the_user_names_is_read_and_may_not_take_a_carried_images_nam
     capsys.readouterr()
     assert render("--from", outputs["gif"], "--out", "b", "--set", "world.walls.path=./gradient.png") == 2
     assert "the name of another image this render reads" in capsys.readouterr().err
+
+
+@pytest.fixture
+def tiny_outputs(tmp_path, monkeypatch):
+    """A tiny render's GIF, PNG and sidecar (o/tiny/), its --frames-dir frames (frames/) and a raw
+    field as PNG (o/tiny/tiny-s3-fields-6.png), rendered in tmp_path, the working folder."""
+    monkeypatch.chdir(tmp_path)
+    path = write_preset(tmp_path, tiny_data(output={"formats": ["gif", "png"]}))
+    flags = ("--frames-dir", "frames", "--fields-at", "6", "--set", "output.fields.formats=[png]")
+    assert render(path, "--out", "o", *flags) == 0
+    return tmp_path / "o" / "tiny"
+
+
+def with_local_sections(source, target) -> None:
+    """`source` (a GIF or PNG) again as `target`, its embedded preset given a checkpoint section
+    and raw fields: what a stranger may put in a shared file."""
+    header, text = read_embedded(source).split("\n", 1)
+    data = yaml.safe_load(text)
+    data["checkpoint"] = {"every": 1}
+    data["output"]["fields"] = {"every": 1, "formats": ["npz", "png"]}
+    crafted = f"{header}\n{yaml.safe_dump(data, sort_keys=False)}"
+    with Image.open(source) as image:
+        if target.suffix == ".png":
+            with open(target, "wb") as file:
+                save_png(file, np.asarray(image.convert("RGB")), crafted)
+        else:
+            image.save(target, save_all=True, comment=crafted.encode())
+
+
+@pytest.mark.parametrize("fmt", ["gif", "png"])
+def test_a_shared_files_checkpoint_and_fields_sections_are_not_taken(tiny_outputs, fmt, capsys):
+    crafted = tiny_outputs.parent.parent / f"crafted.{fmt}"
+    with_local_sections(tiny_outputs / f"tiny-s3.{fmt}", crafted)
+    assert "checkpoint:" in read_embedded(crafted)
+    capsys.readouterr()
+    assert render("--from", crafted, "--out", "again") == 0
+    err = capsys.readouterr().err
+    assert "its preset's checkpoint and output.fields are not taken from a shared file" in err, err
+    written = sorted(os.listdir("again/tiny"))
+    assert written == ["tiny-s3.gif", "tiny-s3.json", "tiny-s3.png"], written  # no checkpoint, no field
+    assert open("again/tiny/tiny-s3.gif", "rb").read() == (tiny_outputs / "tiny-s3.gif").read_bytes()
+    assert render("--from", crafted, "--out", "mine", "--checkpoint-at", "9") == 0  # the user's own flag
+    assert sorted(os.listdir("mine/tiny"))[0] == "tiny-s3-checkpoint-9.npz"
+
+
+@pytest.mark.parametrize(
+    "which, flags",
+    [
+        ("frame", ("--out", "again", "--frames-dir", "frames")),
+        ("link", ("--out", "again", "--frames-dir", "frames")),
+        ("field", ("--out", "o", "--fields-at", "6")),
+        ("output", ("--out", "o")),
+    ],
+)
+def test_from_a_file_the_render_would_write_is_refused_and_left_as_it_was(tiny_outputs, which, flags, capsys):
+    frame = tiny_outputs.parent.parent / "frames" / "tiny-s3-00001.png"
+    if which == "link":
+        os.symlink(frame, "link.png")
+    source = {"frame": frame, "link": "link.png", "field": tiny_outputs / "tiny-s3-fields-6.png"}.get(
+        which, tiny_outputs / "tiny-s3.png"
+    )
+    before = os.stat(source)
+    capsys.readouterr()
+    assert render("--from", source, *flags) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "would write over" in err, err
+    after = os.stat(source)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert not os.path.exists("again")
+    assert render("--from", source, "--out", "again", "--frames-dir", "elsewhere", "--fields-at", "6") == 0
+
+
+def test_a_sidecar_naming_other_encoder_builds_gets_a_note(tiny_outputs, capsys):
+    sidecar = tiny_outputs / "tiny-s3.json"
+    data = json.loads(sidecar.read_text())
+    assert data["encoders"] == encoder_builds()
+    capsys.readouterr()
+    assert render("--from", tiny_outputs / "tiny-s3.gif", "--out", "a") == 0
+    assert "encoder builds" not in capsys.readouterr().err  # this install's own builds
+    data["encoders"].update(av="99.0.0", libx264="core 1\x1b[2J")
+    sidecar.write_text(json.dumps(data))
+    for source in ("tiny-s3.gif", "tiny-s3.json"):
+        assert render("--from", tiny_outputs / source, "--out", "b") == 0
+        err = capsys.readouterr().err
+        assert f"av 99.0.0 (here {encoder_builds()['av']})" in err and "core 1\\x1b[2J" in err, err
+        assert "the MP4 this render writes may differ" in err
+    limit = sys.getrecursionlimit()
+    sidecar.write_text("[" * (limit * 2) + "]" * (limit * 2))  # a stranger's sidecar: no note, no traceback
+    assert render("--from", tiny_outputs / "tiny-s3.gif", "--out", "c") == 0
+    assert "encoder builds" not in capsys.readouterr().err
