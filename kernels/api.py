@@ -10,7 +10,8 @@ Numbers that must agree bit for bit across backends (see docs/model.md):
 - Randomness is ``lowbias32`` (a 32-bit integer hash) of (seed, step, agent), never torch.rand.
 - Deposits are int32 counts; the trail is float32, updated in one fixed order of operations.
 
-The exact arithmetic built on these constants is kernels/exact.py; spawning, kernels/spawn.py.
+The constants and ModelParams live in kernels/limits.py (no torch) and are re-exported here. The
+exact arithmetic built on them is kernels/exact.py; spawning, kernels/spawn.py.
 """
 
 from __future__ import annotations
@@ -22,38 +23,22 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 
-HEADING_BITS = 12
-HEADINGS = 1 << HEADING_BITS
-HEADING_MASK = HEADINGS - 1
-FRAC_BITS = 16
-ONE = 1 << FRAC_BITS
-UNIT_BITS = 30  # fixed point of the exact unit circle
-MAX_CANVAS = 16384  # keeps (canvas + offsets) << FRAC_BITS inside int32
-MAX_DISTANCE = 255.0  # sensor distance and step size, pixels
-U32 = 0xFFFFFFFF
-
-# Trail values below this are flushed to zero, so no backend ever meets a subnormal float
-# (GPUs may flush them, CPUs do not). Coefficients are 0 or >= MIN_COEFFICIENT, which keeps
-# every intermediate product of normal trail values normal.
-TRAIL_FLOOR = 2.0**-100
-MIN_COEFFICIENT = 2.0**-20
-
-BOUNDARIES = ("wrap", "reflect", "clamp")
-MAX_SPECIES = 4
-
-
-@dataclass(frozen=True)
-class ModelParams:
-    """One simulation's parameters in the model's own units (degrees, pixels)."""
-
-    sensor_angle: float
-    sensor_distance: float
-    turn_angle: float
-    step_size: float
-    deposit: float
-    diffuse: float
-    decay: float
-    seed: int
+from physarum.kernels.limits import (
+    BOUNDARIES,
+    FRAC_BITS,
+    HEADING_BITS,
+    HEADING_MASK,
+    HEADINGS,
+    MAX_CANVAS,
+    MAX_DISTANCE,
+    MAX_SPECIES,
+    MIN_COEFFICIENT,
+    ONE,
+    TRAIL_FLOOR,
+    U32,
+    UNIT_BITS,
+    ModelParams,
+)
 
 
 @dataclass
@@ -303,3 +288,29 @@ class Simulation(Protocol):
         """(bytes per agent, bytes per cell of its map) that one group of `agents` agents needs
         on the device at its peak: its state, buffers and a step's temporaries."""
         ...
+
+
+# the contract's names, with the plain numbers and ModelParams of kernels/limits.py
+__all__ = [
+    "BOUNDARIES",
+    "EMPTY_WORLD",
+    "FRAC_BITS",
+    "HEADINGS",
+    "HEADING_BITS",
+    "HEADING_MASK",
+    "MAX_CANVAS",
+    "MAX_DISTANCE",
+    "MAX_SPECIES",
+    "MIN_COEFFICIENT",
+    "ModelParams",
+    "ONE",
+    "Phase",
+    "Simulation",
+    "State",
+    "TRAIL_FLOOR",
+    "Tables",
+    "U32",
+    "UNIT_BITS",
+    "World",
+    "untimed",
+]

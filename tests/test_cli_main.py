@@ -474,3 +474,75 @@ def test_preview_writes_a_small_gif_alone(tmp_path, capsys):
     with Image.open(folder / "tiny-s3.gif") as image:
         assert image.size == (24, 16)
     assert json.loads((folder / "tiny-s3.json").read_text())["gif_budget"]["max_bytes"] == 2_000_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Start-up and the light commands (issue 25: items 2 and 6)
+
+LIGHT = [["--help"], ["presets"], ["presets", "quickstart"], ["sweeps"], ["validate", "quickstart"]]
+
+
+@pytest.mark.parametrize("argv", LIGHT, ids=" ".join)
+def test_the_light_commands_import_no_torch(argv):
+    code = (
+        "import sys\nfrom physarum.render.cli.main import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print('torch' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
+
+
+def test_presets_name_prints_the_curated_yaml_and_refuses_others(capsys):
+    assert main(["presets", "quickstart"]) == 0
+    printed = capsys.readouterr().out
+    assert printed == (ROOT / "presets" / "quickstart.yaml").read_text(encoding="utf-8")
+    assert yaml.safe_load(printed)["name"] == "quickstart"
+    assert main(["presets", "quickstartt"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'quickstart'?" in err and "Traceback" not in err
+    assert main(["presets", "presets/quickstart.yaml"]) == 2
+    assert "not a curated preset" in capsys.readouterr().err
+
+
+def test_sweeps_lists_each_example_sweep_with_its_description(capsys):
+    assert main(["sweeps"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [p.stem for p in sorted((ROOT / "sweeps").glob("*.yaml"))]
+    assert [line.split()[0] for line in lines] == names
+    angles = yaml.safe_load((ROOT / "sweeps" / "angles.yaml").read_text())["description"]
+    assert any(line.startswith("angles ") and line.endswith(angles) for line in lines)
+
+
+def test_a_render_says_what_it_does_first_and_what_the_budget_chose(tmp_path, capsys):
+    path = write_preset(tmp_path, tiny_data(output={"formats": ["gif"], "gif_max_bytes": 6000}))
+    assert main(["render", str(path), "--out", str(tmp_path / "o"), "--backend", "torch"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "physarum: loading torch..."
+    report = json.loads((tmp_path / "o" / "tiny" / "tiny-s3.json").read_text())["gif_budget"]
+    line = next(line for line in err if line.startswith("gif: "))
+    d, stride = report["downscale"], report["stride"]
+    frames = "every frame" if stride == 1 else f"every {stride}"
+    assert f"within the 6 KB budget: {48 // d}x{32 // d}, {frames}" in line
+    assert line.startswith(f"gif: {report['bytes'] / 1000:.0f} KB") and f"{report['levels']} levels" in line
+    quiet = ["render", str(path), "--out", str(tmp_path / "q"), "--backend", "torch", "--quiet"]
+    assert main(quiet) == 0
+    err = capsys.readouterr().err
+    assert "loading torch" not in err and "gif: " not in err
+
+
+def test_a_budget_that_leaves_too_little_is_refused_naming_the_least(tmp_path, capsys, monkeypatch):
+    from physarum.render.run import runner
+
+    monkeypatch.setattr(runner, "make_batch_simulation", lambda *a: pytest.fail("it simulated"))
+    data = tiny_data(canvas={"width": 128, "height": 96}, run={"steps": 40, "steps_per_frame": 2})
+    path = write_preset(tmp_path, data)
+    out = tmp_path / "o"
+    argv = ["render", str(path), "--out", str(out), "--backend", "torch", "--gif-max-bytes"]
+    assert main([*argv, "2500"]) == 2
+    message = capsys.readouterr().err
+    assert "8 frames and 64 pixels" in message and "Traceback" not in message
+    least = int(message.split("allow at least ")[1].split()[0])
+    assert not list(out.rglob("*.*"))
+    monkeypatch.undo()
+    assert main([*argv, str(least), "--quiet"]) == 0

@@ -163,7 +163,11 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
 
-    commands.add_parser("presets", help="list the curated presets")
+    presets = commands.add_parser("presets", help="list the curated presets, or print one's YAML")
+    presets.add_argument(
+        "name", nargs="?", default=None, help="a curated preset: print its YAML file, to copy and edit"
+    )
+    commands.add_parser("sweeps", help="list the example sweeps")
 
     validate = commands.add_parser("validate", help="check preset files without rendering")
     validate.add_argument("presets", nargs="+", metavar="PRESET")

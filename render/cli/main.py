@@ -10,21 +10,17 @@ import os
 import sys
 from pathlib import Path
 
-from physarum.render import analysis
-from physarum.render import sweep as sweeps
 from physarum.render.base.errors import RenderError, machine_problem, printable, shown
 from physarum.render.base.interrupts import Terminated, signals_interrupt
+from physarum.render.cli import show
 from physarum.render.cli.arguments import flag_settings, parser, stop_settings
-from physarum.render.out.specs import output_paths
+from physarum.render.out.specs import gif_size, output_paths
 from physarum.render.preset import PresetError, load_preset
-from physarum.render.preset.catalog import preset_files, resolve_preset_path, resolve_sweep_path
-from physarum.render.run.machine import device_name, limit_cpu_threads, resolve_backend, resolve_device
+from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_path
 from physarum.render.run.reload import load_for_render, refuse_writing_over
-from physarum.render.run.resume import load_for_resume
-from physarum.render.run.runner import RenderOptions, render
-from physarum.render.tools.bench import CONFIGS, run_bench
-from physarum.render.tools.profile import profile_preset
-from physarum.render.tools.stats import StatsRecorder
+
+# The commands that simulate import torch (and the stages that need it) inside their function,
+# each line marked `# start-up:`: help, presets, sweeps and validate answer without it.
 
 EXIT_USAGE = 2
 
@@ -33,8 +29,17 @@ def cmd_render(args) -> int:
     args.settings = [*args.settings, *flag_settings(args), *stop_settings(args)]
     if args.preview:
         args.out = str(Path(args.out) / "previews")
-    preset, resume = load_for_resume(args) if args.resume else (load_for_render(args), None)
-    paths = list(output_paths(preset, Path(args.out)).values())
+    if not args.resume:  # a preset is read without torch: its mistakes are the only message
+        preset, resume = load_for_render(args), None
+    show.status(args.quiet, "loading torch")
+    from physarum.render.run.resume import load_for_resume  # start-up: torch
+    from physarum.render.run.runner import RenderOptions, render  # start-up: torch
+    from physarum.render.tools.stats import StatsRecorder  # start-up: torch
+
+    if args.resume:
+        preset, resume = load_for_resume(args)
+    outputs = output_paths(preset, Path(args.out))
+    paths = list(outputs.values())
     paths.append(paths[-1].with_suffix(".stats.csv"))
     if args.from_file:
         refuse_writing_over(Path(args.from_file), paths)
@@ -63,6 +68,7 @@ def cmd_render(args) -> int:
         size = path.stat().st_size
         print(printable(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}"))
     if not args.quiet:
+        show.print_budget(outputs["json"], gif_size(preset))
         t = result.timings
         encoders = ", ".join(f"{k[7:-2]} {v:.1f} s" for k, v in t.items() if k.startswith("encode_"))
         print(
@@ -75,6 +81,8 @@ def cmd_render(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    from physarum.render import sweep as sweeps  # start-up: torch
+
     sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
     max_batch = sweeps.DEFAULT_MAX_BATCH if args.batch is None else args.batch
     if args.dry_run:
@@ -111,12 +119,15 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    for path in preset_files():
-        preset = load_preset(path)
-        size = f"{preset.canvas.width}x{preset.canvas.height}"
-        print(
-            printable(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
-        )
+    if args.name is not None:  # one curated preset's YAML, to copy and edit
+        sys.stdout.write(show.preset_text(args.name))
+        return 0
+    print("\n".join(map(printable, show.preset_lines())))
+    return 0
+
+
+def cmd_sweeps(args) -> int:
+    print("\n".join(map(printable, show.sweep_lines())))
     return 0
 
 
@@ -141,11 +152,14 @@ def _positive(value: int, flag: str) -> int:
 
 
 def cmd_profile(args) -> int:
+    from physarum.render.run import machine  # start-up: torch
+    from physarum.render.tools.profile import profile_preset  # start-up: torch
+
     preset = load_preset(resolve_preset_path(args.preset))
-    device = resolve_device(args.device)
+    device = machine.resolve_device(args.device)
     if device.type == "cpu":
-        limit_cpu_threads()
-    backend = resolve_backend(args.backend, device)
+        machine.limit_cpu_threads()
+    backend = machine.resolve_backend(args.backend, device)
     trace = Path(args.trace or f"outputs/{preset.name}/{preset.name}-{backend}.trace.json")
     profile_preset(preset, backend, device, _positive(args.steps, "--steps"), args.warmup, trace)
     print(printable(f"trace: {trace} (open it in https://ui.perfetto.dev)"))
@@ -153,7 +167,10 @@ def cmd_profile(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    device = resolve_device(args.device)
+    from physarum.render.run import machine  # start-up: torch
+    from physarum.render.tools.bench import CONFIGS, run_bench  # start-up: torch
+
+    device = machine.resolve_device(args.device)
     default = "S,L,XL,X" if device.type == "cuda" else "CPU"
     configs = [c.strip() for c in (args.configs or default).split(",") if c.strip()]
     unknown = [c for c in configs if c not in CONFIGS]
@@ -162,8 +179,8 @@ def cmd_bench(args) -> int:
     if device.type != "cuda" and any(CONFIGS[c].gpu_only for c in configs):
         raise RenderError("--configs: S, L, XL and X are GPU configurations; on a CPU use --configs CPU")
     if device.type == "cpu":
-        limit_cpu_threads()
-    name = "cpu" if device.type == "cpu" else device_name(device).lower().replace(" ", "-")
+        machine.limit_cpu_threads()
+    name = "cpu" if device.type == "cpu" else machine.device_name(device).lower().replace(" ", "-")
     out = Path(args.out or f"benchmarks/{name}.json")
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     run_bench(configs, device, out, _positive(args.develop, "--develop"), skip)
@@ -171,6 +188,9 @@ def cmd_bench(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
+    from physarum.render import analysis  # start-up: torch
+    from physarum.render.run import machine  # start-up: torch
+
     axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
     if preset.has_world:
@@ -193,22 +213,22 @@ def cmd_sensitivity(args) -> int:
             f"--at must be at least 1 (the trail is empty before the first step), got {args.at}"
         )
     steps = _positive(preset.run.steps if args.steps is None else args.steps, "--steps")
-    device = resolve_device(args.device)
+    device = machine.resolve_device(args.device)
     options = analysis.RunOptions(
         steps=steps,
         at=args.at,
         twins=analysis.twin_kinds(twins),
-        backend=resolve_backend(args.backend, device),
+        backend=machine.resolve_backend(args.backend, device),
         device=device,
         quiet=args.quiet,
     )
     threshold = analysis.GROWTH_THRESHOLD if args.threshold is None else args.threshold
     if axes:
         document = analysis.sensitivity_plane(
-            preset, axes, options, Path(args.out), threshold, device_name(device)
+            preset, axes, options, Path(args.out), threshold, machine.device_name(device)
         )
     else:
-        document = analysis.sensitivity(preset, options, Path(args.out), device_name(device))
+        document = analysis.sensitivity(preset, options, Path(args.out), machine.device_name(device))
     print("\n".join(map(printable, analysis.summary_lines(document))))
     for path in document["outputs"].values():
         print(printable(Path(args.out) / preset.name / path))
@@ -217,19 +237,20 @@ def cmd_sensitivity(args) -> int:
 
 def cmd_graph(args) -> int:
     from physarum.render import graph  # start-up: scikit-image, scipy and networkx load only for graph
+    from physarum.render.run import machine  # start-up: torch
 
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
     min_area = graph.MIN_AREA if args.min_area is None else args.min_area
     if min_area < 1:
         raise RenderError(f"--min-area must be at least 1 cell, got {min_area}")
-    device = resolve_device(args.device)
+    device = machine.resolve_device(args.device)
     if device.type == "cpu":
-        limit_cpu_threads()
+        machine.limit_cpu_threads()
     options = graph.GraphOptions(
         steps=graph.chosen_steps(args.at, args.every, preset.run.steps),
         threshold=graph.parse_threshold(args.threshold),
         min_area=min_area,
-        backend=resolve_backend(args.backend, device),
+        backend=machine.resolve_backend(args.backend, device),
         device=device,
         quiet=args.quiet,
     )
@@ -241,6 +262,7 @@ def cmd_graph(args) -> int:
 COMMANDS = {
     "render": cmd_render,
     "presets": cmd_presets,
+    "sweeps": cmd_sweeps,
     "validate": cmd_validate,
     "profile": cmd_profile,
     "bench": cmd_bench,

@@ -1,6 +1,7 @@
 """A render's outputs, from its preset: their paths, each format's spec (render/formats/), and
 the checks that refuse, before anything is simulated, what a format cannot hold: each format's
-own limits and a GIF budget below the smallest GIF the preset can make.
+own limits and a GIF budget below the smallest GIF the preset can make, or one that would leave
+too few frames or pixels. Its paths import no torch (look/ is imported where a GIF is sized).
 """
 
 from __future__ import annotations
@@ -13,12 +14,30 @@ from physarum.render.base.errors import RenderError
 from physarum.render.formats.contract import Shared, Spec
 from physarum.render.formats.frames_dir import FramesDirSpec
 from physarum.render.formats.gif_budget import minimum_bytes
-from physarum.render.formats.gif_file import Digits
+from physarum.render.formats.gif_file import (
+    LEVELS,
+    TRAILER,
+    Digits,
+    Reduction,
+    delay_ms,
+    frame_block,
+    header,
+    kept_frames,
+    level_palette,
+    reduced_size,
+)
 from physarum.render.formats.registry import FORMATS
-from physarum.render.look.colour import PRODUCT_LEVELS, make_colourist, preview_size
-from physarum.render.look.loops import shown_frames
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text
+
+# the least a GIF budget may leave: frames kept and pixels on the GIF's short side (or all of
+# them, where the GIF has fewer)
+MIN_GIF_FRAMES = 8
+MIN_GIF_SIDE = 64
+# what the floor's frames are assumed to take at least, beyond a frame of one colour: a budget's
+# choice is made from the frames, unknown before a render, so the refusal assumes half a bit a
+# pixel (quickstart's frames take about 3.6 bits a pixel at 16 levels)
+FLOOR_BITS_PER_PIXEL = 0.5
 
 
 def output_stem(preset: Preset) -> str:
@@ -35,6 +54,8 @@ def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
 def gif_digits(preset: Preset) -> tuple[int, int]:
     """(base, count) of a preset's GIF indices: one digit in base 256, or one per species in
     base PRODUCT_LEVELS[S] (render/look/colour.py)."""
+    from physarum.render.look.colour import PRODUCT_LEVELS  # start-up: torch, for a render only
+
     if preset.species is None:
         return 256, 1
     return PRODUCT_LEVELS[len(preset.species)], len(preset.species)
@@ -42,6 +63,8 @@ def gif_digits(preset: Preset) -> tuple[int, int]:
 
 def gif_size(preset: Preset) -> tuple[int, int]:
     """The GIF's (width, height): the canvas at output.gif_scale."""
+    from physarum.render.look.colour import preview_size  # start-up: torch, for a render only
+
     return preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
 
 
@@ -76,16 +99,66 @@ def check_outputs(preset: Preset) -> list[str]:
 def check_gif_budget(preset: Preset) -> None:
     """Refuse, before rendering, a GIF budget below what any GIF of the preset takes
     (gif_budget.minimum_bytes: known from its size, frames, palettes and embedded text), with a
-    loop the fewest frames it can show (loops.shown_frames)."""
+    loop the fewest frames it can show (loops.shown_frames); then one that would leave fewer
+    than MIN_GIF_FRAMES frames or a short side under MIN_GIF_SIDE pixels (floor_reduction),
+    naming the smallest budget that keeps them: reduced_bytes of the floor and
+    FLOOR_BITS_PER_PIXEL of its frames' pixels."""
+    from physarum.render.look.colour import make_colourist  # start-up: torch, for a render only
+    from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
+
     out = preset.output
     colourist = make_colourist(preset)
     palettes = [colourist.table(number).tobytes() for number in range(shown_frames(preset))]
-    least = minimum_bytes(
-        *gif_size(preset), palettes, Digits(*gif_digits(preset)), out.loop, embedded_text(preset)
-    )
+    digits, comment = Digits(*gif_digits(preset)), embedded_text(preset)
+    least = minimum_bytes(*gif_size(preset), palettes, digits, out.loop, comment)
     if out.gif_max_bytes < least:
         raise RenderError(
             f"{preset.name}: output.gif_max_bytes (--gif-max-bytes) is {out.gif_max_bytes} bytes; "
             f"no GIF of this preset fits in fewer than {least} bytes (header, embedded preset and "
             f"the smallest frames); allow at least {least}, or leave gif out of output.formats"
         )
+    floor = floor_reduction(*gif_size(preset), len(palettes), digits)
+    width, height = reduced_size(*gif_size(preset), floor.factor)
+    kept = len(kept_frames(len(palettes), floor.stride))
+    needed = reduced_bytes(*gif_size(preset), palettes, out.loop, comment, floor)
+    needed += kept * int(width * height * FLOOR_BITS_PER_PIXEL / 8)
+    needed = -(-needed // 100) * 100  # up to a round number: the budget's own digits are embedded
+    if out.gif_max_bytes < needed:
+        frames = min(MIN_GIF_FRAMES, len(palettes))
+        side = min(MIN_GIF_SIDE, *gif_size(preset))
+        raise RenderError(
+            f"{preset.name}: output.gif_max_bytes (--gif-max-bytes) is {out.gif_max_bytes} bytes, "
+            f"too small for a GIF of {frames} frames and {side} pixels on its short side (a budget "
+            f"keeps at least {MIN_GIF_FRAMES} frames and {MIN_GIF_SIDE} pixels, or all the GIF "
+            f"has); allow at least {needed} bytes, or leave gif out of output.formats"
+        )
+
+
+def floor_reduction(width: int, height: int, frames: int, digits: Digits) -> Reduction:
+    """The most reduced GIF a budget may leave: the fewest levels a budget chooses
+    (gif_budget.candidates), the largest area downscale that keeps min(MIN_GIF_SIDE, short side)
+    pixels on the short side, the largest stride that keeps min(MIN_GIF_FRAMES, frames) frames."""
+    short = min(width, height)
+    side = min(MIN_GIF_SIDE, short)
+    factor = max(d for d in range(1, short + 1) if short // d >= side)
+    keep = min(MIN_GIF_FRAMES, frames)
+    stride = max(s for s in range(1, frames + 1) if len(kept_frames(frames, s)) >= keep)
+    return Reduction(LEVELS[-1] if digits.count == 1 else 256, factor, stride)
+
+
+def reduced_bytes(
+    width: int, height: int, palettes: list[bytes], loop: int, comment: str, reduction: Reduction
+) -> int:
+    """A lower bound on the bytes of any GIF of these frames (palettes: each frame's 768-byte
+    palette) at `reduction` or a milder one: its header, and each kept frame as a frame of one
+    colour (LZW's smallest), with its local table where its palette differs (the bound
+    gif_budget.minimum_bytes takes for its last candidate)."""
+    size = reduced_size(width, height, reduction.factor)
+    first = level_palette(palettes[0], reduction.levels)
+    total = len(header(*size, first, loop, comment)) + len(TRAILER)
+    constant = np.zeros((size[1], size[0]), dtype=np.uint8)
+    delay = delay_ms(100, reduction.stride)
+    for number in kept_frames(len(palettes), reduction.stride):
+        table = level_palette(palettes[number], reduction.levels)
+        total += len(frame_block(constant, table, table != first, delay))
+    return total

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from physarum.kernels.api import MAX_DISTANCE
+from physarum.kernels.limits import MAX_DISTANCE
 from physarum.render.base.errors import PresetError, did_you_mean
 from physarum.render.base.inputs import excerpt, read_text, shorten
 from physarum.render.preset.images import image_problems

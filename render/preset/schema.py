@@ -19,8 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from physarum.kernels.api import MAX_SPECIES, ONE, ModelParams
-from physarum.kernels.spawn import species_seed
+from physarum.kernels.limits import MAX_SPECIES, ONE, ModelParams
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
 from physarum.render.preset.output_sections import Checkpoint, Output, Palette
@@ -184,6 +183,8 @@ class Preset(Section):
         seed). A scheduled value is exact until it is rounded here once: a distance to a whole
         1/65536 pixel (the agents' fixed point, so a ramp's tables are quick to build), the rest
         to the nearest float."""
+        from physarum.kernels.spawn import species_seed  # start-up: torch loads only for a simulation
+
         m = self.species_model(s)
         short = min(self.canvas.width, self.canvas.height)
         end = self.end_step

@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from physarum.kernels.api import MAX_CANVAS, MAX_DISTANCE
+from physarum.kernels.limits import MAX_CANVAS, MAX_DISTANCE
 from physarum.render.preset.images import image_size
 from physarum.render.preset.schedule import optional_form, scheduled
 

@@ -1,0 +1,95 @@
+"""What the `physarum` command shows besides a render's files: the curated presets and example
+sweeps listed, a curated preset's YAML, the status line a render starts with, and the line that
+says what a GIF budget chose. Nothing here imports torch (the light commands answer at once).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from physarum.render.base.errors import PresetError, printable
+from physarum.render.preset import load_preset, read_preset_file
+from physarum.render.preset.catalog import PRESETS, preset_files, sweep_files
+
+MB = 1_000_000  # budgets are given in decimal units (10MB: 10,000,000 bytes)
+
+
+def preset_lines() -> list[str]:
+    """One line per curated preset: name, canvas, agents and description."""
+    lines = []
+    for path in preset_files():
+        preset = load_preset(path)
+        size = f"{preset.canvas.width}x{preset.canvas.height}"
+        lines.append(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
+    return lines
+
+
+def preset_text(name: str) -> str:
+    """The YAML file of the curated preset `name`, as shipped (comments kept), to copy and edit.
+    PresetError naming the curated presets where `name` is none of them; it is checked by
+    loading it, so what is printed is a valid preset."""
+    path = PRESETS.resolve(name)
+    if path.parent != PRESETS.folder():  # a path: this command prints the curated ones only
+        names = ", ".join(PRESETS.names())
+        raise PresetError([f"{name}: not a curated preset; curated presets: {names}"])
+    load_preset(path)
+    return path.read_text(encoding="utf-8")
+
+
+def sweep_lines() -> list[str]:
+    """One line per example sweep: the name `physarum sweep NAME` takes, and its description
+    (read as safe YAML only: no job is expanded)."""
+    lines = []
+    for path in sweep_files():
+        data = read_preset_file(path)
+        description = data.get("description", "") if isinstance(data, dict) else ""
+        lines.append(f"{path.stem:<16} {description}")
+    return lines
+
+
+def status(quiet: bool, what: str) -> None:
+    """One short line on stderr saying what a render is doing ("physarum: loading torch..."),
+    unless quiet: a render speaks from its first second, before its heavy imports."""
+    if not quiet:
+        print(f"physarum: {what}...", file=sys.stderr, flush=True)
+
+
+def ordinal(n: int) -> str:
+    """2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def megabytes(size: int) -> str:
+    """A byte count as a short decimal size: 1.9 MB, 850 KB, 900 bytes."""
+    if size >= MB:
+        return f"{size / MB:.1f} MB"
+    if size >= 1000:
+        return f"{size / 1000:.0f} KB"
+    return f"{size} bytes"
+
+
+def budget_line(report: dict, gif_size: tuple[int, int]) -> str:
+    """What a GIF budget chose (the sidecar's gif_budget report), in one line: "gif: 1.9 MB
+    within the 2.0 MB budget: 128x128, every 2nd frame, 32 levels". gif_size: the GIF's size
+    before the budget's downscale."""
+    factor = int(report["downscale"])
+    width, height = (max(1, side // factor) for side in gif_size)
+    stride = int(report["stride"])
+    frames = "every frame" if stride == 1 else f"every {ordinal(stride)} frame"
+    return (
+        f"gif: {megabytes(int(report['bytes']))} within the {megabytes(int(report['max_bytes']))} "
+        f"budget: {width}x{height}, {frames}, {report['levels']} levels"
+    )
+
+
+def print_budget(sidecar: Path, gif_size: tuple[int, int]) -> None:
+    """Print budget_line on stderr where the render's sidecar holds a gif_budget report."""
+    try:
+        report = json.loads(sidecar.read_text(encoding="utf-8")).get("gif_budget")
+    except (OSError, ValueError):
+        return
+    if isinstance(report, dict):
+        print(printable(budget_line(report, gif_size)), file=sys.stderr)
