@@ -4,6 +4,8 @@ hand-written block parser for GIF and PNG metadata."""
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -276,3 +278,44 @@ def test_gif_frames_compressed_in_worker_processes_are_the_same_bytes(tmp_path):
     assert written[0] == written[1]
     tables = [frame["table"] for frame in parse_gif(tmp_path / "p3.gif")["frames"]]
     assert len(tables) == 15 and tables[4] == ice.tobytes() and tables[0] is None
+
+
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from physarum.render.base.errors import os_error_message
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.gif import GifSpec
+from physarum.render.formats.mp4 import Mp4Spec
+from physarum.render.formats.registry import open_writer
+from physarum.render.look.palette import palette_table
+import numpy as np
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # a disk that fills at 4 KiB
+path = Path(sys.argv[1])
+spec = {
+    "gif": lambda: GifSpec(path, 64, 64, 10, 0, "c" * 2000, palette_table("gray").tobytes()),
+    "mp4": lambda: Mp4Spec(path, 64, 64, 10, "c" * 2000),
+}[path.suffix[1:]]()
+rng = np.random.default_rng(0)
+writer = open_writer(spec)
+try:
+    for number in range(60):
+        index = rng.integers(0, 256, (64, 64), dtype=np.uint8)
+        writer.write(Frame(number, preview=index, palette=palette_table("gray"), rgb=palette_table("gray")[index]))
+    writer.complete()
+except OSError as error:
+    writer.abort()
+    print(os_error_message(error))
+"""
+
+
+@pytest.mark.parametrize("suffix", ["gif", "mp4"])
+def test_a_full_disk_names_the_output_not_a_descriptor_or_nothing(tmp_path, suffix):
+    """A full disk while a GIF or MP4 is written (here a 4 KiB file size limit): the message
+    names the output the user asked for (the MP4 once named /proc/self/fd/N, the GIF no file)."""
+    path = tmp_path / f"x.{suffix}"
+    ran = subprocess.run([sys.executable, "-c", FULL_DISK, str(path)], capture_output=True, text=True)
+    assert ran.stdout.strip() == f"{path}: cannot write: File too large", ran.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import io
 import json
 import os
 import re
@@ -44,6 +45,27 @@ def create_exclusive(path: Path) -> int:
         ) from None
 
 
+class NamedWrites(io.FileIO):
+    """A descriptor opened for writing whose OSErrors (write, flush, close) name `target`, the
+    file the user knows, where they name none (errors.name_file)."""
+
+    def __init__(self, descriptor: int, target: Path):
+        super().__init__(descriptor, "w", closefd=True)
+        self.target = target
+
+    def write(self, data):
+        try:
+            return super().write(data)
+        except OSError as error:
+            raise name_file(error, self.target) from None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError as error:
+            raise name_file(error, self.target) from None
+
+
 class PartialFile:
     """A file written under a temporary name and moved to `path` on commit. pid: the process
     that writes it (default this one; an encoder child's, for the parent that commits it)."""
@@ -62,8 +84,13 @@ class PartialFile:
             raise
 
     def open(self, mode: str = "wb", **options):
-        """The temporary file, created exclusively, as a file object."""
-        return os.fdopen(self.create(), mode, **options)
+        """The temporary file, created exclusively, as a file object ("wb", or "w" text with
+        `options` such as encoding and newline) whose failed writes name `path` (a full disk's
+        error names no file)."""
+        if mode not in ("wb", "w"):
+            raise ValueError(f"PartialFile.open: mode 'wb' or 'w', not {mode!r}")
+        buffered = io.BufferedWriter(NamedWrites(self.create(), self.path))
+        return buffered if mode == "wb" else io.TextIOWrapper(buffered, **options)
 
     def replace(self) -> None:
         """Move the complete temporary file over `path`."""

@@ -3,6 +3,7 @@ preset in its comment; optionally fitted to a byte budget (render/formats/gif_bu
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -105,7 +106,8 @@ class GifWriter(PartialFile):
         self.pool.kill()
         if self.store is not None:
             self.store.close()
-        self.file.close()
+        with contextlib.suppress(OSError):  # its buffer cannot be flushed (a full disk): thrown away
+            self.file.close()
         super().abort()
 
 

@@ -3,6 +3,7 @@ in the container's comment tag. Odd sides are padded (H.264 needs even sizes).""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from fractions import Fraction
@@ -108,11 +109,14 @@ class Mp4Writer(PartialFile):
         # that it writes (and reopens, for faststart) the file created here, whatever the name
         # points at meanwhile
         self.descriptor = self.create()
-        target = f"/proc/self/fd/{self.descriptor}"
-        if not os.path.exists(target):
-            target = str(self.temporary)
+        self.target = f"/proc/self/fd/{self.descriptor}"
+        if not os.path.exists(self.target):
+            self.target = str(self.temporary)
         try:
-            self.container = av.open(target, mode="w", format="mp4", options={"movflags": "+faststart"})
+            with self._naming_the_file():
+                self.container = av.open(
+                    self.target, mode="w", format="mp4", options={"movflags": "+faststart"}
+                )
         except BaseException:
             self._close_descriptor()
             super().abort()
@@ -135,15 +139,28 @@ class Mp4Writer(PartialFile):
         if pad_x or pad_y:
             rgb = np.pad(rgb, ((0, pad_y), (0, pad_x), (0, 0)), mode="edge")
         video = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-        for packet in self.stream.encode(video):
-            self.container.mux(packet)
+        with self._naming_the_file():
+            for packet in self.stream.encode(video):
+                self.container.mux(packet)
 
     def complete(self) -> list[PartialFile]:
-        for packet in self.stream.encode():
-            self.container.mux(packet)
-        self.container.close()
+        with self._naming_the_file():
+            for packet in self.stream.encode():
+                self.container.mux(packet)
+            self.container.close()
         self._close_descriptor()
         return [self]
+
+    @contextlib.contextmanager
+    def _naming_the_file(self):
+        """FFmpeg's OSErrors (a full disk) name the file it was handed, /proc/self/fd/N, or none:
+        they are raised naming the MP4 the user asked for (errors.os_error_message)."""
+        try:
+            yield
+        except OSError as error:
+            if error.filename is not None and str(error.filename) not in (self.target, str(self.temporary)):
+                raise
+            raise OSError(error.errno, error.strerror or str(error), str(self.path)) from error
 
     def commit(self) -> None:
         commit_together(self.complete())
