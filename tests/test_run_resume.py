@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
 import pytest
 
+from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
 from physarum.render.run.resume import branch_problems, flatten
-from support import tiny_data
+from physarum.render.sim.checkpoint import Checkpoint, write_members
+from support import ROOT, tiny_data, write_preset
 
 STORED = build_preset(tiny_data(), "tiny.yaml")
 
@@ -51,3 +63,152 @@ def test_resume_refuses_stats_in_one_message(tmp_path, capsys):
     assert main(["render", "--resume", str(tmp_path / "any.npz"), "--stats"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--stats" in err[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Killed and resumed: the whole animation, byte for byte
+
+RNG = np.random.default_rng()
+FORMATS = ["gif", "mp4", "png", "webp"]
+
+
+def slow_data(rng: np.random.Generator) -> dict:
+    """A preset slow enough on a CPU to be killed midway, its size and seed not fixed in advance."""
+    width, height = (int(v) for v in rng.integers(24, 56, 2) * 2)
+    return tiny_data(
+        name="slow",
+        seed=int(rng.integers(1, 1000)),
+        canvas={"width": width, "height": height},
+        agents={"count": int(rng.integers(30_000, 50_000))},
+        run={"steps": 900, "steps_per_frame": 3},
+        output={"formats": FORMATS, "gif_scale": 0.5},
+    )
+
+
+def checkpoints(folder: Path) -> dict[int, Path]:
+    found = {int(p.stem.rsplit("-", 1)[1]): p for p in folder.glob("*-checkpoint-*.npz")}
+    return dict(sorted(found.items()))
+
+
+def killed_after(command: list[str], folder: Path, after: int) -> int:
+    """Run `physarum COMMAND` in a process of its own and SIGKILL it once it has written a
+    checkpoint after step `after`; returns that checkpoint's step."""
+    process = subprocess.Popen([sys.executable, "-m", "physarum.render.cli", *command], cwd=ROOT)
+    deadline = time.time() + 120
+    while time.time() < deadline and process.poll() is None and max(checkpoints(folder), default=0) <= after:
+        time.sleep(0.005)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, "the render ended before it could be killed"
+    return max(checkpoints(folder))
+
+
+def test_a_killed_render_resumed_twice_writes_the_uninterrupted_renders_bytes(tmp_path):
+    seed = int(RNG.integers(1 << 31))
+    data = slow_data(np.random.default_rng(seed))
+    common = ["--quiet", "--backend", "torch", "--device", "cpu", "--checkpoint-every", "150"]
+    assert main(["render", str(write_preset(tmp_path, data)), "--out", str(tmp_path / "whole"), *common]) == 0
+    out, folder = tmp_path / "killed", tmp_path / "killed" / "slow"
+    render = ["render", str(write_preset(tmp_path, data)), "--out", str(out), *common]
+    first = killed_after(render, folder, 0)
+    assert not list(folder.glob("*.gif")), "a killed render leaves no output"
+    resume = ["render", "--resume", str(checkpoints(folder)[first]), "--out", str(out), *common]
+    second = killed_after(resume, folder, first)  # a resumed render killed again
+    assert main(["render", "--resume", str(checkpoints(folder)[second]), "--out", str(out), *common]) == 0
+    stem = f"slow-s{data['seed']}"
+    for fmt in FORMATS:
+        made, whole = folder / f"{stem}.{fmt}", tmp_path / "whole" / "slow" / f"{stem}.{fmt}"
+        assert made.read_bytes() == whole.read_bytes(), (
+            f"{fmt} differs (seed {seed}, kills at {first}, {second})"
+        )
+    assert checkpoints(folder)[900].read_bytes() == checkpoints(tmp_path / "whole" / "slow")[900].read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# A checkpoint is a stranger's file: refused before work, and it decides only what it renders
+
+TINY = tiny_data(output={"formats": ["gif", "png"]})
+
+
+def checkpoint_of(tmp_path: Path, step: int = 5) -> Path:
+    out = tmp_path / "made"
+    command = ["render", str(write_preset(tmp_path, TINY)), "--out", str(out), "--quiet", "--device", "cpu"]
+    assert main([*command, "--checkpoint-at", str(step)]) == 0
+    return out / "tiny" / f"tiny-s3-checkpoint-{step}.npz"
+
+
+def rewritten(path: Path, text=lambda text: text, **members) -> Path:
+    """The checkpoint at `path` with its preset text changed by `text` and members replaced."""
+    with np.load(path, allow_pickle=False) as loaded:
+        found = {name: loaded[name] for name in loaded.files}
+    found["preset"] = np.array(text(str(found["preset"])))
+    found.update(members)
+    with open(path, "wb") as file:
+        write_members(file, found)
+    return path
+
+
+def npy_header_only(shape: tuple[int, ...]) -> np.ndarray:
+    """Bytes that are an .npy header declaring float32 `shape`, with no data after it."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+def test_a_crafted_checkpoint_is_refused_from_its_preset_before_its_state_is_read(
+    tmp_path, capsys, monkeypatch
+):
+    # its preset asks for a canvas no WebP holds and its trail declares a 1 GiB array: the
+    # preset's checks refuse it (as render --from of that preset would) before any array is read
+    path = rewritten(
+        checkpoint_of(tmp_path),
+        lambda text: (
+            text.replace("width: 48", "width: 16384")
+            .replace("height: 32", "height: 16384")
+            .replace("  - gif\n", "  - webp\n")
+        ),
+    )
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    members["trail.npy"] = npy_header_only((1, 16384, 16384))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    monkeypatch.setattr(Checkpoint, "state", lambda *args: pytest.fail("the state was read"))
+    capsys.readouterr()
+    began = time.perf_counter()
+    assert (
+        main(["render", "--resume", str(path), "--out", str(tmp_path / "o"), "--quiet", "--device", "cpu"])
+        == 2
+    )
+    assert time.perf_counter() - began < 10
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "16384" in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_member_declaring_more_than_its_presets_shape_is_refused_before_it_is_read(tmp_path, capsys):
+    big = np.zeros((1, 32, 48 * 1000), np.float32)  # 6 MB that deflates to a few KB
+    path = rewritten(checkpoint_of(tmp_path), trail=big)
+    capsys.readouterr()
+    assert (
+        main(["render", "--resume", str(path), "--out", str(tmp_path / "o"), "--quiet", "--device", "cpu"])
+        == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{path}: trail declares" in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_checkpoints_own_checkpoint_and_fields_sections_are_never_obeyed(tmp_path):
+    def sections(text: str) -> str:
+        text = text.replace("output:\n", "output:\n  fields:\n    every: 1\n")
+        return text + "checkpoint:\n  every: 1\n"
+
+    path = rewritten(checkpoint_of(tmp_path), sections)
+    resume = ["render", "--resume", str(path), "--quiet", "--device", "cpu"]
+    assert main([*resume, "--out", str(tmp_path / "plain")]) == 0
+    made = sorted(p.name for p in (tmp_path / "plain" / "tiny").iterdir())
+    assert made == ["tiny-s3.gif", "tiny-s3.json", "tiny-s3.png"]
+    assert main([*resume, "--out", str(tmp_path / "own"), "--checkpoint-every", "12"]) == 0
+    assert sorted(checkpoints(tmp_path / "own" / "tiny")) == [12, 24]  # the user's flag alone

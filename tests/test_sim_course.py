@@ -50,3 +50,18 @@ def test_advancing_stops_at_every_stop_in_order_and_ends_where_asked():
     assert course.step == 14 and sum(simulation.advances) == 14 - 3
     # at each stop, the simulation stands at the stop's step (step 2, before the start, never comes)
     assert seen == [(5, 2), (9, 6), (9, 6), (14, 11)]
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_a_journals_count_may_start_at_the_frame_taken_at_the_start_and_no_earlier(run):
+    # a checkpoint at frame f's step records the frames before f: f is taken from its state
+    for start in range(1, run.warmup + run.steps):
+        course = Course(run, start=start)
+        ends_here = [f for f in range(course.first_frame) if course.frame_end(f) == start]
+        for first in ends_here:
+            assert Course(run, start=start, first=first).first_frame == first
+        too_early = [f for f in range(course.first_frame) if course.frame_end(f) < start]
+        for first in too_early:
+            with pytest.raises(ValueError):
+                Course(run, start=start, first=first)
+        assert len(ends_here) <= 1 and len(ends_here) + len(too_early) == course.first_frame

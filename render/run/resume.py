@@ -9,8 +9,9 @@ the final state are byte for byte the uninterrupted render's (docs/checkpoints.m
 state's shape or the world it lives in are made of (canvas, agents, world, species' agents).
 
 The checkpoint's preset decides what is rendered, never how the render keeps state or writes
-extras: a `checkpoint:` or `output.fields:` section in it is dropped, and only the user's own
-flags (--checkpoint-every, --checkpoint-at, --fields-at, --set) set them. Everything that needs
+extras: a `checkpoint:` or `output.fields:` section in it is dropped (reload.carried_preset, with
+a note), and only the user's own flags (--checkpoint-every, --checkpoint-at, --fields-at, --set)
+set them. Everything that needs
 only the preset is checked before the checkpoint's state is read (its members' declared sizes
 here, the render's own checks in the runner, then Resume.load_state).
 
@@ -24,15 +25,17 @@ holds only the frames after the checkpoint, and says so.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
+from physarum.kernels import api
 from physarum.render.base.errors import RenderError
 from physarum.render.base.inputs import excerpt, shorten
 from physarum.render.out.journal import JournalLacks, JournalSource, layout_of, open_journal, render_reads
 from physarum.render.preset import Preset, PresetError
 from physarum.render.preset.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, version
 from physarum.render.run.reload import carried_preset
-from physarum.render.sim.checkpoint import CheckpointError, Resume, read_checkpoint
+from physarum.render.sim.checkpoint import Checkpoint, CheckpointError, read_checkpoint
 from physarum.render.sim.course import frames_before
 
 # The keys a branch may change: what acts on the state from the checkpoint on.
@@ -46,8 +49,28 @@ REFEED_KEYS = re.compile(
     r"(name|description|seed|interaction|model)(\..*)?|species\.\d+\.model(\..*)?"
     r"|run\.steps|output\.(formats(\..*)?|fps|loop|png_dpi|gif_max_bytes|mp4)"
 )
-# Sections a checkpoint's preset never decides on --resume (the user's flags set them).
-STATE_SECTIONS = ("checkpoint", "output.fields")
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a resumed render starts (RenderOptions.resume): a checkpoint whose header and
+    member sizes were checked against `preset`, the preset it renders; its state is read only
+    by load_state(), after the render's checks that need only the preset. how: "resumed" or
+    "branched (--set ...)"; refeed: whether the frames of the checkpoint's journal are this
+    render's frames (a branch that keeps the look), so that its files hold the whole animation."""
+
+    checkpoint: Checkpoint
+    preset: Preset
+    how: str
+    refeed: bool = True
+    notes: tuple[str, ...] = ()  # what its file's preset had that the render does not take
+
+    @property
+    def step(self) -> int:
+        return self.checkpoint.step
+
+    def load_state(self) -> api.State:
+        return self.checkpoint.state(self.preset)
 
 
 def load_for_resume(args) -> tuple[Preset, Resume]:
@@ -73,9 +96,9 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
     named = {setting.partition("=")[0].strip() for setting in settings}
     changed = sorted(key for key in named if not key.startswith("checkpoint."))
     folder = getattr(args, "images", None)
-    dropped = [f"{section}=" for section in STATE_SECTIONS]  # the file's own, before the user's
-    stored = carried_preset(checkpoint.text, str(path), dropped, {}, folder)
-    preset = carried_preset(checkpoint.text, str(path), [*dropped, *settings], {"seed": args.seed}, folder)
+    notes: list[str] = []  # the file's own checkpoint: and output.fields: are dropped (reload.py)
+    stored = carried_preset(checkpoint.text, str(path), [], {}, folder)
+    preset = carried_preset(checkpoint.text, str(path), settings, {"seed": args.seed}, folder, notes)
     problems = branch_problems(stored, preset, checkpoint.step)
     if problems:
         raise PresetError([f"{path}: {problem}" for problem in problems])
@@ -84,7 +107,7 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
     differ = [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
     how = "resumed" if not differ else f"branched (--set {', '.join(changed)})"
     refeed = all(REFEED_KEYS.fullmatch(key) for key in differ)
-    return preset, Resume(checkpoint, preset, how, refeed)
+    return preset, Resume(checkpoint, preset, how, refeed, tuple(notes))
 
 
 def resume_journal(

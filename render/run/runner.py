@@ -50,8 +50,7 @@ from physarum.render.run.machine import (
     resolve_device,
     share_cpu_with_encoders,
 )
-from physarum.render.run.resume import resume_journal
-from physarum.render.sim.checkpoint import Resume
+from physarum.render.run.resume import Resume, resume_journal
 from physarum.render.sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
 from physarum.render.sim.course import Course, frames_before
 from physarum.render.sim.simulation import (
@@ -137,7 +136,7 @@ def render_batch(
         simulation = make_batch_simulation(presets, backend, torch_device)
     clock.append(time.perf_counter())
     if note:
-        notes[0].append(note)
+        notes[0].extend([*options.resume.notes, note])
     jobs = [
         Job(b, p, job_paths, job_notes, TrailLoop(p, window))
         for b, (p, job_paths, job_notes, window) in enumerate(zip(presets, paths, notes, windows))

@@ -27,7 +27,8 @@ sizes and compression ratios by the preset's shapes, and only then (after the re
 checks, render/run/runner.py) Checkpoint.state reads the arrays.
 
 A render's checkpoints (which steps, their bytes bounded before it starts, the stop that writes
-them) are planned in render/sim/checkpoint_plan.py; a resumed render starts from a Resume.
+them) are planned in render/sim/checkpoint_plan.py; a resumed render starts from a Resume
+(render/run/resume.py).
 """
 
 from __future__ import annotations
@@ -133,27 +134,6 @@ def save_checkpoint(
 
 # ---------------------------------------------------------------------------------------------
 # Reading
-
-
-@dataclass(frozen=True)
-class Resume:
-    """Where a resumed render starts (RenderOptions.resume): a checkpoint whose header and
-    member sizes were checked against `preset`, the preset it renders; its state is read only
-    by load_state(), after the render's checks that need only the preset. how: "resumed" or
-    "branched (--set ...)"; refeed: whether the frames of the checkpoint's journal are this
-    render's frames (a branch that keeps the look), so that its files hold the whole animation."""
-
-    checkpoint: Checkpoint
-    preset: Preset
-    how: str
-    refeed: bool = True
-
-    @property
-    def step(self) -> int:
-        return self.checkpoint.step
-
-    def load_state(self) -> api.State:
-        return self.checkpoint.state(self.preset)
 
 
 @dataclass(frozen=True)
