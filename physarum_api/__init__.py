@@ -1,0 +1,123 @@
+"""physarum's Python API: load a preset, change it, render it to files or to frames in memory,
+run a sweep, all with the command's validation and messages (PresetError, RenderError).
+
+Thin over the stages of render/: nothing here imports torch until a simulation is made.
+docs/api.md has examples.
+
+`physarum.render` is both the stage package physarum.render (render/) and the call that renders
+a preset: the package's module is made callable here (its class, a ModuleType whose __call__ is
+render_files), because importing any physarum.render.X binds the package to that name.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import physarum.render as _stages
+from physarum.render import __version__
+from physarum.render.base.errors import PresetError, RenderError
+from physarum.render.preset import Preset, build_preset, load_preset
+from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_path
+
+__all__ = ["Preset", "PresetError", "RenderError", "__version__", "change", "frames", "images", "load"]
+__all__ += ["render", "render_files", "sweep"]
+
+
+def _settings(settings: dict | None) -> list[str]:
+    """{"model.decay": 0.2} as --set settings (values written as YAML, as --set reads them)."""
+    import json
+
+    return [f"{key}={json.dumps(value)}" for key, value in (settings or {}).items()]
+
+
+def load(name_or_path: str | Path, settings: dict | None = None) -> Preset:
+    """A curated preset by name, or a preset file, validated, with `settings` over it: dotted
+    keys as `--set` takes them, e.g. load("quickstart", {"run.steps": 100}). PresetError lists
+    every problem at once."""
+    return load_preset(resolve_preset_path(str(name_or_path)), _settings(settings))
+
+
+def change(preset: Preset, settings: dict) -> Preset:
+    """The preset with `settings` (dotted keys, as `--set`) over it, validated again."""
+    return build_preset(preset.portable_dump(), preset.name, _settings(settings))
+
+
+def render_files(
+    preset: Preset,
+    out: str | Path = "outputs",
+    formats: list[str] | None = None,
+    backend: str = "auto",
+    device: str | None = None,
+    quiet: bool = True,
+):
+    """Render to files under `out` (as `physarum render`: OUT/<name>/<name>-s<seed>.<format>);
+    the RenderResult: its `outputs` (paths by format, and the sidecar's as "json"), backend,
+    device and timings. formats: output.formats for this render (default: the preset's)."""
+    from physarum.render.run.runner import render as run  # start-up: torch, for a render only
+
+    if formats is not None:
+        preset = change(preset, {"output.formats": list(formats)})
+    return run(preset, backend=backend, device=device, out_dir=Path(out), quiet=quiet)
+
+
+class _RenderPackage(types.ModuleType):
+    """physarum.render: the stage package, callable as render_files."""
+
+    def __call__(self, preset: Preset, out: str | Path = "outputs", **options):
+        return render_files(preset, out, **options)
+
+
+_stages.__class__ = _RenderPackage
+render = _stages
+
+
+def images(preset: Preset, backend: str = "auto", device: str | None = None) -> Iterator:
+    """Each frame as a PIL image (RGB), in order. The frames pass through a temporary folder that
+    is removed afterwards: nothing is left where you can see it."""
+    from PIL import Image
+
+    with tempfile.TemporaryDirectory(prefix="physarum-") as folder:
+        from physarum.render.run.runner import render as run  # start-up: torch, for a render only
+
+        png = change(preset, {"output.formats": ["png"]})
+        run(
+            png,
+            backend=backend,
+            device=device,
+            out_dir=Path(folder) / "o",
+            quiet=True,
+            frames_dir=Path(folder) / "frames",
+        )
+        for path in sorted((Path(folder) / "frames").glob("*.png"), key=_frame_number):
+            with Image.open(path) as image:
+                yield image.convert("RGB")
+
+
+def _frame_number(path: Path) -> int:
+    """A frames folder's PNG's frame number (<stem>-00001.png: 1)."""
+    return int(path.stem.rsplit("-", 1)[1])
+
+
+def frames(preset: Preset, backend: str = "auto", device: str | None = None) -> Iterator:
+    """Each frame as a numpy array [height, width, 3] uint8, in order (as images())."""
+    import numpy as np
+
+    for image in images(preset, backend, device):
+        yield np.asarray(image)
+
+
+def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool = False, **options):
+    """Run a sweep (an example sweep by name, or a file) as `physarum sweep`; with dry_run, the
+    lines `--dry-run` prints. options: those of SweepOptions (backend, devices, max_batch...)."""
+    from physarum.render import sweep as sweeps  # start-up: torch, for a sweep only
+
+    loaded = sweeps.load_sweep(resolve_sweep_path(str(name_or_path)))
+    max_batch = options.pop("max_batch", sweeps.DEFAULT_MAX_BATCH)
+    if dry_run:
+        return sweeps.dry_run_lines(loaded, Path(out), max_batch)
+    return sweeps.run_sweep(
+        loaded, sweeps.SweepOptions(out_dir=Path(out), max_batch=max_batch, quiet=True, **options)
+    )
