@@ -9,7 +9,11 @@ OUTPUT_VERSION and say what changed in CHANGELOG.md (docs/outputs.md says how).
 Pinned: the GIF and PNG of a plain preset, a world preset (walls, trail image, food, reflecting
 boundary), a species preset and a two-job sweep, and each render's final simulation state; on
 the reference and on the Triton kernels (in the interpreter, or on CUDA where present), which must
-give the same bytes. MP4s are not pinned: their bytes are libx264's, which PyAV's wheels update.
+give the same bytes. The plain preset's MP4 and WebP are pinned too ("plain-encoded"): their bytes
+are also those of the encoder builds (libx264 in PyAV's wheel, libwebp in Pillow's), so these pins
+hold for the builds pyproject.toml pins, and only for them: tests/test_dependencies.py fails
+first where another build is installed (docs/outputs.md, "Which bytes are promised"). A pin
+update that comes from a new encoder pin is an output version of its own, like any other.
 
 To rewrite the pins after a deliberate change: PHYSARUM_UPDATE_GOLDEN=1 (the run then fails,
 naming what it rewrote, so that an update is never mistaken for a pass).
@@ -138,3 +142,15 @@ def test_a_sweeps_batch_matches_its_golden_pins(backend, tmp_path, at_root):
     found = file_digests(tmp_path)
     assert len(found) == 4, found
     check("sweep", found)
+
+
+def test_the_plain_presets_mp4_and_webp_match_their_golden_pins(tmp_path, at_root):
+    """The MP4 and WebP of the plain preset, rendered on the reference (their frames are those the
+    GIF and PNG pins above hold on every backend): pinned for the pinned encoder builds."""
+    path = (GOLDEN / "plain.yaml").relative_to(ROOT)
+    flags = ["--quiet", "--backend", "torch", "--device", "cpu", "--set", "output.formats=[mp4, webp]"]
+    assert main(["render", str(path), "--out", str(tmp_path), *flags]) == 0
+    files = sorted(p for p in tmp_path.rglob("*") if p.suffix in (".mp4", ".webp"))
+    found = {p.relative_to(tmp_path).as_posix(): sha256(p.read_bytes()) for p in files}
+    assert len(found) == 2, found
+    check("plain-encoded", found)
