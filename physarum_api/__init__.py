@@ -15,12 +15,17 @@ import tempfile
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import physarum.render as _stages
 from physarum.render import __version__
 from physarum.render.base.errors import PresetError, RenderError
-from physarum.render.preset import Preset, build_preset, load_preset
-from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_path
+
+if TYPE_CHECKING:
+    from physarum.render.preset import Preset
+
+# Importing physarum (as every physarum.X import does first: kernels, worker processes) loads
+# only render/__init__ and base/errors; each call imports the stages it needs (`# start-up:`).
 
 __all__ = ["Preset", "PresetError", "RenderError", "__version__", "change", "frames", "images", "load"]
 __all__ += ["render", "render_files", "sweep"]
@@ -33,15 +38,29 @@ def _settings(settings: dict | None) -> list[str]:
     return [f"{key}={json.dumps(value)}" for key, value in (settings or {}).items()]
 
 
+def __getattr__(name: str):
+    """physarum.Preset, imported when first asked for."""
+    if name == "Preset":
+        from physarum.render.preset import Preset  # start-up: the preset stage, when used
+
+        return Preset
+    raise AttributeError(f"module 'physarum' has no attribute {name!r}")
+
+
 def load(name_or_path: str | Path, settings: dict | None = None) -> Preset:
     """A curated preset by name, or a preset file, validated, with `settings` over it: dotted
     keys as `--set` takes them, e.g. load("quickstart", {"run.steps": 100}). PresetError lists
     every problem at once."""
+    from physarum.render.preset import load_preset  # start-up: the preset stage, when used
+    from physarum.render.preset.catalog import resolve_preset_path  # start-up: the same
+
     return load_preset(resolve_preset_path(str(name_or_path)), _settings(settings))
 
 
 def change(preset: Preset, settings: dict) -> Preset:
     """The preset with `settings` (dotted keys, as `--set`) over it, validated again."""
+    from physarum.render.preset import build_preset  # start-up: the preset stage, when used
+
     return build_preset(preset.portable_dump(), preset.name, _settings(settings))
 
 
@@ -113,6 +132,7 @@ def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool =
     """Run a sweep (an example sweep by name, or a file) as `physarum sweep`; with dry_run, the
     lines `--dry-run` prints. options: those of SweepOptions (backend, devices, max_batch...)."""
     from physarum.render import sweep as sweeps  # start-up: torch, for a sweep only
+    from physarum.render.preset.catalog import resolve_sweep_path  # start-up: the preset stage
 
     loaded = sweeps.load_sweep(resolve_sweep_path(str(name_or_path)))
     max_batch = options.pop("max_batch", sweeps.DEFAULT_MAX_BATCH)
