@@ -212,3 +212,22 @@ def test_a_checkpoints_own_checkpoint_and_fields_sections_are_never_obeyed(tmp_p
     assert made == ["tiny-s3.gif", "tiny-s3.json", "tiny-s3.png"]
     assert main([*resume, "--out", str(tmp_path / "own"), "--checkpoint-every", "12"]) == 0
     assert sorted(checkpoints(tmp_path / "own" / "tiny")) == [12, 24]  # the user's flag alone
+
+
+def resumed_note(capsys, path: Path, out: Path, *flags: str) -> str:
+    capsys.readouterr()
+    assert main(["render", "--resume", str(path), "--out", str(out), "--device", "cpu", *flags]) == 0
+    return next(line for line in capsys.readouterr().err.splitlines() if "from tiny-s3-checkpoint" in line)
+
+
+def test_a_resume_says_what_its_files_hold_when_the_journal_cannot_give_its_frames(tmp_path, capsys):
+    path = checkpoint_of(tmp_path, step=13)  # frames 0..3 (3 steps each) are taken by step 13
+    whole = resumed_note(capsys, path, tmp_path / "same")
+    assert "frames 1 to 4 of 8 from its frame journal" in whole and "whole animation" in whole
+    repainted = resumed_note(capsys, path, tmp_path / "repainted", "--set", "palette.names=[viridis]")
+    assert "hold frames 5 to 8 of 8 only" in repainted and "what frames look like" in repainted
+    framed = resumed_note(capsys, path, tmp_path / "framed", "--frames-dir", str(tmp_path / "frames"))
+    assert "hold frames 5 to 8 of 8 only" in framed and "no RGB frames" in framed
+    assert len(list((tmp_path / "frames").glob("*.png"))) == 4
+    decayed = resumed_note(capsys, path, tmp_path / "decayed", "--set", "model.decay=0.3")
+    assert "frames 5 to 8 the branch's" in decayed
