@@ -106,3 +106,35 @@ def test_minimum_is_below_any_written_budgeted_gif(tmp_path):
     with pytest.raises(OSError, match="fits output.gif_max_bytes"):
         _write(tmp_path / "x.gif", frames, least - 1)
     assert not (tmp_path / "x.gif").exists()
+
+
+@pytest.mark.parametrize("fps", [1, 3, 30, 50, 100])
+def test_no_candidate_stride_overflows_a_16_bit_delay(fps):
+    """A stride's delay is 16 bits of centiseconds (and a pool task's stride 16 bits): at 1 fps
+    a stride of 656 frames overflowed (Pillow's OverflowError, a traceback), at 100 fps 65536."""
+    from physarum.render.formats.gif_file import MAX_DELAY_CS, delay_ms, max_stride
+
+    order = candidates(64, 64, 70_000, Digits(), fps)
+    longest = max(r.stride for r in order)
+    assert longest == max_stride(fps) and delay_ms(fps, longest) // 10 <= MAX_DELAY_CS
+    assert delay_ms(fps, longest + 1) // 10 > MAX_DELAY_CS
+    assert minimum_bytes(8, 8, [bytes(768)] * 70_000, Digits(), 0, "c") > 0  # no OverflowError
+
+
+@pytest.mark.parametrize(
+    "loop_mode, frames, refused",
+    [(None, 65535, False), (None, 65536, True), ("ping-pong", 32768, True), ("ping-pong", 32767, False)],
+)
+def test_a_budgeted_gif_over_its_frame_limit_is_refused_by_the_formats_check(loop_mode, frames, refused):
+    from physarum.render.base.errors import RenderError
+    from physarum.render.formats.gif import FORMAT, MAX_BUDGET_FRAMES
+    from support import build_preset, tiny_data
+
+    output = {"formats": ["gif"], "gif_max_bytes": 10**6, **({"loop_mode": loop_mode} if loop_mode else {})}
+    preset = build_preset(tiny_data(run={"steps": frames, "steps_per_frame": 1}, output=output), "t.yaml")
+    assert preset.frames == frames
+    if not refused:
+        assert FORMAT.check(preset) == []
+        return
+    with pytest.raises(RenderError, match=f"holds at most {MAX_BUDGET_FRAMES} frames"):
+        FORMAT.check(preset)

@@ -10,14 +10,16 @@ from typing import ClassVar
 
 from PIL import Image
 
+from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats import gif_file
-from physarum.render.formats.contract import Format, Frame, Shared, no_notes
+from physarum.render.formats.contract import Format, Frame, Shared
 from physarum.render.formats.gif_budget import Budgeter, FrameStore
 from physarum.render.formats.gif_file import Digits, Reduction, delay_ms
 from physarum.render.formats.gif_pool import CompressPool, FrameTask, pool_size
 
 GIF_MAX_SIDE = 65535  # a GIF's logical screen is 16 bits a side
+MAX_BUDGET_FRAMES = 65535  # a budgeted GIF's frames (its strides and delays are 16-bit: check)
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,24 @@ def make_spec(preset, path: Path, shared: Shared) -> GifSpec:
     )
 
 
+def check(preset) -> list[str]:
+    """A budgeted GIF (output.gif_max_bytes) holds at most MAX_BUDGET_FRAMES frames, twice the
+    simulated frames counted for a ping-pong loop: its strides and delays are 16-bit
+    (gif_file.MAX_DELAY_CS); RenderError naming the count and the limit, before the render."""
+    if "gif" not in preset.output.formats or preset.output.gif_max_bytes is None:
+        return []
+    mode, _ = preset.loop
+    held = preset.frames * (2 if mode == "ping-pong" else 1)
+    if held > MAX_BUDGET_FRAMES:
+        raise RenderError(
+            f"{preset.name}: a GIF within output.gif_max_bytes holds at most {MAX_BUDGET_FRAMES} frames "
+            f"(GIF delays are 16-bit), and this one would hold {held}"
+            f"{' (a ping-pong loop shows its frames twice)' if mode == 'ping-pong' else ''}; "
+            "fewer frames (a larger run.steps_per_frame), no budget, or another format"
+        )
+    return []
+
+
 def read_text(path: Path) -> str:
     """The preset a GIF carries: its comment extension."""
     with Image.open(path) as image:
@@ -140,9 +160,9 @@ FORMAT = Format(
     default=True,
     summary="an animated GIF of palette indices, the exact palette, optionally within a byte budget",
     max_side=GIF_MAX_SIDE,
-    max_frames=None,
+    max_frames=None,  # none unbudgeted; with a budget MAX_BUDGET_FRAMES (check)
     spec=GifSpec,
     make_spec=make_spec,
-    check=no_notes,  # the budget is checked by the out stage, which knows the look (out/budget.py)
+    check=check,  # the budget's bytes are checked by the out stage, which knows the look (out/specs.py)
     read_text=read_text,
 )

@@ -33,6 +33,7 @@ from physarum.render.formats.gif_file import (
     header,
     kept_frames,
     level_palette,
+    max_stride,
     reduced_size,
 )
 from physarum.render.formats.gif_pool import CompressPool, FrameTask
@@ -42,10 +43,12 @@ MARGIN = 0.97  # an estimate must leave this much of the budget, so that a miss 
 MIN_SIDE = 32  # area downscales stop before the GIF's short side falls below this
 
 
-def candidates(width: int, height: int, frames: int, digits: Digits) -> list[Reduction]:
-    """Every reduction a budget may choose, best first (the module's docstring says the order)."""
+def candidates(width: int, height: int, frames: int, digits: Digits, fps: int = 100) -> list[Reduction]:
+    """Every reduction a budget may choose, best first (the module's docstring says the order),
+    its strides at most the frames and gif_file.max_stride(fps) (a GIF delay is 16 bits)."""
     levels = LEVELS if digits.count == 1 else (256,)
     mild, strong = levels[:4], levels[4:]  # 256 .. 32 levels; 16
+    frames = min(frames, max_stride(fps))
     strides = [s for s in (1, 2) if s <= frames]
     short = min(width, height)
     factors = [1] + [d for d in range(2, short + 1) if short // d >= MIN_SIDE]
@@ -164,7 +167,7 @@ class Budgeter:
     def write(self, file) -> GifPlan:
         """Write the best GIF that fits into `file` (open for writing, empty); its plan."""
         budget, scale, plan = self.spec.max_bytes, 1.0, None
-        order = candidates(self.spec.width, self.spec.height, len(self.store), self.digits)
+        order = candidates(self.spec.width, self.spec.height, len(self.store), self.digits, self.spec.fps)
         passed: list[str] = []
         for reduction in order:
             estimate = self.estimate(reduction)

@@ -55,6 +55,15 @@ class Digits:
     count: int = 1
 
 
+MAX_DELAY_CS = 0xFFFF  # a GIF frame's delay is 16 bits of centiseconds (as is a task's stride)
+
+
+def max_stride(fps: int) -> int:
+    """The most frames one GIF frame may stand for at `fps` (a stride's delay, delay_ms, fits
+    in MAX_DELAY_CS centiseconds): 65535 at 100 fps, 655 at 1 fps."""
+    return MAX_DELAY_CS // max(1, round(100 / fps))
+
+
 def delay_ms(fps: int, stride: int = 1) -> int:
     """A frame's delay: whole centiseconds (all GIF delays are), stride times one frame's."""
     return 10 * max(1, round(100 / fps)) * stride
