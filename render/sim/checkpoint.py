@@ -299,7 +299,7 @@ def _read_array(
             if info.file_size > member.tell() + data_bytes:
                 raise CheckpointError(f"{path}: {name} holds more bytes than its shape")
             data = np.empty(found_shape, dtype=dtype)
-            got = member.readinto(memoryview(data.reshape(-1).view(np.uint8))) if data_bytes else 0
+            got = _read_into(member, memoryview(data.reshape(-1).view(np.uint8)))
     except CheckpointError:
         raise
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error) as error:
@@ -309,6 +309,18 @@ def _read_array(
     if got != data_bytes:
         raise CheckpointError(f"{path}: {name} is truncated")
     return data
+
+
+def _read_into(member, buffer: memoryview) -> int:
+    """Fill `buffer` from `member` a chunk at a time (no second copy of the array); bytes read."""
+    got = 0
+    while got < len(buffer):
+        chunk = member.read(min(1 << 20, len(buffer) - got))
+        if not chunk:
+            break
+        buffer[got : got + len(chunk)] = chunk
+        got += len(chunk)
+    return got
 
 
 def _check_declared(info: zipfile.ZipInfo, path: Path, name: str, data_bytes: int) -> None:
