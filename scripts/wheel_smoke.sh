@@ -26,7 +26,7 @@ git -C "$repo" ls-files -z --cached --others --exclude-standard |
 "$py" -m pip wheel "$work/src" --no-deps -q -w "$work/wheel"
 wheel=$(ls "$work"/wheel/physarum-*.whl)
 listing=$("$py" -m zipfile -l "$wheel")
-for entry in physarum/render/py.typed physarum/kernels/py.typed physarum/presets/quickstart.yaml \
+for entry in physarum/__init__.py physarum/render/py.typed physarum/kernels/py.typed physarum/presets/quickstart.yaml \
   physarum/presets/images/word.png physarum/sweeps/angles.yaml; do
   grep -q "^$entry " <<<"$listing" || { echo "$wheel lacks $entry" >&2; exit 1; }
 done
@@ -40,6 +40,17 @@ import importlib.resources as resources
 import physarum.render
 assert "site-packages" in physarum.render.__file__, physarum.render.__file__
 assert resources.files("physarum.render").joinpath("py.typed").is_file()
+EOF
+
+step "the Python API: physarum.__version__, load, change and frames from the installed package"
+"$py" - <<'EOF'
+import sys
+import physarum
+assert "site-packages" in physarum.__file__ and physarum.__version__, physarum.__file__
+preset = physarum.load("quickstart", {"run.steps": 6, "run.steps_per_frame": 3, "canvas.width": 64})
+assert "torch" not in sys.modules, "import physarum and load loaded torch"
+frames = list(physarum.frames(physarum.change(preset, {"canvas.height": 48}), backend="torch", device="cpu"))
+assert len(frames) == 2 and frames[0].shape == (48, 64, 3), [f.shape for f in frames]
 EOF
 
 step "physarum presets lists every curated preset"
