@@ -231,3 +231,8 @@ def test_a_resume_says_what_its_files_hold_when_the_journal_cannot_give_its_fram
     assert len(list((tmp_path / "frames").glob("*.png"))) == 4
     decayed = resumed_note(capsys, path, tmp_path / "decayed", "--set", "model.decay=0.3")
     assert "frames 5 to 8 the branch's" in decayed
+
+
+def test_a_branch_by_seed_flag_names_it(tmp_path, capsys):
+    note = resumed_note(capsys, checkpoint_of(tmp_path, step=13), tmp_path / "seeded", "--seed", "9")
+    assert "branched (--set seed)" in note and "frames 5 to 8 the branch's" in note

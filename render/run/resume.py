@@ -94,7 +94,8 @@ def load_for_resume(args) -> tuple[Preset, Resume]:
     if args.scale is not None:
         settings.append(f"output.gif_scale={args.scale!r}")
     named = {setting.partition("=")[0].strip() for setting in settings}
-    changed = sorted(key for key in named if not key.startswith("checkpoint."))
+    flags = {"seed"} if args.seed is not None else set()  # --seed is a --set seed=
+    changed = sorted({key for key in named if not key.startswith("checkpoint.")} | flags)
     folder = getattr(args, "images", None)
     notes: list[str] = []  # the file's own checkpoint: and output.fields: are dropped (reload.py)
     stored = carried_preset(checkpoint.text, str(path), [], {}, folder)
