@@ -546,3 +546,25 @@ def test_a_budget_that_leaves_too_little_is_refused_naming_the_least(tmp_path, c
     assert not list(out.rglob("*.*"))
     monkeypatch.undo()
     assert main([*argv, str(least), "--quiet"]) == 0
+
+
+def test_a_triton_render_says_it_compiles_before_it_starts(tmp_path, capsys, monkeypatch):
+    from physarum.render.base.errors import RenderError
+    from physarum.render.run import machine, runner
+
+    def stop(*args, **kwargs):
+        raise RenderError("stopped here")
+
+    monkeypatch.setattr(machine, "resolve_backend", lambda requested, device: "triton")
+    monkeypatch.setattr(runner, "render", stop)
+    path = write_preset(tmp_path, tiny_data())
+    assert main(["render", str(path), "--out", str(tmp_path / "o")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == [
+        "physarum: loading torch...",
+        "physarum: preparing the Triton kernels (compiled on first use, then cached)...",
+    ]
+    assert lines[2] == "error: stopped here"
+    monkeypatch.setattr(machine, "resolve_backend", lambda requested, device: "torch")
+    assert main(["render", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert "Triton" not in capsys.readouterr().err

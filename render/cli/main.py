@@ -32,6 +32,7 @@ def cmd_render(args) -> int:
     if not args.resume:  # a preset is read without torch: its mistakes are the only message
         preset, resume = load_for_render(args), None
     show.status(args.quiet, "loading torch")
+    from physarum.render.run import machine  # start-up: torch
     from physarum.render.run.resume import load_for_resume  # start-up: torch
     from physarum.render.run.runner import RenderOptions, render  # start-up: torch
     from physarum.render.tools.stats import StatsRecorder  # start-up: torch
@@ -54,6 +55,11 @@ def cmd_render(args) -> int:
         extra_files=stats.staged if stats is not None else None,  # committed with the render's files
         resume=resume,
     )
+    if (
+        not args.quiet
+        and machine.resolve_backend(args.backend, machine.resolve_device(args.device)) == "triton"
+    ):
+        show.status(args.quiet, "preparing the Triton kernels (compiled on first use, then cached)")
     with signals_interrupt():
         result = render(preset, options)
     for note in result.notes:  # every line through printable: paths and names are the user's
