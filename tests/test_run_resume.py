@@ -27,6 +27,13 @@ def branched(*settings: str):
     return build_preset(tiny_data(), "tiny.yaml", list(settings))
 
 
+def messages(capsys) -> list[str]:
+    """stderr's lines but the status lines a render starts with ('physarum: loading torch...')."""
+    return [
+        line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("physarum: ")
+    ]
+
+
 @pytest.mark.parametrize(
     "setting",
     ["model.decay=0.2", "seed=9", "palette.names=[viridis]", "output.fps=10", "run.steps=40", "name=other"],
@@ -61,7 +68,7 @@ def test_resume_refuses_stats_in_one_message(tmp_path, capsys):
     from physarum.render.cli.main import main
 
     assert main(["render", "--resume", str(tmp_path / "any.npz"), "--stats"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = messages(capsys)
     assert len(err) == 1 and "--stats" in err[0]
 
 
@@ -182,7 +189,7 @@ def test_a_crafted_checkpoint_is_refused_from_its_preset_before_its_state_is_rea
         == 2
     )
     assert time.perf_counter() - began < 10
-    err = capsys.readouterr().err.strip().splitlines()
+    err = messages(capsys)
     assert len(err) == 1 and err[0].startswith("error:") and "16384" in err[0], err
     assert not (tmp_path / "o").exists()
 
@@ -195,7 +202,7 @@ def test_a_member_declaring_more_than_its_presets_shape_is_refused_before_it_is_
         main(["render", "--resume", str(path), "--out", str(tmp_path / "o"), "--quiet", "--device", "cpu"])
         == 2
     )
-    err = capsys.readouterr().err.strip().splitlines()
+    err = messages(capsys)
     assert len(err) == 1 and f"{path}: trail declares" in err[0], err
     assert not (tmp_path / "o").exists()
 

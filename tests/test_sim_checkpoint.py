@@ -37,6 +37,13 @@ def render(tmp_path: Path, out: str, *flags: str, backend: str = "torch", data: 
     return tmp_path / out / "tiny"
 
 
+def messages(capsys) -> list[str]:
+    """stderr's lines but the status lines a render starts with ('physarum: loading torch...')."""
+    return [
+        line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("physarum: ")
+    ]
+
+
 def gif_frames(path: Path) -> list[bytes]:
     """Each frame of a GIF as its RGB bytes."""
     with Image.open(path) as image:
@@ -131,7 +138,7 @@ def test_a_branch_refuses_what_would_not_fit_the_state(tmp_path, capsys, setting
     whole = render(tmp_path, "whole", "--checkpoint-at", "11")
     code = main(["render", "--resume", str(whole / f"{STEM}-checkpoint-11.npz"), "--set", setting])
     assert code == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = messages(capsys)
     assert len(err) == 1 and key in err[0], err
 
 
@@ -201,7 +208,7 @@ def test_a_bad_or_foreign_checkpoint_is_one_message_and_exit_2(tmp_path, capsys,
     path = BAD[case](tmp_path)
     out = tmp_path / "out"
     assert main(["render", "--resume", str(path), "--out", str(out), "--device", "cpu"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = messages(capsys)
     assert len(err) == 1 and err[0].startswith(f"error: {path}"), err
     assert not out.exists()
 
@@ -280,7 +287,7 @@ def test_a_world_with_walls_resumes_exactly_and_refuses_agents_in_its_walls(imag
         write_members(file, members)
     capsys.readouterr()
     assert main(["render", "--resume", str(images / "walled.npz"), "--out", str(images / "x")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = messages(capsys)
     assert len(err) == 1 and "inside the preset's walls" in err[0], err
 
 
@@ -386,7 +393,7 @@ def render_tiny(tmp_path: Path, out: str, *flags: str) -> int:
 def refused(tmp_path: Path, capsys, *flags: str) -> str:
     """The one line of a render of DATA with `flags` that exits 2 having written nothing."""
     assert render_tiny(tmp_path, "out", *flags) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = messages(capsys)
     assert len(err) == 1 and err[0].startswith("error: tiny: checkpoint: "), err
     assert not (tmp_path / "out").exists()
     return err[0]

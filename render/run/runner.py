@@ -184,7 +184,8 @@ def _checkpoint_plan(presets: list[Preset], options: RenderOptions) -> Checkpoin
     layout = layout_of(presets[0], reads)
 
     def journal(last_step: int) -> int:
-        return layout.bound(journal_frames(presets[0], last_step)) if journaled(presets[0], reads) else 0
+        frames = journal_frames(presets[0], last_step) if journaled(presets[0], reads) else 0
+        return layout.bound(frames) if frames else 0
 
     plan = checkpoint_plan(presets, Path(options.out_dir) / presets[0].name, start, journal)
     if plan is not None and not options.quiet:
@@ -230,8 +231,10 @@ def _keep_journal(
     up to its last checkpoint's, continued in place when it is the journal it resumes from."""
     layout = layout_of(job.preset, _reads(job, options))
     folder, stem = job.paths["json"].parent, job.paths["json"].stem
-    path = journal_path(folder, stem, job.preset, layout)
-    job.keep_journal(JournalWriter(path, layout, journal_frames(job.preset, plan.steps[-1]), source))
+    limit = journal_frames(job.preset, plan.steps[-1])
+    if limit:  # checkpoints in the warmup alone cover no frame
+        path = journal_path(folder, stem, job.preset, layout)
+        job.keep_journal(JournalWriter(path, layout, limit, source))
 
 
 def _course(
