@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -103,3 +105,17 @@ def test_plain_presets_dump_as_before(tiny_preset):
         "output",
     }
     assert set(tiny_preset.model_dump()["agents"]) == {"count", "spawn", "radius"}
+
+
+def test_the_preset_stage_imports_no_torch_until_a_simulation_is_made():
+    code = (
+        "import sys\nfrom physarum.render.preset import load_preset\n"
+        "from physarum.render.preset.catalog import resolve_preset_path\n"
+        "preset = load_preset(resolve_preset_path('rivals'))\n"
+        "print('torch' in sys.modules)\n"
+        "params = preset.model_params(1)\n"
+        "from physarum.kernels.api import ModelParams\n"
+        "print('torch' in sys.modules, isinstance(params, ModelParams), params.seed != preset.seed)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "True", "True"], done.stderr
