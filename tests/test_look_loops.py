@@ -253,3 +253,39 @@ def test_a_blend_as_long_as_the_block_is_refused_naming_palette_blend():
     assert len(problems) == 1 and "palette.blend: must be less than palette.every (3)" in problems[0]
     assert "blend" not in build_preset(tiny_data(), "t.yaml").to_yaml()  # 0: not embedded
     assert "blend: 2" in build_preset(tiny_data(palette={"every": 3, "blend": 2}), "t.yaml").to_yaml()
+
+
+def test_a_signal_stops_the_closest_search_between_frames(monkeypatch):
+    """SIGTERM or SIGHUP during closest's quadratic search (seconds here, hours on a long run)
+    stops it within one frame's comparisons: Terminated, as at the next frame of a render."""
+    import threading
+    import time
+
+    from physarum.render.base import interrupts
+
+    monkeypatch.setattr(interrupts, "stop_requested", [])
+    signatures = np.random.default_rng(5).integers(0, 1 << 20, (3000, 256))  # ~2 s to search
+    timer = threading.Timer(0.2, interrupts.stop_requested.append, (15,))
+    began = time.perf_counter()
+    timer.start()
+    with pytest.raises(interrupts.Terminated):
+        closest_pair(signatures, 0, 8)
+    assert time.perf_counter() - began < 0.2 + 0.5
+    timer.join()
+
+
+def test_a_closest_search_over_its_bound_is_refused_before_any_step():
+    """The search compares every pair of settled frames: 200000 frames (1e13 values) is refused
+    with its cost stated, before the first pass simulates anything (no simulation is touched)."""
+    from physarum.render.base.errors import RenderError
+    from physarum.render.look.loops import MAX_CLOSEST_WORK, closest_work, find_windows
+
+    output = {"formats": ["gif"], "loop_mode": "closest", "loop_frames": 8}
+    big = build_preset(tiny_data(run={"steps": 200_000, "steps_per_frame": 1}, output=output), "p")
+    assert closest_work(big) == (100_000 - 8) * (100_000 - 7) // 2 * 16 * 16 > MAX_CLOSEST_WORK
+    with pytest.raises(
+        RenderError, match=r"compares every pair of the run's last 100000 frames .*: 1\.28e\+12 values"
+    ):
+        find_windows([big], simulation=object())  # never advanced
+    small = build_preset(tiny_data(output={**output, "loop_frames": 2}), "p")
+    assert closest_work(small) <= MAX_CLOSEST_WORK

@@ -38,6 +38,35 @@ def test_memory_estimate_counts_a_crossfade_loops_kept_maps():
     )
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_ping_pong_loops_replay_store_is_in_the_memory_check(monkeypatch, device):
+    """Frames 1 .. F-2 kept to replay (host memory, bounded as stored uncompressed): a 4096^2
+    ping-pong of 10000 frames to GIF and MP4 needs ~650 GiB and was accepted; here free memory
+    is set so that only the store can refuse: the device has room for the simulation."""
+    import torch
+
+    from physarum.render.look.loops import replay_bytes
+
+    data = tiny_data(
+        canvas={"width": 4096, "height": 4096},
+        run={"steps": 10000, "steps_per_frame": 1},
+        output={"formats": ["gif", "mp4"], "loop_mode": "ping-pong"},
+    )
+    preset = build_preset(data, "p")
+    replay = replay_bytes(preset)
+    assert replay >= 9998 * 4096 * 4096 * 4 and replay > 600 * 2**30
+    gif_only = build_preset({**data, "output": {**data["output"], "formats": ["gif"]}}, "p")
+    assert replay_bytes(gif_only) < replay / 3 < replay_bytes(gif_only, rgb=True)
+    plain = build_preset({**data, "output": {**data["output"], "loop_mode": "none"}}, "p")
+    assert replay_bytes(plain) == 0
+    room = machine.estimated_bytes(preset, "torch", 2)
+    host = room + replay * 3 // 2  # the host's free memory: one job's store, not two
+    monkeypatch.setattr(machine, "available_bytes", lambda where: host if where.type == "cpu" else room)
+    check_memory(preset, "torch", torch.device(device), batch=1)  # room for one job's store
+    with pytest.raises(RenderError, match=r"ping-pong keeps its 10000 frames .* GiB of host memory"):
+        check_memory(preset, "torch", torch.device(device), batch=2)  # not for two
+
+
 def test_cli_triton_without_gpu_is_a_clear_error(write_yaml, capsys, monkeypatch):
     # not by unsetting TRITON_INTERPRET: Triton reads it once, at import, for the whole process
     triton_backend = pytest.importorskip("physarum.kernels.triton_backend")

@@ -27,14 +27,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from physarum.render.base.errors import RenderError
 from physarum.render.base.interrupts import stop_if_requested
 from physarum.render.formats.contract import Frame
-from physarum.render.look.colour import Colourist, SpeciesColourist, make_colourist
+from physarum.render.formats.registry import FORMATS
+from physarum.render.look.colour import Colourist, SpeciesColourist, make_colourist, preview_size
 from physarum.render.look.layers import layer_map, needs_agents
 from physarum.render.preset import Preset
 from physarum.render.sim.simulation import advance
 
 SIGNATURE_BLOCKS = 16  # a signature: the sums of the index frame over 16 x 16 blocks
+# closest compares every pair of settled frames: at most this many signature values in all
+# (about 0.7e9 a second on one core of a 2-core CPU: 2**35 is under a minute there)
+MAX_CLOSEST_WORK = 2**35
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,9 +84,11 @@ def signature(colourist: Colourist | SpeciesColourist, maps: torch.Tensor) -> np
 def closest_pair(signatures: np.ndarray, first: int, shortest: int) -> tuple[int, int, int]:
     """(i, j, distance): of the frames first .. first + len(signatures) - 1 (signatures [P, D]
     int64, one row each), the pair j - i >= shortest with the least L1 distance between their
-    signatures; ties go to the smallest i, then the smallest j."""
+    signatures; ties go to the smallest i, then the smallest j. SIGTERM and SIGHUP stop it
+    between rows (Terminated: interrupts.stop_if_requested)."""
     best = None
     for i in range(len(signatures) - shortest):
+        stop_if_requested()  # a signal stops the search within one row (a frame's comparisons)
         distances = np.abs(signatures[i + shortest :] - signatures[i]).sum(axis=1)
         j = int(np.argmin(distances))  # the first of equals: the smallest j
         if best is None or distances[j] < best[2]:
@@ -91,11 +98,38 @@ def closest_pair(signatures: np.ndarray, first: int, shortest: int) -> tuple[int
     return best
 
 
+def closest_work(preset: Preset) -> int:
+    """Signature values closest_pair compares for a preset: every pair of settled frames at
+    least loop_frames apart, each signature species * SIGNATURE_BLOCKS^2 values (fewer blocks on
+    a small canvas); quadratic in the frames."""
+    settled = preset.frames - settled_from(preset.frames)
+    apart = max(0, settled - preset.loop[1])
+    blocks = min(SIGNATURE_BLOCKS, preset.canvas.height) * min(SIGNATURE_BLOCKS, preset.canvas.width)
+    return apart * (apart + 1) // 2 * preset.species_count * blocks
+
+
+def check_closest(preset: Preset) -> None:
+    """RenderError, before any step, where closest's search would compare more than
+    MAX_CLOSEST_WORK values (its cost, stated)."""
+    work = closest_work(preset)
+    if preset.loop[0] == "closest" and work > MAX_CLOSEST_WORK:
+        settled = preset.frames - settled_from(preset.frames)
+        raise RenderError(
+            f"{preset.name}: loop_mode closest compares every pair of the run's last {settled} frames "
+            f"(at least output.loop_frames = {preset.loop[1]} apart): {work:.2e} values, at most "
+            f"{MAX_CLOSEST_WORK:.2e} (about a minute on a CPU core); fewer frames (a larger "
+            "run.steps_per_frame), a larger output.loop_frames, or loop_mode crossfade"
+        )
+
+
 def find_windows(presets: Sequence[Preset], simulation) -> list[Window | None]:
     """The closest loop of each preset of a batch with loop_mode closest (None for the others):
     simulates the whole run (warmup, then every frame), taking the signatures of the settled
-    frames. The simulation is used up; the render makes a new, identical one."""
+    frames. The simulation is used up; the render makes a new, identical one. A search over its
+    bound (check_closest) is refused before the first step; a signal stops it between frames."""
     run = presets[0]
+    for preset in presets:
+        check_closest(preset)
     searching = [(b, p, make_colourist(p)) for b, p in enumerate(presets) if p.loop[0] == "closest"]
     first = settled_from(run.frames)
     signatures: dict[int, list[np.ndarray]] = {b: [] for b, _, _ in searching}
@@ -219,6 +253,26 @@ def crossfade(late: torch.Tensor, early: torch.Tensor, k: int, count: int) -> to
 
 # ---------------------------------------------------------------------------------------------
 # ping-pong: the frames again, backwards
+
+
+def replay_bytes(preset: Preset, rgb: bool | None = None) -> int:
+    """Host bytes a ping-pong loop's replay store (PingPong) may take: frames 1 .. F-2, each its
+    GIF preview and palette (where a GIF is written) and its RGB frame (where a format reads
+    every RGB frame, or `rgb`: --frames-dir), bounded as zlib could leave them (incompressible:
+    its stored blocks add 5 bytes in 16 KiB, and a header); 0 without ping-pong."""
+    if preset.loop[0] != "ping-pong":
+        return 0
+    formats = preset.output.formats
+    if rgb is None:
+        rgb = any(FORMATS[fmt].spec.reads == "rgb" for fmt in formats)
+    width, height = preset.canvas.width, preset.canvas.height
+    arrays = []
+    if "gif" in formats:
+        arrays.append(int(np.prod(preview_size(width, height, preset.output.gif_scale))))
+    if rgb:
+        arrays.append(width * height * 3)
+    per_frame = sum(n + 5 * (n // 16384 + 1) + 64 for n in arrays) + (768 if "gif" in formats else 0)
+    return max(0, preset.frames - 2) * (per_frame + 200)  # and the record's own objects
 
 
 class PingPong:

@@ -13,7 +13,7 @@ import torch
 
 from physarum.kernels import AUTO_ORDER, BACKENDS, backend_problem, get_backend
 from physarum.render.base.errors import RenderError
-from physarum.render.look.loops import kept_maps
+from physarum.render.look.loops import check_closest, kept_maps, replay_bytes
 from physarum.render.preset import Preset
 
 
@@ -84,15 +84,41 @@ def available_bytes(device: torch.device) -> int:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def check_memory(preset: Preset, backend: str, device: torch.device, batch: int = 1) -> None:
+def check_memory(
+    preset: Preset, backend: str, device: torch.device, batch: int = 1, rgb: bool | None = None
+) -> None:
+    """RenderError, before anything runs, where the render's device memory (estimated_bytes) or
+    its ping-pong replay store (loops.replay_bytes, host memory: on a CPU the same memory, added
+    to the device's; `rgb`: whether --frames-dir records RGB frames too, None: the formats say)
+    exceed what is free; and, since every render makes this check before it starts, the work of
+    a closest loop's search (loops.check_closest: quadratic in the frames, on the host)."""
+    check_closest(preset)
     needed, free = estimated_bytes(preset, backend, batch), available_bytes(device)
+    replay = batch * replay_bytes(preset, rgb)
+    gib = 2.0**30
+    if device.type == "cpu":
+        needed += replay
+    elif replay > available_bytes(torch.device("cpu")):
+        free = available_bytes(torch.device("cpu"))
+        raise RenderError(_replay_problem(preset, replay, free))
     if needed > free:
-        gib = 2.0**30
+        if replay and device.type == "cpu" and replay > free - (needed - replay):
+            raise RenderError(_replay_problem(preset, replay, free - (needed - replay)))
         raise RenderError(
             f"{preset.name}: canvas {preset.canvas.width}x{preset.canvas.height} with "
             f"{preset.agents.count} agents needs about {needed / gib:.1f} GiB on {device} "
             f"({backend} backend) but {free / gib:.1f} GiB are free; lower canvas or agents.count"
         )
+
+
+def _replay_problem(preset: Preset, replay: int, free: int) -> str:
+    gib = 2.0**30
+    return (
+        f"{preset.name}: loop_mode ping-pong keeps its {preset.frames} frames to play them backwards: "
+        f"up to {replay / gib:.1f} GiB of host memory (compressed; as much as raw for noisy frames) "
+        f"but {max(0, free) / gib:.1f} GiB are free; fewer frames (a larger run.steps_per_frame), a "
+        "smaller canvas or output.gif_scale, or loop_mode crossfade"
+    )
 
 
 def limit_cpu_threads(share: int = 2) -> int:
