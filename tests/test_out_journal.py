@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from physarum.render.base.errors import RenderError
 from physarum.render.cli.main import main
 from physarum.render.formats.contract import Frame
 from physarum.render.out import journal as jn
@@ -165,3 +166,16 @@ def test_a_resume_whose_journal_was_changed_is_one_message_and_exit_2(tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {journal}") and "sha256" in err[0], err
     assert not again.exists()
+
+
+def test_a_journal_that_cannot_be_written_stops_the_render_with_its_name(tmp_path):
+    rng = np.random.default_rng(SEED)
+    shape = layout(rng)
+    writer = JournalWriter(tmp_path / "t-journal-0123456789abcdef.bin", shape, limit=3)
+    writer.file.close()  # as a full disk would: the thread's write fails
+    writer.append(frames(rng, shape, 1)[0])
+    with pytest.raises(
+        RenderError, match="t-journal-0123456789abcdef.bin: the frame journal cannot be written"
+    ):
+        writer.mark()
+    writer.close()

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import struct
+import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -132,10 +134,20 @@ def journal_path(folder: Path, stem: str, preset: Preset, layout: Layout) -> Pat
 class JournalWriter:
     """Appends the frames a render hands to its writers (numbers 0 .. limit - 1) to its journal
     at `path`, written in place from the start (never truncated), or continued after the
-    verified prefix of `source` when that is this same file. mark() flushes it and returns the
-    prefix a checkpoint records."""
+    verified prefix of `source` when that is this same file. Frames are deflated and written in
+    a thread of their own behind a queue of `queue_frames` (the frame path's bound: its host
+    ring's buffers are reused no sooner, out/frames.py); mark() waits for them, flushes the file
+    and returns the prefix a checkpoint records. A failure (a full disk) is a RenderError naming
+    the file at the next append or mark."""
 
-    def __init__(self, path: Path, layout: Layout, limit: int, source: JournalSource | None = None):
+    def __init__(
+        self,
+        path: Path,
+        layout: Layout,
+        limit: int,
+        source: JournalSource | None = None,
+        queue_frames: int = 4,
+    ):
         self.path, self.layout, self.limit = Path(path), layout, limit
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         self.file = os.fdopen(fd, "r+b")
@@ -145,34 +157,73 @@ class JournalWriter:
         else:
             self.frames, self.size, self.hasher = 0, 0, hashlib.sha256()
             self._write(layout.header())
+        self.taken, self.error = self.frames, None  # frames queued; a failure of the thread
+        self.queue: queue.Queue = queue.Queue(maxsize=queue_frames)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
 
     def append(self, frame: Frame) -> None:
         """Journal `frame` (the next one; frames the journal holds already are passed by)."""
-        if frame.number < self.frames or self.frames >= self.limit:
+        self._raise_error()
+        if frame.number < self.taken or self.taken >= self.limit:
             return
-        if frame.number != self.frames:
-            raise RuntimeError(f"journal: frame {frame.number} handed over after frame {self.frames - 1}")
-        arrays = {"preview": frame.preview, "palette": frame.palette, "rgb": frame.rgb}
-        raw = b"".join(
-            np.ascontiguousarray(arrays[name], np.uint8).tobytes() for name, _ in self.layout.parts()
-        )
-        data = zlib.compress(raw, LEVEL)
-        self._write(RECORD.pack(TAG, frame.number, len(data)) + data)
-        self.frames += 1
+        if frame.number != self.taken:
+            raise RuntimeError(f"journal: frame {frame.number} handed over after frame {self.taken - 1}")
+        self.taken += 1
+        self.queue.put(frame)
 
     def mark(self) -> JournalMark:
-        """Flush what is written and return the prefix it is (for the next checkpoint)."""
-        self.file.flush()
+        """Every frame appended written and flushed; the prefix it is (for the next checkpoint)."""
+        self.queue.join()
+        self._raise_error()
+        try:
+            self.file.flush()
+        except OSError as error:
+            raise RenderError(f"{self.path}: the frame journal cannot be written: {error}") from error
         return JournalMark(self.path.name, self.frames, self.size, self.hasher.hexdigest())
 
     def close(self) -> None:
+        """Stop the thread (frames still queued are written) and close the file."""
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
         if not self.file.closed:
-            self.file.close()
+            try:
+                self.file.close()
+            except OSError:
+                pass  # the journal is whole up to its last mark; a checkpoint records no more
+
+    def _run(self) -> None:
+        while (frame := self.queue.get()) is not None:
+            try:
+                if self.error is None:
+                    self._record(frame)
+            except BaseException as error:  # reported to the main thread at the next append or mark
+                self.error = error
+            finally:
+                self.queue.task_done()
+        self.queue.task_done()
+
+    def _record(self, frame: Frame) -> None:
+        arrays = {"preview": frame.preview, "palette": frame.palette, "rgb": frame.rgb}
+        deflater = zlib.compressobj(LEVEL)
+        parts = [
+            deflater.compress(np.ascontiguousarray(arrays[name], np.uint8)) for name, _ in self.layout.parts()
+        ]
+        data = b"".join([*parts, deflater.flush()])
+        self._write(RECORD.pack(TAG, frame.number, len(data)) + data)
+        self.frames += 1
 
     def _write(self, data: bytes) -> None:
         self.file.write(data)
         self.hasher.update(data)
         self.size += len(data)
+
+    def _raise_error(self) -> None:
+        if self.error is not None:
+            raise RenderError(
+                f"{self.path}: the frame journal cannot be written: {self.error}"
+            ) from self.error
 
 
 # ---------------------------------------------------------------------------------------------

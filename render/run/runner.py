@@ -30,6 +30,7 @@ from physarum.render.base.interrupts import stop_if_requested
 from physarum.render.look.layers import layer_map, needs_agents
 from physarum.render.look.loops import TrailLoop, Window, find_windows
 from physarum.render.out.fields import FieldsStop
+from physarum.render.out.frames import QUEUE_FRAMES
 from physarum.render.out.job import Job, RenderResult, job_paths
 from physarum.render.out.journal import (
     JournalSource,
@@ -234,7 +235,7 @@ def _keep_journal(
     limit = journal_frames(job.preset, plan.steps[-1])
     if limit:  # checkpoints in the warmup alone cover no frame
         path = journal_path(folder, stem, job.preset, layout)
-        job.keep_journal(JournalWriter(path, layout, limit, source))
+        job.keep_journal(JournalWriter(path, layout, limit, source, QUEUE_FRAMES))
 
 
 def _course(
