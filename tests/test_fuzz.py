@@ -71,6 +71,9 @@ def _allowed_roots(sandbox: Path) -> list[Path]:
     ]
     roots += [Path(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")]
     roots += [Path(p) for p in sys.path if p]
+    import matplotlib  # the figures of graph and sensitivity read its font cache
+
+    roots += [Path(matplotlib.get_cachedir()), Path(matplotlib.get_configdir())]
     return [root.resolve() for root in roots]
 
 
@@ -524,3 +527,146 @@ def test_fuzz_sweeps(sandbox):
         path = sandbox.inputs / f"sweep-{number}.yaml"
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         sandbox.run(str(number), ["sweep", str(path), "--dry-run", "--out", str(sandbox.out)])
+
+
+# ---------------------------------------------------------------------------------------------
+# The commands beside render: graph, sensitivity, and a sweep's folder read back
+
+
+def _odd_number(rng: random.Random, small: list, large: list) -> str:
+    """A flag's value: mostly a small sensible one, sometimes huge, negative, not finite or junk."""
+    choice = rng.random()
+    if choice < 0.6:
+        return str(rng.choice(small))
+    if choice < 0.85:
+        return str(rng.choice(large))
+    return rng.choice(["nan", "inf", "-inf", "1e309", "0x10", "", " ", "1,,2", "five", "\x1b[2J", "½"])
+
+
+def _small_preset(sandbox: Sandbox, rng: random.Random, number: int, mode: str) -> Path:
+    """A shrunk curated preset of no world (graph and sensitivity measure plain presets, and a
+    world preset is refused by sensitivity anyway) with a random canvas and agent count."""
+    data = shrunk(
+        yaml.safe_load(
+            (ROOT / "presets" / rng.choice(["quickstart", "veins", "spots"])).with_suffix(".yaml").read_text()
+        )
+    )
+    data["canvas"] = {"width": rng.choice([16, 24, 40, 56]), "height": rng.choice([16, 24, 40])}
+    data["agents"]["count"] = rng.choice([1, 2, 3, 4, 7, 50, 300, 900])
+    for model in [data.get("model", {})]:
+        if "sensor_distance" in model:
+            model["sensor_distance"] = shorter(model["sensor_distance"], 3)
+    path = sandbox.inputs / f"{mode}-{number}.yaml"
+    path.write_text(_dump(data))
+    return path
+
+
+def test_fuzz_graph(sandbox):
+    """`physarum graph` with random --at, --every, --threshold and --min-area (huge, negative, not
+    finite, junk: a --min-area of 1e10 once took 22.5 GB) over small presets of random sizes."""
+    for number in cases(16):
+        rng = random.Random(f"{SEED}-graph-{number}")
+        path = _small_preset(sandbox, rng, number, "graph")
+        flags = []
+        if rng.random() < 0.5:
+            flags += [
+                f"--at={','.join(_odd_number(rng, [1, 3, 6], [0, 7, 10**9]) for _ in range(rng.randint(1, 3)))}"
+            ]
+        elif rng.random() < 0.5:
+            flags += [f"--every={_odd_number(rng, [1, 2, 3], [0, -1, 10**12])}"]
+        if rng.random() < 0.6:
+            flags += [f"--threshold={_odd_number(rng, ['otsu', 0.1, 0.5, 1], [0, 2, -0.5, 1e-300])}"]
+        if rng.random() < 0.7:
+            flags += [f"--min-area={_odd_number(rng, [1, 2, 16, 100], [0, -3, 10**10, 10**30])}"]
+        out = str(sandbox.out / f"graph-{number}")  # its own folder: a graph replaces its earlier files
+        sandbox.run(str(number), ["graph", str(path), *flags, "--out", out, *FLAGS])
+    assert sandbox.count["rc0"] >= 1 and sandbox.count["rc2"] >= 1
+
+
+def test_fuzz_sensitivity(sandbox):
+    """`physarum sensitivity` with random --twins, --at, --steps, --threshold, planes and agent
+    counts (1 to 3 agents and a NaN threshold once gave tracebacks or wrong messages)."""
+    keys = [
+        "model.decay",
+        "model.deposit",
+        "model.turn_angle",
+        "model.sensor_angle",
+        "canvas.width",
+        "model.decai",
+    ]
+    for number in cases(14):
+        rng = random.Random(f"{SEED}-sensitivity-{number}")
+        path = _small_preset(sandbox, rng, number, "sensitivity")
+        flags = [f"--steps={_odd_number(rng, [1, 2, 4], [0, -2])}"]
+        if rng.random() < 0.6:
+            flags += [f"--twins={_odd_number(rng, [1, 2, 4, 8], [0, 65, 10**6])}"]
+        if rng.random() < 0.3:
+            flags += [f"--at={_odd_number(rng, [1, 2], [0, -1])}"]
+        if rng.random() < 0.4:
+            for _ in range(2 if rng.random() < 0.9 else 1):
+                low, high = sorted([rng.choice([0.01, 0.1, 0.2, 1.0, 3.0]) for _ in range(2)])
+                count = _odd_number(rng, [1, 2], [0, 2000])
+                spec = (
+                    f"{rng.choice(keys)}={low}:{high}:{count}"
+                    if rng.random() < 0.85
+                    else mutate_text("k=1:2:3", rng)
+                )
+                flags += ["--plane", spec]
+            flags += (
+                [f"--threshold={_odd_number(rng, [0, 0.01, -0.1], [1e308, -1e308])}"]
+                if rng.random() < 0.6
+                else []
+            )
+        out = str(sandbox.out / f"sensitivity-{number}")  # its own folder, as for graph
+        sandbox.run(str(number), ["sensitivity", str(path), *flags, "--out", out, *FLAGS])
+    assert sandbox.count["rc0"] >= 1 and sandbox.count["rc2"] >= 1
+
+
+def _deep_json(rng: random.Random) -> str:
+    depth = rng.choice([10, 70, 5000, 200_000])
+    return "[" * depth + "]" * depth if rng.random() < 0.7 else '{"a":' * depth + "1" + "}" * depth
+
+
+def test_fuzz_sweep_folders(sandbox):
+    """A sweep's folder holds files a stranger may have written: manifest lines and job sidecars
+    (random JSON, junk, nested 200000 deep, huge) read back by `sweep --dry-run`."""
+    source = sorted((ROOT / "sweeps").glob("*.yaml"))[0]
+    sweep_path = sandbox.inputs / "sweep.yaml"
+    sweep_path.write_text(source.read_text())
+    from physarum.render import sweep as sweeps
+
+    sweep = sweeps.load_sweep(sweep_path)
+    folder = sandbox.out / sweep.name
+    for number in cases(10):
+        rng = random.Random(f"{SEED}-sweep-folders-{number}")
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        lines = []
+        for job in rng.sample(sweep.jobs, min(len(sweep.jobs), rng.randint(1, 4))):
+            outputs = {kind: f"{job.name}/{job.name}.{kind}" for kind in (*job.preset.output.formats, "json")}
+            (folder / job.name).mkdir(exist_ok=True)
+            for local in outputs.values():
+                (folder / local).write_bytes(os.urandom(rng.randint(0, 64)))
+            choice = rng.random()
+            sidecar = (
+                _deep_json(rng)
+                if choice < 0.4
+                else json.dumps({"preset": job.preset.portable_dump()})
+                if choice < 0.6
+                else mutate_text(json.dumps({"preset": job.preset.portable_dump()}), rng)
+            )
+            (folder / outputs["json"]).write_text(sidecar, encoding="utf-8", errors="surrogatepass")
+            record = {
+                "id": job.id,
+                "status": rng.choice(["done", "failed", "running", 5]),
+                "outputs": outputs,
+            }
+            lines.append(json.dumps(record) if rng.random() < 0.6 else _deep_json(rng))
+            if rng.random() < 0.3:
+                lines.append(mutate_text(lines[-1], rng))
+        (folder / "manifest.jsonl").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass"
+        )
+        before = _tree(sandbox.out)
+        sandbox.run(str(number), ["sweep", str(sweep_path), "--dry-run", "--out", str(sandbox.out)])
+        assert _tree(sandbox.out) == before  # a dry run writes nothing
