@@ -8,6 +8,7 @@ fi
 # for an install.
 mkdir -p .pyroot/physarum
 for part in render kernels presets sweeps; do ln -sfn "$PWD/$part" ".pyroot/physarum/$part"; done
+ln -sfn "$PWD/physarum_api/__init__.py" .pyroot/physarum/__init__.py  # the API: physarum itself
 export PYTHONPATH=/tmp/site:$PWD/.pyroot
 export PYTHONUNBUFFERED=1
 physarum() { python3 -m physarum.render.cli "$@"; }

@@ -155,18 +155,21 @@ def copy_tree(into: Path) -> tuple[Path, dict[str, str]]:
     """A copy of the working tree under `into` and the environment that imports it."""
     copy = into / "repo"
     shutil.copytree(ROOT, copy, ignore=lambda folder, names: [n for n in names if n in SKIP], symlinks=True)
-    package = into / "pyroot" / "physarum"  # a namespace package, as installed
+    package = into / "pyroot" / "physarum"  # the package as installed: the API's __init__, the stages
     package.mkdir(parents=True)
+    (package / "__init__.py").symlink_to(copy / "physarum_api" / "__init__.py")
     for name in PACKAGES:
         (package / name).symlink_to(copy / name, target_is_directory=True)
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "PYTHONPATH")}
     env.update(PYTHONPATH=str(into / "pyroot"), PYTHONDONTWRITEBYTECODE="1")
-    probe = "import physarum.render, physarum.kernels; print(physarum.render.__path__[0], physarum.kernels.__path__[0])"
+    probe = "import physarum.render, physarum.kernels; print(physarum.__file__, physarum.render.__path__[0], physarum.kernels.__path__[0])"
     seen = subprocess.run(
         [sys.executable, "-c", probe], cwd=copy, env=env, capture_output=True, text=True, check=False
     ).stdout.split()
-    if len(seen) != 2 or not all(Path(p).resolve().is_relative_to(copy) for p in seen):
-        raise CheckError(f"the copy's code is not what gets imported (physarum.render, .kernels from {seen})")
+    if len(seen) != 3 or not all(Path(p).resolve().is_relative_to(copy) for p in seen):
+        raise CheckError(
+            f"the copy's code is not what gets imported (physarum, .render, .kernels from {seen})"
+        )
     return copy, env
 
 

@@ -55,6 +55,10 @@ def package_path(tree: Path, links: Path) -> dict[str, str]:
     for part in ("render", "kernels", "presets", "sweeps"):
         (root / part).unlink(missing_ok=True)
         (root / part).symlink_to(tree.resolve() / part)
+    api = tree.resolve() / "physarum_api" / "__init__.py"  # physarum itself, where the tree has it
+    if api.exists():
+        (root / "__init__.py").unlink(missing_ok=True)
+        (root / "__init__.py").symlink_to(api)
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(links), os.environ.get("PYTHONPATH", "")])}
 
 
