@@ -55,7 +55,7 @@ def plot_graphs(
         )
         axis.set_xticks([])
         axis.set_yticks([])
-        if k == 0:
+        if k == 0 and axis.get_legend_handles_labels()[0]:  # no legend where no node is shown
             axis.legend(fontsize=7, loc="upper right", markerscale=3)
     steps = [row["step"] for row in rows]
     plots = (
