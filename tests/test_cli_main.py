@@ -472,7 +472,7 @@ def test_preview_writes_a_small_gif_alone(tmp_path, capsys):
     folder = tmp_path / "o" / "previews" / "tiny"
     assert sorted(p.suffix for p in folder.iterdir()) == [".gif", ".json"]
     with Image.open(folder / "tiny-s3.gif") as image:
-        assert image.size == (24, 16)
+        assert image.size == (96, 64)  # a canvas under the preview's 256 pixels: not reduced, the GIF whole
     assert json.loads((folder / "tiny-s3.json").read_text())["gif_budget"]["max_bytes"] == 2_000_000
 
 
@@ -568,3 +568,45 @@ def test_a_triton_render_says_it_compiles_before_it_starts(tmp_path, capsys, mon
     monkeypatch.setattr(machine, "resolve_backend", lambda requested, device: "torch")
     assert main(["render", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "Triton" not in capsys.readouterr().err
+
+
+def test_a_preview_is_reduced_says_so_and_renders_again_from_its_gif(tmp_path, capsys):
+    path = write_preset(tmp_path, tiny_data(canvas={"width": 64, "height": 48}, agents={"count": 800}))
+    argv = ["render", str(path), "--preview", "--reduce", "2", "--backend", "torch"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "preview: 64x48 -> 32x24, 800 -> 200 agents, distances / 2" in err
+    gif = tmp_path / "a" / "previews" / "tiny" / "tiny-s3.gif"
+    assert Image.open(gif).size == (32, 24)
+    again = ["render", "--from", str(gif), "--out", str(tmp_path / "b"), "--quiet", "--backend", "torch"]
+    assert main(again) == 0
+    assert (tmp_path / "b" / "tiny" / "tiny-s3.gif").read_bytes() == gif.read_bytes()
+
+
+@pytest.mark.parametrize("k", ["0.5", "nan", "5000"])
+def test_a_bad_reduce_exits_2_with_one_message_and_writes_nothing(tmp_path, capsys, k):
+    path = write_preset(tmp_path, tiny_data())
+    assert main(["render", str(path), "--reduce", k, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "--reduce: K must be a number from 1 to 1024" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_long_render_says_its_estimate_first(tmp_path, capsys, monkeypatch):
+    from physarum.render.base.errors import RenderError
+    from physarum.render.run import estimate, runner
+
+    def stop(*args, **kwargs):
+        raise RenderError("stopped here")
+
+    monkeypatch.setattr(runner, "render", stop)
+    path = write_preset(tmp_path, tiny_data())
+    argv = ["render", str(path), "--out", str(tmp_path / "o"), "--backend", "torch", "--device", "cpu"]
+    assert main(argv) == 2
+    assert "estimated" not in capsys.readouterr().err  # 400 agents, 24 steps: seconds
+    monkeypatch.setitem(estimate.THROUGHPUT, ("cpu", "torch"), (1e-2, 1e-2))  # a slow machine
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "note: this render is estimated at about 8 minutes on this cpu (torch)" in err
+    assert main([*argv, "--quiet"]) == 2
+    assert "estimated" not in capsys.readouterr().err

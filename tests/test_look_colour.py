@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
+import pytest
 import torch
 
 from physarum.render.look.colour import (
@@ -12,6 +15,7 @@ from physarum.render.look.colour import (
     blend_table,
     downscale,
     gamma_levels,
+    gif_resample,
     make_colourist,
     product_palette,
     species_ramp,
@@ -109,6 +113,53 @@ def test_downscale_is_exact_nearest_sampling():
     assert small.shape == (6, 5)
     assert small.tolist() == index[1::2, 1::2].tolist()
     assert downscale(index, (10, 12)) is index
+
+
+def slow_area(index: np.ndarray, width: int, height: int, base: int = 256, digits: int = 1) -> np.ndarray:
+    """The area mean, obviously: each output pixel's box [j * H / h, (j + 1) * H / h) x [...] in
+    exact fractions, the covered share of every source pixel, digit by digit, rounded half up."""
+    source_h, source_w = index.shape
+    out = np.zeros((height, width), dtype=np.int64)
+    for j in range(height):
+        for i in range(width):
+            y0, y1 = Fraction(j * source_h, height), Fraction((j + 1) * source_h, height)
+            x0, x1 = Fraction(i * source_w, width), Fraction((i + 1) * source_w, width)
+            for d in range(digits):
+                total = Fraction(0)
+                for y in range(source_h):
+                    for x in range(source_w):
+                        share = max(0, min(y1, y + 1) - max(y0, y)) * max(0, min(x1, x + 1) - max(x0, x))
+                        total += share * (int(index[y, x]) // base**d % base)
+                mean = total / ((y1 - y0) * (x1 - x0))
+                out[j, i] += int(mean + Fraction(1, 2)) * base**d
+    return out
+
+
+@pytest.mark.parametrize(
+    "shape, size", [((12, 10), (4, 5)), ((7, 9), (2, 3)), ((16, 16), (4, 4)), ((9, 5), (5, 9))]
+)
+def test_area_downscale_is_the_exact_area_mean(shape, size):
+    index = torch.from_numpy(np.random.default_rng(sum(shape)).integers(0, 256, shape, dtype=np.uint8))
+    small = downscale(index, size, "area")
+    assert small.dtype == torch.uint8 and small.shape == (size[1], size[0])
+    np.testing.assert_array_equal(small.numpy(), slow_area(index.numpy(), *size))
+
+
+def test_area_downscale_averages_species_digits_apart():
+    index = torch.from_numpy(np.random.default_rng(2).integers(0, 256, (10, 14), dtype=np.uint8))
+    small = downscale(index, (5, 4), "area", (16, 2))
+    np.testing.assert_array_equal(small.numpy(), slow_area(index.numpy(), 5, 4, 16, 2))
+    flat = torch.full((8, 8), 37, dtype=torch.uint8)  # a flat frame stays itself, nearest or area
+    assert downscale(flat, (3, 5), "area").unique().tolist() == [37]
+
+
+def test_gif_resample_follows_the_output_key_but_never_averages_hues():
+    plain = build_preset(tiny_data(), "t.yaml")
+    assert gif_resample(plain) == ("nearest", (256, 1))
+    area = build_preset(tiny_data(output={"gif_resample": "area"}), "t.yaml")
+    assert gif_resample(area) == ("area", (256, 1))
+    heading = build_preset(tiny_data(output={"gif_resample": "area"}, palette={"layer": "heading"}), "t.yaml")
+    assert gif_resample(heading)[0] == "nearest"
 
 
 def fixed_levels() -> Palette:

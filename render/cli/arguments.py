@@ -4,23 +4,33 @@ None so that it layers over the preset file's value. render/cli/main.py runs wha
 from __future__ import annotations
 
 import argparse
+from fractions import Fraction
 
+from physarum.render.base.errors import RenderError
+from physarum.render.preset import Preset
 from physarum.render.preset.output_sections import GIF_TARGETS
 from physarum.render.preset.provenance import version
+from physarum.render.preset.reduce import reduce_preset, side_ratio
 
-PREVIEW_SCALE = 0.25  # --preview: the GIF's size as a fraction of the canvas
+PREVIEW_SIDE = 256  # --preview: the reduced canvas's short side (render/preset/reduce.py)
+MAX_REDUCE = 1024  # --reduce K: at most this (the canvas stops at 8 pixels a side anyway)
 
 
 def flag_settings(args) -> list[str]:
     """The render flags that stand for preset keys, as --set settings: the GIF budget flags, and
-    --preview (formats [gif], gif_scale PREVIEW_SCALE unless --scale, the 'preview' budget
-    unless a budget flag). Outputs carry them, so --from renders the same file again."""
+    --preview (formats [gif] at the size of the reduced canvas unless --scale, area averaged,
+    the 'preview' budget unless a budget flag; the canvas is reduced by `reduction`). Outputs
+    carry them, so --from renders the same file again."""
+    if args.reduce is not None and args.resume:
+        raise RenderError(
+            "--reduce: a resumed render keeps its checkpoint's canvas; render the preset with --reduce"
+        )
     settings = []
     budget = args.gif_max_bytes or args.gif_target
     if args.preview:
-        settings.append("output.formats=[gif]")
+        settings.extend(["output.formats=[gif]", "output.gif_resample=area"])
         if args.scale is None:
-            settings.append(f"output.gif_scale={PREVIEW_SCALE!r}")
+            settings.append("output.gif_scale=1.0")
         budget = budget or "preview"
     if budget is not None:
         settings.append(f"output.gif_max_bytes={budget}")
@@ -103,8 +113,17 @@ def parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--preview",
         action="store_true",
-        help=f"a quick look: the GIF alone, at {PREVIEW_SCALE:g} of the canvas (or --scale), within "
-        f"{GIF_TARGETS['preview'] / 1e6:g} MB (or the budget flags), into OUT/previews",
+        help=f"a quick look: the same picture on a canvas of {PREVIEW_SIDE} pixels on its short side "
+        "(fewer agents at the same density, distances scaled: docs/presets.md, 'Previews'), the GIF "
+        f"alone within {GIF_TARGETS['preview'] / 1e6:g} MB (or the budget flags), into OUT/previews",
+    )
+    render.add_argument(
+        "--reduce",
+        type=float,
+        default=None,
+        metavar="K",
+        help="the same picture, smaller and faster: the canvas's sides / K, the agents / K^2 (the same "
+        "density), distances / K (with --preview: instead of its size)",
     )
     render.add_argument(
         "--frames-dir", default=None, metavar="DIR", help="also write every frame as a numbered PNG into DIR"
@@ -268,3 +287,20 @@ def stop_settings(args) -> list[str]:
         if flag is not None:
             settings.append(f"{key}=[{flag}]")
     return settings
+
+
+def reduction(args, preset: Preset) -> tuple[Preset, str]:
+    """(the preset render renders, the note saying how it was reduced, '' if not): --reduce K
+    divides the canvas's sides by K, --preview brings its short side to PREVIEW_SIDE (never
+    enlarged), render/preset/reduce.py. RenderError for a K that is not a number from 1 to
+    MAX_REDUCE."""
+    kind = "preview" if args.preview else "reduce"
+    if args.reduce is not None:
+        if not 1 <= args.reduce <= MAX_REDUCE:
+            raise RenderError(f"--reduce: K must be a number from 1 to {MAX_REDUCE} (got {args.reduce!r})")
+        ratio = 1 / Fraction(args.reduce)
+    elif args.preview:
+        ratio = side_ratio(preset, PREVIEW_SIDE)
+    else:
+        return preset, ""
+    return reduce_preset(preset, ratio, kind)

@@ -13,7 +13,7 @@ from pathlib import Path
 from physarum.render.base.errors import RenderError, machine_problem, printable, shown
 from physarum.render.base.interrupts import Terminated, signals_interrupt
 from physarum.render.cli import show
-from physarum.render.cli.arguments import flag_settings, parser, stop_settings
+from physarum.render.cli.arguments import flag_settings, parser, reduction, stop_settings
 from physarum.render.out.specs import gif_size, output_paths
 from physarum.render.preset import PresetError, load_preset
 from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_path
@@ -31,8 +31,12 @@ def cmd_render(args) -> int:
         args.out = str(Path(args.out) / "previews")
     if not args.resume:  # a preset is read without torch: its mistakes are the only message
         preset, resume = load_for_render(args), None
+        preset, reduced = reduction(args, preset)  # --preview, --reduce: the preset made smaller
+        if reduced and not args.quiet:
+            print(printable(reduced), file=sys.stderr)
     show.status(args.quiet, "loading torch")
     from physarum.render.run import machine  # start-up: torch
+    from physarum.render.run.estimate import estimate_line  # start-up: torch
     from physarum.render.run.resume import load_for_resume  # start-up: torch
     from physarum.render.run.runner import RenderOptions, render  # start-up: torch
     from physarum.render.tools.stats import StatsRecorder  # start-up: torch
@@ -55,11 +59,14 @@ def cmd_render(args) -> int:
         extra_files=stats.staged if stats is not None else None,  # committed with the render's files
         resume=resume,
     )
-    if (
-        not args.quiet
-        and machine.resolve_backend(args.backend, machine.resolve_device(args.device)) == "triton"
-    ):
-        show.status(args.quiet, "preparing the Triton kernels (compiled on first use, then cached)")
+    if not args.quiet:
+        device = machine.resolve_device(args.device)
+        backend = machine.resolve_backend(args.backend, device)
+        estimate = estimate_line(preset, device.type, backend)  # before a render of a minute or more
+        if estimate:
+            print(printable(estimate), file=sys.stderr)
+        if backend == "triton":
+            show.status(args.quiet, "preparing the Triton kernels (compiled on first use, then cached)")
     with signals_interrupt():
         result = render(preset, options)
     for note in result.notes:  # every line through printable: paths and names are the user's

@@ -277,12 +277,64 @@ def preview_size(width: int, height: int, scale: float) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
-def downscale(index: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Nearest-neighbour resampling of an index frame to (width, height), in integers (exact)."""
+def downscale(
+    index: torch.Tensor, size: tuple[int, int], resample: str = "nearest", digits: tuple[int, int] = (256, 1)
+) -> torch.Tensor:
+    """An index frame resampled to (width, height), in integers (exact on every device):
+    `nearest` samples the pixel under each output pixel's centre; `area` (output.gif_resample)
+    gives each output pixel the rounded mean of the indices it covers, weighted by the area covered
+    (area_mean), digit by digit of an index written in base digits[0] with digits[1] digits (the
+    species' product index, SpeciesColourist), so a species' level is averaged with its own."""
     height, width = index.shape
     out_w, out_h = size
     if (out_w, out_h) == (width, height):
         return index
+    if resample == "area":
+        base, count = digits
+        wide = index.to(torch.int64)
+        total = torch.zeros((out_h, out_w), dtype=torch.int64, device=index.device)
+        for d in range(count):
+            total += area_mean((wide // base**d) % base, size) * base**d
+        return total.to(torch.uint8)
     columns = (torch.arange(out_w, device=index.device) * 2 + 1) * width // (2 * out_w)
     rows = (torch.arange(out_h, device=index.device) * 2 + 1) * height // (2 * out_h)
     return index[rows][:, columns]
+
+
+def area_weights(source: int, out: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """([out, k] source indices, [out, k] int64 weights) of shrinking a side of `source` pixels to
+    `out`: in units of 1 / (source * out) of a source pixel, pixel i spans [i * out, (i + 1) * out)
+    and output pixel j spans [j * source, (j + 1) * source); a weight is their overlap (an integer;
+    each output pixel's weights add up to `source`)."""
+    k = -(-source // out) + 1  # source pixels an output pixel can touch
+    first = torch.arange(out, device=device) * source // out
+    taps = first[:, None] + torch.arange(k, device=device)[None, :]
+    start = torch.maximum(taps * out, (torch.arange(out, device=device) * source)[:, None])
+    end = torch.minimum((taps + 1) * out, (torch.arange(out, device=device)[:, None] + 1) * source)
+    weights = (end - start).clamp(min=0).to(torch.int64)
+    return taps.clamp(max=source - 1), weights
+
+
+def area_mean(values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """[out_h, out_w] int64: the area-weighted mean of int64 `values` [H, W] (each side shrunk,
+    width to size[0], height to size[1]), rounded half up: exact integers throughout
+    (sum(v * wx * wy) + W * H // 2) // (W * H)."""
+    height, width = values.shape
+    out_w, out_h = size
+    taps, weights = area_weights(width, out_w, values.device)
+    columns = (values[:, taps] * weights).sum(-1)  # [H, out_w], in units of 1 / out_w
+    taps, weights = area_weights(height, out_h, values.device)
+    both = (columns[taps] * weights[:, :, None]).sum(1)  # [out_h, out_w]
+    area = width * height
+    return (both + area // 2) // area
+
+
+def gif_resample(preset: Preset) -> tuple[str, tuple[int, int]]:
+    """(resample, digits) of the preset's GIF downscale (downscale's arguments): area only where
+    indices average to a colour between theirs (not the heading layer's hue wheel: nearest)."""
+    resample = preset.output.gif_resample or "nearest"
+    if preset.palette.layer == "heading":
+        return "nearest", (256, 1)
+    if preset.species is not None and preset.palette.layer == "trail":
+        return resample, (PRODUCT_LEVELS[len(preset.species)], len(preset.species))
+    return resample, (256, 1)

@@ -22,7 +22,7 @@ from physarum.render.base.files import PartialFile
 from physarum.render.formats.contract import Frame, Spec, Writer
 from physarum.render.formats.frames_dir import FramesDirSpec
 from physarum.render.formats.registry import open_writer
-from physarum.render.look.colour import Colourist, downscale, preview_size
+from physarum.render.look.colour import Colourist, downscale, gif_resample, preview_size
 from physarum.render.look.loops import PingPong
 from physarum.render.out.encoder_process import EncoderProcess
 from physarum.render.out.journal import JournalWriter
@@ -140,6 +140,7 @@ class FramePipeline:
         self.colourist, self.workers = colourist, workers
         self.reads = {name for w in workers for name in w.reads}
         self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
+        self.resample = gif_resample(preset)  # downscale's (resample, digits): output.gif_resample
         # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
         # been handed over (the pipeline lags one frame), so each worker holds at most
         # QUEUE_FRAMES of them queued plus one in hand, the oldest f - 2 - QUEUE_FRAMES: every
@@ -157,7 +158,7 @@ class FramePipeline:
         index, rgb = self.colourist.colour(trail, number, want_rgb)
         preview = palette = None
         if "preview" in self.reads:
-            preview = self.ring.copy("preview", number, downscale(index, self.preview))
+            preview = self.ring.copy("preview", number, downscale(index, self.preview, *self.resample))
             palette = self.colourist.table(number)
         if want_rgb:
             rgb = self.ring.copy("rgb", number, rgb)

@@ -178,6 +178,11 @@ class Output(OptionalSection):
     fps: int = Field(30, ge=1, le=100)
     loop: int = Field(0, ge=0, le=65535, description="GIF and WebP repeats, 0 = forever")
     gif_scale: float = Field(1.0, gt=0, le=1, description="GIF size as a fraction of the canvas")
+    gif_resample: Literal["nearest", "area"] | None = Field(
+        None,
+        description="how a GIF smaller than the canvas is made: nearest (unset) or area (exact integer "
+        "area averages of the palette indices); not embedded when unset",
+    )
     png_dpi: int | None = Field(None, ge=1, le=4800, description="print resolution of the PNG still")
     gif_max_bytes: int | None = Field(
         None, description="GIF byte budget: bytes, a size like '10MB', or a target name (GIF_TARGETS)"

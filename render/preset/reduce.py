@@ -1,0 +1,110 @@
+"""A preset reduced: the same picture on a smaller canvas, faster (`render --preview`, `--reduce`).
+
+The reduction by a ratio r < 1 of the short side is an ordinary preset, so a reduced render is
+exact and reproducible like any other and its outputs embed the reduced preset (`--from` renders
+it again). It keeps what the model's dynamics depend on, per unit of canvas:
+
+- canvas: each side round(side * r) (at least 8); r is then exactly short' / short;
+- agents: the same agents per pixel, count' = round(count * W'H' / WH) (at least one per species),
+  written as a count (a density is dropped), so the trail a pixel receives a step is the same and
+  levels, deposits, food amounts and trail images mean what they meant;
+- distances (sensor_distance, step_size, in pixel units): times r; diffuse (pixel units): times
+  r^2, the rule units: short_side applies by itself (Model.diffuse_on: the 3x3 blend spreads
+  trail a fixed number of pixels a step). In short_side units nothing changes. Scheduled values
+  are scaled keyframe by keyframe; species' own models by their own units;
+- images (walls, trail, food, spawn) are resized onto the new canvas by the loader's exact box
+  resize; food points, radii and spawn radii are canvas fractions already;
+- steps, warmup, decay, deposit, angles and the look stay: a step means the same at every size.
+
+The preset's description says how it was reduced (`note`), so its outputs and sidecar do too.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from physarum.render.preset.load import build_preset
+from physarum.render.preset.schema import Preset
+
+MIN_SIDE = 8  # Canvas's bound
+DISTANCE_KEYS = ("sensor_distance", "step_size")
+
+
+def reduced_side(side: int, ratio: Fraction) -> int:
+    """A canvas side times `ratio`, rounded (half to even), at least MIN_SIDE."""
+    return max(MIN_SIDE, round(side * ratio))
+
+
+def side_ratio(preset: Preset, short_side: int) -> Fraction:
+    """The ratio that brings the preset's short side to `short_side` (at most 1: never enlarged)."""
+    short = min(preset.canvas.width, preset.canvas.height)
+    return min(Fraction(1), Fraction(short_side, short))
+
+
+def scaled(value, factor: Fraction):
+    """A number, or each keyframe value of a schedule's dump, times `factor` (one rounding)."""
+    if isinstance(value, dict):
+        return {**value, "keys": {k: float(Fraction(v) * factor) for k, v in value["keys"].items()}}
+    return float(Fraction(value) * factor)
+
+
+def scale_model(model: dict, units: str, ratio: Fraction) -> dict:
+    """A model section's dump (or a species' override) with its pixel distances times `ratio` and
+    its diffuse times ratio^2; unchanged in short_side units."""
+    if units != "pixels":
+        return model
+    model = dict(model)
+    for key in DISTANCE_KEYS:
+        if model.get(key) is not None:
+            model[key] = scaled(model[key], ratio)
+    if model.get("diffuse") is not None:
+        model["diffuse"] = scaled(model["diffuse"], ratio * ratio)
+    return model
+
+
+def reduced_data(preset: Preset, width: int, height: int) -> dict:
+    """The preset's dump on a width x height canvas (see the module's rules)."""
+    data = preset.model_dump()
+    ratio = Fraction(min(width, height), min(preset.canvas.width, preset.canvas.height))
+    area = Fraction(width * height, preset.canvas.width * preset.canvas.height)
+    data["canvas"] = {"width": width, "height": height}
+    agents = {k: v for k, v in data["agents"].items() if k != "density"}
+    agents["count"] = max(preset.species_count, round(preset.agents.count * area))
+    data["agents"] = agents
+    units = preset.model.units
+    data["model"] = scale_model(data["model"], units, ratio)
+    for species in data.get("species") or []:
+        if species.get("model"):
+            own = species["model"].get("units") or units
+            species["model"] = scale_model(species["model"], own, ratio)
+    return data
+
+
+def note(preset: Preset, reduced: Preset, kind: str = "preview") -> str:
+    """How a preset was reduced, e.g. 'preview: 1024x1024 -> 256x256, 2,000,000 -> 125,000
+    agents, distances / 4'."""
+    before, after = preset.canvas, reduced.canvas
+    ratio = Fraction(min(before.width, before.height), min(after.width, after.height))
+    shown = f"{float(ratio):.4g}" if ratio.denominator != 1 else str(ratio.numerator)
+    return (
+        f"{kind}: {before.width}x{before.height} -> {after.width}x{after.height}, "
+        f"{preset.agents.count:,} -> {reduced.agents.count:,} agents, distances / {shown}"
+    )
+
+
+def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tuple[Preset, str]:
+    """(the reduced preset, its note): the preset on a canvas `ratio` (0 < ratio <= 1) of its
+    sides, validated like any preset (PresetError naming the problem, e.g. a distance that no
+    longer fits). A ratio of 1, or one that leaves the canvas as it is, returns the preset itself
+    and an empty note."""
+    width = reduced_side(preset.canvas.width, ratio)
+    height = reduced_side(preset.canvas.height, ratio)
+    if (width, height) == (preset.canvas.width, preset.canvas.height):
+        return preset, ""
+    data = reduced_data(preset, width, height)
+    reduced = build_preset(data, f"--{kind}", base=".", carried=preset.carried)
+    text = note(preset, reduced, kind)
+    description = f"{preset.description} ({text})" if preset.description else f"({text})"
+    updates = {"description": description, "checkpoint": preset.checkpoint}
+    output = reduced.output.model_copy(update={"fields": preset.output.fields})
+    return reduced.model_copy(update={**updates, "output": output}), text

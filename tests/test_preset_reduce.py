@@ -1,0 +1,102 @@
+"""render/preset/reduce.py: a preset reduced to a smaller canvas keeps its density, its scaled
+distances and diffusion, its images, and says how it was reduced."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import yaml
+
+from physarum.render.preset import load_preset
+from physarum.render.preset.images import box_resize, preset_pixels, read_grey
+from physarum.render.preset.load import build_preset
+from physarum.render.preset.reduce import reduce_preset, side_ratio
+from physarum.render.preset.schedule import keyframe_values
+from support import ROOT, save_image, tiny_data, world_data, write_preset
+
+
+def curated(name: str):
+    return load_preset(ROOT / "presets" / f"{name}.yaml")
+
+
+@pytest.mark.parametrize("name", ["labyrinth", "anywhere", "journey", "rivals", "lettering", "panorama"])
+def test_a_reduction_keeps_density_and_scales_distances_and_diffuse(name):
+    preset = curated(name)
+    reduced, _ = reduce_preset(preset, side_ratio(preset, 256))
+    short, small = min(preset.canvas.width, preset.canvas.height), 256
+    ratio = Fraction(small, short)
+    assert min(reduced.canvas.width, reduced.canvas.height) == small
+    assert reduced.canvas.width == round(preset.canvas.width * ratio)
+    area = Fraction(reduced.canvas.width * reduced.canvas.height, preset.canvas.width * preset.canvas.height)
+    assert reduced.agents.count == round(preset.agents.count * area)  # agents per pixel kept
+    assert reduced.run == preset.run and reduced.palette == preset.palette
+    for s in range(preset.species_count):
+        before, after = preset.species_model(s), reduced.species_model(s)
+        for key in ("sensor_distance", "step_size"):  # in pixels, whatever the units
+            for b, a in zip(keyframe_values(getattr(before, key)), keyframe_values(getattr(after, key))):
+                assert after.to_pixels(a, small) == float(Fraction(before.to_pixels(b, short)) * ratio)
+        for b, a in zip(keyframe_values(before.diffuse), keyframe_values(after.diffuse)):
+            on_canvas = Fraction(before.diffuse_on(b, short)) * ratio**2
+            assert after.diffuse_on(a, small) == pytest.approx(float(on_canvas), rel=1e-12)
+        assert (after.decay, after.deposit, after.sensor_angle) == (
+            before.decay,
+            before.deposit,
+            before.sensor_angle,
+        )
+
+
+def test_a_scheduled_distance_is_scaled_keyframe_by_keyframe():
+    preset = build_preset(
+        tiny_data(canvas={"width": 64, "height": 64}, model={"step_size": {"keys": {0: 1.0, "50%": 2.0}}}),
+        "t.yaml",
+    )
+    reduced, _ = reduce_preset(preset, Fraction(1, 2))
+    assert reduced.model.step_size.keys == {0: 0.5, "50%": 1.0}
+    assert reduced.model.diffuse == 0.125 and reduced.model.sensor_distance == 2.5
+
+
+def test_the_note_says_how_it_was_reduced_and_the_description_carries_it():
+    preset = curated("labyrinth")
+    reduced, note = reduce_preset(preset, side_ratio(preset, 256))
+    assert note == "preview: 1024x1024 -> 256x256, 2,000,000 -> 125,000 agents, distances / 4"
+    assert reduced.description.endswith(f"({note})")
+
+
+def test_the_reduced_preset_reads_back_as_itself():
+    preset = curated("rivals")
+    reduced, _ = reduce_preset(preset, Fraction(1, 4), "reduce")
+    again = build_preset(yaml.safe_load(reduced.to_yaml()), "again.yaml")
+    assert again == reduced
+
+
+def test_no_reduction_returns_the_preset_itself():
+    preset = curated("quickstart")
+    assert reduce_preset(preset, Fraction(1)) == (preset, "")
+    assert side_ratio(preset, 4096) == 1  # never enlarged
+
+
+def test_checkpoints_and_fields_survive_the_reduction():
+    preset = build_preset(
+        tiny_data(
+            canvas={"width": 64, "height": 64},
+            checkpoint={"at": [6]},
+            output={"formats": ["gif"], "fields": {"at": [9]}},
+        ),
+        "t.yaml",
+    )
+    reduced, _ = reduce_preset(preset, Fraction(1, 2))
+    assert reduced.checkpoint == preset.checkpoint and reduced.output.fields == preset.output.fields
+
+
+def test_images_are_box_resized_onto_the_reduced_canvas(tmp_path):
+    rng = np.random.default_rng(5)
+    for name in ("wall.png", "gradient.png", "square.png"):
+        save_image(tmp_path / name, rng.integers(0, 256, (32, 48)))
+    preset = load_preset(write_preset(tmp_path, world_data()))
+    reduced, note = reduce_preset(preset, Fraction(1, 2))
+    assert (reduced.canvas.width, reduced.canvas.height) == (24, 16) and "48x32 -> 24x16" in note
+    assert reduced.agents.count == 100 and reduced.world.food == preset.world.food
+    wall = reduced.world.walls.path
+    np.testing.assert_array_equal(preset_pixels(reduced, wall), box_resize(read_grey(wall), 24, 16))
