@@ -90,8 +90,9 @@ def main() -> None:
     parser.add_argument("--backend", default="torch")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tree", type=Path, default=None, help="render with another checkout's package")
+    parser.add_argument("--presets", nargs="*", default=None, help="these curated presets only")
     args = parser.parse_args()
-    names = sorted(p.stem for p in PRESETS.glob("*.yaml"))
+    names = args.presets or sorted(p.stem for p in PRESETS.glob("*.yaml"))
     with tempfile.TemporaryDirectory() as folder, ThreadPoolExecutor(args.jobs) as pool:
         env = package_path(args.tree, Path(folder) / "links") if args.tree else None
         results = pool.map(lambda n: render_one(n, Path(folder) / n, args, env), names)
