@@ -112,3 +112,12 @@ def test_a_batch_shares_the_cores_among_its_encoder_processes(monkeypatch):
     assert slices == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15]]
     assert machine.encoder_cores(0, 1) is None
     assert [machine.encoder_cores(job, 20) for job in (0, 15, 16, 19)] == [[0], [15], [0], [3]]
+
+
+@pytest.mark.parametrize(
+    ("requested", "words"),
+    [("mps", "MPS is not supported.*--device cpu"), ("xpu", "only cpu and cuda"), ("gpu", "not a device")],
+)
+def test_a_device_the_contract_does_not_cover_is_refused_saying_what_to_use(requested, words):
+    with pytest.raises(RenderError, match=words):
+        machine.resolve_device(requested)

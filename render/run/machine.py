@@ -30,6 +30,12 @@ def resolve_device(requested: str | None) -> torch.device:
         raise RenderError(
             f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)"
         )
+    if device.type == "mps":
+        raise RenderError(
+            f"--device {requested}: Apple's MPS is not supported: the exactness contract (the same "
+            "bytes on every machine) is proven on CPUs and CUDA GPUs only; on a Mac use --device cpu "
+            "(the default there)"
+        )
     if device.type not in ("cpu", "cuda"):
         raise RenderError(f"--device {requested}: only cpu and cuda devices are supported")
     return device
