@@ -6,7 +6,9 @@ at once, or none does: docs/safety.md). A render is a batch of one or more jobs 
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from physarum.render.base.files import (
     remove_stale_parts_of,
     stage_json,
 )
+from physarum.render.base.locks import LockHeld, NameLock
 from physarum.render.look.colour import make_colourist
 from physarum.render.look.loops import TrailLoop
 from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
@@ -186,9 +189,12 @@ class Job:
                 self.fail(error)
 
 
-def job_paths(presets: Sequence[Preset], out_dir: Path, frames_dir: Path | None) -> list[dict[str, Path]]:
-    """Every job's output paths, their folders made and stale temporary files of killed runs
-    beside them removed; two jobs may not share their files."""
+def job_paths(
+    presets: Sequence[Preset], out_dir: Path, frames_dir: Path | None, held: ExitStack
+) -> list[dict[str, Path]]:
+    """Every job's output paths, their folders made, each job's name locked (name_lock: kept
+    in `held`, released when the caller closes it, after the commit) and stale temporary files
+    of killed runs beside them removed; two jobs may not share their files."""
     paths = [output_paths(p, Path(out_dir)) for p in presets]
     seen = set()
     for preset, job_paths in zip(presets, paths):
@@ -198,12 +204,35 @@ def job_paths(presets: Sequence[Preset], out_dir: Path, frames_dir: Path | None)
                 f"({job_paths['json'].with_suffix('')}.*); give them different names or seeds"
             )
         seen.add(job_paths["json"])
+    stems = [job_paths["json"].with_suffix("") for job_paths in paths]
+    if frames_dir:
+        stems += [Path(frames_dir) / output_stem(preset) for preset in presets]
+    for stem in stems:
+        stem.parent.mkdir(parents=True, exist_ok=True)
+    for stem in {os.path.realpath(stem): stem for stem in stems}.values():  # a folder named twice: once
+        held.callback(name_lock(stem).release)
     for job_paths in paths:
-        job_paths["json"].parent.mkdir(parents=True, exist_ok=True)
         for path in job_paths.values():
             remove_stale_parts_of(path)
     if frames_dir:
-        Path(frames_dir).mkdir(parents=True, exist_ok=True)
         for preset in presets:
             remove_stale_parts(Path(frames_dir), f"{glob.escape(output_stem(preset))}-*.png")
     return paths
+
+
+def name_lock(stem: Path) -> NameLock:
+    """The lock of the files STEM.* (and STEM-*: checkpoints, journal, fields, frames), taken:
+    .STEM.lock beside them (render/base/locks.py). Where another process holds it, one
+    RenderError naming that process and the files: a second render of one name refuses rather
+    than mix its files with the first's (docs/safety.md)."""
+    lock = NameLock(stem.with_name(f".{stem.name}.lock"))
+    try:
+        return lock.take()
+    except LockHeld as held:
+        who = "another process" if held.pid is None else f"process {held.pid}"
+        raise RenderError(
+            f"{stem}.*: {who} is rendering these files now (it holds {held.path}); "
+            "wait until it ends, or render into another --out folder or with another seed"
+        ) from None
+    except OSError as error:
+        raise RenderError(f"{error.filename}: {error.strerror}") from None

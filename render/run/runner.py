@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,10 +108,15 @@ def render_batch(
     temporary files removed while the others go on; its result carries the error and no outputs,
     and the earlier files of its names stay as they were. A failure of the
     simulation itself (or an interruption) stops every job and is raised. options.on_step, if
-    set, is called with the whole batch's simulation after every step.
+    set, is called with the whole batch's simulation after every step. Each job's name is locked
+    from before its first file until the batch ends (out/job.py job_paths): a second render of a
+    name being rendered is refused (RenderError).
     """
-    options = options or RenderOptions(**kwargs)
-    presets = list(presets)
+    with ExitStack() as held:  # the jobs' name locks, released when the batch ends
+        return _render_batch(list(presets), options or RenderOptions(**kwargs), held)
+
+
+def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack) -> list[RenderResult]:
     if not presets:
         return []
     if len({batch_key(p) for p in presets}) > 1:
@@ -129,7 +135,7 @@ def render_batch(
     source, note = resume_journal(options.resume, presets[0], options.frames_dir is not None)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     start = _start(options)  # the checkpoint's state: read after every check above
-    paths = job_paths(presets, options.out_dir, options.frames_dir)
+    paths = job_paths(presets, options.out_dir, options.frames_dir, held)
     simulation = make_batch_simulation(presets, backend, torch_device, start)
     windows: list[Window | None] = [None] * len(presets)
     if any(p.loop[0] == "closest" for p in presets):  # a first pass finds the loops; the render repeats it
