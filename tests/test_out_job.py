@@ -21,16 +21,16 @@ from physarum.render.base.locks import LockHeld, NameLock
 from physarum.render.formats.registry import read_embedded
 from physarum.render.out.job import job_paths
 from physarum.render.preset import build_preset
-from support import tiny_data
-
-SMALL = ["--set", "run.steps=20", "--set", "canvas.width=64", "--set", "canvas.height=64"]
-SMALL += ["--set", "agents.count=500", "--set", "output.formats=[gif,mp4,png]"]
+from support import tiny_data, write_preset
 
 
 def _render(out: Path, seed: int, palette: str) -> list[str]:
-    """The command of a small quickstart render of `seed` into `out`, coloured by `palette`."""
-    command = [sys.executable, "-m", "physarum.render.cli", "render", "quickstart", "--out", str(out)]
-    return [*command, "--quiet", "--seed", str(seed), *SMALL, "--set", f"palette.names=[{palette}]"]
+    """The command of a small render of `seed` into `out`, coloured by `palette` alone (a preset
+    of its own, named tiny, so the two renders share their name)."""
+    data = tiny_data(palette={"names": [palette]}, output={"formats": ["gif", "mp4", "png"], "fps": 20})
+    preset = write_preset(out.parent, data, f"{palette}.yaml")
+    command = [sys.executable, "-m", "physarum.render.cli", "render", str(preset), "--out", str(out)]
+    return [*command, "--quiet", "--seed", str(seed)]
 
 
 def _holding(process: subprocess.Popen, lock: Path, timeout: float = 120) -> None:
@@ -61,7 +61,7 @@ def _palettes(folder: Path, stem: str) -> dict[str, str]:
 
 def test_a_second_render_of_a_name_being_rendered_is_refused_and_the_first_writes_all_its_files(tmp_path):
     seed = random.randrange(1, 1_000_000)
-    folder, stem = tmp_path / "out" / "quickstart", f"quickstart-s{seed}"
+    folder, stem = tmp_path / "out" / "tiny", f"tiny-s{seed}"
     first = subprocess.Popen(_render(tmp_path / "out", seed, "ice"), cwd=tmp_path, stderr=subprocess.PIPE)
     try:
         _holding(first, folder / f".{stem}.lock")
@@ -84,7 +84,7 @@ def test_a_second_render_of_a_name_being_rendered_is_refused_and_the_first_write
 
 def test_the_lock_of_a_killed_render_blocks_no_later_render(tmp_path):
     seed = random.randrange(1, 1_000_000)
-    folder, stem = tmp_path / "out" / "quickstart", f"quickstart-s{seed}"
+    folder, stem = tmp_path / "out" / "tiny", f"tiny-s{seed}"
     killed = subprocess.Popen(_render(tmp_path / "out", seed, "ice"), cwd=tmp_path, stderr=subprocess.DEVNULL)
     _holding(killed, folder / f".{stem}.lock")
     killed.send_signal(signal.SIGKILL)
