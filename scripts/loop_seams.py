@@ -11,7 +11,7 @@ change from the last frame to the first, shown when the GIF loops), the median a
 change between consecutive frames, seam / median, and the loop mode its sidecar names.
 
 Exit status 1 if any seam is larger than its median frame change (a visible jump: issue 25's
-"Done when"), 2 on bad input, else 0.
+"Done when"), 2 on bad input or a target that could not be measured (its line says why), else 0.
 """
 
 from __future__ import annotations
@@ -95,17 +95,22 @@ def render_preset(name: str, out: Path, reduce: int | None) -> Path:
     return gifs[0]
 
 
-def measure(target: str, work: Path, reduce: int | None) -> tuple[str, dict, str]:
-    """A GIF file's or a curated preset's (label, report, loop mode)."""
+def measure(target: str, work: Path, reduce: int | None) -> tuple[str, dict | str, str]:
+    """A GIF file's or a curated preset's (label, report, loop mode); the report is the error's
+    message where the render or the GIF failed (the other targets are still measured)."""
     path = Path(target)
-    if path.suffix.lower() == ".gif":
-        return path.name, seam_report(read_frames(path)), loop_mode(path)
-    gif = render_preset(target, work / target, reduce)
-    return target, seam_report(read_frames(gif)), loop_mode(gif)
+    label = path.name if path.suffix.lower() == ".gif" else target
+    try:
+        gif = path if path.suffix.lower() == ".gif" else render_preset(target, work / target, reduce)
+        return label, seam_report(read_frames(gif)), loop_mode(gif)
+    except (OSError, ValueError, RuntimeError) as error:
+        return label, str(error).splitlines()[-1], "?"
 
 
-def table_line(label: str, report: dict, mode: str) -> str:
-    """One printed line of the table."""
+def table_line(label: str, report: dict | str, mode: str) -> str:
+    """One printed line of the table (or the target's error)."""
+    if isinstance(report, str):
+        return f"{label:<12} {mode:<10} failed: {report}"
     flag = "JUMP" if report["jumps"] else "ok"
     return (
         f"{label:<12} {mode:<10} {report['frames']:>6} {report['seam']:>7.2f} "
@@ -142,10 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'preset/gif':<12} {'loop':<10} {'frames':>6} {'seam':>7} {'median':>7} {'max':>7} {'ratio':>6}")
     for label, report, mode in rows:
         print(table_line(label, report, mode))
-    jumps = [label for label, report, _ in rows if report["jumps"]]
+    failed = [label for label, report, _ in rows if isinstance(report, str)]
+    jumps = [label for label, report, _ in rows if label not in failed and report["jumps"]]
     if jumps:
         print(f"seam above the median frame change: {', '.join(jumps)}")
-    return 1 if jumps else 0
+    if failed:
+        print(f"not measured: {', '.join(failed)}", file=sys.stderr)
+    return 2 if failed else 1 if jumps else 0
 
 
 if __name__ == "__main__":

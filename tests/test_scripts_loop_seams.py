@@ -100,3 +100,12 @@ def test_the_command_line_refuses_an_unknown_target(capsys):
         seams.main(["no-such-preset"])
     assert stop.value.code == 2
     assert "neither a GIF file nor a curated preset" in capsys.readouterr().err
+
+
+def test_a_gif_that_cannot_be_read_is_reported_and_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.gif"
+    bad.write_bytes(b"GIF89a not really")
+    assert seams.main([str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert "bad.gif" in captured.out and "failed:" in captured.out
+    assert "not measured: bad.gif" in captured.err
