@@ -20,6 +20,7 @@ from physarum.render.preset import build_preset
 from physarum.render.preset.provenance import embedded_text
 from physarum.render.run import runner
 from support import (
+    CURATED,
     gif_png_and_loop_on_each_backend,
     problems_of,
     render_cpu,
@@ -289,3 +290,36 @@ def test_a_closest_search_over_its_bound_is_refused_before_any_step():
         find_windows([big], simulation=object())  # never advanced
     small = build_preset(tiny_data(output={**output, "loop_frames": 2}), "p")
     assert closest_work(small) <= MAX_CLOSEST_WORK
+
+
+@pytest.mark.parametrize("frames", [8, 24, 33, 301])
+def test_a_loop_share_is_that_share_of_the_frames_so_a_shortened_run_keeps_it(frames):
+    share = build_preset(
+        tiny_data(
+            run={"steps": frames, "steps_per_frame": 1},
+            output={"loop_mode": "crossfade", "loop_frames": "50%"},
+        ),
+        "p",
+    )
+    assert share.loop == ("crossfade", frames // 2)
+    third = build_preset(
+        tiny_data(
+            run={"steps": frames, "steps_per_frame": 1},
+            output={"loop_mode": "closest", "loop_frames": "12.5%"},
+        ),
+        "p",
+    )
+    assert third.loop == ("closest", max(2, frames // 8))
+
+
+@pytest.mark.parametrize("value", ["0%", "101%", "x%", "50", "-5%", "50 %", 0, 100_001])
+def test_a_loop_share_or_count_out_of_range_is_refused_naming_both_forms(value):
+    problems = problems_of(tiny_data(output={"loop_mode": "crossfade", "loop_frames": value}))
+    assert len(problems) == 1 and "output.loop_frames" in problems[0] and "'50%'" in problems[0]
+
+
+def test_every_curated_preset_stays_valid_when_its_run_is_shortened():
+    for path in CURATED:
+        data = yaml.safe_load(path.read_text())
+        short = {**data, "run": {**data["run"], "steps": 20 * data["run"].get("steps_per_frame", 5)}}
+        assert build_preset(short, str(path)).frames == 20, path.name

@@ -5,6 +5,7 @@ The formats and MP4 settings are the format registry's (render/formats/)."""
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
@@ -32,6 +33,7 @@ GIF_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "kib": 1024, "mib": 1024**2}
 GIF_MIN_BUDGET = 1024
 LOOP_MODES = Literal["none", "ping-pong", "crossfade", "closest"]
 MAX_LOOP_FRAMES = 100_000
+LOOP_SHARE = re.compile(r"(\d{1,3}(?:\.\d{1,6})?)%")  # output.loop_frames as a share of the frames
 
 
 class Levels(Section):
@@ -191,12 +193,26 @@ class Output(OptionalSection):
     loop_mode: LOOP_MODES | None = Field(
         None, description="none (default), ping-pong, crossfade or closest: how the animation loops"
     )
-    loop_frames: int | None = Field(
+    loop_frames: int | str | None = Field(
         None,
-        ge=1,
-        le=MAX_LOOP_FRAMES,
-        description="crossfade: frames blended into the first ones; closest: the shortest loop",
+        description="crossfade: frames blended into the first ones; closest: the shortest loop; "
+        "a count, or a share of the run's frames ('50%'), which a shortened run keeps",
     )
+
+    @field_validator("loop_frames")
+    @classmethod
+    def _loop_frames(cls, value: int | str | None) -> int | str | None:
+        """A count 1 .. MAX_LOOP_FRAMES, or 'P%' with 0 < P <= 100 (Preset.loop turns it into
+        frames: floor(frames * P / 100), exactly)."""
+        allowed = f"a count 1 to {MAX_LOOP_FRAMES}, or a share of the frames like '50%'"
+        if isinstance(value, str):
+            share = LOOP_SHARE.fullmatch(value)
+            if share is None or not 0 < Fraction(share.group(1)) <= 100:
+                raise ValueError(f"must be {allowed} (got {excerpt(value)})")
+        elif value is not None and not 1 <= value <= MAX_LOOP_FRAMES:
+            raise ValueError(f"must be {allowed} (got {value!r})")
+        return value
+
     mp4: Literal[MP4_SETTINGS] | None = Field(
         None, description="the MP4's encoding: browser (unset), browser-sharp or master (lossless)"
     )

@@ -125,11 +125,15 @@ class Preset(Section):
     def loop(self) -> tuple[str, int]:
         """(output.loop_mode, output.loop_frames) with their defaults: none; for crossfade, the
         frames blended (frames // 8, at least 1); for closest, the shortest loop (frames // 8, at
-        least 2); 0 where the mode takes no count."""
+        least 2); 0 where the mode takes no count. A share ('50%') is floor(frames * P / 100),
+        exactly, at least those least counts."""
         mode, count = self.output.loop_mode or "none", self.output.loop_frames
         if mode in ("none", "ping-pong"):
             return mode, 0
-        return mode, count if count is not None else max(1 if mode == "crossfade" else 2, self.frames // 8)
+        least = 1 if mode == "crossfade" else 2
+        if isinstance(count, str):
+            return mode, max(least, math.floor(self.frames * Fraction(count[:-1]) / 100))
+        return mode, count if count is not None else max(least, self.frames // 8)
 
     @property
     def dims(self) -> int:
