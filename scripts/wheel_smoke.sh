@@ -47,10 +47,11 @@ step "the Python API: physarum.__version__, load, change and frames from the ins
 import sys
 import physarum
 assert "site-packages" in physarum.__file__ and physarum.__version__, physarum.__file__
-preset = physarum.load("quickstart", {"run.steps": 6, "run.steps_per_frame": 3, "canvas.width": 64})
+preset = physarum.load("quickstart", {"run.steps": 12, "run.steps_per_frame": 3, "canvas.width": 64})
 assert "torch" not in sys.modules, "import physarum and load loaded torch"
+# quickstart crossfades half its run: 4 frames simulated, 2 shown
 frames = list(physarum.frames(physarum.change(preset, {"canvas.height": 48}), backend="torch", device="cpu"))
-assert len(frames) == 2 and frames[0].shape == (48, 64, 3), [f.shape for f in frames]
+assert len(frames) == 2 and preset.frames == 4 and frames[0].shape == (48, 64, 3), [f.shape for f in frames]
 EOF
 
 step "physarum presets lists every curated preset"
