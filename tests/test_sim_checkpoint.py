@@ -175,6 +175,8 @@ BAD = {
     "a NaN trail": lambda tmp: tampered(tmp, **step_of(4), trail=np.full((1, 32, 48), np.nan, np.float32)),
     "step 0": lambda tmp: tampered(tmp, **step_of(0)),
     "a pickled member": lambda tmp: pickled(tmp),
+    "an .npy header cut short (header)": lambda tmp: header_cut(tmp, "step.npy"),
+    "an .npy header cut short (state)": lambda tmp: header_cut(tmp, "trail.npy"),
 }
 
 
@@ -199,6 +201,20 @@ def pickled(tmp_path: Path) -> Path:
                 buffer = io.BytesIO()
                 np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
                 data = buffer.getvalue()
+            archive.writestr(info.filename, data)
+    return path
+
+
+def header_cut(tmp_path: Path, member: str) -> Path:
+    """A checkpoint whose `member` declares an .npy header of 5 bytes, "{'des": numpy's parser
+    raised SyntaxError or tokenize's TokenError, a traceback until test_fuzz found it."""
+    good = tampered(tmp_path, **step_of(4))
+    path = tmp_path / "cut.npz"
+    with zipfile.ZipFile(path, "w") as archive, zipfile.ZipFile(good) as source:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == member:
+                data = data[:8] + (5).to_bytes(2, "little") + data[10:]
             archive.writestr(info.filename, data)
     return path
 

@@ -38,6 +38,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from tokenize import TokenError
 from typing import BinaryIO
 
 import numpy as np
@@ -302,7 +303,8 @@ def _read_array(
             got = _read_into(member, memoryview(data.reshape(-1).view(np.uint8)))
     except CheckpointError:
         raise
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error) as error:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error, SyntaxError, TokenError) as error:
+        # (an .npy header cut short or garbled: numpy's parser raises SyntaxError or TokenError)
         raise CheckpointError(
             f"{path}: {name} cannot be read ({shorten(str(error))}); is it truncated?"
         ) from None
