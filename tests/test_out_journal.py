@@ -179,3 +179,30 @@ def test_a_journal_that_cannot_be_written_stops_the_render_with_its_name(tmp_pat
     ):
         writer.mark()
     writer.close()
+
+
+def test_a_journal_is_never_read_or_written_through_a_link_planted_at_its_name(tmp_path, capsys):
+    """A checkpoint's folder may come from a stranger: a link at its journal's name (leading to a
+    private file) is refused, exit 2, its target neither read nor written (test_fuzz found the
+    read: a resume re-fed the file the link led to)."""
+    out, private = tmp_path / "whole", tmp_path / "private.txt"
+    private.write_bytes(b"private")
+    command = ["render", str(write_preset(tmp_path, DATA)), "--quiet", "--device", "cpu"]
+    assert main([*command, "--out", str(out), "--checkpoint-at", "13"]) == 0
+    (journal,) = (out / "tiny").glob("*-journal-*.bin")
+    checkpoint = out / "tiny" / "tiny-s3-checkpoint-13.npz"
+    journal.unlink()
+    journal.symlink_to(private)
+    capsys.readouterr()
+    resume = ["render", "--resume", str(checkpoint), "--quiet", "--device", "cpu"]
+    assert main([*resume, "--out", str(tmp_path / "again")]) == 2  # read through the link
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {journal}") and "is a link" in err[0], err
+    third = tmp_path / "third" / "tiny"  # the same render again, into a folder with the link
+    third.mkdir(parents=True)
+    (third / journal.name).symlink_to(private)
+    assert main([*command, "--out", str(third.parent), "--checkpoint-at", "13"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a link" in err[0], err
+    assert private.read_bytes() == b"private" and journal.is_symlink()
+    assert [p.name for p in third.iterdir()] == [journal.name]  # nothing written

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
+import stat
 import struct
 import threading
 import zlib
@@ -149,8 +150,7 @@ class JournalWriter:
         queue_frames: int = 4,
     ):
         self.path, self.layout, self.limit = Path(path), layout, limit
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.file = os.fdopen(fd, "r+b")
+        self.file = os.fdopen(_open_fd(self.path, os.O_RDWR | os.O_CREAT, "written"), "r+b")
         if source is not None and source.path.exists() and os.path.samefile(source.path, self.path):
             self.frames, self.size, self.hasher = source.mark.frames, source.mark.size, source.hasher.copy()
             self.file.seek(self.size)
@@ -255,7 +255,10 @@ def open_journal(folder: Path, mark: JournalMark, expected: Layout, kinds: int, 
     (holding at least `kinds`), its sha256 the mark's, every record whole and in order.
     JournalError otherwise; JournalLacks when it is not beside the checkpoint or lacks `kinds`."""
     path = Path(folder) / mark.name
-    problem = file_problem(path)
+    problem = (
+        "is a link (a journal is read only as the file beside its checkpoint)" if path.is_symlink() else None
+    )
+    problem = problem or file_problem(path)
     if problem == "no such file":
         raise JournalLacks(f"its frame journal {shorten(mark.name)} is not beside it")
     if problem:
@@ -361,7 +364,20 @@ def _exact(file, path: Path, size: int) -> bytes:
 
 
 def _open(path: Path):
+    return os.fdopen(_open_fd(path, os.O_RDONLY, "read"), "rb")
+
+
+def _open_fd(path: Path, flags: int, what: str) -> int:
+    """A descriptor of the regular file at `path`, never through a link planted at its name
+    (O_NOFOLLOW: a checkpoint's folder may come from a stranger); JournalError otherwise."""
     try:
-        return open(path, "rb")
+        fd = os.open(
+            path, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644
+        )
     except OSError as error:
-        raise JournalError(f"{path}: cannot be read ({shorten(str(error.strerror or error))})") from None
+        why = "is a link" if path.is_symlink() else shorten(str(error.strerror or error))
+        raise JournalError(f"{path}: the frame journal cannot be {what} ({why})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise JournalError(f"{path}: the frame journal cannot be {what} (not a regular file)")
+    return fd
