@@ -177,6 +177,8 @@ BAD = {
     "a pickled member": lambda tmp: pickled(tmp),
     "an .npy header cut short (header)": lambda tmp: header_cut(tmp, "step.npy"),
     "an .npy header cut short (state)": lambda tmp: header_cut(tmp, "trail.npy"),
+    "an unknown compression method": lambda tmp: entry_patched(tmp, "step.npy", 10, b"\x63\x00"),
+    "an encrypted member": lambda tmp: entry_patched(tmp, "trail.npy", 8, b"\x01\x00"),
 }
 
 
@@ -217,6 +219,18 @@ def header_cut(tmp_path: Path, member: str) -> Path:
                 data = data[:8] + (5).to_bytes(2, "little") + data[10:]
             archive.writestr(info.filename, data)
     return path
+
+
+def entry_patched(tmp_path: Path, member: str, offset: int, data: bytes) -> Path:
+    """A checkpoint whose central directory entry of `member` has `data` at `offset` (10: its
+    compression method, 8: its flags, bit 0 encrypted): zipfile raised NotImplementedError or
+    RuntimeError, a traceback until test_fuzz's flipped bytes found it."""
+    raw = bytearray(tampered(tmp_path, **step_of(4)).read_bytes())
+    at = raw.index(b"PK\x01\x02")
+    while raw[at + 46 : at + 46 + len(member)] != member.encode():
+        at = raw.index(b"PK\x01\x02", at + 4)
+    raw[at + offset : at + offset + len(data)] = data
+    return write(tmp_path / "patched.npz", bytes(raw))
 
 
 @pytest.mark.parametrize("case", BAD)

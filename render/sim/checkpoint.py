@@ -61,6 +61,17 @@ NPY_HEADER_MAX = 4096  # an .npy header of these arrays is about 128 bytes
 JOURNAL_MEMBERS = ("journal", "journal_frames", "journal_bytes", "journal_sha256")
 JOURNAL_NAME = re.compile(r"[A-Za-z0-9._+-]{1,200}-journal-[0-9a-f]{16}\.bin")
 MAX_DEFLATE_RATIO = 1100  # deflate makes at most about 1032 bytes of one: more is not deflate
+# What zipfile raises for a member it cannot read: damaged, and (NotImplementedError) another
+# compression method or (RuntimeError) an encrypted one, as a flipped bit in its entry declares
+UNREADABLE = (
+    zipfile.BadZipFile,
+    OSError,
+    ValueError,
+    EOFError,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+)
 
 
 class CheckpointError(RenderError):
@@ -303,7 +314,7 @@ def _read_array(
             got = _read_into(member, memoryview(data.reshape(-1).view(np.uint8)))
     except CheckpointError:
         raise
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error, SyntaxError, TokenError) as error:
+    except (*UNREADABLE, SyntaxError, TokenError) as error:
         # (an .npy header cut short or garbled: numpy's parser raises SyntaxError or TokenError)
         raise CheckpointError(
             f"{path}: {name} cannot be read ({shorten(str(error))}); is it truncated?"
