@@ -12,6 +12,12 @@ Seeded: every case has its own generator, seeded by PHYSARUM_FUZZ_SEED (default 
 and the case's number; a failure names all three. PHYSARUM_FUZZ_CASES scales the number of
 cases (1 by default). Candidates too costly to render on a CPU in milliseconds (their canvas,
 agents or steps mutated upwards) are loaded with `physarum validate`, or skipped for `--from`.
+
+`render --resume` is fed a real checkpoint and frame journal (one small render with checkpoints
+a session) damaged as an attacker would; each such case must also end within CASE_SECONDS and
+grow the process's peak memory by less than MEMORY_MAX, exit 0 only for a checkpoint still
+valid (complete outputs, the clean resume's bytes where the damage must not matter) and refuse
+the damages MUST_REFUSE lists.
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ import math
 import os
 import random
 import shutil
+import struct
 import sys
 import sysconfig
 import tempfile
+import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -325,6 +334,7 @@ class Sandbox:
             opened, _OPENED = _OPENED, None
             self.opened = opened
         out, err = self.capsys.readouterr()
+        self.err = err
         report = f"{where}\nexit {code}\nstderr: {err[-2000:]!r}"
         assert code in (0, 2), report
         assert expect is None or code == expect, report
@@ -676,3 +686,336 @@ def test_fuzz_sweep_folders(sandbox):
         before = _tree(sandbox.out)
         sandbox.run(str(number), ["sweep", str(sweep_path), "--dry-run", "--out", str(sandbox.out)])
         assert _tree(sandbox.out) == before  # a dry run writes nothing
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints: `render --resume` of a damaged checkpoint and frame journal
+
+CHECKPOINT_STEP = 8  # of the fixture's 12 steps, 3 a frame: 2 frames in its journal's prefix
+MEMORY_MAX = 1536 << 20  # the most a resume case may grow the process's resident memory by
+CASE_SECONDS = 20
+
+
+@pytest.fixture(scope="session")
+def checkpointed(tmp_path_factory):
+    """One small real render with checkpoints (steps 4, 8, 12 of 12; GIF, MP4, PNG) made once a
+    session, and the clean resume of its checkpoint of step 8: (checkpoint, journal, {format:
+    bytes} of that resume's outputs)."""
+    folder = tmp_path_factory.mktemp("checkpointed")
+    data = shrunk(yaml.safe_load((ROOT / "presets" / "veins.yaml").read_text()))
+    data.update(name="ck", seed=5)
+    data["run"].update(steps=12)
+    data["output"]["loop_mode"] = "none"  # a looped render keeps no frame journal
+    path = folder / "ck.yaml"
+    path.write_text(_dump(data))
+    out = folder / "out"
+    assert cli.main(["render", str(path), "--checkpoint-every", "4", "--out", str(out), *FLAGS]) == 0
+    checkpoint = out / "ck" / f"ck-s5-checkpoint-{CHECKPOINT_STEP}.npz"
+    (journal,) = (out / "ck").glob("ck-s5-journal-*.bin")
+    again = folder / "again"
+    assert cli.main(["render", "--resume", str(checkpoint), "--out", str(again), *FLAGS]) == 0
+    reference = {p.suffix[1:]: p.read_bytes() for p in (again / "ck").iterdir() if p.suffix != ".json"}
+    assert set(reference) == {"gif", "mp4", "png"}
+    assert reference["gif"] == (out / "ck" / "ck-s5.gif").read_bytes()  # the journal re-fed
+    return checkpoint, journal, reference
+
+
+def _members(data: bytes) -> list[tuple[str, bytes]]:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return [(info.filename, archive.read(info)) for info in archive.infolist()]
+
+
+def _zip(members: list[tuple[str, bytes]]) -> bytes:
+    """An .npz of these (name, .npy bytes), as a checkpoint's is written."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members:
+            archive.writestr(
+                zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED
+            )
+    return buffer.getvalue()
+
+
+def _npy(array) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _npy_header(data: bytes, rng: random.Random) -> bytes:
+    """The .npy bytes with their header's shape, dtype or order changed (the data kept)."""
+    header = repr(
+        {
+            "descr": rng.choice(["<i4", "<i2", "<f4", "<f8", ">i4", "|u1", "<U8", "|O", "<i8", "V12"]),
+            "fortran_order": rng.random() < 0.2,
+            "shape": rng.choice(
+                [(), (0,), (1, 2, 300), (2, 2, 300), (1, 24, 40), (2**40,), (2**31, 2**31), (-1,)]
+            ),
+        }
+    )
+    header += " " * (-(len(header) + 11) % 64) + "\n"
+    version = rng.choice([b"\x01\x00", b"\x02\x00", b"\x03\x00", b"\x09\x09"])
+    width = "<H" if version == b"\x01\x00" else "<I"
+    cut = rng.choice([len(header), 0, 5, len(header) // 2, len(header) - 1, 65535])  # one right
+    length = struct.pack(width, cut)
+    start = 10 + int.from_bytes(data[8:10], "little")
+    return b"\x93NUMPY" + version + length + header.encode() + data[start:]
+
+
+def _patch_sizes(data: bytes, rng: random.Random) -> bytes:
+    """A member's declared uncompressed (or stored) size in the central directory inflated."""
+    data = bytearray(data)
+    entries = [i for i in range(len(data) - 4) if data[i : i + 4] == b"PK\x01\x02"]
+    at = rng.choice(entries) + rng.choice([20, 24])
+    data[at : at + 4] = struct.pack("<I", rng.choice([0, 1, 2**31, 0xFFFFFFFE, rng.randrange(2**32)]))
+    return bytes(data)
+
+
+def _damage_members(members: dict[str, bytes], rng: random.Random, journal: str, kind: int) -> str:
+    """Damage the checkpoint's members in place (the `kind`th way of 8); what was done."""
+    names = sorted(members)
+    if kind == 0:
+        a, b = rng.sample(names, 2)
+        members[a], members[b] = members[b], members[a]
+        return f"swapped {a} {b}"
+    if kind == 1:
+        extra = rng.choice(["extra.npy", "position.npy.npy", "../x.npy", "trail", "journal.npy"])
+        members[extra] = rng.choice([_npy(1), _npy(np.zeros(10**6, np.uint8)), b"junk"])
+        return f"added {extra}"
+    if kind == 2:
+        del members[rng.choice(names)]
+        return "removed a member"
+    if kind == 3:
+        name = rng.choice(names)
+        members[name] = _npy_header(members[name], rng)
+        return f"header of {name}"
+    if kind == 4:
+        key = rng.choice(
+            [
+                "step",
+                "frames",
+                "format_version",
+                "output_version",
+                *(["journal_frames", "journal_bytes"] if journal else []),
+            ]
+        )
+        members[f"{key}.npy"] = _npy(
+            rng.choice(
+                [
+                    np.int64(rng.choice([-1, 0, 3, 4, 2**62, -(2**63), 20_000_001])),
+                    np.int32(8),
+                    np.float64(8),
+                    "8",
+                ]
+            )
+        )
+        return f"value of {key}"
+    if kind == 5:
+        state = {n: np.load(io.BytesIO(members[f"{n}.npy"])) for n in ("position", "heading", "trail")}
+        name = rng.choice(sorted(state))
+        array = state[name].copy()
+        flat = array.reshape(-1)
+        fill = {
+            "position": [-1, 2**31 - 1, 40 << 16],
+            "heading": [-1, 2**15 - 1, 4096],
+            "trail": [np.nan, -1.0, np.inf, 1e-39],
+        }
+        flat[rng.randrange(flat.size)] = rng.choice(fill[name])
+        members[f"{name}.npy"] = _npy(array)
+        return f"a value of {name}"
+    if kind == 6:
+        value = rng.choice(
+            [
+                "x" * 300,
+                "../../private/secret.png",
+                "ck-journal-0123456789abcdef.bin",
+                "\x00",
+                "/etc/passwd",
+                journal + "\n",
+                7,
+            ]
+        )
+        members["journal.npy"] = _npy(value)
+        return "journal pointed elsewhere"
+    members["preset.npy"] = _npy(rng.choice(["", "\x00" * 9, "x" * (1 << 16), "# physarum 0.0\n{"]))
+    return "preset replaced by junk"
+
+
+def _mutated_checkpoint_preset(text: str, rng: random.Random, foreign: list[str]) -> str:
+    """The checkpoint's embedded preset text, mutated as the preset fuzz mutates presets (its
+    data, with foreign image paths sometimes, or its text), its header line kept mostly."""
+    header, body = text.split("\n", 1)
+    if rng.random() < 0.5:
+        body = _dump(mutate_data(yaml.safe_load(body), rng, foreign))
+    else:
+        body = mutate_text(body, rng)
+    if rng.random() < 0.15:
+        header = rng.choice(["# physarum \x1b[31m9.9, output 99", "", header + "\x07"])
+    return f"{header}\n{body}"
+
+
+def _damage_journal(path: Path, rng: random.Random, sandbox: Sandbox, prefix: int, kind: int) -> str:
+    """Damage the journal beside a checkpoint copy (the checkpoint covers its first `prefix`
+    bytes) the `kind`th way of 6; what was done."""
+    data = bytearray(path.read_bytes())
+    if kind == 0:
+        path.write_bytes(data[: rng.randrange(prefix)])
+        return "journal truncated"
+    if kind == 1:
+        at = rng.randrange(len(data))
+        data[at] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(data))
+        return "journal bytes flipped" if at >= prefix else "journal prefix flipped"
+    if kind == 2:  # the first record's stored length huge (the sha256 then differs too)
+        data[44:52] = struct.pack("<Q", rng.choice([2**63, 2**40, 0]))
+        path.write_bytes(bytes(data))
+        return "journal record length"
+    if kind == 3:
+        path.unlink()
+        targets = [sandbox.private / "secret.png", sandbox.private / "secret.yaml", Path("/dev/zero")]
+        path.symlink_to(rng.choice([*targets[:2], *targets, path.parent / "nothing"]))
+        return "journal a link"
+    if kind == 4:
+        path.write_bytes(bytes(data) + os.urandom(rng.randrange(1, 5000)))
+        return "journal appended to"  # past the prefix: still valid
+    path.unlink()
+    return "journal removed"  # resumes with the frames after the checkpoint only
+
+
+def _damaged_checkpoint(
+    sandbox: Sandbox, checkpointed, rng: random.Random, number: int
+) -> tuple[Path, str, bool]:
+    """A copy of the fixture's checkpoint and journal in its own folder under in/, damaged (each
+    family of damage in turn, by the case's `number`; the details by `rng`): (the checkpoint,
+    what was done, whether it must still resume to the reference bytes)."""
+    source, journal, _ = checkpointed
+    folder = sandbox.inputs / f"ck-{number}"
+    folder.mkdir()
+    path, copy_journal = folder / source.name, folder / journal.name
+    data = source.read_bytes()
+    shutil.copyfile(journal, copy_journal)
+    kind, way = number % 7, number // 7
+    if kind == 0:
+        cut = rng.randrange(len(data))
+        path.write_bytes(data[:cut])
+        return path, f"truncated at {cut}", False
+    if kind == 1:
+        flipped = bytearray(data)
+        for _ in range(rng.randint(1, 6)):
+            flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(flipped))
+        return path, "bytes flipped", True  # a flip the zip ignores (a time) must change nothing
+    if kind == 2:
+        path.write_bytes(_patch_sizes(data, rng))
+        return path, "declared size", True
+    members = dict(_members(data))
+    if kind == 3:
+        text = str(np.load(io.BytesIO(members["preset.npy"])))
+        members["preset.npy"] = _npy(_mutated_checkpoint_preset(text, rng, sandbox.foreign))
+        path.write_bytes(_zip(list(members.items())))
+        return path, "preset mutated", False
+    if kind == 4:
+        path.write_bytes(data)
+        with np.load(source, allow_pickle=False) as archive:
+            prefix = int(archive["journal_bytes"])
+        what = _damage_journal(copy_journal, rng, sandbox, prefix, way % 6)
+        return path, what, what in ("journal bytes flipped", "journal appended to")
+    what = _damage_members(members, rng, journal.name, way % 8)
+    items = list(members.items())
+    rng.shuffle(items) if rng.random() < 0.3 else None  # the members' order is not the format
+    path.write_bytes(_zip(items))
+    return path, what, False
+
+
+def _peak_growth(case):
+    """Run `case()`; the growth of the process's peak resident memory (VmHWM, reset first)."""
+    before = _status("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")
+    case()
+    return _status("VmHWM") - before
+
+
+def _status(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) << 10
+    raise AssertionError(f"no {key} in /proc/self/status")
+
+
+def _complete(folder: Path) -> dict[str, bytes]:
+    """The outputs of a resume that succeeded, each checked whole: {format: bytes}."""
+    found = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if path.suffix in (".gif", ".png"):
+            with Image.open(path) as image:
+                for index in range(getattr(image, "n_frames", 1)):
+                    image.seek(index)
+                    image.load()
+        elif path.suffix == ".json":
+            json.loads(path.read_text())
+        elif path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                [archive[name] for name in archive.files]
+        elif path.suffix == ".mp4":
+            assert path.read_bytes()[4:8] == b"ftyp", path
+        found.setdefault(path.suffix[1:], path.read_bytes())
+    return found
+
+
+# The damages a resume must refuse (a journal's: where the resume reads it, without --set)
+MUST_REFUSE = (
+    "journal truncated",
+    "journal a link",
+    "journal prefix flipped",
+    "journal record length",
+    "removed a member",
+    "preset replaced by junk",
+)
+
+
+def test_fuzz_resume(sandbox, checkpointed):
+    """`render --resume` of a real checkpoint and journal damaged as an attacker would (cut,
+    bytes flipped, members swapped, added, removed, .npy headers and declared sizes changed,
+    header and journal values huge or negative, the journal pointed elsewhere, cut, linked out,
+    removed, the embedded preset mutated), sometimes a branch (--set) or with --checkpoint-every:
+    the fuzz rules, each case under CASE_SECONDS and MEMORY_MAX; exit 0 only for a checkpoint
+    still valid (its outputs complete files, the clean resume's bytes where the damage must not
+    matter), and a damage a checkpoint must refuse refused."""
+    _, _, reference = checkpointed
+    branches = [
+        "model.decay=0.2",
+        "palette.names=[viridis]",
+        "run.steps=15",
+        "output.formats=[png]",
+        "canvas.width=30",
+        "agents.count=2",
+    ]
+    compared = 0  # cases that resumed to the clean resume's bytes
+    for number in cases(120):
+        rng = random.Random(f"{SEED}-resume-{number}")
+        path, what, same = _damaged_checkpoint(sandbox, checkpointed, rng, number)
+        flags = []
+        if rng.random() < 0.25:
+            flags += ["--set", rng.choice(branches)]
+        if rng.random() < 0.25:
+            flags += ["--checkpoint-every", str(rng.choice([1, 2, 5]))]
+        out = sandbox.out / f"resume-{number}"
+        argv = ["render", "--resume", str(path.relative_to(sandbox.work)), *flags, "--out", str(out), *FLAGS]
+        codes, start = [], time.monotonic()
+        growth = _peak_growth(lambda: codes.append(sandbox.run(f"{number} ({what})", argv)))
+        seconds = time.monotonic() - start
+        where = f"PHYSARUM_FUZZ_SEED={SEED} case resume-{number} ({what}, {flags})"
+        assert seconds < CASE_SECONDS, f"{where}: took {seconds:.1f} s"
+        assert growth < MEMORY_MAX, f"{where}: grew the peak memory by {growth >> 20} MB"
+        if what == "journal removed" and "--set" not in flags:  # the frames after it, and a note
+            assert codes[0] == 0 and "not beside it" in sandbox.err, where
+        if codes[0] != 0:
+            continue
+        files = _complete(out)
+        if same and not flags:
+            outputs = {fmt: files.get(fmt) for fmt in reference}
+            assert outputs == reference, f"{where}: resumed to other bytes than the clean resume"
+            compared += 1
+        read = "--set" not in flags or not what.startswith("journal")  # a branch may not read it
+        assert not (read and what in MUST_REFUSE), f"{where}: resumed though the checkpoint is not valid"
+    assert sandbox.count["rc0"] >= 2 and sandbox.count["rc2"] >= 10 and compared >= 1
