@@ -12,6 +12,7 @@ from PIL import Image
 
 import physarum
 from physarum.render.cli.main import main
+from physarum.render.look.loops import shown_frames
 from support import ROOT
 
 SMALL = {"run.steps": 12, "run.steps_per_frame": 3, "canvas.width": 48, "canvas.height": 32}
@@ -60,7 +61,9 @@ def test_render_writes_the_commands_files_and_frames_are_its_pixels(tmp_path, ca
     cli = tmp_path / "cli" / "quickstart" / "quickstart-s1.png"
     assert result.outputs["png"].read_bytes() == cli.read_bytes()
     frames = list(physarum.frames(preset, backend="torch", device="cpu"))
-    assert len(frames) == preset.frames and frames[0].shape == (32, 48, 3) and frames[0].dtype == np.uint8
+    assert (
+        len(frames) == shown_frames(preset) and frames[0].shape == (32, 48, 3) and frames[0].dtype == np.uint8
+    )
     with Image.open(cli) as still:
         assert np.array_equal(frames[-1], np.asarray(still.convert("RGB")))
     assert not np.array_equal(frames[0], frames[-1])
