@@ -14,14 +14,16 @@ import pytest
 import torch
 from PIL import Image
 
+from physarum.render.base.inputs import MAX_TEXT_BYTES
 from physarum.render.cli.main import main
 from physarum.render.out.journal import layout_of
 from physarum.render.preset import build_preset
+from physarum.render.preset.provenance import embedded_text
 from physarum.render.sim import checkpoint as ck
 from physarum.render.sim import checkpoint_plan as cp
 from physarum.render.sim.checkpoint import CheckpointError, read_checkpoint, save_checkpoint, write_members
 from physarum.render.sim.simulation import make_simulation
-from support import assert_same_state, tiny_data, world_data, write_preset
+from support import assert_same_state, save_image, tiny_data, world_data, write_preset
 
 # steps 1..9 of warmup, then 8 frames of 3 steps: frame f ends at step 2 + 3 (f + 1), the last at 26
 DATA = tiny_data(run={"steps": 22, "steps_per_frame": 3, "warmup": 2}, output={"formats": ["gif", "png"]})
@@ -452,3 +454,18 @@ def test_checkpoints_larger_than_the_disks_free_space_are_refused(tmp_path, caps
     line = refused(tmp_path, capsys, "--checkpoint-every", "10")
     assert "2 checkpoints" in line and "do not fit" in line and cp.megabytes(2 * each - 1) in line
     assert render_tiny(tmp_path, "one", "--checkpoint-at", "10", "--quiet") == 0  # one fits
+
+
+def test_a_checkpoint_of_a_world_with_a_detailed_image_reads_back(tmp_path):
+    """What a render writes it can read back: a trail image of noise carries megabytes of text
+    after the preset (beyond a preset text's own bound), and its checkpoint still reads."""
+    rng = np.random.default_rng(int(np.random.default_rng().integers(1 << 30)))
+    side = int(rng.integers(1100, 1400))
+    save_image(tmp_path / "noise.png", rng.integers(0, 256, (side, side)))
+    data = tiny_data(canvas={"width": 128, "height": 96}, world={"trail_image": {"path": "noise.png"}})
+    preset = build_preset(data, str(tmp_path / "p.yaml"))
+    simulation = make_simulation(preset, "torch", "cpu")
+    simulation.advance(preset.run.steps_per_frame)  # after the first frame
+    save_checkpoint(tmp_path / "c.npz", preset, simulation.state, 1)
+    checkpoint = read_checkpoint(tmp_path / "c.npz")
+    assert len(checkpoint.text) > MAX_TEXT_BYTES and checkpoint.text == embedded_text(preset)

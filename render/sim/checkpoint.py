@@ -49,6 +49,7 @@ from physarum.render.base.errors import RenderError
 from physarum.render.base.files import stage
 from physarum.render.base.inputs import MAX_TEXT_BYTES, excerpt, file_problem, shorten
 from physarum.render.preset import Preset
+from physarum.render.preset.carried import MAX_CARRIED_BYTES
 from physarum.render.preset.provenance import OUTPUT_VERSION, embedded_text, version
 from physarum.render.world.maps import wall_cells
 
@@ -375,7 +376,11 @@ def _read_scalar(archive: zipfile.ZipFile, path: Path, name: str) -> int:
 
 
 def _read_text(archive: zipfile.ZipFile, path: Path, name: str) -> str:
-    array = _read_array(archive, path, name, (), limit=4 * MAX_TEXT_BYTES)
+    """A text member: at most a preset text, and for the preset what any output may carry after
+    it (its images, carried.MAX_CARRIED_BYTES), so every checkpoint a render writes reads back;
+    4 bytes a character (numpy's UTF-32)."""
+    most = MAX_TEXT_BYTES + (MAX_CARRIED_BYTES if name == "preset" else 0)
+    array = _read_array(archive, path, name, (), limit=4 * most)
     if array.dtype.kind != "U":
         raise CheckpointError(f"{path}: {name} is {array.dtype}, a checkpoint's is text")
     return str(array)
