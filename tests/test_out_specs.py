@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from physarum.render.formats.gif_budget import reduced_bytes
 from physarum.render.formats.gif_file import Digits, kept_frames
-from physarum.render.out.specs import MIN_GIF_FRAMES, MIN_GIF_SIDE, floor_reduction, reduced_bytes
+from physarum.render.out.specs import MIN_GIF_FRAMES, MIN_GIF_SIDE, floor_reduction
 
 
 def test_the_floor_keeps_8_frames_and_64_pixels_or_all_there_are():

@@ -203,14 +203,22 @@ def minimum_bytes(
     """A lower bound on any budgeted GIF of these frames (palettes: each frame's 768-byte
     palette, known before rendering): the smallest candidate's header, and each kept frame as a
     frame of one colour (LZW's smallest), with its local table where its palette differs."""
-    order = candidates(width, height, len(palettes), digits)
-    last = order[-1]
-    size = reduced_size(width, height, last.factor)
-    first = level_palette(palettes[0], last.levels)
+    last = candidates(width, height, len(palettes), digits)[-1]
+    return reduced_bytes(width, height, palettes, loop, comment, last)
+
+
+def reduced_bytes(
+    width: int, height: int, palettes: list[bytes], loop: int, comment: str, reduction: Reduction
+) -> int:
+    """A lower bound on the bytes of any GIF of these frames (palettes: each frame's 768-byte
+    palette) at `reduction` or a milder one: its header, and each kept frame as a frame of one
+    colour (LZW's smallest), with its local table where its palette differs."""
+    size = reduced_size(width, height, reduction.factor)
+    first = level_palette(palettes[0], reduction.levels)
     total = len(header(*size, first, loop, comment)) + len(TRAILER)
     constant = np.zeros((size[1], size[0]), dtype=np.uint8)
-    delay = delay_ms(100, last.stride)
-    for number in kept_frames(len(palettes), last.stride):
-        table = level_palette(palettes[number], last.levels)
+    delay = delay_ms(100, reduction.stride)
+    for number in kept_frames(len(palettes), reduction.stride):
+        table = level_palette(palettes[number], reduction.levels)
         total += len(frame_block(constant, table, table != first, delay))
     return total

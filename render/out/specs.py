@@ -13,19 +13,8 @@ import numpy as np
 from physarum.render.base.errors import RenderError
 from physarum.render.formats.contract import Shared, Spec
 from physarum.render.formats.frames_dir import FramesDirSpec
-from physarum.render.formats.gif_budget import minimum_bytes
-from physarum.render.formats.gif_file import (
-    LEVELS,
-    TRAILER,
-    Digits,
-    Reduction,
-    delay_ms,
-    frame_block,
-    header,
-    kept_frames,
-    level_palette,
-    reduced_size,
-)
+from physarum.render.formats.gif_budget import minimum_bytes, reduced_bytes
+from physarum.render.formats.gif_file import LEVELS, Digits, Reduction, kept_frames, reduced_size
 from physarum.render.formats.registry import FORMATS
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text
@@ -101,7 +90,7 @@ def check_gif_budget(preset: Preset) -> None:
     (gif_budget.minimum_bytes: known from its size, frames, palettes and embedded text), with a
     loop the fewest frames it can show (loops.shown_frames); then one that would leave fewer
     than MIN_GIF_FRAMES frames or a short side under MIN_GIF_SIDE pixels (floor_reduction),
-    naming the smallest budget that keeps them: reduced_bytes of the floor and
+    naming the smallest budget that keeps them: gif_budget.reduced_bytes of the floor and
     FLOOR_BITS_PER_PIXEL of its frames' pixels."""
     from physarum.render.look.colour import make_colourist  # start-up: torch, for a render only
     from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
@@ -144,21 +133,3 @@ def floor_reduction(width: int, height: int, frames: int, digits: Digits) -> Red
     keep = min(MIN_GIF_FRAMES, frames)
     stride = max(s for s in range(1, frames + 1) if len(kept_frames(frames, s)) >= keep)
     return Reduction(LEVELS[-1] if digits.count == 1 else 256, factor, stride)
-
-
-def reduced_bytes(
-    width: int, height: int, palettes: list[bytes], loop: int, comment: str, reduction: Reduction
-) -> int:
-    """A lower bound on the bytes of any GIF of these frames (palettes: each frame's 768-byte
-    palette) at `reduction` or a milder one: its header, and each kept frame as a frame of one
-    colour (LZW's smallest), with its local table where its palette differs (the bound
-    gif_budget.minimum_bytes takes for its last candidate)."""
-    size = reduced_size(width, height, reduction.factor)
-    first = level_palette(palettes[0], reduction.levels)
-    total = len(header(*size, first, loop, comment)) + len(TRAILER)
-    constant = np.zeros((size[1], size[0]), dtype=np.uint8)
-    delay = delay_ms(100, reduction.stride)
-    for number in kept_frames(len(palettes), reduction.stride):
-        table = level_palette(palettes[number], reduction.levels)
-        total += len(frame_block(constant, table, table != first, delay))
-    return total
