@@ -65,3 +65,10 @@ def test_a_side_over_a_formats_limit_is_refused_before_the_render(name, side, wo
     )
     with pytest.raises(RenderError, match=f"{words}.* at most {side} pixels per side"):
         check_outputs(over)
+
+
+def test_a_sidecar_nested_past_the_json_bound_is_refused_naming_it(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nests 100000 levels deep"):
+        registry.read_embedded(deep)

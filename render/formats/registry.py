@@ -7,11 +7,11 @@ name, limits, spec and writer) and its tests.
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
 from pathlib import Path
 
 import physarum.render.formats as _package
+from physarum.render.base.files import parse_json
 from physarum.render.base.inputs import read_text as read_input
 from physarum.render.formats import png
 from physarum.render.formats.contract import Format, Spec, Writer
@@ -29,6 +29,8 @@ def _found() -> dict[str, Format]:
     return {fmt.name: fmt for fmt in formats}
 
 
+SIDECAR_BYTES = 40 << 20  # the most of a JSON sidecar read for the text it carries
+
 FORMATS: dict[str, Format] = _found()
 ALL_FORMATS: tuple[str, ...] = tuple(FORMATS)  # what output.formats may list
 DEFAULT_FORMATS: tuple[str, ...] = tuple(name for name, fmt in FORMATS.items() if fmt.default)
@@ -39,13 +41,13 @@ def open_writer(spec: Spec) -> Writer:
     return spec.open()
 
 
-def read_embedded(path: Path, limit: int = 40 << 20) -> str:
+def read_embedded(path: Path, limit: int = SIDECAR_BYTES) -> str:
     """The text a rendered file carries (any format's file, a frames folder's PNG, or a JSON
     sidecar): the preset and, after it, its carried images (render/preset/carried.py). A sidecar
     is read only up to `limit` bytes; a file of no format's suffix is read as a PNG."""
     path = Path(path)
     suffix = path.suffix.lower().lstrip(".")
     if suffix == "json":
-        return json.loads(read_input(path, limit))["preset_yaml"]
+        return parse_json(read_input(path, limit))["preset_yaml"]
     fmt = FORMATS.get(suffix)
     return (fmt.read_text if fmt is not None else png.read_text)(path)

@@ -10,15 +10,15 @@ install's gets a note that its MP4 and WebP may differ (provenance.builds_note).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 from pathlib import Path
 
 from physarum.render.base.errors import RenderError, printable
+from physarum.render.base.files import parse_json
 from physarum.render.base.inputs import file_problem, read_text, shorten
-from physarum.render.formats.registry import read_embedded
+from physarum.render.formats.registry import SIDECAR_BYTES, read_embedded
 from physarum.render.out.specs import output_paths, output_stem
 from physarum.render.preset import Preset, PresetError, build_preset, carried, load_preset, parse_yaml
 from physarum.render.preset.catalog import resolve_preset_path
@@ -34,7 +34,6 @@ from physarum.render.preset.provenance import (
 # The sections of a preset that say how a render keeps its state or writes extras, not what it
 # renders (outputs never embed them): never taken from a shared file, as dotted paths.
 LOCAL_SECTIONS = ("checkpoint", "output.fields")
-SIDECAR_LIMIT = 40 << 20  # bytes of a sidecar read for its encoder builds (read_embedded's bound)
 
 
 def load_for_render(args) -> Preset:
@@ -126,7 +125,7 @@ def _sidecar_builds_note(path: Path) -> str | None:
     if file_problem(sidecar):
         return None
     try:
-        recorded = json.loads(read_text(sidecar, SIDECAR_LIMIT)).get("encoders")
+        recorded = parse_json(read_text(sidecar, SIDECAR_BYTES)).get("encoders")
     except Exception:  # not JSON, too deep, too large, not a mapping: a stranger's file, no note
         return None
     return builds_note(recorded, str(sidecar))
