@@ -133,6 +133,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write per-step trail statistics as CSV (<name>-s<seed>.stats.csv)",
     )
+    render.add_argument(
+        "--metrics",
+        action="store_true",
+        help="also write per-frame metrics (mass, coverage, veins, travel, spectral bands) as CSV "
+        "(<name>-s<seed>.metrics.csv)",
+    )
 
     render.add_argument(
         "--checkpoint-every",

@@ -35,6 +35,7 @@ def cmd_render(args) -> int:
         if reduced and not args.quiet:
             print(printable(reduced), file=sys.stderr)
     show.status(args.quiet, "loading torch")
+    from physarum.render.out.metrics import MetricsCsv  # start-up: torch
     from physarum.render.run import machine  # start-up: torch
     from physarum.render.run.estimate import estimate_line  # start-up: torch
     from physarum.render.run.resume import load_for_resume  # start-up: torch
@@ -46,9 +47,12 @@ def cmd_render(args) -> int:
     outputs = output_paths(preset, Path(args.out))
     paths = list(outputs.values())
     paths.append(paths[-1].with_suffix(".stats.csv"))
+    paths.append(outputs["json"].with_suffix(".metrics.csv"))
     if args.from_file:
         refuse_writing_over(Path(args.from_file), paths)
-    stats = StatsRecorder(paths[-1]) if args.stats else None
+    stats = StatsRecorder(paths[-2]) if args.stats else None
+    metrics = MetricsCsv(paths[-1], preset.species_count) if args.metrics else None
+    staged = [recorder.staged for recorder in (stats, metrics) if recorder is not None]
     options = RenderOptions(
         backend=args.backend,
         device=args.device,
@@ -56,7 +60,9 @@ def cmd_render(args) -> int:
         quiet=args.quiet,
         frames_dir=Path(args.frames_dir) if args.frames_dir else None,
         on_step=stats,
-        extra_files=stats.staged if stats is not None else None,  # committed with the render's files
+        on_frame=metrics,
+        # committed with the render's files
+        extra_files=(lambda: {k: v for files in staged for k, v in files().items()}) if staged else None,
         resume=resume,
     )
     if not args.quiet:

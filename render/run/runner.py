@@ -75,6 +75,9 @@ class RenderOptions:
     frames_dir: Path | None = None  # also write every frame as a numbered PNG here
     # called with the simulation after every step (--stats); steps then run one at a time
     on_step: Callable[[object], None] | None = None
+    # called with the simulation, the frame's number and its step after each frame's steps
+    # (--metrics, explore); the steps between frames still run in chunks
+    on_frame: Callable[[object, int, int], None] | None = None
     # more outputs of the first job (--stats: its CSV), staged by format once the frames are done
     # and committed with the job's files, all or nothing (files.commit_together)
     extra_files: Callable[[], dict[str, PartialFile]] | None = None
@@ -276,6 +279,8 @@ def _frame_loop(run: Preset, simulation, jobs: list[Job], options: RenderOptions
             if all(job.error for job in jobs):
                 break
             course.advance_to(simulation, course.frame_end(number), options.on_step)
+            if options.on_frame is not None:
+                options.on_frame(simulation, number, course.step)
             steps_done = course.step - first_step
             trail = simulation.trail
             agents = simulation.agents if needs_agents(job.preset for job in jobs) else None
