@@ -175,6 +175,17 @@ class Fields(Stops):
     formats: list[Literal["npz", "png"]] = Field(default_factory=lambda: ["npz"], min_length=1, max_length=2)
 
 
+class Volume(Stops):
+    """output.volume: the trail volume at chosen steps as float32 .npz/.npy and an isosurface
+    mesh (marching cubes at palette level `level`) as OBJ and binary STL; a 2D preset writes its
+    space-time stack (the GIF's index frames, T x H x W) once instead (docs/3d.md)."""
+
+    formats: list[Literal["npz", "npy", "obj", "stl"]] = Field(
+        default_factory=lambda: ["npz"], min_length=1, max_length=4
+    )
+    level: int = Field(64, ge=1, le=255, description="the isosurface's palette level (mesh formats)")
+
+
 class Output(OptionalSection):
     formats: list[Literal[ALL_FORMATS]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
     fps: int = Field(30, ge=1, le=100)
@@ -224,12 +235,13 @@ class Output(OptionalSection):
         return parse_gif_budget(value)
 
     fields: Fields | None = Field(None, description="raw trail and agent counts at chosen steps")
+    volume: Volume | None = Field(None, description="trail volumes and meshes (docs/3d.md)")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
         """Unset keys are left out, and fields always is: like checkpoints, raw fields are
         saved beside a render's outputs and change none of their bytes (docs/outputs.md)."""
-        return {k: v for k, v in handler(self).items() if v is not None and k != "fields"}
+        return {k: v for k, v in handler(self).items() if v is not None and k not in ("fields", "volume")}
 
     @field_validator("formats")
     @classmethod

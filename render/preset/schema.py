@@ -22,6 +22,7 @@ from pydantic import (
 from physarum.kernels.limits import MAX_SPECIES, ONE, ModelParams
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.preset.camera import Camera
 from physarum.render.preset.output_sections import Checkpoint, Output, Palette
 from physarum.render.preset.schedule import (
     Schedule,
@@ -64,6 +65,7 @@ class Preset(Section):
         None, description="S x S: row s holds the weights species s gives each species' trail"
     )
     checkpoint: Checkpoint | None = Field(None, description="the simulation state written at chosen steps")
+    camera: Camera | None = Field(None, description="3D presets: how the trail volume is seen (docs/3d.md)")
 
     _carried: dict = PrivateAttr(default_factory=dict)  # path -> image: what `render --from` reads
 
@@ -87,7 +89,7 @@ class Preset(Section):
         return {
             k: v
             for k, v in handler(self).items()
-            if (v is not None or k not in ("world", "species", "interaction")) and k != "checkpoint"
+            if (v is not None or k not in ("world", "species", "interaction", "camera")) and k != "checkpoint"
         }
 
     @model_validator(mode="after")
@@ -140,6 +142,14 @@ class Preset(Section):
         """The spatial dimensions of the preset's world: 2 (a canvas of width and height); the
         simulation's backend must simulate as many (kernels/api.py, Simulation.dims)."""
         return 2
+
+    @property
+    def frame_size(self) -> tuple[int, int]:
+        """(width, height) of the frames the outputs show: the canvas in 2D; in 3D the camera's
+        image (camera.width/height, each unset side the canvas's; docs/3d.md)."""
+        if self.dims == 3:
+            return (self.camera or Camera()).size(self.canvas.width, self.canvas.height)
+        return self.canvas.width, self.canvas.height
 
     @property
     def end_step(self) -> int:
