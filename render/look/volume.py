@@ -1,0 +1,199 @@
+"""The volume renderer: a 3D trail [D, H, W] -> an RGB frame, exactly (docs/3d.md).
+
+Emission-absorption ray marching in integers, so that every backend and device gives the same
+bytes:
+1. levels: the trail's 8-bit levels by the preset's Colourist (its exact thresholds: levels,
+   gamma, high: auto), the same as a 2D trail's indices;
+2. transfer: a level L emits the frame's palette colour table[L] and has opacity
+   alpha[L] = round(ALPHA_ONE * opacity * (L / 255) ** curve) (0 below camera.floor), a table
+   made on the host from Fractions (alpha_table);
+3. rays: the frame's View (render/look/camera.py, integers from exact Decimal arithmetic); the
+   direction of pixel (i, j) at FIX bits is floor((H * forward + right * (2i + 1 - W) +
+   up * (H - 1 - 2j)) / H), sample k's position origin + (depth_k * direction >> FIX);
+4. sampling: nearest (the voxel holding the position) or trilinear (the 8 voxels' levels
+   weighted by 8-bit fractions, rounded: (sum + 2 ** 23) >> 24); voxels outside are level 0;
+5. compositing front to back in 16-bit fixed point: T = 65536; at each sample
+   w = (alpha * T) >> 12, T -= w, C += colour * w; the pixel is (C + background * T + 32768) >> 16.
+Every step is an integer tensor op (no float, no reduction whose order differs by device).
+
+For the GIF, reduce_rgb gives each RGB frame its own palette of at most 256 colours, exactly
+(VolumeColourist.colour).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import torch
+
+from physarum.render.look.camera import FIX, View, view
+from physarum.render.look.colour import Colourist
+from physarum.render.look.loops import shown_frames
+from physarum.render.preset import Preset
+from physarum.render.preset.camera import Camera
+from physarum.render.preset.palettes import parse_hex
+
+ALPHA_BITS = 12
+ALPHA_ONE = 1 << ALPHA_BITS
+LIGHT_BITS = 16  # transmittance T in [0, 2 ** 16]
+CHUNK_ELEMENTS = 1 << 24  # samples x pixels gathered at once
+
+
+def alpha_table(camera: Camera) -> np.ndarray:
+    """[256] int64 opacities at ALPHA_BITS fixed point: 0 below camera.floor, else
+    round_half_even(ALPHA_ONE * opacity * (L / 255) ** curve), from exact Fractions."""
+    opacity = Fraction(camera.opacity)
+    table = np.zeros(256, dtype=np.int64)
+    for level in range(max(1, camera.floor), 256):
+        table[level] = round(ALPHA_ONE * opacity * Fraction(level, 255) ** camera.curve)
+    return table
+
+
+def ray_directions(v: View, device: torch.device) -> torch.Tensor:
+    """[3, P] int64: each pixel's direction (x, y, z) at FIX bits, P = W * H in row order."""
+    out_w, out_h = v.size
+    across = (torch.arange(out_w, device=device, dtype=torch.int64) * 2 + 1 - out_w)[None, :]
+    down = (out_h - 1 - 2 * torch.arange(out_h, device=device, dtype=torch.int64))[:, None]
+    rows = []
+    for axis in range(3):
+        d = out_h * v.forward[axis] + v.right[axis] * across + v.up[axis] * down
+        rows.append(torch.div(d, out_h, rounding_mode="floor").reshape(-1))
+    return torch.stack(rows)
+
+
+def _gather(flat: torch.Tensor, grid: tuple[int, int, int], x, y, z) -> torch.Tensor:
+    """int64 levels of voxels (x, y, z) (any shape), 0 outside the grid."""
+    depth, height, width = grid
+    inside = (x >= 0) & (x < width) & (y >= 0) & (y < height) & (z >= 0) & (z < depth)
+    index = torch.where(inside, (z * height + y) * width + x, 0)
+    return torch.where(inside, flat[index].to(torch.int64), 0)
+
+
+def sample_levels(flat: torch.Tensor, grid, points: list[torch.Tensor], mode: str) -> torch.Tensor:
+    """int64 levels at positions points = [x, y, z] (voxels at FIX bits)."""
+    if mode == "nearest":
+        return _gather(flat, grid, *(p >> FIX for p in points))
+    shifted = [p - (1 << (FIX - 1)) for p in points]  # voxel centres at integer positions
+    base = [s >> FIX for s in shifted]
+    frac = [(s & ((1 << FIX) - 1)) >> (FIX - 8) for s in shifted]  # 8-bit fractions
+    total = torch.zeros_like(base[0])
+    for corner in range(8):
+        bits = [(corner >> axis) & 1 for axis in range(3)]
+        weight = None
+        for axis in range(3):
+            w = frac[axis] if bits[axis] else 256 - frac[axis]
+            weight = w if weight is None else weight * w
+        total += weight * _gather(flat, grid, *(b + bit for b, bit in zip(base, bits)))
+    return (total + (1 << 23)) >> 24
+
+
+def render_volume(
+    levels: torch.Tensor,
+    v: View,
+    colours: torch.Tensor,
+    alpha: torch.Tensor,
+    background: tuple[int, int, int],
+    mode: str = "trilinear",
+) -> torch.Tensor:
+    """[H, W, 3] uint8: levels [D, H, W] uint8 seen in view v, emitting colours [256, 3] and
+    absorbing alpha [256] (int64, on levels' device), over background (r, g, b)."""
+    device = levels.device
+    grid = tuple(levels.shape)
+    flat = levels.reshape(-1)
+    colours, alpha = colours.to(torch.int64), alpha.to(torch.int64)
+    directions = ray_directions(v, device)
+    pixels = directions.shape[1]
+    light = torch.full((pixels,), 1 << LIGHT_BITS, dtype=torch.int64, device=device)
+    total = torch.zeros((pixels, 3), dtype=torch.int64, device=device)
+    depths = torch.tensor(v.depths, dtype=torch.int64, device=device)
+    chunk = max(1, CHUNK_ELEMENTS // max(1, pixels))
+    for first in range(0, len(v.depths), chunk):
+        s = depths[first : first + chunk, None]
+        points = [v.origin[axis] + ((s * directions[axis][None, :]) >> FIX) for axis in range(3)]
+        sampled = sample_levels(flat, grid, points, mode)
+        opacity, emitted = alpha[sampled], colours[sampled]
+        for k in range(sampled.shape[0]):
+            weight = (opacity[k] * light) >> ALPHA_BITS
+            light -= weight
+            total += emitted[k] * weight[:, None]
+    back = torch.tensor(background, dtype=torch.int64, device=device)
+    rgb = (total + back[None, :] * light[:, None] + (1 << (LIGHT_BITS - 1))) >> LIGHT_BITS
+    return rgb.clamp_(0, 255).to(torch.uint8).reshape(v.size[1], v.size[0], 3)
+
+
+def reduce_rgb(rgb: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+    """(index [H, W] uint8, palette [256, 3] uint8) of an RGB frame, exactly, on its device:
+    colours binned to 5 bits a channel; the 256 fullest bins (count, then bin number) become the
+    palette, each its pixels' rounded mean colour, sorted by luma (so that a GIF budget's level
+    groups and area averages mix like colours); every bin maps to its nearest palette entry
+    (its own mean colour's squared distance, then the lower entry)."""
+    device = rgb.device
+    wide = rgb.reshape(-1, 3).to(torch.int64)
+    bins = ((wide[:, 0] >> 3) << 10) | ((wide[:, 1] >> 3) << 5) | (wide[:, 2] >> 3)
+    counts = torch.bincount(bins, minlength=1 << 15)
+    sums = torch.zeros((1 << 15, 3), dtype=torch.int64, device=device).index_add_(0, bins, wide)
+    key = counts * (1 << 15) + torch.arange(1 << 15, device=device)
+    chosen = torch.topk(key, 256).values % (1 << 15)
+    used = counts[chosen] > 0
+    count = counts[chosen].clamp(min=1)[:, None]
+    means = torch.where(used[:, None], (sums[chosen] * 2 + count) // (2 * count), 0)
+    luma = means[:, 0] * 299 + means[:, 1] * 587 + means[:, 2] * 114
+    order = torch.sort(torch.where(used, luma, 1 << 30) * (1 << 15) + chosen).indices
+    means, used = means[order], used[order]
+    centres = torch.stack([(torch.arange(1 << 15, device=device) >> s) & 31 for s in (10, 5, 0)], 1)
+    occupied = counts[:, None].clamp(min=1)
+    centres = torch.where(counts[:, None] > 0, (sums * 2 + occupied) // (2 * occupied), centres * 8 + 4)
+    distance = ((centres[:, None, :] - means[None, :, :]) ** 2).sum(-1)
+    distance = torch.where(used[None, :], distance, 1 << 40) * 256 + torch.arange(256, device=device)
+    lookup = distance.min(1).values % 256
+    index = lookup[bins].to(torch.uint8).reshape(rgb.shape[:2])
+    return index, means.to(torch.uint8).cpu().numpy()
+
+
+class VolumeColourist:
+    """Colours a 3D preset's trail volume [D, H, W]: the volume renderer's RGB frame, and for
+    the GIF an index frame with that frame's own palette (reduce_rgb). table(number) is the
+    palette of the last frame coloured with that number (before any: the preset's palette)."""
+
+    def __init__(self, preset: Preset):
+        self.preset = preset
+        self.levels = Colourist(preset.palette)
+        self.camera = preset.camera or Camera()
+        self.grid = (getattr(preset.canvas, "depth", 1) or 1, preset.canvas.height, preset.canvas.width)
+        self.size = preset.frame_size
+        self.frames = shown_frames(preset)
+        self.alpha = torch.from_numpy(alpha_table(self.camera))
+        self.background = parse_hex(self.camera.background)
+        self.palettes: dict[int, np.ndarray] = {}
+        self._device: dict = {}
+
+    def view(self, frame: int) -> View:
+        return view(self.camera, self.grid, self.size, frame, self.frames)
+
+    def render(self, trail: torch.Tensor, frame: int) -> torch.Tensor:
+        """[H, W, 3] uint8: frame `frame` of the trail volume [D, H, W]."""
+        device = trail.device
+        if device not in self._device:
+            self._device[device] = self.alpha.to(device)
+        colours = torch.from_numpy(self.levels.table(frame)).to(device)
+        levels = self.levels.index_frame(trail)
+        return render_volume(
+            levels, self.view(frame), colours, self._device[device], self.background, self.camera.sample
+        )
+
+    def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """(index frame [H, W] uint8, RGB frame [H, W, 3] uint8) of frame `frame`."""
+        image = self.render(trail, frame)
+        index, palette = reduce_rgb(image)
+        self.palettes = {frame: palette}
+        return index, image
+
+    def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
+        return self.colour(trail, 0)[0]
+
+    def palette_index(self, frame: int) -> int:
+        return self.levels.palette_index(frame)
+
+    def table(self, frame: int) -> np.ndarray:
+        return self.palettes.get(frame, self.levels.table(frame))
