@@ -18,9 +18,11 @@ import math
 import numpy as np
 import torch
 
+from physarum.render.look.hdr import HdrLook
 from physarum.render.look.layers import hue_table, mix_weight
 from physarum.render.look.palette import palette_table
 from physarum.render.preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
+from physarum.render.preset.look_section import Look
 from physarum.render.preset.palettes import parse_hex
 
 
@@ -58,8 +60,9 @@ class Colourist:
     device), and a cell's index is the number of thresholds at or below it.
     """
 
-    def __init__(self, palette: Palette):
+    def __init__(self, palette: Palette, look: Look | None = None, seed: int = 0):
         self.palette = palette
+        self.hdr = None if look is None else HdrLook(look, palette.gamma, seed)  # render/look/hdr.py
         self.tables = [palette_table(entry) for entry in palette.names]
         self._levels = torch.from_numpy(gamma_levels(palette.gamma))
         self._device_tables: dict = {}
@@ -80,16 +83,20 @@ class Colourist:
             }
         return self._device_tables[device]
 
-    def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
-        """[H, W] uint8 palette indices, on the trail's device."""
+    def index_frame(self, trail: torch.Tensor, frame: int = 0) -> torch.Tensor:
+        """[H, W] uint8 palette indices, on the trail's device (frame: the look's grain)."""
         constants = self._on(trail.device)
         levels, low = constants["levels"], constants["low"]
+        if self.hdr is not None and self.hdr.look.black is not None:
+            low = torch.maximum(low, auto_high(trail, self.hdr.look.black))  # adaptive black point
         if self.palette.levels.high == "auto":
             high = auto_high(trail, self.palette.levels.quantile)
             high = torch.where(high > low, high, trail.max())
         else:
             high = constants["high"]
         high = torch.where(high > low, high, low + 1.0)
+        if self.hdr is not None:
+            return self.hdr.index(trail, low, high, frame)
         bounds = (high - low) * levels + low
         return torch.bucketize(trail, bounds, right=True).to(torch.uint8)
 
@@ -129,7 +136,7 @@ class Colourist:
         self, trail: torch.Tensor, frame: int, rgb: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(index frame [H, W] uint8, RGB frame [H, W, 3] uint8 or None) of frame `frame`."""
-        index = self.index_frame(trail)
+        index = self.index_frame(trail) if self.hdr is None else self.index_frame(trail, frame)
         return index, (self.rgb(index, frame) if rgb else None)
 
 
@@ -268,7 +275,7 @@ def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
     if preset.palette.layer in ("heading", "mix"):
         return {"heading": HeadingColourist, "mix": MixColourist}[preset.palette.layer](preset.palette)
     if preset.species is None:
-        return Colourist(preset.palette)
+        return Colourist(preset.palette, preset.look, preset.seed)
     return SpeciesColourist(preset.palette, species_ramps(preset))
 
 

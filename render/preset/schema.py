@@ -23,6 +23,7 @@ from physarum.kernels.limits import MAX_SPECIES, ONE, ModelParams
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
 from physarum.render.preset.camera import Camera
+from physarum.render.preset.look_section import Look
 from physarum.render.preset.output_sections import Checkpoint, Output, Palette
 from physarum.render.preset.schedule import (
     Schedule,
@@ -58,6 +59,7 @@ class Preset(Section):
     model: Model = Model()
     run: Run = Run()
     palette: Palette = Palette()
+    look: Look | None = Field(None, description="the exact HDR look (render/look/hdr.py); unset: flat")
     output: Output = Output()
     world: World | None = None
     species: list[Species] | None = Field(None, min_length=1, max_length=MAX_SPECIES)
@@ -89,8 +91,18 @@ class Preset(Section):
         return {
             k: v
             for k, v in handler(self).items()
-            if (v is not None or k not in ("world", "species", "interaction", "camera")) and k != "checkpoint"
+            if (v is not None or k not in ("world", "species", "interaction", "camera", "look")) and k != "checkpoint"
         }
+
+    @model_validator(mode="after")
+    def _look_of_one_map(self) -> Preset:
+        """A look colours one map (the trail or density layer of a preset without species)."""
+        if self.look is not None and (self.species is not None or self.palette.layer in ("heading", "mix")):
+            raise ValueError(
+                "look: applies to one map, palette.layer trail or density without species; "
+                "remove the look section or use one species and layer trail or density"
+            )
+        return self
 
     @model_validator(mode="after")
     def _agent_density(self) -> Preset:

@@ -1,0 +1,254 @@
+"""The exact HDR look (preset section `look`, docs/model.md "The look"): trail -> 8-bit palette index.
+
+Per frame, on the trail's device, with no host synchronisation:
+  L = floor((trail - low) * (float32(4096 * exposure) / (high - low)))   clamped to 0 .. LMAX
+(three float32 operations, each rounded the same way on every IEEE device, then floor), the
+linear intensity in 1/4096 steps up to 16; then in integers only: bloom (a pyramid of 2x2 means,
+binomial blurs and linear upsampling of max(L - threshold, 0)), vignette (a radial integer
+factor), the tone curve (a 65536-entry table built on the host with + - * / only, so the same
+on every platform), film grain (lowbias32 of seed, frame and pixel) and ordered dithering
+(Bayer 8x8) down to the palette's 256 entries.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from physarum.kernels.exact import float32_nearest, lowbias32, lowbias32_int
+from physarum.kernels.limits import U32
+from physarum.render.preset.look_section import Look
+
+ONE = 4096  # the linear intensity 1.0 (the white level)
+LMAX = 65535  # 16.0 - 1/4096: the brightest intensity
+DISPLAY = 65535  # the display value of the palette's last entry
+OCTAVES = 5  # pyramid levels the bloom sums (the top ones, so it scales with the canvas)
+BAYER_SIDE = 8
+
+# ---------------------------------------------------------------------------------------------
+# Host tables: + - * / on float64 only (IEEE exact per operation on every platform), no libm
+
+LN2 = 0.6931471805599453  # float64 nearest ln 2 (a constant, not computed)
+
+
+def ln(x: np.ndarray) -> np.ndarray:
+    """Natural log of positive float64 x: frexp (exact) and 2 atanh(s), s = (m - 1) / (m + 1),
+    summed to a fixed 24 terms (|s| <= 1/3: error below 1e-24 relative)."""
+    m, e = np.frexp(x)  # x = m * 2^e, m in [0.5, 1)
+    m, e = m * 2.0, e - 1  # m in [1, 2)
+    s = (m - 1.0) / (m + 1.0)
+    s2 = s * s
+    total = np.zeros_like(s)
+    for k in range(23, -1, -1):  # Horner, innermost term first
+        total = total * s2 + 1.0 / (2 * k + 1)
+    return 2.0 * s * total + e * LN2
+
+
+def exp(x: np.ndarray) -> np.ndarray:
+    """e^x of float64 x in [-745, 700]: 2^n * e^r with n = round(x / ln 2) and r = x - n ln 2
+    (|r| <= 0.35), e^r by 22 Taylor terms (Horner), then ldexp (exact)."""
+    n = np.floor(x / LN2 + 0.5)
+    r = x - n * LN2
+    total = np.ones_like(r)
+    for k in range(22, 0, -1):
+        total = total * r / k + 1.0
+    return np.ldexp(total, n.astype(np.int64))
+
+
+def curve_values(curve: str, x: np.ndarray) -> np.ndarray:
+    """The tone curve at linear intensities x >= 0 (float64), in [0, 1]."""
+    if curve == "linear":
+        y = x
+    elif curve == "log":
+        y = ln(1.0 + 64.0 * x) / ln(np.array(1.0 + 64.0 * 16.0))
+    elif curve == "reinhard":  # extended Reinhard, white point 16
+        y = x * (1.0 + x / 256.0) / (1.0 + x)
+    elif curve == "aces":  # Narkowicz's fit of the ACES filmic curve
+        y = x * (2.51 * x + 0.03) / (x * (2.43 * x + 0.59) + 0.14)
+    else:  # agx: log2 encoding between -12.47 and +4.026 EV of 0.18, Wrensch's polynomial fit
+        ev = ln(np.maximum(x, 2.0**-20) / 0.18) / LN2
+        v = (np.clip(ev, -12.47, 4.026) + 12.47) / (4.026 + 12.47)
+        y = (((((15.5 * v - 40.14) * v + 31.96) * v - 6.868) * v + 0.4298) * v + 0.1191) * v - 0.00232
+        y = np.where(x > 0, y, 0.0)
+    return np.clip(y, 0.0, 1.0)
+
+
+@lru_cache(maxsize=32)
+def tone_table(curve: str, gamma: float) -> np.ndarray:
+    """[LMAX + 1] int32 display values 0 .. DISPLAY: round(DISPLAY * curve(L / 4096) ** gamma)
+    (palette.gamma as in the flat colouring: below 1 brightens), computed with + - * / and the
+    series above, so the table is the same on every platform."""
+    x = np.arange(LMAX + 1, dtype=np.float64) / ONE
+    y = curve_values(curve, x)
+    if gamma != 1.0:
+        y = np.where(y > 0, exp(gamma * ln(np.maximum(y, 1e-300))), 0.0)
+    return np.floor(np.clip(y, 0.0, 1.0) * DISPLAY + 0.5).astype(np.int32)
+
+
+def bayer(side: int = BAYER_SIDE) -> np.ndarray:
+    """[side, side] int64 Bayer matrix, values 0 .. side^2 - 1 (side a power of 2)."""
+    matrix = np.zeros((1, 1), dtype=np.int64)
+    while len(matrix) < side:
+        matrix = np.block([[4 * matrix, 4 * matrix + 2], [4 * matrix + 3, 4 * matrix + 1]])
+    return matrix
+
+
+def dither_offsets(dither: bool) -> np.ndarray:
+    """[8, 8] int32 offsets added to DISPLAY-scaled values before // DISPLAY: ordered dithering
+    ((2b + 1) * DISPLAY // 128 for Bayer value b), or rounding to nearest (DISPLAY // 2)."""
+    if not dither:
+        return np.full((BAYER_SIDE, BAYER_SIDE), DISPLAY // 2, dtype=np.int32)
+    cells = BAYER_SIDE * BAYER_SIDE
+    return ((2 * bayer() + 1) * DISPLAY // (2 * cells)).astype(np.int32)
+
+
+def bloom_levels(width: int, height: int, radius: float) -> int:
+    """n, the pyramid level whose pixels span about radius * short side: the largest n >= 1 with
+    2^(n - 1/2) <= R, exactly (2^(2n - 1) <= R^2), kept where the level is at least 2 pixels."""
+    reach = Fraction(radius) * min(width, height)
+    n = 1
+    while Fraction(2 ** (2 * n + 1)) <= reach * reach and min(width, height) >> (n + 1) >= 2:
+        n += 1
+    return n
+
+
+# ---------------------------------------------------------------------------------------------
+# Device integer operations on [..., H, W] int32 tensors
+
+
+def _shift(x: torch.Tensor, by: int, dim: int) -> torch.Tensor:
+    """x moved by `by` (+1: each element takes its predecessor's value) along dim, edges repeated."""
+    size = x.shape[dim]
+    if by > 0:
+        return torch.cat([x.narrow(dim, 0, 1), x.narrow(dim, 0, size - 1)], dim)
+    return torch.cat([x.narrow(dim, 1, size - 1), x.narrow(dim, size - 1, 1)], dim)
+
+
+def blur(x: torch.Tensor) -> torch.Tensor:
+    """Binomial [1 2 1] / 4 twice along each of the last two dims, rounded half up each pass."""
+    for dim in (-1, -1, -2, -2):
+        if x.shape[dim] > 1:
+            x = (_shift(x, 1, dim) + 2 * x + _shift(x, -1, dim) + 2) >> 2
+    return x
+
+
+def down(x: torch.Tensor) -> torch.Tensor:
+    """2x2 means (rounded half up) of the last two dims, an odd last row or column dropped."""
+    h, w = x.shape[-2] // 2 * 2, x.shape[-1] // 2 * 2
+    x = x[..., :h, :w]
+    total = x[..., 0::2, 0::2] + x[..., 1::2, 0::2] + x[..., 0::2, 1::2] + x[..., 1::2, 1::2]
+    return (total + 2) >> 2
+
+
+def _up_dim(x: torch.Tensor, size: int, dim: int) -> torch.Tensor:
+    """Linear doubling along dim ((3 x[i] + x[i -+ 1] + 2) // 4 at 2i and 2i + 1), then the last
+    element repeated up to `size`."""
+    even = (3 * x + _shift(x, 1, dim) + 2) >> 2 if x.shape[dim] > 1 else x
+    odd = (3 * x + _shift(x, -1, dim) + 2) >> 2 if x.shape[dim] > 1 else x
+    both = torch.stack([even, odd], dim=x.dim() + dim + 1).flatten(x.dim() + dim, x.dim() + dim + 1)
+    if both.shape[dim] < size:
+        extra = size - both.shape[dim]
+        edge = both.narrow(dim, both.shape[dim] - 1, 1)
+        both = torch.cat([both, *([edge] * extra)], dim)
+    return both
+
+
+def up(x: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """x [..., h, w] linearly upsampled to shape (H, W), H in (2h, 2h + 1), W in (2w, 2w + 1)."""
+    return _up_dim(_up_dim(x, shape[1], -1), shape[0], -2)
+
+
+def bloom(level: torch.Tensor, threshold: int, n: int, strength: int) -> torch.Tensor:
+    """The glow [..., H, W] int32 of `level`: max(L - threshold, 0) halved n times by down; the top
+    min(OCTAVES, n) levels blurred and summed on the way back up (each level's blur of itself plus
+    the one above, upsampled); then upsampled to the canvas and scaled by strength / 256 / octaves."""
+    pyramid = [torch.clamp(level - threshold, min=0)]
+    for _ in range(n):
+        pyramid.append(down(pyramid[-1]))
+    octaves = min(OCTAVES, n)
+    glow = blur(pyramid[n])
+    for k in range(n - 1, n - octaves, -1):
+        glow = blur(up(glow, pyramid[k].shape[-2:]) + pyramid[k])
+    for k in range(n - octaves, -1, -1):
+        glow = up(glow, pyramid[k].shape[-2:])
+    return glow * strength // (256 * octaves)
+
+
+# ---------------------------------------------------------------------------------------------
+# The look of one preset
+
+
+def vignette_factor(height: int, width: int, amount: int, device) -> torch.Tensor:
+    """[H, W] int32 factors in 1/4096: ONE - amount * f^2 // ONE^2, f = r2 * ONE // r2max, with r2
+    the squared distance from the centre in half pixels (dx = 2x + 1 - W) and r2max a corner's."""
+    dx = torch.arange(width, device=device, dtype=torch.int64) * 2 + 1 - width
+    dy = torch.arange(height, device=device, dtype=torch.int64) * 2 + 1 - height
+    r2 = dy[:, None] ** 2 + dx[None, :] ** 2
+    r2max = max(1, (width - 1) ** 2 + (height - 1) ** 2)
+    f = r2 * ONE // r2max
+    return (ONE - amount * (f * f // ONE) // ONE).to(torch.int32)
+
+
+def grain_noise(keys: torch.Tensor, frame_key: int) -> torch.Tensor:
+    """[H, W] int64 triangular noise in -4095 .. 4095: two 12-bit fields of lowbias32(key ^ frame_key)."""
+    h = lowbias32(keys ^ frame_key)
+    return (h & 0xFFF) + ((h >> 12) & 0xFFF) - 4095
+
+
+class HdrLook:
+    """A preset's look section as integers, and its index frames (index)."""
+
+    def __init__(self, look: Look, gamma: float, seed: int):
+        self.look = look
+        self.table = torch.from_numpy(tone_table(look.curve, float(gamma)))
+        self.exposure = float32_nearest(Fraction(ONE) * Fraction(look.exposure))
+        self.threshold = min(LMAX, round(Fraction(look.bloom_threshold) * ONE))
+        self.strength = round(Fraction(look.bloom) * 256)
+        self.vignette = round(Fraction(look.vignette) * ONE)
+        self.grain = round(Fraction(look.grain) * DISPLAY)
+        self.seed_key = lowbias32_int(seed ^ 0x9E3779B9)  # not the model's key (lowbias32(seed))
+        self._device: dict = {}
+
+    def _on(self, device: torch.device, height: int, width: int) -> dict:
+        """The look's constants for a canvas on `device`, made there once."""
+        key = (device, height, width)
+        if key not in self._device:
+            tiles = (-(-height // BAYER_SIDE), -(-width // BAYER_SIDE))
+            dither = np.tile(dither_offsets(self.look.dither), tiles)[:height, :width]
+            constants = {
+                "table": self.table.to(device),
+                "exposure": torch.tensor(self.exposure, dtype=torch.float32).to(device),
+                "dither": torch.from_numpy(np.ascontiguousarray(dither)).to(device),
+                "levels": bloom_levels(width, height, self.look.bloom_radius),
+            }
+            if self.vignette:
+                constants["vignette"] = vignette_factor(height, width, self.vignette, device)
+            if self.grain:
+                cells = torch.arange(height * width, device=device, dtype=torch.int64).reshape(height, width)
+                constants["keys"] = lowbias32(cells ^ self.seed_key)
+            self._device[key] = constants
+        return self._device[key]
+
+    def linear(self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
+        """[..., H, W] int32 L = floor((trail - low) * (exposure / (high - low))), 0 .. LMAX."""
+        c = self._on(trail.device, *trail.shape[-2:])
+        scale = c["exposure"] / (high - low)
+        return torch.floor((trail - low) * scale).clamp_(0, LMAX).to(torch.int32)
+
+    def index(self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor, frame: int) -> torch.Tensor:
+        """[..., H, W] uint8 palette indices of frame number `frame` (high > low, device tensors)."""
+        c = self._on(trail.device, *trail.shape[-2:])
+        level = self.linear(trail, low, high)
+        if self.strength:
+            glow = bloom(level, self.threshold, c["levels"], self.strength)
+            level = (level + glow).clamp_(max=LMAX)
+        if self.vignette:
+            level = (level * c["vignette"]) >> 12
+        display = c["table"][level]
+        if self.grain:
+            noise = grain_noise(c["keys"], lowbias32_int((frame + self.seed_key) & U32))
+            display = (display + ((noise * self.grain) >> 12)).clamp_(0, DISPLAY).to(torch.int32)
+        return ((display * 255 + c["dither"]) // DISPLAY).to(torch.uint8)
