@@ -1,0 +1,153 @@
+"""The volume renderer (render/look/volume.py) against a naive per-ray Python reference, the
+background of an empty volume, the opacity table, the GIF's exact palette, CPU against CUDA."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+
+from physarum.render.look.camera import FIX, view
+from physarum.render.look.volume import alpha_table, reduce_rgb, render_volume
+from physarum.render.preset.camera import Camera
+
+
+def _levels(seed: int, shape=(6, 7, 5)) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    levels = rng.integers(0, 256, size=shape).astype(np.uint8)
+    levels[rng.random(shape) < 0.4] = 0  # gaps the rays see through
+    return levels
+
+
+def _palette() -> np.ndarray:
+    ramp = np.arange(256)
+    return np.stack([ramp, (ramp * 7) % 256, 255 - ramp], 1).astype(np.uint8)
+
+
+def _naive_level(levels: np.ndarray, point: tuple[int, int, int], mode: str) -> int:
+    depth, height, width = levels.shape
+
+    def at(x, y, z):
+        inside = 0 <= x < width and 0 <= y < height and 0 <= z < depth
+        return int(levels[z, y, x]) if inside else 0
+
+    if mode == "nearest":
+        return at(*(c >> FIX for c in point))
+    total = 0
+    shifted = [c - (1 << (FIX - 1)) for c in point]
+    base = [c >> FIX for c in shifted]
+    frac = [(c % (1 << FIX)) >> (FIX - 8) for c in shifted]
+    for dx in (0, 1):
+        for dy in (0, 1):
+            for dz in (0, 1):
+                w = 1
+                for f, d in zip(frac, (dx, dy, dz)):
+                    w *= f if d else 256 - f
+                total += w * at(base[0] + dx, base[1] + dy, base[2] + dz)
+    return (total + (1 << 23)) >> 24
+
+
+def _naive_render(levels, v, colours, alpha, background, mode) -> np.ndarray:
+    """One ray at a time in Python integers: the contract of docs/3d.md, written out."""
+    out_w, out_h = v.size
+    image = np.zeros((out_h, out_w, 3), dtype=np.uint8)
+    for j in range(out_h):
+        for i in range(out_w):
+            d = [
+                (out_h * v.forward[a] + v.right[a] * (2 * i + 1 - out_w) + v.up[a] * (out_h - 1 - 2 * j))
+                // out_h
+                for a in range(3)
+            ]
+            light, total = 1 << 16, [0, 0, 0]
+            for s in v.depths:
+                point = tuple(v.origin[a] + ((s * d[a]) >> FIX) for a in range(3))
+                level = _naive_level(levels, point, mode)
+                weight = (int(alpha[level]) * light) >> 12
+                light -= weight
+                total = [t + int(c) * weight for t, c in zip(total, colours[level])]
+            image[j, i] = [min(255, (t + b * light + (1 << 15)) >> 16) for t, b in zip(total, background)]
+    return image
+
+
+@pytest.mark.parametrize("mode", ["nearest", "trilinear"])
+@pytest.mark.parametrize("frame", [0, 3])
+def test_renderer_equals_the_naive_reference(mode, frame):
+    levels = _levels(frame)
+    camera = Camera.model_validate(
+        {"orbit": {"turns": 1, "elevation": 25}, "fov": 50, "samples": 9, "opacity": 0.6, "sample": mode}
+    )
+    v = view(camera, levels.shape, (6, 5), frame, 8)
+    alpha = alpha_table(camera)
+    image = render_volume(
+        torch.from_numpy(levels), v, torch.from_numpy(_palette()), torch.from_numpy(alpha), (10, 20, 30), mode
+    )
+    expected = _naive_render(levels, v, _palette(), alpha, (10, 20, 30), mode)
+    assert image.dtype == torch.uint8 and image.shape == (5, 6, 3)
+    assert np.array_equal(image.numpy(), expected)
+    assert len(np.unique(expected.reshape(-1, 3), axis=0)) > 3  # the rays saw the volume
+
+
+def test_an_empty_volume_shows_the_background():
+    camera = Camera.model_validate({"orbit": {}, "background": "#123456"})
+    v = view(camera, (8, 8, 8), (10, 6), 2, 5)
+    image = render_volume(
+        torch.zeros((8, 8, 8), dtype=torch.uint8),
+        v,
+        torch.from_numpy(_palette()),
+        torch.from_numpy(alpha_table(camera)),
+        (0x12, 0x34, 0x56),
+    )
+    assert (image.numpy() == [0x12, 0x34, 0x56]).all()
+
+
+def test_an_opaque_wall_hides_the_background():
+    camera = Camera.model_validate(
+        {"position": [0, 0, 3], "fov": 20, "opacity": 1, "floor": 0, "sample": "nearest"}
+    )
+    levels = torch.full((8, 8, 8), 255, dtype=torch.uint8)
+    image = render_volume(
+        levels,
+        view(camera, (8, 8, 8), (4, 4), 0, 1),
+        torch.from_numpy(_palette()),
+        torch.from_numpy(alpha_table(camera)),
+        (9, 9, 9),
+        "nearest",
+    )
+    assert (image.numpy() == _palette()[255]).all()  # the first sample absorbs all the light
+
+
+def test_alpha_table_is_exact_and_starts_at_the_floor():
+    camera = Camera.model_validate({"opacity": 0.5, "floor": 10, "curve": 2})
+    table = alpha_table(camera)
+    assert (table[:10] == 0).all()
+    assert table[255] == 2048
+    assert table[100] == round(4096 * Fraction(1, 2) * Fraction(100, 255) ** 2)
+    assert (np.diff(table[10:]) >= 0).all()
+
+
+def test_reduce_rgb_is_exact_for_few_distinct_colours():
+    rng = np.random.default_rng(3)
+    colours = np.array(
+        [[8 * (k % 32), 8 * ((k * 5) % 32), 8 * ((k * 11) % 32)] for k in range(200)], np.uint8
+    )
+    rgb = colours[rng.integers(0, 200, size=(20, 30))]
+    index, palette = reduce_rgb(torch.from_numpy(rgb))
+    assert index.shape == (20, 30) and palette.shape == (256, 3)
+    assert np.array_equal(palette[index.numpy()], rgb)
+
+
+@pytest.mark.gpu
+def test_cpu_and_cuda_render_the_same_bytes():
+    rng = np.random.default_rng(5)
+    levels = torch.from_numpy(rng.integers(0, 256, size=(40, 48, 56)).astype(np.uint8))
+    camera = Camera.model_validate({"orbit": {"turns": 1, "elevation": 30}, "fov": 45, "opacity": 0.1})
+    alpha = torch.from_numpy(alpha_table(camera))
+    for frame in range(3):
+        v = view(camera, tuple(levels.shape), (96, 64), frame, 3)
+        cpu = render_volume(levels, v, torch.from_numpy(_palette()), alpha, (1, 2, 3))
+        cuda = render_volume(levels.cuda(), v, torch.from_numpy(_palette()).cuda(), alpha.cuda(), (1, 2, 3))
+        assert torch.equal(cpu, cuda.cpu())
+        assert all(torch.equal(a, b.cpu()) for a, b in zip(reduce_rgb(cpu)[:1], reduce_rgb(cuda)[:1]))
+        assert np.array_equal(reduce_rgb(cpu)[1], reduce_rgb(cuda)[1])
