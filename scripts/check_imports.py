@@ -2,7 +2,8 @@
 
 Stages, in the order data flows through them:
 
-    base < formats < preset < world < sim < look < out < run < tools < sweep, analysis, graph < cli
+    base < formats < preset < world < sim < look < out < run < tools < sweep, analysis, graph < explore
+    < cli
 
 A module may import its own stage and earlier ones, never a later one; sweep, analysis and graph
 are peers. formats/ (each output format's name, limits, spec and writer) stands on base/ alone,
@@ -38,7 +39,8 @@ STAGES = {
     "sweep": 10,
     "analysis": 10,
     "graph": 10,
-    "cli": 11,
+    "explore": 11,  # after sweep: it reuses its gallery, contact sheet and batch sizes
+    "cli": 12,
 }
 # physarum.render itself (its __init__: the version) stands under every stage
 ROOT_RANK = 1

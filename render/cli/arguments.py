@@ -280,7 +280,35 @@ def parser() -> argparse.ArgumentParser:
     add_backend(graph)
     graph.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     graph.add_argument("--quiet", action="store_true", help="print only the paths written")
+    add_explore(commands)
     return parser
+
+
+def add_explore(commands) -> None:
+    """`physarum explore`: a batched novelty search over a preset's model (docs/explore.md)."""
+    explore = commands.add_parser(
+        "explore",
+        help="a novelty search over a preset's model: mutations in batches, the most different kept",
+    )
+    explore.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
+    add_settings(explore, "model.decay=0.05")
+    number = {"type": int, "default": None}
+    explore.add_argument("--rounds", **number, help="rounds: mutations, then children of the most novel (2)")
+    explore.add_argument("--population", **number, help="candidates per round (24)")
+    explore.add_argument("--keep", **number, help="candidates kept by novelty (12)")
+    explore.add_argument(
+        "--size", **number, help="short side of the canvas explored, pixels (256; never enlarged)"
+    )
+    explore.add_argument(
+        "--steps", **number, help="steps of each candidate (default: the preset's run.steps)"
+    )
+    explore.add_argument("--seed", **number, help="the seed of the mutations (1)")
+    add_backend(explore)
+    explore.add_argument(
+        "--out", default="outputs", help="output folder; explore writes OUT/<preset>-explore/"
+    )
+    explore.add_argument("--yes", action="store_true", help="start even when estimated at 10 minutes or more")
+    explore.add_argument("--quiet", action="store_true", help="the summary only")
 
 
 def stop_settings(args) -> list[str]:

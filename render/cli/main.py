@@ -278,6 +278,25 @@ def cmd_graph(args) -> int:
     return 0
 
 
+def cmd_explore(args) -> int:
+    from physarum.render import explore  # start-up: torch
+
+    preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    given = {k: getattr(args, k) for k in ("rounds", "population", "keep", "size", "steps", "seed")}
+    options = explore.ExploreOptions(
+        **{k: v for k, v in given.items() if v is not None},
+        backend=args.backend,
+        device=args.device,
+        out=Path(args.out),
+        yes=args.yes,
+        quiet=args.quiet,
+    )
+    with signals_interrupt():
+        result = explore.explore(preset, options)
+    print("\n".join(map(printable, explore.summary_lines(result))))
+    return 0
+
+
 COMMANDS = {
     "render": cmd_render,
     "presets": cmd_presets,
@@ -288,6 +307,7 @@ COMMANDS = {
     "sweep": cmd_sweep,
     "sensitivity": cmd_sensitivity,
     "graph": cmd_graph,
+    "explore": cmd_explore,
 }
 
 

@@ -1,0 +1,140 @@
+"""An explore's plan: its options checked against their bounds, the explored preset made ready
+(its canvas, run and outputs), each candidate's preset, and the cost said before it starts.
+
+The explored preset is brought to `size` pixels on its short side by render/preset/reduce.py (the
+same picture smaller: agents at the same density, distances scaled; never enlarged), runs
+`steps` steps without warmup in about FRAMES frames (the metrics' rows), and writes a PNG still
+alone (no loop, no checkpoints, no raw fields). A candidate is that preset with mutated model
+values, a name of its own and a description saying where it came from: an ordinary preset,
+which `physarum render` renders to the same PNG.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from physarum.render.base.errors import RenderError
+from physarum.render.preset import Preset
+from physarum.render.preset.load import build_preset
+from physarum.render.preset.reduce import reduce_preset, side_ratio
+from physarum.render.run.estimate import render_seconds
+
+FRAMES = 24  # frames (metric rows) of a candidate's run, about
+MAX_ROUNDS = 50
+MAX_POPULATION = 1024
+MAX_CANDIDATES = 8192
+MIN_SIZE, MAX_SIZE = 16, 4096
+MAX_STEPS = 100_000
+CONFIRM_S = 600.0  # an estimate at or above this needs --yes
+
+
+@dataclass
+class ExploreOptions:
+    """What an explore does (the flags of `physarum explore`)."""
+
+    rounds: int = 2
+    population: int = 24
+    keep: int = 12
+    size: int = 256
+    steps: int | None = None  # None: the preset's run.steps
+    seed: int = 1
+    backend: str = "auto"
+    device: str | None = None
+    out: Path = Path("outputs")
+    yes: bool = False
+    quiet: bool = False
+
+    @property
+    def candidates(self) -> int:
+        return self.rounds * self.population
+
+    def arguments(self) -> dict:
+        """What decides the candidates and their pictures (a resumed run must match them)."""
+        return {
+            "rounds": self.rounds,
+            "population": self.population,
+            "size": self.size,
+            "steps": self.steps,
+            "seed": self.seed,
+        }
+
+
+def _bounded(flag: str, value: int, low: int, high: int) -> str | None:
+    if low <= value <= high:
+        return None
+    return f"{flag} must be a whole number from {low:,} to {high:,} (got {value:,})"
+
+
+def check_options(options: ExploreOptions) -> None:
+    """RenderError naming every flag out of its bounds (an unbounded job is refused)."""
+    problems = [
+        _bounded("--rounds", options.rounds, 1, MAX_ROUNDS),
+        _bounded("--population", options.population, 2, MAX_POPULATION),
+        _bounded("--size", options.size, MIN_SIZE, MAX_SIZE),
+        _bounded("--seed", options.seed, 0, 2**32 - 1),
+    ]
+    if options.steps is not None:
+        problems.append(_bounded("--steps", options.steps, 1, MAX_STEPS))
+    problems.append(_bounded("--keep", options.keep, 1, max(1, options.candidates)))
+    if options.candidates > MAX_CANDIDATES:
+        problems.append(
+            f"--rounds x --population is {options.candidates:,} candidates; at most {MAX_CANDIDATES:,}"
+        )
+    problems = [p for p in problems if p]
+    if problems:
+        raise RenderError("\n".join(problems))
+
+
+def explored_preset(preset: Preset, options: ExploreOptions) -> Preset:
+    """The preset every candidate mutates (the module's rules); PresetError where it does not fit."""
+    reduced, _ = reduce_preset(preset, side_ratio(preset, options.size), "explore")
+    data = reduced.model_dump(mode="json")
+    steps = options.steps or preset.run.steps
+    data["run"] = {"steps": steps, "steps_per_frame": max(1, steps // FRAMES), "warmup": 0}
+    data["output"] = {**data["output"], "formats": ["png"], "loop_mode": "none", "fields": None}
+    data["output"].pop("loop_frames", None)
+    data["checkpoint"] = None
+    return build_preset(data, f"explore of {preset.name}", base=".", carried=preset.carried)
+
+
+def candidate_preset(explored: Preset, values: dict[str, float], name: str, origin: str) -> Preset:
+    """The explored preset with these model values, named `name`, its description `origin`."""
+    data = explored.model_dump(mode="json")
+    data["model"] = {**data["model"], **values}
+    data["name"], data["description"] = name, origin
+    return build_preset(data, name, base=".", carried=explored.carried)
+
+
+def cost_lines(explored: Preset, options: ExploreOptions, device_type: str, backend: str) -> list[str]:
+    """What the explore will cost: candidates, agent-steps, the estimated time (run/estimate.py,
+    which errs long for batches)."""
+    agent_steps = options.candidates * explored.agents.count * explored.end_step
+    seconds = render_seconds(explored, device_type, backend)
+    shown = "unknown" if seconds is None else _duration(seconds * options.candidates)
+    return [
+        f"explore {explored.name}: {options.rounds} rounds x {options.population} = "
+        f"{options.candidates:,} candidates of {explored.canvas.width}x{explored.canvas.height}, "
+        f"{explored.agents.count:,} agents, {explored.end_step:,} steps",
+        f"cost: {agent_steps:.3g} agent-steps, estimated at about {shown} on this {device_type} ({backend})",
+    ]
+
+
+def check_cost(explored: Preset, options: ExploreOptions, device_type: str, backend: str) -> None:
+    """RenderError for an explore estimated at CONFIRM_S or more without --yes."""
+    seconds = render_seconds(explored, device_type, backend)
+    if options.yes or seconds is None or seconds * options.candidates < CONFIRM_S:
+        return
+    raise RenderError(
+        f"explore: estimated at about {_duration(seconds * options.candidates)} "
+        f"(over {_duration(CONFIRM_S)}); add --yes to start it, or lower --rounds, --population, "
+        "--size or --steps"
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds / 3600:.1f} hours"

@@ -1,0 +1,114 @@
+"""`physarum explore PRESET`: the whole search, round by round, resumable.
+
+The options are checked (plan.check_options) and the cost said before anything runs (an
+estimate of CONFIRM_S or more needs --yes); then each round's candidates (batch.round_candidates)
+that the state lacks are rendered in batches of as many as fit the device (sweep/plan.py's
+batch_limit, at most MAX_BATCH), each batch ONE simulation of B candidates, and the state written
+whole after each batch (state.py): a killed explore rerun with the same arguments goes on from
+its last batch. Once every round is done the archive chooses what is kept and outputs.py writes
+the files. Everything lands in OUT/<preset>-explore/.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from physarum.render.base.errors import printable
+from physarum.render.base.interrupts import stop_if_requested
+from physarum.render.explore.archive import build_archive, kept, most_novel, ordered
+from physarum.render.explore.batch import render_candidates, round_candidates
+from physarum.render.explore.mutate import mutable_values
+from physarum.render.explore.outputs import write_outputs
+from physarum.render.explore.plan import (
+    ExploreOptions,
+    check_cost,
+    check_options,
+    cost_lines,
+    explored_preset,
+)
+from physarum.render.explore.state import ExploreState
+from physarum.render.preset import Preset
+from physarum.render.run import machine
+from physarum.render.sweep.plan import batch_limit
+
+MAX_BATCH = 64  # candidates per simulation: each brings its own encoder process on the host
+
+
+@dataclass
+class ExploreResult:
+    """What an explore did: its folder, files, counts by status, the kept ids, candidates
+    rendered by this run (not resumed) and their seconds."""
+
+    folder: Path
+    outputs: dict[str, Path]
+    statuses: dict[str, int]
+    kept: list[str]
+    rendered: int
+    seconds: float
+
+
+def _say(options: ExploreOptions, line: str) -> None:
+    if not options.quiet:
+        print(printable(line), file=sys.stderr)
+
+
+def explore(preset: Preset, options: ExploreOptions) -> ExploreResult:
+    """Explore the preset's model (the module's course); RenderError or PresetError for bad
+    options, before anything is written."""
+    check_options(options)
+    device = machine.resolve_device(options.device)
+    backend = machine.resolve_backend(options.backend, device)
+    if device.type == "cpu":
+        machine.limit_cpu_threads()
+    explored = explored_preset(preset, options)
+    for line in cost_lines(explored, options, device.type, backend):
+        _say(options, line)
+    check_cost(explored, options, device.type, backend)
+    folder = Path(options.out) / f"{preset.name}-explore"
+    folder.mkdir(parents=True, exist_ok=True)
+    state = ExploreState.open(folder / "state.json", options.arguments(), explored.to_yaml())
+    origin = mutable_values(explored.model_dump()["model"])
+    limit = max(1, min(MAX_BATCH, batch_limit(explored, backend, device)))
+    began, rendered = time.perf_counter(), 0
+    for round_ in range(options.rounds):
+        novel = most_novel(ordered(state.candidates)) if round_ else []
+        todo = [c for c in round_candidates(round_, origin, options, novel) if c.id not in state.candidates]
+        for start in range(0, len(todo), limit):
+            stop_if_requested()
+            batch = todo[start : start + limit]
+            state.add(render_candidates(batch, explored, origin, folder, options, device, backend))
+            rendered += len(batch)
+            _say(
+                options,
+                f"round {round_ + 1}/{options.rounds}: {len(state.candidates)}/{options.candidates} "
+                f"candidates ({time.perf_counter() - began:.1f} s)",
+            )
+    entries, scaled, valid = build_archive(ordered(state.candidates))
+    chosen = kept(entries, scaled, valid, options.keep)
+    outputs = write_outputs(folder, explored, origin, options.seed, entries, chosen)
+    statuses: dict[str, int] = {}
+    for entry in entries:
+        statuses[entry.status] = statuses.get(entry.status, 0) + 1
+    return ExploreResult(
+        folder,
+        outputs,
+        statuses,
+        [entries[i].record["id"] for i in chosen],
+        rendered,
+        time.perf_counter() - began,
+    )
+
+
+def summary_lines(result: ExploreResult) -> list[str]:
+    """What `physarum explore` prints when done."""
+    counts = ", ".join(f"{count} {status}" for status, count in sorted(result.statuses.items()))
+    rate = result.rendered / result.seconds * 60 if result.rendered and result.seconds > 0 else 0.0
+    return [
+        f"{sum(result.statuses.values())} candidates ({counts}); rendered {result.rendered} now in "
+        f"{result.seconds:.1f} s ({rate:.1f} candidates/minute)",
+        f"kept {len(result.kept)}: {', '.join(result.kept)}",
+        *(f"{kind}: {path}" for kind, path in result.outputs.items()),
+    ]
