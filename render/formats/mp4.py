@@ -181,14 +181,14 @@ class Mp4Writer(PartialFile):
 
 def make_spec(preset, path: Path, shared: Shared) -> Mp4Spec:
     """The MP4 of a validated preset: the whole canvas, output.fps, output.mp4's setting."""
-    canvas = preset.canvas
-    return Mp4Spec(path, canvas.width, canvas.height, preset.output.fps, shared.text, mp4_setting(preset))
+    width, height = preset.frame_size  # the canvas, or a 3D preset's camera image
+    return Mp4Spec(path, width, height, preset.output.fps, shared.text, mp4_setting(preset))
 
 
 def check(preset) -> list[str]:
     """Refuse a video side over MP4_MAX_SIDE (after the setting's scale); note odd-side padding."""
     notes = []
-    width, height = preset.canvas.width, preset.canvas.height
+    width, height = preset.frame_size
     setting = mp4_setting(preset)
     video = mp4_size(width, height, setting)
     if max(video) > MP4_MAX_SIDE:

@@ -77,8 +77,8 @@ def save_png(
 
 def make_spec(preset, path: Path, shared: Shared) -> PngSpec:
     """The PNG still of a validated preset: the whole canvas, output.png_dpi."""
-    canvas = preset.canvas
-    return PngSpec(path, canvas.width, canvas.height, shared.text, preset.output.png_dpi)
+    width, height = preset.frame_size  # the canvas, or a 3D preset's camera image
+    return PngSpec(path, width, height, shared.text, preset.output.png_dpi)
 
 
 def read_text(path: Path) -> str:

@@ -89,13 +89,13 @@ class WebpWriter(PartialFile):
 
 def make_spec(preset, path: Path, shared: Shared) -> WebpSpec:
     """The WebP of a validated preset: the whole canvas, output.fps and output.loop."""
-    canvas, out = preset.canvas, preset.output
-    return WebpSpec(path, canvas.width, canvas.height, out.fps, out.loop, shared.text)
+    (width, height), out = preset.frame_size, preset.output  # a 3D preset's: its camera image
+    return WebpSpec(path, width, height, out.fps, out.loop, shared.text)
 
 
 def check(preset) -> list[str]:
     """Refuse a canvas side over WEBP_MAX_SIDE before the render (libwebp would fail at its end)."""
-    width, height = preset.canvas.width, preset.canvas.height
+    width, height = preset.frame_size
     if max(width, height) > WEBP_MAX_SIDE:
         raise RenderError(
             f"{preset.name}: WebP allows at most {WEBP_MAX_SIDE} pixels per side, the canvas is "

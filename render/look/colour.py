@@ -13,14 +13,13 @@ MixColourist, on the maps render/look/layers.py makes); make_colourist chooses a
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
 from physarum.render.look.hdr import HdrLook
 from physarum.render.look.layers import hue_table, mix_weight
 from physarum.render.look.palette import palette_table
+from physarum.render.look.select import kth_values, quantile_rank
 from physarum.render.preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
 from physarum.render.preset.look_section import Look
 from physarum.render.preset.palettes import parse_hex
@@ -36,10 +35,9 @@ def gamma_levels(gamma: float) -> np.ndarray:
 
 
 def auto_high(trail: torch.Tensor, quantile: float) -> torch.Tensor:
-    """[] float32: the trail value at `quantile`, an element of the map found by kthvalue."""
-    flat = trail.reshape(-1)
-    k = max(1, min(flat.numel(), math.ceil(quantile * flat.numel())))
-    return torch.kthvalue(flat, k).values
+    """[] float32: the trail value at `quantile`, the element of rank ceil(quantile * cells) that
+    torch.kthvalue finds, found exactly and faster by select.kth_values."""
+    return kth_values(trail, [quantile_rank(trail.numel(), quantile)])[0]
 
 
 def blend_table(before: np.ndarray, after: np.ndarray, k: int, steps: int) -> np.ndarray:

@@ -139,7 +139,7 @@ class FramePipeline:
         unless a loop shows fewer). With output.loop_mode ping-pong, finish() replays them."""
         self.colourist, self.workers = colourist, workers
         self.reads = {name for w in workers for name in w.reads}
-        self.preview = preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
+        self.preview = preview_size(*preset.frame_size, preset.output.gif_scale)
         self.resample = gif_resample(preset)  # downscale's (resample, digits): output.gif_resample
         # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
         # been handed over (the pipeline lags one frame), so each worker holds at most

@@ -108,7 +108,7 @@ def render_reads(preset: Preset, frames_dir: bool) -> set[str]:
 
 
 def layout_of(preset: Preset, reads: set[str]) -> Layout:
-    canvas = (preset.canvas.width, preset.canvas.height)
+    canvas = preset.frame_size  # the frames' size: a 3D preset's camera image
     return Layout(kinds_of(reads), preview_size(*canvas, preset.output.gif_scale), canvas)
 
 

@@ -54,7 +54,7 @@ def gif_size(preset: Preset) -> tuple[int, int]:
     """The GIF's (width, height): the canvas at output.gif_scale."""
     from physarum.render.look.colour import preview_size  # start-up: torch, for a render only
 
-    return preview_size(preset.canvas.width, preset.canvas.height, preset.output.gif_scale)
+    return preview_size(*preset.frame_size, preset.output.gif_scale)
 
 
 def output_specs(
