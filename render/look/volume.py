@@ -160,7 +160,7 @@ class VolumeColourist:
         self.preset = preset
         self.levels = Colourist(preset.palette)
         self.camera = preset.camera or Camera()
-        self.grid = (getattr(preset.canvas, "depth", 1) or 1, preset.canvas.height, preset.canvas.width)
+        self.grid = (preset.canvas.depth, preset.canvas.height, preset.canvas.width)
         self.size = preset.frame_size
         self.frames = shown_frames(preset)
         self.alpha = torch.from_numpy(alpha_table(self.camera))

@@ -25,6 +25,7 @@ from physarum.render.base.files import (
 from physarum.render.base.locks import LockHeld, NameLock
 from physarum.render.look.colour import make_colourist
 from physarum.render.look.loops import TrailLoop
+from physarum.render.look.volume import VolumeColourist
 from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
 from physarum.render.out.journal import JournalWriter
 from physarum.render.out.specs import output_paths, output_specs, output_stem
@@ -130,7 +131,8 @@ class Job:
     def open(self, frames_dir: Path | None, device: torch.device, jobs: int, cores: list[int] | None) -> None:
         """Open this job's writers and its frame pipeline (one of `jobs`: with more than one,
         the encoders run in a child process, on `cores`, its share: machine.encoder_cores)."""
-        colourist = make_colourist(self.preset)
+        preset = self.preset  # a 3D preset's frames are its volume's renders (look/volume.py)
+        colourist = VolumeColourist(preset) if preset.dims == 3 else make_colourist(preset)
         specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
         job = self.paths["json"].with_suffix("")
         self.workers = open_workers(specs, job, jobs > 1, cores)
