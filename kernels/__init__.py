@@ -20,6 +20,12 @@ BACKENDS: dict[str, tuple[str, str] | type] = {
     "torch": ("physarum.kernels.reference", "TorchSimulation"),
     "triton": ("physarum.kernels.triton_backend", "TritonSimulation"),
 }
+# The 3D model's backends (docs/model.md section 13), by the same names: a preset's dimensions
+# choose between a name's 2D and 3D class (get_backend(name, dims)).
+BACKENDS_3D: dict[str, tuple[str, str] | type] = {
+    "torch": ("physarum.kernels.reference3d", "TorchSimulation3D"),
+    "triton": ("physarum.kernels.triton3d", "TritonSimulation3D"),
+}
 
 
 # what to install where a backend's module cannot be imported
@@ -35,22 +41,24 @@ def register_backend(name: str, backend: tuple[str, str] | type) -> None:
     BACKENDS[name] = backend
 
 
-def get_backend(name: str) -> type[Simulation]:
-    """The simulation class registered as `name` ('torch', 'triton' or a registered one)."""
-    if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
-    backend = BACKENDS[name]
+def get_backend(name: str, dims: int = 2) -> type[Simulation]:
+    """The simulation class registered as `name` ('torch', 'triton' or a registered one), of
+    `dims` spatial dimensions (3: the voxel model's class of that name)."""
+    registry = BACKENDS_3D if dims == 3 else BACKENDS
+    if name not in registry:
+        raise ValueError(f"unknown {dims}D backend {name!r}; choose one of: {', '.join(registry)}")
+    backend = registry[name]
     if isinstance(backend, type):
         return backend
     module, attribute = backend
     return getattr(importlib.import_module(module), attribute)
 
 
-def backend_problem(name: str, device) -> str | None:
+def backend_problem(name: str, device, dims: int = 2) -> str | None:
     """Why backend `name` cannot run on `device` (not installed, or the class's unusable_on),
     or None where it can."""
     try:
-        backend = get_backend(name)
+        backend = get_backend(name, dims)
     except ImportError as error:
         return INSTALL_HINTS.get(name, f"cannot be imported: {error}")
     return backend.unusable_on(device)

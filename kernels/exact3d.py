@@ -40,7 +40,6 @@ CUBE_SIDE = 64  # cells along each edge of a cube-map face
 DIRECTIONS = 6 * CUBE_SIDE * CUBE_SIDE  # 24576: every direction index fits int16
 AROUND = 4  # sensors on the cone around the forward one
 SENSORS = 1 + AROUND  # forward first, then the cone
-MAX_SIDE_3D = 1024  # a 3D canvas side: cells of one simulation stay below 2^31
 
 
 @dataclass

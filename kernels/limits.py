@@ -21,6 +21,7 @@ ONE = 1 << FRAC_BITS
 UNIT_BITS = 30  # fixed point of the exact unit circle
 MAX_CANVAS = 16384  # keeps (canvas + offsets) << FRAC_BITS inside int32
 MAX_DISTANCE = 255.0  # sensor distance and step size, pixels
+MAX_SIDE_3D = 1024  # a 3D canvas side (canvas.depth set): a volume has fewer than 2^31 cells
 U32 = 0xFFFFFFFF
 
 # Trail values below this are flushed to zero, so no backend ever meets a subnormal float

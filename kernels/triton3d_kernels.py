@@ -10,7 +10,7 @@ step, like 2D (kernels/triton_kernels.py).
    step counter on the device.
 
 Operation for operation the reference (kernels/reference3d.py), FMA contraction off, so the bits
-are the same. Offsets within one simulation are int32 (a side is at most exact3d.MAX_SIDE_3D, so
+are the same. Offsets within one simulation are int32 (a side is at most limits.MAX_SIDE_3D, so
 a volume has fewer than 2^31 cells); each program's group offset is int64.
 """
 

@@ -34,7 +34,7 @@ def test_all_problems_are_reported_at_once_with_file_path_and_value():
     joined = "\n".join(problems)
     assert "p.yaml: model.sensor_angle:" in joined and "(got 500)" in joined
     assert "model.deposit: Input should be a valid number (got 'lots')" in joined
-    assert "'random', 'disk', 'ring', 'center' or 'image'" in joined
+    assert "'random', 'disk', 'ring', 'center', 'image', 'ball' or 'sphere'" in joined
 
 
 def test_every_problem_at_once_images_among_them(images):

@@ -43,7 +43,7 @@ def _describe(error: dict) -> str:
 def _relations(preset: Preset) -> list[str]:
     """Problems that involve several keys at once."""
     problems = []
-    short = min(preset.canvas.width, preset.canvas.height)
+    short = preset.short_side
     species = preset.species_count
     for s in range(species):
         model = preset.species_model(s)
@@ -85,8 +85,45 @@ def _relations(preset: Preset) -> list[str]:
         if spawn.spawn != "image" and spawn.image is not None:
             problems.append(f"{where}.image: only used with spawn: image (spawn is {spawn.spawn!r})")
     problems.extend(_interaction_problems(preset))
+    problems.extend(_dimension_problems(preset))
     problems.extend(_loop_problems(preset))
     problems.extend(_stop_problems(preset))
+    return problems
+
+
+SPAWNS_3D = ("random", "center", "ball", "sphere")  # kernels/spawn3d.py SPAWNS_3D
+
+
+def _dimension_problems(preset: Preset) -> list[str]:
+    """What a 3D preset (canvas.depth) may not use: world images, walls, food, species, render
+    layers, schedules, 2D spawns; and the 3D spawns in a 2D preset."""
+    spawn = preset.agents.spawn
+    if preset.dims == 2:
+        if spawn in ("ball", "sphere"):
+            return [
+                f"agents.spawn: {spawn} is a 3D spawn (set canvas.depth); 2D presets use random, disk, ring, center or image"
+            ]
+        return []
+    problems = []
+    world = preset.world
+    if world is not None and (world.trail_image or world.walls or world.food):
+        problems.append(
+            "world: a 3D preset (canvas.depth set) has no trail image, walls or food; only world.boundary "
+            "(wrap, reflect or clamp) applies to a volume"
+        )
+    if preset.species is not None or preset.interaction is not None:
+        problems.append(
+            "species: a 3D preset (canvas.depth set) has one species; remove species and interaction"
+        )
+    if preset.palette.layer != "trail":
+        problems.append(
+            f"palette.layer: a 3D preset shows its trail volume only (got {preset.palette.layer!r})"
+        )
+    if spawn not in SPAWNS_3D:
+        problems.append(f"agents.spawn: a 3D preset spawns {', '.join(SPAWNS_3D)} (got {spawn!r})")
+    if preset.schedules:
+        keys = ", ".join(key for key, _ in preset.schedules)
+        problems.append(f"{keys}: a 3D preset's values are numbers; schedules are for 2D presets (for now)")
     return problems
 
 

@@ -91,7 +91,8 @@ class Preset(Section):
         return {
             k: v
             for k, v in handler(self).items()
-            if (v is not None or k not in ("world", "species", "interaction", "camera", "look")) and k != "checkpoint"
+            if (v is not None or k not in ("world", "species", "interaction", "camera", "look"))
+            and k != "checkpoint"
         }
 
     @model_validator(mode="after")
@@ -117,9 +118,9 @@ class Preset(Section):
         The pattern's scale follows the number of agents per unit of *canvas* area (measured:
         docs/presets.md, "Resolution independence"), so a preset in canvas units keeps that fixed."""
         width, height = self.canvas.width, self.canvas.height
-        cells = Fraction(width * height)
+        cells = Fraction(width * height * (self.canvas.depth or 1))  # 3D: agents per voxel
         if self.model.units == "short_side":
-            cells *= Fraction(REFERENCE_SIDE, min(width, height)) ** 2
+            cells *= Fraction(REFERENCE_SIDE, self.short_side) ** 2
         return Fraction(self.agents.density) * cells
 
     @field_validator("name")
@@ -151,9 +152,16 @@ class Preset(Section):
 
     @property
     def dims(self) -> int:
-        """The spatial dimensions of the preset's world: 2 (a canvas of width and height); the
-        simulation's backend must simulate as many (kernels/api.py, Simulation.dims)."""
-        return 2
+        """The spatial dimensions of the preset's world: 2 (a canvas of width and height), or 3
+        where canvas.depth is set; the simulation's backend must simulate as many
+        (kernels/api.py, Simulation.dims)."""
+        return 2 if self.canvas.depth is None else 3
+
+    @property
+    def short_side(self) -> int:
+        """The canvas's shortest side (of the volume's three in 3D): short_side units and the
+        distance bounds are measured in it."""
+        return min(self.canvas.width, self.canvas.height, self.canvas.depth or self.canvas.width)
 
     @property
     def frame_size(self) -> tuple[int, int]:
@@ -212,7 +220,7 @@ class Preset(Section):
         from physarum.kernels.spawn import species_seed  # start-up: torch loads only for a simulation
 
         m = self.species_model(s)
-        short = min(self.canvas.width, self.canvas.height)
+        short = self.short_side
         end = self.end_step
 
         def plain(key: str) -> float:

@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from physarum.kernels.limits import MAX_CANVAS, MAX_DISTANCE
+from physarum.kernels.limits import MAX_CANVAS, MAX_DISTANCE, MAX_SIDE_3D
 from physarum.render.preset.images import image_size
 from physarum.render.preset.schedule import optional_form, scheduled
 
@@ -96,12 +96,26 @@ def image_path(path: str | None, info: ValidationInfo) -> str | None:
     return resolved
 
 
-class Canvas(Section):
+class Canvas(OptionalSection):
+    """width and height; depth set makes the world a volume of depth x height x width voxels
+    (the 3D model, docs/model.md section 13), each side then at most MAX_SIDE_3D. Unset, it is
+    left out of dumps, so 2D presets dump as before."""
+
     width: int = Field(512, ge=8, le=MAX_CANVAS, description="pixels")
     height: int = Field(512, ge=8, le=MAX_CANVAS, description="pixels")
+    depth: int | None = Field(None, ge=8, le=MAX_SIDE_3D, description="voxels: set, the world is 3D")
+
+    @model_validator(mode="after")
+    def _volume_sides(self) -> Canvas:
+        if self.depth is not None and max(self.width, self.height) > MAX_SIDE_3D:
+            raise ValueError(
+                f"a 3D canvas (depth set) has sides of at most {MAX_SIDE_3D} voxels "
+                f"(got width {self.width}, height {self.height})"
+            )
+        return self
 
 
-SPAWN_NAMES = Literal["random", "disk", "ring", "center", "image"]
+SPAWN_NAMES = Literal["random", "disk", "ring", "center", "image", "ball", "sphere"]  # ball, sphere: 3D
 DEFAULT_AGENTS = 100_000
 
 
@@ -112,7 +126,9 @@ class Agents(Section):
 
     count: int | None = Field(None, ge=1, le=MAX_AGENTS)
     spawn: SPAWN_NAMES = "random"
-    radius: float = Field(0.35, gt=0, le=0.5, description="disk/ring radius, fraction of the short side")
+    radius: float = Field(
+        0.35, gt=0, le=0.5, description="disk/ring (3D: ball/sphere) radius, fraction of the short side"
+    )
     density: float | None = Field(
         None,
         gt=0,

@@ -17,6 +17,8 @@ import torch
 from physarum.kernels import api, get_backend
 from physarum.kernels import spawn as spawning
 from physarum.kernels.exact import build_tables
+from physarum.kernels.exact3d import build_tables3d
+from physarum.kernels.spawn3d import spawn3d
 from physarum.render.base.errors import RenderError
 from physarum.render.preset import Preset
 from physarum.render.sim.keyframes import KeyframedSimulation
@@ -58,6 +60,8 @@ def batch_key(preset: Preset) -> tuple:
         needs_world(preset),
     )
     plain = (1, "wrap", False, False, False)
+    if preset.canvas.depth is not None:  # a volume's batch shares its depth too
+        shape += (("depth", preset.canvas.depth),)
     return (
         preset.canvas.width,
         preset.canvas.height,
@@ -142,7 +146,9 @@ def make_batch_simulation(
     Presets without world, species or image spawns run the kernels' plain path (no World).
     start: the state to begin from instead of the spawned one (a checkpoint's, of these shapes).
     Presets that schedule values run behind a KeyframedSimulation (render/sim/keyframes.py)."""
-    backend_class = get_backend(backend)
+    backend_class = get_backend(backend, presets[0].dims)
+    if presets[0].dims == 3:
+        return _volume_simulation(presets, backend_class, device, start)
     if backend_class.dims != presets[0].dims:
         raise RenderError(
             f"{presets[0].name}: the {backend} backend simulates {backend_class.dims}D worlds, the "
@@ -156,6 +162,30 @@ def make_batch_simulation(
     if not any(p.schedules for p in presets):
         return simulation
     return KeyframedSimulation(simulation, presets, step)
+
+
+def spawn_volumes(presets, device: torch.device | str = "cpu") -> tuple[api.State, list[api.ModelParams]]:
+    """A 3D batch's initial state (kernels/spawn3d.py: one simulation per preset, one species)
+    and each one's parameters; on the host for more than SPAWN_ON_DEVICE_MAX agents."""
+    if presets[0].agents.count > SPAWN_ON_DEVICE_MAX:
+        device = "cpu"
+    canvas = presets[0].canvas
+    grid = (canvas.depth, canvas.height, canvas.width)
+    states = [
+        spawn3d([p.seed], p.agents.count, grid, p.agents.spawn, p.agents.radius, device=device)
+        for p in presets
+    ]
+    return api.State.concat(states), [p.model_params() for p in presets]
+
+
+def _volume_simulation(presets, backend_class, device, start: api.State | None):
+    """The 3D model's simulation of a batch (reference3d / triton3d): state [B, 3, N] and
+    trail [B, Z, Y, X]; the world only sets the boundary."""
+    state, params = (
+        spawn_volumes(presets, device) if start is None else (start, [p.model_params() for p in presets])
+    )
+    world = None if presets[0].boundary == "wrap" else api.World(boundary=presets[0].boundary)
+    return backend_class(state, build_tables3d(params, device=device), world, device=device)
 
 
 def make_simulation(preset: Preset, backend: str, device: torch.device):
