@@ -4,7 +4,9 @@ The reduction by a ratio r < 1 of the short side is an ordinary preset, so a red
 exact and reproducible like any other and its outputs embed the reduced preset (`--from` renders
 it again). It keeps what the model's dynamics depend on, per unit of canvas:
 
-- canvas: each side round(side * r) (at least 8); r is then exactly short' / short;
+- canvas: each side round(side * r) (at least 8); r is then exactly short' / short (of width and
+  height; a 3D preset's depth is reduced by r too, and its camera's frame sides and samples where
+  set; its agents are kept per voxel);
 - agents: the same agents per pixel, count' = round(count * W'H' / WH) (at least one per species),
   written as a count (a density is dropped), so the trail a pixel receives a step is the same and
   levels, deposits, food amounts and trail images mean what they meant;
@@ -68,6 +70,10 @@ def reduced_data(preset: Preset, width: int, height: int) -> dict:
     ratio = Fraction(min(width, height), min(preset.canvas.width, preset.canvas.height))
     area = Fraction(width * height, preset.canvas.width * preset.canvas.height)
     data["canvas"] = {"width": width, "height": height}
+    if preset.dims == 3:  # a volume: its depth too, the agents per voxel, the camera's image
+        data["canvas"]["depth"] = reduced_side(preset.canvas.depth, ratio)
+        area *= Fraction(data["canvas"]["depth"], preset.canvas.depth)
+        data["camera"] = reduced_camera(data.get("camera") or {}, ratio)
     agents = {k: v for k, v in data["agents"].items() if k != "density"}
     agents["count"] = max(preset.species_count, round(preset.agents.count * area))
     data["agents"] = agents
@@ -78,6 +84,17 @@ def reduced_data(preset: Preset, width: int, height: int) -> dict:
             own = species["model"].get("units") or units
             species["model"] = scale_model(species["model"], own, ratio)
     return data
+
+
+def reduced_camera(camera: dict, ratio: Fraction) -> dict:
+    """A 3D preset's camera dump with its frame's sides and samples (where set) times `ratio`."""
+    camera = dict(camera)
+    for key in ("width", "height"):
+        if camera.get(key) is not None:
+            camera[key] = reduced_side(camera[key], ratio)
+    if camera.get("samples") is not None:
+        camera["samples"] = max(1, round(camera["samples"] * ratio))
+    return camera
 
 
 def note(preset: Preset, reduced: Preset, kind: str = "preview") -> str:
