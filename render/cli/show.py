@@ -9,8 +9,10 @@ import json
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from physarum.render.base.errors import PresetError, printable
-from physarum.render.preset import load_preset, read_preset_file
+from physarum.render.preset import Preset, load_preset, read_preset_file
 from physarum.render.preset.catalog import PRESETS, preset_files, sweep_files
 
 MB = 1_000_000  # budgets are given in decimal units (10MB: 10,000,000 bytes)
@@ -20,10 +22,20 @@ def preset_lines() -> list[str]:
     """One line per curated preset: name, canvas, agents and description."""
     lines = []
     for path in preset_files():
-        preset = load_preset(path)
+        preset = _listed(path)
         size = f"{preset.canvas.width}x{preset.canvas.height}"
         lines.append(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
     return lines
+
+
+def _listed(path: Path) -> Preset:
+    """A curated preset as the listing shows it: validated by the schema, its images' headers
+    read but not decoded (load_preset decodes them on the canvas, which loads numpy: the listing
+    would start slower). One the schema refuses is loaded by load_preset, for its message."""
+    try:
+        return Preset.model_validate(read_preset_file(path), context={"base": path.parent, "carried": {}})
+    except ValidationError:
+        return load_preset(path)
 
 
 def preset_text(name: str) -> str:

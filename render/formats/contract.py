@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-import numpy as np
+from physarum.render.base import lazy
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from PIL import Image
-
+from physarum.render.base import lazy
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats import gif_file
@@ -17,6 +16,9 @@ from physarum.render.formats.contract import Format, Frame, Shared
 from physarum.render.formats.gif_budget import Budgeter, FrameStore
 from physarum.render.formats.gif_file import Digits, Reduction, delay_ms
 from physarum.render.formats.gif_pool import CompressPool, FrameTask, pool_size
+
+# start-up: loaded at first use (base/lazy.py)
+Image = lazy.module("PIL.Image")
 
 GIF_MAX_SIDE = 65535  # a GIF's logical screen is 16 bits a side
 MAX_BUDGET_FRAMES = 65535  # a budgeted GIF's frames (its strides and delays are 16-bit: check)

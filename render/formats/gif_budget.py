@@ -21,8 +21,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from physarum.render.base import lazy
 from physarum.render.formats.gif_file import (
     LEVELS,
     TRAILER,
@@ -37,6 +36,9 @@ from physarum.render.formats.gif_file import (
     reduced_size,
 )
 from physarum.render.formats.gif_pool import CompressPool, FrameTask
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
 
 SAMPLE = 12  # frames compressed per estimate: the estimates of quickstart's GIFs are within 3 %
 MARGIN = 0.97  # an estimate must leave this much of the budget, so that a miss is rare

@@ -22,8 +22,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import numpy as np
-from PIL import GifImagePlugin, Image
+from physarum.render.base import lazy
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
+GifImagePlugin = lazy.module("PIL.GifImagePlugin")
+Image = lazy.module("PIL.Image")
 
 LEVELS = (256, 128, 64, 32, 16)
 

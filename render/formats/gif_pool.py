@@ -27,9 +27,11 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-import numpy as np
-
+from physarum.render.base import lazy
 from physarum.render.formats.gif_file import Digits, Reduction, frame_block, level_palette, reduce_frame
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
 
 # height, width, levels, factor, stride, digit base, flags, delay, packed bytes (0: a raw frame)
 TASK = struct.Struct("<IIHHHHBII")

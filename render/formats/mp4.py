@@ -10,12 +10,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import ClassVar
 
-import av
-import numpy as np
-
+from physarum.render.base import lazy
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats.contract import Format, Frame, Shared
+
+# start-up: loaded at first use (base/lazy.py)
+av = lazy.module("av")
+np = lazy.module("numpy")
 
 MP4_MAX_SIDE = 8192  # beyond H.264's largest level; players refuse such streams
 # x264's threads, fixed: its bytes are the same for a given thread count on every machine (with

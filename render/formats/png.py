@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
-import numpy as np
-from PIL import Image, PngImagePlugin
-
+from physarum.render.base import lazy
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats.contract import Format, Frame, Shared, no_notes
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
+Image = lazy.module("PIL.Image")
+PngImagePlugin = lazy.module("PIL.PngImagePlugin")
 
 PNG_MAX_SIDE = (1 << 31) - 1  # PNG's own limit; the canvas's bound is far below it
 EMBED_KEY = "physarum"  # the text chunk's keyword (also the raw fields' 16-bit PNGs')

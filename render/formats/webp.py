@@ -11,12 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
-from PIL import Image, _webp
-
+from physarum.render.base import lazy
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats.contract import Format, Frame, Shared
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
+Image = lazy.module("PIL.Image")
+_webp = lazy.module("PIL._webp")
 
 WEBP_MAX_SIDE = 16383  # libwebp's limit on a side
 WEBP_METHOD = 0  # libwebp's effort, fixed (0: fastest; the bytes depend on it, never the colours)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
+from physarum.render.base import lazy
 from physarum.render.base.errors import RenderError
 from physarum.render.formats.contract import Shared, Spec
 from physarum.render.formats.frames_dir import FramesDirSpec
@@ -18,6 +17,9 @@ from physarum.render.formats.gif_file import LEVELS, Digits, Reduction, kept_fra
 from physarum.render.formats.registry import FORMATS
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
 
 # the least a GIF budget may leave: frames kept and pixels on the GIF's short side (or all of
 # them, where the GIF has fewer)

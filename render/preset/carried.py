@@ -33,11 +33,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from physarum.render.base import lazy
 from physarum.render.base.files import parse_json
 from physarum.render.base.inputs import excerpt
 from physarum.render.preset.images import MAX_IMAGE_PIXELS, image_size, read_grey, remember
+
+np = lazy.module("numpy")  # start-up: loaded at first use (base/lazy.py)
 
 FORMAT = 1
 MARK = "# physarum images "  # at the start of a line: nothing in a YAML dump starts so at column 0

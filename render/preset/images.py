@@ -23,10 +23,12 @@ from __future__ import annotations
 import os
 import warnings
 
-import numpy as np
-from PIL import Image, UnidentifiedImageError
-
+from physarum.render.base import lazy
 from physarum.render.base.inputs import file_problem
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
+Image = lazy.module("PIL.Image")
 
 MAX_IMAGE_PIXELS = 1 << 26  # 8192 x 8192: no image has more pixels, on any canvas
 IMAGE_CANVAS_RATIO = 16  # an image may have 16 times the pixels of its canvas ...
@@ -72,7 +74,7 @@ def _opened(path: str):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the size is checked here
             return Image.open(path)
-    except UnidentifiedImageError:
+    except Image.UnidentifiedImageError:
         raise ValueError(
             f"{path} is not an image file Pillow can read (PNG, JPEG, GIF, BMP, TIFF, WebP, ...)"
         ) from None

@@ -25,18 +25,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import av
-import numpy as np
-import PIL
-from PIL import features
-
 from physarum.render import __version__
+from physarum.render.base import lazy
 from physarum.render.base.errors import PresetError, RenderError, printable
 from physarum.render.base.inputs import excerpt, shorten
 from physarum.render.preset import Preset, carried, parse_yaml
 from physarum.render.preset.catalog import PRESETS
 from physarum.render.preset.images import preset_images, source_pixels
 from physarum.render.preset.sections import IMAGE_KEYS
+
+# start-up: loaded at first use (base/lazy.py)
+av = lazy.module("av")
+np = lazy.module("numpy")
+PIL = lazy.module("PIL")
+features = lazy.module("PIL.features")
 
 OUTPUT_VERSION = 3
 # Each output version: the first release that renders it, and what it changed (CHANGELOG.md).
