@@ -72,4 +72,9 @@ def _difference(document: dict, state: ExploreState) -> str:
     if not isinstance(before, dict):
         return "no arguments recorded"
     keys = [k for k in state.arguments if before.get(k) != state.arguments[k]]
-    return ", ".join(f"{k} {before.get(k)!r} then, {state.arguments[k]!r} now" for k in keys)
+    return ", ".join(
+        "the explored preset's text"
+        if k == "preset_sha256"
+        else f"{k} {before.get(k)!r} then, {state.arguments[k]!r} now"
+        for k in keys
+    )
