@@ -25,6 +25,7 @@ from physarum.render.preset.look_section import Look
 ONE = 4096  # the linear intensity 1.0 (the white level)
 LMAX = 65535  # 16.0 - 1/4096: the brightest intensity
 DISPLAY = 65535  # the display value of the palette's last entry
+BLOOM_BITS = 4  # extra fraction bits the bloom's pyramid carries (its faint tails stay smooth)
 OCTAVES = 5  # pyramid levels the bloom sums (the top ones, so it scales with the canvas)
 BAYER_SIDE = 8
 
@@ -68,9 +69,9 @@ def curve_values(curve: str, x: np.ndarray) -> np.ndarray:
         y = x * (1.0 + x / 256.0) / (1.0 + x)
     elif curve == "aces":  # Narkowicz's fit of the ACES filmic curve
         y = x * (2.51 * x + 0.03) / (x * (2.43 * x + 0.59) + 0.14)
-    else:  # agx: log2 encoding between -12.47 and +4.026 EV of 0.18, Wrensch's polynomial fit
+    else:  # agx-like: log2 encoding of -10 .. +6.5 EV of 0.18 (the fixed point's range), Wrensch's fit
         ev = ln(np.maximum(x, 2.0**-20) / 0.18) / LN2
-        v = (np.clip(ev, -12.47, 4.026) + 12.47) / (4.026 + 12.47)
+        v = (np.clip(ev, -10.0, 6.5) + 10.0) / 16.5
         y = (((((15.5 * v - 40.14) * v + 31.96) * v - 6.868) * v + 0.4298) * v + 0.1191) * v - 0.00232
         y = np.where(x > 0, y, 0.0)
     return np.clip(y, 0.0, 1.0)
@@ -164,8 +165,9 @@ def up(x: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
 def bloom(level: torch.Tensor, threshold: int, n: int, strength: int) -> torch.Tensor:
     """The glow [..., H, W] int32 of `level`: max(L - threshold, 0) halved n times by down; the top
     min(OCTAVES, n) levels blurred and summed on the way back up (each level's blur of itself plus
-    the one above, upsampled); then upsampled to the canvas and scaled by strength / 256 / octaves."""
-    pyramid = [torch.clamp(level - threshold, min=0)]
+    the one above, upsampled); then upsampled to the canvas and scaled by strength / 256 / octaves.
+    The pyramid carries BLOOM_BITS more bits (values < 2^21, sums of 5 octaves < 2^24: int32)."""
+    pyramid = [torch.clamp(level - threshold, min=0) << BLOOM_BITS]
     for _ in range(n):
         pyramid.append(down(pyramid[-1]))
     octaves = min(OCTAVES, n)
@@ -174,7 +176,8 @@ def bloom(level: torch.Tensor, threshold: int, n: int, strength: int) -> torch.T
         glow = blur(up(glow, pyramid[k].shape[-2:]) + pyramid[k])
     for k in range(n - octaves, -1, -1):
         glow = up(glow, pyramid[k].shape[-2:])
-    return glow * strength // (256 * octaves)
+    scaled = glow.to(torch.int64) * strength // (256 * octaves << BLOOM_BITS)
+    return scaled.to(torch.int32)
 
 
 # ---------------------------------------------------------------------------------------------
