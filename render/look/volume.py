@@ -37,7 +37,16 @@ from physarum.render.preset.palettes import parse_hex
 ALPHA_BITS = 12
 ALPHA_ONE = 1 << ALPHA_BITS
 LIGHT_BITS = 16  # transmittance T in [0, 2 ** 16]
-CHUNK_ELEMENTS = 1 << 24  # samples x pixels gathered at once
+CHUNK_ELEMENTS = 1 << 22  # samples x pixels gathered at once
+
+
+def working_bytes(preset: Preset) -> int:
+    """Device bytes a 3D preset's frame takes beyond its trail (an upper estimate): the levels
+    and the index copy, a chunk's int64 temporaries (about 16 a sample) and the frame's rays,
+    light and colour sums (about 12 int64 a pixel), the GIF's palette search (32768 x 256)."""
+    width, height = preset.frame_size
+    voxels = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1)
+    return voxels * 6 + CHUNK_ELEMENTS * 8 * 16 + width * height * 8 * 12 + (1 << 15) * 256 * 8 * 3
 
 
 def alpha_table(camera: Camera) -> np.ndarray:

@@ -29,6 +29,7 @@ from physarum.render.look.volume import VolumeColourist
 from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
 from physarum.render.out.journal import JournalWriter
 from physarum.render.out.specs import output_paths, output_specs, output_stem
+from physarum.render.out.volume_export import SpacetimeWriter
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text, encoder_builds, version
 from physarum.render.sim import keyframes
@@ -136,6 +137,8 @@ class Job:
         specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
         job = self.paths["json"].with_suffix("")
         self.workers = open_workers(specs, job, jobs > 1, cores)
+        if preset.dims == 2 and preset.output.volume is not None:  # its space-time stack
+            self.workers.append(EncoderWorker("spacetime", SpacetimeWriter(self), {"preview"}))
         self.pipeline = FramePipeline(self.preset, colourist, self.workers, device, self.loop.frames)
 
     def hand_over(self, keep: int = 0) -> None:

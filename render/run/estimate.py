@@ -30,7 +30,7 @@ def render_seconds(preset: Preset, device_type: str, backend: str) -> float | No
     if constants is None:
         return None
     agent_s, cell_s = constants
-    cells = preset.canvas.width * preset.canvas.height * preset.species_count
+    cells = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1) * preset.species_count
     return preset.end_step * (preset.agents.count * agent_s + cells * cell_s)
 
 

@@ -14,6 +14,7 @@ import torch
 from physarum.kernels import AUTO_ORDER, BACKENDS, backend_problem, get_backend
 from physarum.render.base.errors import RenderError
 from physarum.render.look.loops import check_closest, kept_maps, replay_bytes
+from physarum.render.look.volume import working_bytes
 from physarum.render.preset import Preset
 
 
@@ -66,11 +67,13 @@ def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
     loop_frames trail maps (float32, per group) on the device until the end."""
     species = preset.species_count
     agents, cells = preset.agents_per_species, preset.canvas.width * preset.canvas.height
+    cells *= preset.canvas.depth or 1  # a 3D preset's voxels
     per_agent, per_cell = get_backend(backend).device_bytes(agents)
     world = preset.world
     per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
     per_simulation_cell = 1 if world and world.walls else 0
     frame = cells * (8 + 8 * (species - 1))  # kthvalue copy, index, level and RGB frames
+    frame += working_bytes(preset) if preset.dims == 3 else 0  # the volume renderer's
     kept = batch * species * cells * 4 * kept_maps(preset)  # a crossfade's first trail maps
     return int(
         batch * (species * (agents * per_agent + cells * per_group_cell) + cells * per_simulation_cell)

@@ -43,6 +43,7 @@ from physarum.render.out.journal import (
     render_reads,
 )
 from physarum.render.out.specs import check_outputs
+from physarum.render.out.volume_export import VolumeStop
 from physarum.render.preset import Preset
 from physarum.render.run.machine import (
     check_memory,
@@ -53,6 +54,7 @@ from physarum.render.run.machine import (
     share_cpu_with_encoders,
 )
 from physarum.render.run.resume import Resume, resume_journal
+from physarum.render.run.volume_checks import check_render
 from physarum.render.sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
 from physarum.render.sim.course import Course, frames_before
 from physarum.render.sim.simulation import (
@@ -127,6 +129,9 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
             "render_batch: the presets differ in canvas, agent count, run length or "
             "world shape; group them by batch_key()"
         )
+    check_render(
+        presets, options.on_step is not None, options.on_frame is not None, options.resume is not None
+    )
     torch_device = resolve_device(options.device)
     if torch_device.type == "cpu":
         share_cpu_with_encoders()
@@ -255,7 +260,7 @@ def _course(
     journal's prefix (render/sim/checkpoint.py), and each job's raw fields (render/out/fields.py)."""
     start = 0 if options.resume is None else options.resume.step
     folder, stem = paths[0]["json"].parent, paths[0]["json"].stem
-    stops = [*checkpoint_stops(presets, folder, stem, jobs[0].mark), FieldsStop(jobs)]
+    stops = [*checkpoint_stops(presets, folder, stem, jobs[0].mark), FieldsStop(jobs), VolumeStop(jobs)]
     return Course(presets[0].run, start, stops, first)
 
 
