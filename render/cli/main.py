@@ -17,6 +17,7 @@ from physarum.render.cli.arguments import flag_settings, parser, reduction, stop
 from physarum.render.out.specs import gif_size, output_paths
 from physarum.render.preset import PresetError, load_preset
 from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_path
+from physarum.render.run.volume_checks import refuse_3d_command
 from physarum.render.run.reload import load_for_render, refuse_writing_over
 
 # The commands that simulate import torch (and the stages that need it) inside their function,
@@ -103,6 +104,8 @@ def cmd_sweep(args) -> int:
     from physarum.render import sweep as sweeps  # start-up: torch
 
     sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
+    for job in sweep.jobs:
+        refuse_3d_command(job.preset, "sweep")
     max_batch = sweeps.DEFAULT_MAX_BATCH if args.batch is None else args.batch
     if args.dry_run:
         print("\n".join(map(printable, sweeps.dry_run_lines(sweep, Path(args.out), max(1, max_batch)))))
@@ -212,6 +215,7 @@ def cmd_sensitivity(args) -> int:
 
     axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    refuse_3d_command(preset, "sensitivity")
     if preset.has_world:
         raise RenderError(
             f"{preset.name}: physarum sensitivity measures plain presets (one species on "
@@ -259,6 +263,7 @@ def cmd_graph(args) -> int:
     from physarum.render.run import machine  # start-up: torch
 
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    refuse_3d_command(preset, "graph")
     min_area = graph.MIN_AREA if args.min_area is None else args.min_area
     if min_area < 1:
         raise RenderError(f"--min-area must be at least 1 cell, got {min_area}")
@@ -282,6 +287,7 @@ def cmd_explore(args) -> int:
     from physarum.render import explore  # start-up: torch
 
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    refuse_3d_command(preset, "explore")
     given = {k: getattr(args, k) for k in ("rounds", "population", "keep", "size", "steps", "seed")}
     options = explore.ExploreOptions(
         **{k: v for k, v in given.items() if v is not None},
