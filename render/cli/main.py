@@ -17,8 +17,8 @@ from physarum.render.cli.arguments import flag_settings, parser, reduction, stop
 from physarum.render.out.specs import gif_size, output_paths
 from physarum.render.preset import PresetError, load_preset
 from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_path
-from physarum.render.run.volume_checks import refuse_3d_command
 from physarum.render.run.reload import load_for_render, refuse_writing_over
+from physarum.render.run.volume_checks import refuse_3d_command
 
 # The commands that simulate import torch (and the stages that need it) inside their function,
 # each line marked `# start-up:`: help, presets, sweeps and validate answer without it.
