@@ -49,7 +49,7 @@ def _naive_level(levels: np.ndarray, point: tuple[int, int, int], mode: str) -> 
     return (total + (1 << 23)) >> 24
 
 
-def _naive_render(levels, v, colours, alpha, background, mode) -> np.ndarray:
+def _naive_render(levels, v, colours, alpha, background, mode, gain=256) -> np.ndarray:
     """One ray at a time in Python integers: the contract of docs/3d.md, written out."""
     out_w, out_h = v.size
     image = np.zeros((out_h, out_w, 3), dtype=np.uint8)
@@ -67,13 +67,15 @@ def _naive_render(levels, v, colours, alpha, background, mode) -> np.ndarray:
                 weight = (int(alpha[level]) * light) >> 12
                 light -= weight
                 total = [t + int(c) * weight for t, c in zip(total, colours[level])]
-            image[j, i] = [min(255, (t + b * light + (1 << 15)) >> 16) for t, b in zip(total, background)]
+            image[j, i] = [
+                min(255, (((t * gain) >> 8) + b * light + (1 << 15)) >> 16) for t, b in zip(total, background)
+            ]
     return image
 
 
 @pytest.mark.parametrize("mode", ["nearest", "trilinear"])
-@pytest.mark.parametrize("frame", [0, 3])
-def test_renderer_equals_the_naive_reference(mode, frame):
+@pytest.mark.parametrize("frame, gain", [(0, 256), (3, 700)])
+def test_renderer_equals_the_naive_reference(mode, frame, gain):
     levels = _levels(frame)
     camera = Camera.model_validate(
         {"orbit": {"turns": 1, "elevation": 25}, "fov": 50, "samples": 9, "opacity": 0.6, "sample": mode}
@@ -81,9 +83,15 @@ def test_renderer_equals_the_naive_reference(mode, frame):
     v = view(camera, levels.shape, (6, 5), frame, 8)
     alpha = alpha_table(camera)
     image = render_volume(
-        torch.from_numpy(levels), v, torch.from_numpy(_palette()), torch.from_numpy(alpha), (10, 20, 30), mode
+        torch.from_numpy(levels),
+        v,
+        torch.from_numpy(_palette()),
+        torch.from_numpy(alpha),
+        (10, 20, 30),
+        mode,
+        gain,
     )
-    expected = _naive_render(levels, v, _palette(), alpha, (10, 20, 30), mode)
+    expected = _naive_render(levels, v, _palette(), alpha, (10, 20, 30), mode, gain)
     assert image.dtype == torch.uint8 and image.shape == (5, 6, 3)
     assert np.array_equal(image.numpy(), expected)
     assert len(np.unique(expected.reshape(-1, 3), axis=0)) > 3  # the rays saw the volume

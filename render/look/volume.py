@@ -13,7 +13,8 @@ bytes:
 4. sampling: nearest (the voxel holding the position) or trilinear (the 8 voxels' levels
    weighted by 8-bit fractions, rounded: (sum + 2 ** 23) >> 24); voxels outside are level 0;
 5. compositing front to back in 16-bit fixed point: T = 65536; at each sample
-   w = (alpha * T) >> 12, T -= w, C += colour * w; the pixel is (C + background * T + 32768) >> 16.
+   w = (alpha * T) >> 12, T -= w, C += colour * w; with G = round(256 * camera.gain), the pixel
+   is min(255, ((C * G >> 8) + background * T + 32768) >> 16).
 Every step is an integer tensor op (no float, no reduction whose order differs by device).
 
 For the GIF, reduce_rgb gives each RGB frame its own palette of at most 256 colours, exactly
@@ -36,6 +37,8 @@ from physarum.render.preset.palettes import parse_hex
 
 ALPHA_BITS = 12
 ALPHA_ONE = 1 << ALPHA_BITS
+GAIN_BITS = 8
+GAIN_ONE = 1 << GAIN_BITS
 LIGHT_BITS = 16  # transmittance T in [0, 2 ** 16]
 CHUNK_ELEMENTS = 1 << 22  # samples x pixels gathered at once
 
@@ -104,9 +107,10 @@ def render_volume(
     alpha: torch.Tensor,
     background: tuple[int, int, int],
     mode: str = "trilinear",
+    gain: int = GAIN_ONE,
 ) -> torch.Tensor:
-    """[H, W, 3] uint8: levels [D, H, W] uint8 seen in view v, emitting colours [256, 3] and
-    absorbing alpha [256] (int64, on levels' device), over background (r, g, b)."""
+    """[H, W, 3] uint8: levels [D, H, W] uint8 seen in view v, emitting colours [256, 3] times
+    gain / GAIN_ONE and absorbing alpha [256] (int64, on levels' device), over background."""
     device = levels.device
     grid = tuple(levels.shape)
     flat = levels.reshape(-1)
@@ -127,7 +131,9 @@ def render_volume(
             light -= weight
             total += emitted[k] * weight[:, None]
     back = torch.tensor(background, dtype=torch.int64, device=device)
-    rgb = (total + back[None, :] * light[:, None] + (1 << (LIGHT_BITS - 1))) >> LIGHT_BITS
+    rgb = (
+        ((total * gain) >> GAIN_BITS) + back[None, :] * light[:, None] + (1 << (LIGHT_BITS - 1))
+    ) >> LIGHT_BITS
     return rgb.clamp_(0, 255).to(torch.uint8).reshape(v.size[1], v.size[0], 3)
 
 
@@ -174,6 +180,7 @@ class VolumeColourist:
         self.frames = shown_frames(preset)
         self.alpha = torch.from_numpy(alpha_table(self.camera))
         self.background = parse_hex(self.camera.background)
+        self.gain = round(Fraction(self.camera.gain) * GAIN_ONE)
         self.palettes: dict[int, np.ndarray] = {}
         self._device: dict = {}
 
@@ -188,7 +195,13 @@ class VolumeColourist:
         colours = torch.from_numpy(self.levels.table(frame)).to(device)
         levels = self.levels.index_frame(trail)
         return render_volume(
-            levels, self.view(frame), colours, self._device[device], self.background, self.camera.sample
+            levels,
+            self.view(frame),
+            colours,
+            self._device[device],
+            self.background,
+            self.camera.sample,
+            self.gain,
         )
 
     def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor]:

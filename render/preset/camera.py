@@ -49,6 +49,7 @@ class Camera(OptionalSection):
     opacity: float = Field(0.08, gt=0, le=1, description="opacity of a sample at level 255")
     floor: int = Field(1, ge=0, le=255, description="levels below this are transparent")
     curve: int = Field(1, ge=1, le=4, description="opacity grows as (level / 255) ** curve")
+    gain: float = Field(1.0, ge=0.0625, le=64, description="emitted light times this (a glow)")
     background: str = Field("#000000", description="hex colour behind the volume")
 
     @field_validator("background")
