@@ -9,9 +9,11 @@ A mutation changes each key of MUTATIONS with probability one half (at least one
 kind "log" is multiplied by spread ** e, a key of kind "linear" moved by e * spread, e uniform in
 [-1, 1) (in [-1/2, 1/2) for the children of later rounds: CHILD_SCALE), then clamped to the key's
 range. Ranges are absolute (angles, decay) or relative to the explored preset's own value
-(distances: a quarter to four times; deposit and diffuse, whose pixel-unit value scales with the
-canvas: an eighth to eight times, diffuse at most 1). Only the
-top-level model is mutated; a scheduled value (keyframes) is left as it is.
+(distances: a quarter to four times; deposit an eighth to eight times; diffuse, whose pixel-unit
+value scales with the canvas, a sixteenth to sixteen times and at most 1). The spreads (round
+0's largest factor) are 3 for the angles, sensor distance and decay, 2 for step size and
+deposit, 4 for diffuse. Only the top-level model is mutated (a species' own model values stay);
+a scheduled value (keyframes) is left as it is.
 """
 
 from __future__ import annotations
@@ -43,13 +45,13 @@ class Mutation:
 
 
 MUTATIONS = (
-    Mutation("sensor_angle", "log", Decimal(2), Decimal(2), Decimal(120)),
-    Mutation("turn_angle", "log", Decimal(2), Decimal(2), Decimal(120)),
-    Mutation("sensor_distance", "log", Decimal(2), Decimal("0.25"), Decimal(4), relative=True),
-    Mutation("step_size", "log", Decimal("1.5"), Decimal("0.25"), Decimal(4), relative=True),
+    Mutation("sensor_angle", "log", Decimal(3), Decimal(2), Decimal(150)),
+    Mutation("turn_angle", "log", Decimal(3), Decimal(2), Decimal(150)),
+    Mutation("sensor_distance", "log", Decimal(3), Decimal("0.25"), Decimal(4), relative=True),
+    Mutation("step_size", "log", Decimal(2), Decimal("0.25"), Decimal(4), relative=True),
     Mutation("deposit", "log", Decimal(2), Decimal("0.125"), Decimal(8), relative=True),
-    Mutation("decay", "log", Decimal(2), Decimal("0.001"), Decimal("0.6")),
-    Mutation("diffuse", "log", Decimal(2), Decimal("0.125"), Decimal(8), relative=True, cap=Decimal(1)),
+    Mutation("decay", "log", Decimal(3), Decimal("0.001"), Decimal("0.6")),
+    Mutation("diffuse", "log", Decimal(4), Decimal("0.0625"), Decimal(16), relative=True, cap=Decimal(1)),
 )
 KEYS = tuple(m.key for m in MUTATIONS)
 
