@@ -101,7 +101,7 @@ def cmd_render(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from physarum.render import sweep as sweeps  # start-up: torch
+    from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
     sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
     for job in sweep.jobs:

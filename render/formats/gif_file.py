@@ -30,6 +30,7 @@ GifImagePlugin = lazy.module("PIL.GifImagePlugin")
 Image = lazy.module("PIL.Image")
 
 LEVELS = (256, 128, 64, 32, 16)
+PRODUCT_LEVELS = {1: 256, 2: 16, 3: 6, 4: 4}  # K: levels per species in a GIF's palette, K^S <= 256
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,11 @@ def max_stride(fps: int) -> int:
 def delay_ms(fps: int, stride: int = 1) -> int:
     """A frame's delay: whole centiseconds (all GIF delays are), stride times one frame's."""
     return 10 * max(1, round(100 / fps)) * stride
+
+
+def preview_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """(width, height) of the GIF of a canvas at gif_scale `scale`: each side rounded, at least 1."""
+    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def reduced_size(width: int, height: int, factor: int) -> tuple[int, int]:

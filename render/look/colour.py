@@ -16,6 +16,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+# the GIF's sizes and product levels (render/formats/gif_file.py), as the look's modules name them
+from physarum.render.formats.gif_file import PRODUCT_LEVELS
+from physarum.render.formats.gif_file import preview_size as preview_size
 from physarum.render.look.hdr import HdrLook
 from physarum.render.look.layers import hue_table, mix_weight
 from physarum.render.look.palette import palette_table
@@ -61,7 +64,7 @@ class Colourist:
     def __init__(self, palette: Palette, look: Look | None = None, seed: int = 0):
         self.palette = palette
         self.hdr = None if look is None else HdrLook(look, palette.gamma, seed)  # render/look/hdr.py
-        self.tables = [palette_table(entry) for entry in palette.names]
+        self.tables = [palette_table(entry, palette.space) for entry in palette.names]
         self._levels = torch.from_numpy(gamma_levels(palette.gamma))
         self._device_tables: dict = {}
         self._blends: dict[tuple[int, int], np.ndarray] = {}
@@ -140,8 +143,6 @@ class Colourist:
 
 # ---------------------------------------------------------------------------------------------
 # Several species: one level per species map, blended in integers
-
-PRODUCT_LEVELS = {1: 256, 2: 16, 3: 6, 4: 4}  # K: levels per species in a GIF's palette, K^S <= 256
 
 
 def species_ramp(colour: str | None, palette) -> np.ndarray:
@@ -275,11 +276,6 @@ def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
     if preset.species is None:
         return Colourist(preset.palette, preset.look, preset.seed)
     return SpeciesColourist(preset.palette, species_ramps(preset))
-
-
-def preview_size(width: int, height: int, scale: float) -> tuple[int, int]:
-    """(width, height) of the GIF of a canvas at gif_scale `scale`: each side rounded, at least 1."""
-    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def downscale(

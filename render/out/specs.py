@@ -1,7 +1,7 @@
 """A render's outputs, from its preset: their paths, each format's spec (render/formats/), and
 the checks that refuse, before anything is simulated, what a format cannot hold: each format's
 own limits and a GIF budget below the smallest GIF the preset can make, or one that would leave
-too few frames or pixels. Its paths import no torch (look/ is imported where a GIF is sized).
+too few frames or pixels. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -13,7 +13,15 @@ from physarum.render.base.errors import RenderError
 from physarum.render.formats.contract import Shared, Spec
 from physarum.render.formats.frames_dir import FramesDirSpec
 from physarum.render.formats.gif_budget import minimum_bytes, reduced_bytes
-from physarum.render.formats.gif_file import LEVELS, Digits, Reduction, kept_frames, reduced_size
+from physarum.render.formats.gif_file import (
+    LEVELS,
+    PRODUCT_LEVELS,
+    Digits,
+    Reduction,
+    kept_frames,
+    preview_size,
+    reduced_size,
+)
 from physarum.render.formats.registry import FORMATS
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text
@@ -44,9 +52,7 @@ def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
 
 def gif_digits(preset: Preset) -> tuple[int, int]:
     """(base, count) of a preset's GIF indices: one digit in base 256, or one per species in
-    base PRODUCT_LEVELS[S] (render/look/colour.py)."""
-    from physarum.render.look.colour import PRODUCT_LEVELS  # start-up: torch, for a render only
-
+    base PRODUCT_LEVELS[S] (render/formats/gif_file.py)."""
     if preset.species is None:
         return 256, 1
     return PRODUCT_LEVELS[len(preset.species)], len(preset.species)
@@ -54,8 +60,6 @@ def gif_digits(preset: Preset) -> tuple[int, int]:
 
 def gif_size(preset: Preset) -> tuple[int, int]:
     """The GIF's (width, height): the canvas at output.gif_scale."""
-    from physarum.render.look.colour import preview_size  # start-up: torch, for a render only
-
     return preview_size(*preset.frame_size, preset.output.gif_scale)
 
 

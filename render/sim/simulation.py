@@ -26,51 +26,11 @@ from physarum.render.world.maps import (
     WorldMaps,
     food_amounts,
     group_food,
-    has_food,
     interaction_mix,
     spawn_density,
 )
-
-
-def needs_world(preset) -> bool:
-    """Whether the kernels need a World (otherwise they take their plain torus path)."""
-    world = preset.world
-    return (
-        preset.species_count > 1
-        or preset.boundary != "wrap"
-        or has_food(preset)
-        or (world is not None and world.walls is not None)
-    )
-
-
-def batch_key(preset: Preset) -> tuple:
-    """What presets must share to run as one batched simulation: canvas, agent count, run length,
-    and the shape of their world: species count, boundary, whether there are walls and food.
-
-    Everything else may differ per simulation: model, seed, spawn pattern and radius (each
-    simulation is spawned on its own), palette and outputs (each has its own colouring and files),
-    interaction, images (each simulation has its own maps).
-    """
-    world = preset.world
-    shape = (
-        preset.species_count,
-        preset.boundary,
-        bool(world and world.walls),
-        has_food(preset),
-        needs_world(preset),
-    )
-    plain = (1, "wrap", False, False, False)
-    if preset.canvas.depth is not None:  # a volume's batch shares its depth too
-        shape += (("depth", preset.canvas.depth),)
-    return (
-        preset.canvas.width,
-        preset.canvas.height,
-        preset.agents.count,
-        preset.run.steps,
-        preset.run.steps_per_frame,
-        preset.run.warmup,
-    ) + (() if shape == plain else shape)
-
+from physarum.render.world.shape import batch_key as batch_key  # the runner's and the tests' name
+from physarum.render.world.shape import has_food, needs_world
 
 SPAWN_ON_DEVICE_MAX = 1 << 25  # agents per group spawned on the simulation's device; more, on the host
 

@@ -12,20 +12,39 @@ of the data flow:
 - run: the sweep itself (lock, resume, summary) and the dry run;
 - gallery, contact: index.html and contact.png.
 
-The names below are the package's public face; callers import them from here.
+The names below are the package's public face; callers import them from here. Reading a sweep,
+its plan and its dry run import no torch: the names of the modules that run one (chunk, cluster,
+workers, run: torch) or draw its gallery (gallery, contact: Pillow) are imported when first read
+(`__getattr__`), so that `physarum sweep NAME --dry-run` answers at once.
 """
 
-from physarum.render.sweep.chunk import chunk_outcomes, failed_outcomes, run_chunk
-from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
-from physarum.render.sweep.contact import contact_sheet, write_contact_sheet
+import importlib
+
 from physarum.render.sweep.expand import PREVIEW_SIDE, Job, Sweep, expand_sweep, load_sweep
-from physarum.render.sweep.gallery import gallery_html, preset_yaml, write_gallery
 from physarum.render.sweep.labels import format_params, format_value
 from physarum.render.sweep.manifest import Manifest, job_record, job_states, outputs_complete
-from physarum.render.sweep.plan import DEFAULT_MAX_BATCH, batch_limit, check_fits, plan_chunks
-from physarum.render.sweep.run import SweepLock, SweepOptions, SweepSummary, dry_run_lines, run_sweep
+from physarum.render.sweep.plan import DEFAULT_MAX_BATCH, batch_limit, check_fits, dry_run_lines, plan_chunks
 from physarum.render.sweep.schema import MAX_JOBS, SweepFile, read_sections, relation_problems
-from physarum.render.sweep.workers import WorkerPool, parse_devices, run_here, start_method
+
+# start-up: each name of a module that imports torch or Pillow, and its module, imported at first read
+_LATER = {
+    **dict.fromkeys(("chunk_outcomes", "failed_outcomes", "run_chunk"), "chunk"),
+    **dict.fromkeys(("ray_connect", "ray_workers", "run_ray"), "cluster"),
+    **dict.fromkeys(("contact_sheet", "write_contact_sheet"), "contact"),
+    **dict.fromkeys(("gallery_html", "preset_yaml", "write_gallery"), "gallery"),
+    **dict.fromkeys(("SweepLock", "SweepOptions", "SweepSummary", "run_sweep"), "run"),
+    **dict.fromkeys(("WorkerPool", "parse_devices", "run_here", "start_method"), "workers"),
+}
+
+
+def __getattr__(name: str):
+    """A name of _LATER: its module imported (once; start-up: torch or Pillow), the name kept here."""
+    if name not in _LATER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LATER[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_MAX_BATCH",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from physarum.render.base.errors import RenderError
-from physarum.render.look.colour import preview_size
+from physarum.render.formats.gif_file import preview_size
 from physarum.render.out import specs
 from physarum.render.preset import (
     Preset,

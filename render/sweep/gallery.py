@@ -24,7 +24,7 @@ import yaml
 
 from physarum.render.base.errors import printable
 from physarum.render.base.files import written_whole
-from physarum.render.look.colour import preview_size
+from physarum.render.formats.gif_file import preview_size
 from physarum.render.sweep.contact import write_contact_sheet
 from physarum.render.sweep.gallery_page import PAGE, SCRIPT, STYLE
 from physarum.render.sweep.labels import format_value

@@ -1,30 +1,32 @@
-"""Planning: jobs that share a simulation (simulation.batch_key) grouped into chunks, batches sized
-to the device's memory, and the check that every job fits a device at all."""
+"""Planning: jobs that share a simulation (shape.batch_key) grouped into chunks, what a run would
+do with them (the dry run), batches sized to the device's memory, and the check that every job
+fits a device at all. The plan and the dry run load no torch (`physarum sweep --dry-run` answers
+at once); sizing batches to a device imports it, in the functions that do.
+"""
 
 from __future__ import annotations
 
 import math
-
-import torch
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from physarum.render.base.errors import RenderError
-from physarum.render.out.frames import QUEUE_FRAMES
 from physarum.render.preset import Preset
-from physarum.render.run import machine
-from physarum.render.sim import simulation
 from physarum.render.sweep.expand import Job, Sweep
 from physarum.render.sweep.labels import format_params
+from physarum.render.sweep.manifest import job_states
+from physarum.render.world.shape import batch_key
+
+if TYPE_CHECKING:
+    import torch
 
 DEFAULT_MAX_BATCH = 64  # simulations per batch: each brings its own encoder process on the host
 DEVICE_MEMORY_SHARE = 0.85  # of the free device memory a batch may plan for (allocator slack)
 HOST_MEMORY_SHARE = 0.5  # of the free host memory the batch's frame rings and encoders may use
-# Host bytes per canvas pixel of one job: the frame ring (index, RGB) and a rough allowance for
-# x264's lookahead and reference frames (yuv420p, about 60 frames at 1.5 bytes per pixel).
-HOST_BYTES_PER_PIXEL = 4 * (QUEUE_FRAMES + 3) + 96
 
 
 def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[Job]]:
-    """Jobs grouped by simulation.batch_key into chunks of at most max_batch, split further until
+    """Jobs grouped by shape.batch_key into chunks of at most max_batch, split further until
     every worker has a chunk (where there are jobs enough), largest first.
 
     A chunk takes every k-th job, not a run of neighbours: a job's speed depends on its
@@ -32,7 +34,7 @@ def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[
     of a grid do not: docs/benchmarks.md)."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
-        groups.setdefault(simulation.batch_key(job.preset), []).append(job)
+        groups.setdefault(batch_key(job.preset), []).append(job)
     chunks = []
     for group in groups.values():
         parts = math.ceil(len(group) / max_batch)
@@ -46,6 +48,26 @@ def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[
     return sorted(chunks, key=lambda chunk: -len(chunk) * _job_cost(chunk[0].preset))
 
 
+def dry_run_lines(sweep: Sweep, out_dir: Path, max_batch: int = DEFAULT_MAX_BATCH) -> list[str]:
+    """`physarum sweep FILE --dry-run`: every job with its id, values and state; writes nothing."""
+    sweep_dir = Path(out_dir) / sweep.name
+    states = job_states(sweep, sweep_dir)
+    batches = len(plan_chunks(sweep.jobs, max_batch))
+    counts = {s: sum(1 for v in states.values() if v == s) for s in ("done", "failed", "pending")}
+    lines = [
+        f"sweep {sweep.name}: {len(sweep.jobs)} jobs in {batches} batched simulation{'s' * (batches != 1)} "
+        f"-> {sweep_dir}/ ({counts['done']} done, {counts['failed']} failed, {counts['pending']} to run)"
+    ]
+    width = max(len(job.name) for job in sweep.jobs)
+    for job in sweep.jobs:
+        preset = job.preset
+        shape = f"{preset.canvas.width}x{preset.canvas.height} {preset.agents.count} agents s{preset.seed}"
+        lines.append(
+            f"{job.id}  {job.name:<{width}}  {states[job.id]:<7}  {shape}  {format_params(job.params)}"
+        )
+    return lines
+
+
 def _job_cost(preset: Preset) -> int:
     """A rough measure of a job's work, so that the largest chunks start first."""
     steps = preset.run.steps + preset.run.warmup
@@ -54,9 +76,17 @@ def _job_cost(preset: Preset) -> int:
 
 def batch_limit(preset: Preset, backend: str, device: torch.device) -> int:
     """How many simulations of this shape fit one batch on `device`, and its frames on the host."""
+    import torch  # start-up: torch, for a sweep that runs
+
+    from physarum.render.out.frames import QUEUE_FRAMES  # start-up: torch, for a sweep that runs
+    from physarum.render.run import machine  # start-up: torch, for a sweep that runs
+
+    # Host bytes per canvas pixel of one job: the frame ring (index, RGB) and a rough allowance
+    # for x264's lookahead and reference frames (yuv420p, about 60 frames at 1.5 bytes per pixel).
+    host_bytes_per_pixel = 4 * (QUEUE_FRAMES + 3) + 96
     fixed = machine.estimated_bytes(preset, backend, 0)
     per_job = machine.estimated_bytes(preset, backend, 1) - fixed
-    host_per_job = preset.canvas.width * preset.canvas.height * HOST_BYTES_PER_PIXEL
+    host_per_job = preset.canvas.width * preset.canvas.height * host_bytes_per_pixel
     host_budget = machine.available_bytes(torch.device("cpu")) * HOST_MEMORY_SHARE
     if device.type == "cpu":  # the simulation lives in host memory too
         per_job += host_per_job
@@ -70,6 +100,8 @@ def batch_limit(preset: Preset, backend: str, device: torch.device) -> int:
 
 def check_fits(sweep: Sweep, devices: list[str], backend: str) -> None:
     """Refuse, before anything is written, jobs that fit no device even one at a time."""
+    from physarum.render.run import machine  # start-up: torch, for a sweep that runs
+
     problems = []
     for device in dict.fromkeys(devices):
         torch_device = machine.resolve_device(device)

@@ -1,5 +1,5 @@
 """The sweep: every job not already done rendered on one device, several, or a Ray cluster,
-with the manifest written as it goes and the gallery at the end; and the dry run."""
+with the manifest written as it goes and the gallery at the end (the dry run: plan.py)."""
 
 from __future__ import annotations
 
@@ -174,23 +174,3 @@ def _run_jobs(
     else:
         pool.run(payloads, on_start, on_done)
     return summary
-
-
-def dry_run_lines(sweep: Sweep, out_dir: Path, max_batch: int = DEFAULT_MAX_BATCH) -> list[str]:
-    """`physarum sweep FILE --dry-run`: every job with its id, values and state; writes nothing."""
-    sweep_dir = Path(out_dir) / sweep.name
-    states = job_states(sweep, sweep_dir)
-    batches = len(plan_chunks(sweep.jobs, max_batch))
-    counts = {s: sum(1 for v in states.values() if v == s) for s in ("done", "failed", "pending")}
-    lines = [
-        f"sweep {sweep.name}: {len(sweep.jobs)} jobs in {batches} batched simulation{'s' * (batches != 1)} "
-        f"-> {sweep_dir}/ ({counts['done']} done, {counts['failed']} failed, {counts['pending']} to run)"
-    ]
-    width = max(len(job.name) for job in sweep.jobs)
-    for job in sweep.jobs:
-        preset = job.preset
-        shape = f"{preset.canvas.width}x{preset.canvas.height} {preset.agents.count} agents s{preset.seed}"
-        lines.append(
-            f"{job.id}  {job.name:<{width}}  {states[job.id]:<7}  {shape}  {format_params(job.params)}"
-        )
-    return lines

@@ -27,6 +27,7 @@ import torch
 from physarum.kernels import exact
 from physarum.render.preset.images import preset_pixels, spawn_image, wall_pixels
 from physarum.render.preset.schedule import value_at
+from physarum.render.world.shape import has_food
 
 # ---------------------------------------------------------------------------------------------
 # Maps of one preset
@@ -138,9 +139,3 @@ class WorldMaps:
     def of(preset) -> WorldMaps:
         wall = wall_cells(preset)
         return WorldMaps(wall, initial_trail(preset, wall), food_amounts(preset))
-
-
-def has_food(preset) -> bool:
-    """Whether a preset's world feeds the trail: food points or a food image."""
-    food = preset.world.food if preset.world else None
-    return food is not None and (bool(food.points) or food.image is not None)
