@@ -105,10 +105,10 @@ def naive_index(look: Look, trail: np.ndarray, low: float, high: float, gamma: f
                 f = r2 * 4096 // max(1, (cols - 1) ** 2 + (rows - 1) ** 2)
                 value = value * (4096 - amount * (f * f // 4096) // 4096) // 4096
             display = int(table[value])
-            if grain:
-                h = lowbias32_int(
-                    lowbias32_int((i * cols + j) ^ seed_key) ^ lowbias32_int((frame + seed_key) & 0xFFFFFFFF)
-                )
+            if grain:  # the canvas's grain, rolled by the frame's shift
+                shift = lowbias32_int((frame + seed_key) & 0xFFFFFFFF)
+                y, x = (i - shift % rows) % rows, (j - (shift >> 16) % cols) % cols
+                h = lowbias32_int(lowbias32_int((y * cols + x) ^ seed_key))
                 noise = (h & 0xFFF) + ((h >> 12) & 0xFFF) - 4095
                 display = min(max(display + (noise * grain) // 4096, 0), 65535)
             offset = (2 * naive_bayer(i % 8, j % 8) + 1) * 65535 // 128 if look.dither else 32767

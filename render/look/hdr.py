@@ -6,7 +6,7 @@ Per frame, on the trail's device, with no host synchronisation:
 linear intensity in 1/4096 steps up to 16; then in integers only: bloom (a pyramid of 2x2 means,
 binomial blurs and linear upsampling of max(L - threshold, 0)), vignette (a radial integer
 factor), the tone curve (a 65536-entry table built on the host with + - * / only, so the same
-on every platform), film grain (lowbias32 of seed, frame and pixel) and ordered dithering
+on every platform), film grain (lowbias32 of seed and pixel, rolled by a hash of the frame) and ordered dithering
 (Bayer 8x8) down to the palette's 256 entries.
 """
 
@@ -120,19 +120,22 @@ def bloom_levels(width: int, height: int, radius: float) -> int:
 # Device integer operations on [..., H, W] int32 tensors
 
 
-def _shift(x: torch.Tensor, by: int, dim: int) -> torch.Tensor:
-    """x moved by `by` (+1: each element takes its predecessor's value) along dim, edges repeated."""
-    size = x.shape[dim]
-    if by > 0:
-        return torch.cat([x.narrow(dim, 0, 1), x.narrow(dim, 0, size - 1)], dim)
-    return torch.cat([x.narrow(dim, 1, size - 1), x.narrow(dim, size - 1, 1)], dim)
+def _pass(x: torch.Tensor, d: int) -> torch.Tensor:
+    """One binomial pass along dim d: (x[i - 1] + 2 x[i] + x[i + 1] + 2) >> 2, edges repeated."""
+    n = x.shape[d]
+    y = 2 * x + 2
+    y.narrow(d, 1, n - 1).add_(x.narrow(d, 0, n - 1))
+    y.narrow(d, 0, 1).add_(x.narrow(d, 0, 1))
+    y.narrow(d, 0, n - 1).add_(x.narrow(d, 1, n - 1))
+    y.narrow(d, n - 1, 1).add_(x.narrow(d, n - 1, 1))
+    return y >> 2
 
 
 def blur(x: torch.Tensor) -> torch.Tensor:
     """Binomial [1 2 1] / 4 twice along each of the last two dims, rounded half up each pass."""
-    for dim in (-1, -1, -2, -2):
-        if x.shape[dim] > 1:
-            x = (_shift(x, 1, dim) + 2 * x + _shift(x, -1, dim) + 2) >> 2
+    for d in (x.dim() - 1, x.dim() - 1, x.dim() - 2, x.dim() - 2):
+        if x.shape[d] > 1:
+            x = _pass(x, d)
     return x
 
 
@@ -144,22 +147,31 @@ def down(x: torch.Tensor) -> torch.Tensor:
     return (total + 2) >> 2
 
 
-def _up_dim(x: torch.Tensor, size: int, dim: int) -> torch.Tensor:
-    """Linear doubling along dim ((3 x[i] + x[i -+ 1] + 2) // 4 at 2i and 2i + 1), then the last
-    element repeated up to `size`."""
-    even = (3 * x + _shift(x, 1, dim) + 2) >> 2 if x.shape[dim] > 1 else x
-    odd = (3 * x + _shift(x, -1, dim) + 2) >> 2 if x.shape[dim] > 1 else x
-    both = torch.stack([even, odd], dim=x.dim() + dim + 1).flatten(x.dim() + dim, x.dim() + dim + 1)
-    if both.shape[dim] < size:
-        extra = size - both.shape[dim]
-        edge = both.narrow(dim, both.shape[dim] - 1, 1)
-        both = torch.cat([both, *([edge] * extra)], dim)
-    return both
+def _up_dim(x: torch.Tensor, size: int, d: int) -> torch.Tensor:
+    """Linear doubling along dim d ((3 x[i] + x[i -+ 1] + 2) >> 2 at 2i and 2i + 1, edges
+    repeated), then the last element repeated up to `size`; written into one output tensor."""
+    n = x.shape[d]
+    shape = list(x.shape)
+    shape[d] = size
+    out = x.new_empty(shape)
+    pairs = out.narrow(d, 0, 2 * n).unflatten(d, (n, 2))
+    even, odd = pairs.select(d + 1, 0), pairs.select(d + 1, 1)
+    even.narrow(d, 0, 1).copy_(x.narrow(d, 0, 1))  # (4 x[0] + 2) >> 2 = x[0]
+    odd.narrow(d, n - 1, 1).copy_(x.narrow(d, n - 1, 1))
+    if n > 1:
+        three = 3 * x + 2
+        even.narrow(d, 1, n - 1).copy_((three.narrow(d, 1, n - 1) + x.narrow(d, 0, n - 1)) >> 2)
+        odd.narrow(d, 0, n - 1).copy_((three.narrow(d, 0, n - 1) + x.narrow(d, 1, n - 1)) >> 2)
+    if size > 2 * n:
+        out.narrow(d, 2 * n, size - 2 * n).copy_(
+            x.narrow(d, n - 1, 1).expand_as(out.narrow(d, 2 * n, size - 2 * n))
+        )
+    return out
 
 
 def up(x: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
     """x [..., h, w] linearly upsampled to shape (H, W), H in (2h, 2h + 1), W in (2w, 2w + 1)."""
-    return _up_dim(_up_dim(x, shape[1], -1), shape[0], -2)
+    return _up_dim(_up_dim(x, shape[1], x.dim() - 1), shape[0], x.dim() - 2)
 
 
 def bloom(level: torch.Tensor, threshold: int, n: int, strength: int) -> torch.Tensor:
@@ -195,10 +207,20 @@ def vignette_factor(height: int, width: int, amount: int, device) -> torch.Tenso
     return (ONE - amount * (f * f // ONE) // ONE).to(torch.int32)
 
 
-def grain_noise(keys: torch.Tensor, frame_key: int) -> torch.Tensor:
-    """[H, W] int64 triangular noise in -4095 .. 4095: two 12-bit fields of lowbias32(key ^ frame_key)."""
-    h = lowbias32(keys ^ frame_key)
-    return (h & 0xFFF) + ((h >> 12) & 0xFFF) - 4095
+def grain_noise(height: int, width: int, seed_key: int, amount: int, device) -> torch.Tensor:
+    """[H, W] int32 grain of the canvas: (n * amount) >> 12 for the triangular noise n in
+    -4095 .. 4095 of two 12-bit fields of h = lowbias32(lowbias32(pixel ^ seed_key)), pixel =
+    y * W + x. A frame shows it rolled (grain_shift), so it is hashed once per canvas."""
+    cells = torch.arange(height * width, device=device, dtype=torch.int64).reshape(height, width)
+    h = lowbias32(lowbias32(cells ^ seed_key))
+    return ((((h & 0xFFF) + ((h >> 12) & 0xFFF) - 4095) * amount) >> 12).to(torch.int32)
+
+
+def grain_shift(frame: int, seed_key: int, height: int, width: int) -> tuple[int, int]:
+    """(dy, dx) the grain of frame number `frame` is rolled by: h = lowbias32(frame + seed_key),
+    dy = h mod H, dx = (h >> 16) mod W."""
+    h = lowbias32_int((frame + seed_key) & U32)
+    return h % height, (h >> 16) % width
 
 
 class HdrLook:
@@ -230,8 +252,7 @@ class HdrLook:
             if self.vignette:
                 constants["vignette"] = vignette_factor(height, width, self.vignette, device)
             if self.grain:
-                cells = torch.arange(height * width, device=device, dtype=torch.int64).reshape(height, width)
-                constants["keys"] = lowbias32(cells ^ self.seed_key)
+                constants["grain"] = grain_noise(height, width, self.seed_key, self.grain, device)
             self._device[key] = constants
         return self._device[key]
 
@@ -252,6 +273,6 @@ class HdrLook:
             level = (level * c["vignette"]) >> 12
         display = c["table"][level]
         if self.grain:
-            noise = grain_noise(c["keys"], lowbias32_int((frame + self.seed_key) & U32))
-            display = (display + ((noise * self.grain) >> 12)).clamp_(0, DISPLAY).to(torch.int32)
+            shift = grain_shift(frame, self.seed_key, *trail.shape[-2:])
+            display = (display + torch.roll(c["grain"], shift, (0, 1))).clamp_(0, DISPLAY)
         return ((display * 255 + c["dither"]) // DISPLAY).to(torch.uint8)
