@@ -74,18 +74,19 @@ def ray_directions(v: View, device: torch.device) -> torch.Tensor:
     return torch.stack(rows)
 
 
-def _gather(flat: torch.Tensor, grid: tuple[int, int, int], x, y, z) -> torch.Tensor:
-    """int64 levels of voxels (x, y, z) (any shape), 0 outside the grid."""
+def _gather(padded: torch.Tensor, grid: tuple[int, int, int], x, y, z) -> torch.Tensor:
+    """int64 levels of voxels (x, y, z) (any shape) from the levels padded by one empty voxel
+    on every side (flattened): a voxel outside the grid reads the padding, level 0."""
     depth, height, width = grid
-    inside = (x >= 0) & (x < width) & (y >= 0) & (y < height) & (z >= 0) & (z < depth)
-    index = torch.where(inside, (z * height + y) * width + x, 0)
-    return torch.where(inside, flat[index].to(torch.int64), 0)
+    x, y, z = (c.clamp(-1, side) + 1 for c, side in zip((x, y, z), (width, height, depth)))
+    return padded[(z * (height + 2) + y) * (width + 2) + x].to(torch.int64)
 
 
-def sample_levels(flat: torch.Tensor, grid, points: list[torch.Tensor], mode: str) -> torch.Tensor:
-    """int64 levels at positions points = [x, y, z] (voxels at FIX bits)."""
+def sample_levels(padded: torch.Tensor, grid, points: list[torch.Tensor], mode: str) -> torch.Tensor:
+    """int64 levels at positions points = [x, y, z] (voxels at FIX bits); padded: the levels
+    with one empty voxel round them, flattened (_gather)."""
     if mode == "nearest":
-        return _gather(flat, grid, *(p >> FIX for p in points))
+        return _gather(padded, grid, *(p >> FIX for p in points))
     shifted = [p - (1 << (FIX - 1)) for p in points]  # voxel centres at integer positions
     base = [s >> FIX for s in shifted]
     frac = [(s & ((1 << FIX) - 1)) >> (FIX - 8) for s in shifted]  # 8-bit fractions
@@ -96,7 +97,7 @@ def sample_levels(flat: torch.Tensor, grid, points: list[torch.Tensor], mode: st
         for axis in range(3):
             w = frac[axis] if bits[axis] else 256 - frac[axis]
             weight = w if weight is None else weight * w
-        total += weight * _gather(flat, grid, *(b + bit for b, bit in zip(base, bits)))
+        total += weight * _gather(padded, grid, *(b + bit for b, bit in zip(base, bits)))
     return (total + (1 << 23)) >> 24
 
 
@@ -113,7 +114,7 @@ def render_volume(
     gain / GAIN_ONE and absorbing alpha [256] (int64, on levels' device), over background."""
     device = levels.device
     grid = tuple(levels.shape)
-    flat = levels.reshape(-1)
+    padded = torch.nn.functional.pad(levels, (1, 1, 1, 1, 1, 1)).reshape(-1)
     colours, alpha = colours.to(torch.int64), alpha.to(torch.int64)
     directions = ray_directions(v, device)
     pixels = directions.shape[1]
@@ -124,7 +125,7 @@ def render_volume(
     for first in range(0, len(v.depths), chunk):
         s = depths[first : first + chunk, None]
         points = [v.origin[axis] + ((s * directions[axis][None, :]) >> FIX) for axis in range(3)]
-        sampled = sample_levels(flat, grid, points, mode)
+        sampled = sample_levels(padded, grid, points, mode)
         opacity, emitted = alpha[sampled], colours[sampled]
         for k in range(sampled.shape[0]):
             weight = (opacity[k] * light) >> ALPHA_BITS
@@ -156,13 +157,13 @@ def reduce_rgb(rgb: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
     luma = means[:, 0] * 299 + means[:, 1] * 587 + means[:, 2] * 114
     order = torch.sort(torch.where(used, luma, 1 << 30) * (1 << 15) + chosen).indices
     means, used = means[order], used[order]
-    centres = torch.stack([(torch.arange(1 << 15, device=device) >> s) & 31 for s in (10, 5, 0)], 1)
-    occupied = counts[:, None].clamp(min=1)
-    centres = torch.where(counts[:, None] > 0, (sums * 2 + occupied) // (2 * occupied), centres * 8 + 4)
-    distance = ((centres[:, None, :] - means[None, :, :]) ** 2).sum(-1)
+    present, inverse = torch.unique(bins, return_inverse=True)  # sorted: the same on every device
+    occupied = counts[present].clamp(min=1)[:, None]
+    colour = (sums[present] * 2 + occupied) // (2 * occupied)  # each present bin's mean colour
+    distance = ((colour[:, None, :] - means[None, :, :]) ** 2).sum(-1)
     distance = torch.where(used[None, :], distance, 1 << 40) * 256 + torch.arange(256, device=device)
     lookup = distance.min(1).values % 256
-    index = lookup[bins].to(torch.uint8).reshape(rgb.shape[:2])
+    index = lookup[inverse].to(torch.uint8).reshape(rgb.shape[:2])
     return index, means.to(torch.uint8).cpu().numpy()
 
 
