@@ -74,6 +74,11 @@ class Palette(Section):
     layer_mix: float | None = Field(
         None, ge=0, le=1, description="with layer: mix, the density's share of the index (unset: 0.5)"
     )
+    space: Literal["srgb", "oklab"] = Field(
+        "srgb",
+        description="where smooth palettes interpolate their stops: srgb, or oklab (perceptual, "
+        "exact integer arithmetic: render/look/oklab.py)",
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
@@ -84,6 +89,8 @@ class Palette(Section):
             data.pop("layer")  # the default: dumps (and embedded presets) stay as they were
         if data.get("layer_mix") is None:
             data.pop("layer_mix", None)
+        if data.get("space") == "srgb":
+            data.pop("space")  # the default: dumps (and embedded presets) stay as they were
         return data
 
     @field_validator("names")
