@@ -13,6 +13,7 @@ from physarum.render.preset.provenance import version
 from physarum.render.preset.reduce import reduce_preset, side_ratio
 
 PREVIEW_SIDE = 256  # --preview: the reduced canvas's short side (render/preset/reduce.py)
+PREVIEW_SIDE_3D = 64  # a 3D preset's (its volume's short side of width and height)
 MAX_REDUCE = 1024  # --reduce K: at most this (the canvas stops at 8 pixels a side anyway)
 
 
@@ -334,7 +335,7 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
             raise RenderError(f"--reduce: K must be a number from 1 to {MAX_REDUCE} (got {args.reduce!r})")
         ratio = 1 / Fraction(args.reduce)
     elif args.preview:
-        ratio = side_ratio(preset, PREVIEW_SIDE)
+        ratio = side_ratio(preset, PREVIEW_SIDE_3D if preset.dims == 3 else PREVIEW_SIDE)
     else:
         return preset, ""
     return reduce_preset(preset, ratio, kind)
