@@ -10,6 +10,7 @@ its PNG into FOLDER/candidates/<name>/ exactly as `physarum render` renders its 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +20,12 @@ import torch
 from physarum.render.explore.mutate import changed, mutate
 from physarum.render.explore.plan import ExploreOptions, candidate_preset
 from physarum.render.out.metrics import FrameMetrics
-from physarum.render.preset import Preset
+from physarum.render.preset import Preset, PresetError
 from physarum.render.run import runner
 
 CANDIDATES_DIR = "candidates"
+ATTEMPTS = 8  # draws of a mutation the preset's checks refuse, before the parent's values stand
+ATTEMPT_STRIDE = 1 << 20  # a redrawn mutation's index offset (more than any population)
 
 
 @dataclass(frozen=True)
@@ -42,23 +45,53 @@ def parents_count(population: int) -> int:
 
 
 def round_candidates(
-    round_: int, origin: dict[str, float], options: ExploreOptions, most_novel: list[dict]
+    round_: int,
+    origin: dict[str, float],
+    options: ExploreOptions,
+    most_novel: list[dict],
+    accepts: Callable[[dict], bool] = lambda values: True,
 ) -> list[Candidate]:
     """The candidates of one round (the module's rules); most_novel: the records of the earlier
-    rounds' valid candidates, most novel first (ignored in round 0)."""
+    rounds' valid candidates, most novel first (ignored in round 0). A mutation that `accepts`
+    refuses (a preset the checks refuse) is drawn again, up to ATTEMPTS times (attempt a draws
+    as candidate index + a * ATTEMPT_STRIDE), then the parent's values are taken unchanged."""
     if round_ == 0:
-        first = [Candidate("r0-000", 0, 0, None, dict(origin))]
-        return first + [
-            Candidate(f"r0-{i:03d}", 0, i, None, mutate(origin, origin, options.seed, 0, i, child=False))
-            for i in range(1, options.population)
-        ]
-    parents = most_novel[: parents_count(options.population)] or [{"id": "r0-000", "values": origin}]
+        parents = [{"id": None, "values": origin}]
+    else:
+        parents = most_novel[: parents_count(options.population)] or [{"id": "r0-000", "values": origin}]
     found = []
     for i in range(options.population):
         parent = parents[i % len(parents)]
-        values = mutate(parent["values"], origin, options.seed, round_, i, child=True)
+        values = (
+            dict(origin)
+            if round_ == 0 and i == 0
+            else _accepted(parent["values"], origin, options, round_, i, accepts)
+        )
         found.append(Candidate(f"r{round_}-{i:03d}", round_, i, parent["id"], values))
     return found
+
+
+def _accepted(parent: dict, origin: dict, options: ExploreOptions, round_: int, index: int, accepts) -> dict:
+    for attempt in range(ATTEMPTS):
+        values = mutate(
+            parent, origin, options.seed, round_, index + attempt * ATTEMPT_STRIDE, child=round_ > 0
+        )
+        if accepts(values):
+            return values
+    return dict(parent)
+
+
+def accepts(explored: Preset) -> Callable[[dict], bool]:
+    """Whether model values make a preset the checks accept (explored preset, those values)."""
+
+    def check(values: dict) -> bool:
+        try:
+            candidate_preset(explored, values, explored.name, "")
+        except PresetError:
+            return False
+        return True
+
+    return check
 
 
 def candidate_name(explored: Preset, candidate: Candidate) -> str:

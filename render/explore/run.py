@@ -19,7 +19,7 @@ from pathlib import Path
 from physarum.render.base.errors import printable
 from physarum.render.base.interrupts import stop_if_requested
 from physarum.render.explore.archive import build_archive, kept, most_novel, ordered
-from physarum.render.explore.batch import render_candidates, round_candidates
+from physarum.render.explore.batch import accepts, render_candidates, round_candidates
 from physarum.render.explore.mutate import mutable_values
 from physarum.render.explore.outputs import write_outputs
 from physarum.render.explore.plan import (
@@ -75,7 +75,8 @@ def explore(preset: Preset, options: ExploreOptions) -> ExploreResult:
     began, rendered = time.perf_counter(), 0
     for round_ in range(options.rounds):
         novel = most_novel(ordered(state.candidates)) if round_ else []
-        todo = [c for c in round_candidates(round_, origin, options, novel) if c.id not in state.candidates]
+        found = round_candidates(round_, origin, options, novel, accepts(explored))
+        todo = [c for c in found if c.id not in state.candidates]
         for start in range(0, len(todo), limit):
             stop_if_requested()
             batch = todo[start : start + limit]
