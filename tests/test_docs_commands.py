@@ -49,6 +49,10 @@ SKIPPED = {
         "long: 256 points of the plane (the 8x8 plane took 98.5 s on 2 cores)"
     ),
     "physarum sweep sweeps/angles.yaml": "long: renders the 16 jobs of the sweep",
+    "physarum explore quickstart --size 128 --steps 300 --rounds 2 --population 24 --keep 12 --device cpu": (
+        "long: 48 candidates (31 s on 2 cores); tests/test_explore_run.py runs a small explore"
+    ),
+    "physarum render outputs/quickstart-explore/kept/quickstart-r1-014.yaml": "renders a candidate of the explore above",
 }
 
 
