@@ -15,7 +15,8 @@ from physarum.kernels.exact import lowbias32_int
 from physarum.render.look import hdr
 from physarum.render.look.colour import make_colourist
 from physarum.render.preset.look_section import Look
-from support import build_preset, gif_png_and_loop_on_each_backend, render_tiny, tiny_data
+from physarum.render.run import runner
+from support import build_preset, render_tiny, tiny_data
 
 # ---------------------------------------------------------------------------------------------
 # The naive reference: lists of lists of Python ints, one pixel at a time
@@ -218,9 +219,12 @@ def test_a_look_preset_renders_the_same_bytes_twice(tmp_path):
 @pytest.mark.interpreter
 def test_a_look_preset_is_the_same_bytes_on_each_backend(tmp_path):
     preset = build_preset(tiny_data(look=LOOK_SECTION, output={"formats": ["gif", "png"]}), "tiny.yaml")
-    found = gif_png_and_loop_on_each_backend(preset, tmp_path)
-    assert found["torch"]["gif"] == found["triton"]["gif"]
-    assert found["torch"]["png"] == found["triton"]["png"]
+    found = {}
+    for backend in ("torch", "triton"):
+        device = "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"
+        result = runner.render(preset, backend=backend, device=device, out_dir=tmp_path / backend, quiet=True)
+        found[backend] = [result.outputs[fmt].read_bytes() for fmt in ("gif", "png")]
+    assert found["torch"] == found["triton"]
 
 
 @pytest.mark.gpu
