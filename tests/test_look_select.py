@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from physarum.render.look import select
-from physarum.render.look.colour import auto_high
+from physarum.render.look.colour import Colourist, auto_high
 from physarum.render.look.select import kth_values, quantile_rank
+from physarum.render.preset import Palette
 
 
 def trails(seed: int, cells: int) -> dict[str, torch.Tensor]:
@@ -77,3 +78,21 @@ def test_several_ranks_at_once_agree_with_numpy():
     trail = torch.rand(5000, generator=torch.Generator().manual_seed(4)) ** 3
     ks = [1, 17, 2500, 4999, 5000]
     assert kth_values(trail, ks).tolist() == np.sort(trail.numpy())[[k - 1 for k in ks]].tolist()
+
+
+@pytest.mark.gpu
+def test_cuda_finds_the_same_bits_as_the_cpu():
+    """topk on the GPU and np.partition on the CPU: the same element, and the same index frames."""
+    palette = Palette(names=["gray"], gamma=0.7, levels={"high": "auto", "quantile": 0.99})
+    for seed, cells in ((0, 1), (1, 999), (2, 65_537), (3, 2160 * 3840)):
+        for name, trail in trails(seed, cells).items():
+            ks = ranks_of(cells)
+            on_gpu = kth_values(trail.cuda(), ks).cpu()
+            assert on_gpu.view(torch.int32).tolist() == kth_values(trail, ks).view(torch.int32).tolist(), name
+            if cells > 1:
+                square = trail.reshape(-1, 1) if cells % 2 else trail.reshape(2, -1)
+                cpu, gpu = (
+                    Colourist(palette).index_frame(square),
+                    Colourist(palette).index_frame(square.cuda()),
+                )
+                assert torch.equal(cpu, gpu.cpu()), name
