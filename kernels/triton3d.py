@@ -55,9 +55,10 @@ def _prepare_tables(tables: Tables3D, batch: int, device: torch.device) -> Table
 
 
 def brick_keys(position: torch.Tensor, grid: tuple[int, int, int]) -> torch.Tensor:
-    """[N] int64 sort key of positions [3, N]: the brick (z, y, x order), then the cell in it."""
+    """[N] int32 sort key of positions [3, N]: the brick (z, y, x order), then the cell in it
+    (below 2^31: a side is at most limits.MAX_SIDE_3D; 32-bit keys sort faster)."""
     depth, height, width = grid
-    cell = (position >> 16).to(torch.int64)
+    cell = position >> 16
     x, y, z = cell[0], cell[1], cell[2]
     bricks_x = -(-width >> BRICK_BITS)
     bricks_y = -(-height >> BRICK_BITS)

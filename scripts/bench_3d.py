@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -49,6 +51,29 @@ def median_ms(run, steps: int, repeats: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def phase_ms(simulation, steps: int = 32) -> dict:
+    """ms per step of each launch (and of a sort, per sort), from eager steps timed by events."""
+    pending = []
+
+    @contextmanager
+    def phase(name: str):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        yield
+        end.record()
+        pending.append((name, start, end))
+
+    simulation._steps_since_sort = simulation._sort_every  # one sort among the timed steps
+    for _ in range(steps):
+        simulation.profiled_step(phase)
+    torch.cuda.synchronize()
+    totals, counts = defaultdict(float), defaultdict(int)
+    for name, start, end in pending:
+        totals[name] += start.elapsed_time(end)
+        counts[name] += 1
+    return {name: round(totals[name] / counts[name], 4) for name in totals}
+
+
 def bench(name: str, side: int, agents: int, repeats: int, bandwidth: float) -> dict:
     device = torch.device("cuda")
     torch.cuda.empty_cache()
@@ -62,6 +87,7 @@ def bench(name: str, side: int, agents: int, repeats: int, bandwidth: float) -> 
     torch.cuda.synchronize()
     ready = time.perf_counter() - began
     ms = median_ms(simulation.advance, STEPS, repeats)
+    phases = phase_ms(simulation)
     cells = side**3
     floor_bytes = 2 * (agents * 14 + cells * 4)
     per_agent, per_cell = TritonSimulation3D.device_bytes(agents)
@@ -78,6 +104,7 @@ def bench(name: str, side: int, agents: int, repeats: int, bandwidth: float) -> 
         "peak_gib": torch.cuda.max_memory_allocated() / 2**30,
         "estimate_gib": (per_agent * agents + per_cell * cells) / 2**30,
         "seconds_to_develop": round(ready, 1),
+        "phase_ms": phases,
         "trail_mass": float(simulation.trail.double().sum()),
     }
     print(
@@ -86,6 +113,7 @@ def bench(name: str, side: int, agents: int, repeats: int, bandwidth: float) -> 
         f"peak {row['peak_gib']:.2f} GiB (estimate {row['estimate_gib']:.2f})",
         flush=True,
     )
+    print(f"{'':>10}  per launch: {phases} (sort: once per {simulation._sort_every} steps)", flush=True)
     del simulation
     return row
 
