@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from physarum.render.explore.describe import COLUMN, DESCRIPTOR_COLUMNS, describe, status
+from physarum.render.explore.describe import COLUMN, DESCRIPTOR_COLUMNS, describe, graph_descriptor, status
 from physarum.render.out.metrics import METRIC_COLUMNS
 
 
@@ -41,3 +41,17 @@ def test_inert_and_exploding_worlds_are_named():
     assert status(rows(mass=math.inf)) == "exploding"
     assert status(rows(mass=1e31)) == "exploding"
     assert status(np.zeros((0, len(METRIC_COLUMNS)))) == "empty"
+
+
+def test_graph_statistics_of_a_lattice_and_of_nothing():
+    trail = np.zeros((64, 64), dtype=np.float32)
+    trail[::16, :] = 10.0  # a lattice of 4 x 4 cells on the torus: 16 junctions, 32 edges
+    trail[:, ::16] = 10.0
+    found = graph_descriptor(trail)
+    assert found["graph_degree"] == 4.0 and found["graph_ends"] == 0.0
+    assert found["graph_loops"] == 17.0  # 32 edges - 16 nodes + 1 component
+    assert found["graph_edge_length"] == 0.25  # 16 cells of a 64-cell side
+    empty = graph_descriptor(np.zeros((32, 32), dtype=np.float32))
+    assert empty["graph_degree"] == 0.0 and empty["graph_loops"] == 0.0
+    assert math.isnan(describe(rows())["graph_loops"])  # no graph given
+    assert describe(rows(), found)["graph_loops"] == 17.0

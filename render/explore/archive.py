@@ -39,7 +39,7 @@ def build_archive(records: list[dict]) -> tuple[list[Entry], np.ndarray, list[in
     for record in records:
         rows = _rows(record)
         state = "failed" if record.get("error") or not record.get("png") else status(rows)
-        entries.append(Entry(record, state, describe(rows)))
+        entries.append(Entry(record, state, describe(rows, record.get("graph"))))
     valid = [i for i, e in enumerate(entries) if e.status == "valid"]
     matrix = np.array([[entries[i].descriptor[c] for c in DESCRIPTOR_COLUMNS] for i in valid])
     scaled = robust_scale(matrix.reshape(len(valid), len(DESCRIPTOR_COLUMNS)))

@@ -10,13 +10,16 @@ its PNG into FOLDER/candidates/<name>/ exactly as `physarum render` renders its 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from physarum.render.explore.describe import graph_descriptor
 from physarum.render.explore.mutate import changed, mutate
 from physarum.render.explore.plan import ExploreOptions, candidate_preset
 from physarum.render.out.metrics import FrameMetrics
@@ -26,6 +29,7 @@ from physarum.render.run import runner
 CANDIDATES_DIR = "candidates"
 ATTEMPTS = 8  # draws of a mutation the preset's checks refuse, before the parent's values stand
 ATTEMPT_STRIDE = 1 << 20  # a redrawn mutation's index offset (more than any population)
+GRAPH_THREADS = max(1, min(8, os.cpu_count() or 1))  # graph descriptors computed side by side
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,7 @@ def render_candidates(
     )
     results = runner.render_batch(presets, run_options)
     table = recorder.table().numpy()  # [F, B, M]
+    graphs = _graphs(recorder)
     records = []
     for b, (candidate, preset, result) in enumerate(zip(candidates, presets, results)):
         png = result.outputs.get("png")
@@ -143,6 +148,17 @@ def render_candidates(
                 "png": None if png is None else png.relative_to(folder).as_posix(),
                 "error": result.error,
                 "metrics": np.asarray(table[:, b]).tolist(),
+                "graph": graphs[b],
             }
         )
     return records
+
+
+def _graphs(recorder: FrameMetrics) -> list[dict]:
+    """Each simulation's graph descriptor of its last frame (describe.graph_descriptor), in
+    threads: the thinning and labelling release the interpreter lock."""
+    if recorder.previous is None:
+        return []
+    maps = recorder.previous.to(torch.float32).cpu().numpy()
+    with ThreadPoolExecutor(max_workers=min(GRAPH_THREADS, len(maps))) as pool:
+        return list(pool.map(graph_descriptor, maps))

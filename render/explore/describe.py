@@ -16,6 +16,12 @@ A world is dropped from the archive (its status says why) when, at the last fram
   no structure).
 
 Every other world is "valid".
+
+Graph statistics (render/graph/) of the last frame's trail join the descriptor where cheap (a
+canvas of at most GRAPH_MAX_CELLS cells; NaN otherwise, a column the scaling leaves out):
+independent loops per short side squared, mean degree, the share of ends among the nodes, and
+the mean edge length and width over the short side. They are computed on the host from the
+trail, which is the same bits on every device, so they are the same everywhere.
 """
 
 from __future__ import annotations
@@ -24,11 +30,18 @@ import math
 
 import numpy as np
 
+from physarum.render.graph.network import build_graph, graph_statistics
+from physarum.render.graph.skeleton import skeletonise
 from physarum.render.out.metrics import METRIC_COLUMNS
 
 DIGITS = 6
 STATISTICS = ("mean", "std", "drift")
-DESCRIPTOR_COLUMNS = tuple(f"{metric}_{kind}" for metric in METRIC_COLUMNS for kind in STATISTICS)
+GRAPH_COLUMNS = ("graph_loops", "graph_degree", "graph_ends", "graph_edge_length", "graph_width")
+DESCRIPTOR_COLUMNS = (
+    *(f"{metric}_{kind}" for metric in METRIC_COLUMNS for kind in STATISTICS),
+    *GRAPH_COLUMNS,
+)
+GRAPH_MAX_CELLS = 1024 * 1024
 MAX_MASS = 1e30
 MIN_COVERAGE = 0.02
 HAZE_COVERAGE = 0.999
@@ -50,8 +63,26 @@ def _drift(series: np.ndarray) -> float:
     return float(series[-third:].mean() - series[:third].mean())
 
 
-def describe(rows: np.ndarray) -> dict[str, float]:
-    """The descriptor (DESCRIPTOR_COLUMNS) of one candidate's metrics rows [F, M] float64."""
+def graph_descriptor(trail: np.ndarray) -> dict[str, float]:
+    """GRAPH_COLUMNS of a trail map [H, W] (the module's rules; NaN on a larger canvas)."""
+    height, width = trail.shape
+    if height * width > GRAPH_MAX_CELLS:
+        return dict.fromkeys(GRAPH_COLUMNS, math.nan)
+    found = skeletonise(np.asarray(trail, dtype=np.float32))
+    stats = graph_statistics(build_graph(found, trail), found)
+    short = min(height, width)
+    return {
+        "graph_loops": significant(stats["cycles"] * short * short / (height * width)),
+        "graph_degree": significant(stats["mean_degree"]),
+        "graph_ends": significant(stats["ends"] / stats["nodes"] if stats["nodes"] else 0.0),
+        "graph_edge_length": significant(stats["mean_edge_length"] / short),
+        "graph_width": significant(stats["mean_width"] / short),
+    }
+
+
+def describe(rows: np.ndarray, graph: dict | None = None) -> dict[str, float]:
+    """The descriptor (DESCRIPTOR_COLUMNS) of one candidate's metrics rows [F, M] float64 and its
+    graph descriptor (NaN where None)."""
     found = {}
     for metric, column in COLUMN.items():
         series = rows[1:, column] if metric == "travel" else rows[:, column]
@@ -61,6 +92,9 @@ def describe(rows: np.ndarray) -> dict[str, float]:
             values = (float(series.mean()), float(series.std()), _drift(series))
         for kind, value in zip(STATISTICS, values):
             found[f"{metric}_{kind}"] = significant(value)
+    for column in GRAPH_COLUMNS:
+        value = (graph or {}).get(column)
+        found[column] = float(value) if isinstance(value, (int, float)) else math.nan
     return found
 
 
