@@ -100,8 +100,9 @@ class Preset(Section):
         """A look colours one map (the trail or density layer of a preset without species)."""
         if self.look is not None and (self.species is not None or self.palette.layer in ("heading", "mix")):
             raise ValueError(
-                "look: applies to one map, palette.layer trail or density without species; "
-                "remove the look section or use one species and layer trail or density"
+                "look: colours one map, the trail or density layer of a preset without species; "
+                f"remove the look section (palette.layer is {self.palette.layer!r}, species "
+                f"{'set' if self.species else 'unset'})"
             )
         return self
 
