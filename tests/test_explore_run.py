@@ -128,3 +128,14 @@ def test_a_rerun_with_other_arguments_is_refused(explored, capsys):
         in capsys.readouterr().err
     )
     assert (folder / "state.json").read_bytes() == before
+
+
+@pytest.mark.gpu
+def test_triton_on_the_gpu_explores_the_same_candidates_as_the_cpu(explored, tmp_path):
+    path, on_cpu = explored
+    gpu = ["--backend", "triton", "--device", "cuda", "--quiet"]
+    assert main(["explore", str(path), *FLAGS, *gpu, "--out", str(tmp_path)]) == 0
+    on_gpu = tmp_path / "tiny-explore"
+    assert table(on_gpu) == table(on_cpu)  # descriptors, novelty, the choice
+    for row in table(on_cpu):
+        assert (on_gpu / row["png"]).read_bytes() == (on_cpu / row["png"]).read_bytes(), row["id"]

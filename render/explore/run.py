@@ -11,6 +11,7 @@ the files. Everything lands in OUT/<preset>-explore/.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ def explore(preset: Preset, options: ExploreOptions) -> ExploreResult:
     """Explore the preset's model (the module's course); RenderError or PresetError for bad
     options, before anything is written."""
     check_options(options)
+    options = dataclasses.replace(options, steps=options.steps or preset.run.steps)  # as the state says
     device = machine.resolve_device(options.device)
     backend = machine.resolve_backend(options.backend, device)
     if device.type == "cpu":
