@@ -36,6 +36,10 @@ from physarum.render.run import machine
 from physarum.render.sweep.plan import batch_limit
 
 MAX_BATCH = 64  # candidates per simulation: each brings its own encoder process on the host
+# device bytes per canvas cell of one candidate's per-frame metrics (float64 maps of this frame
+# and the last, their difference, the spectrum) beside what batch_limit counts, and their share
+METRIC_BYTES_PER_CELL = 48
+METRIC_MEMORY_SHARE = 0.25
 
 
 @dataclass
@@ -73,7 +77,7 @@ def explore(preset: Preset, options: ExploreOptions) -> ExploreResult:
     folder.mkdir(parents=True, exist_ok=True)
     state = ExploreState.open(folder / "state.json", options.arguments(), explored.to_yaml())
     origin = mutable_values(explored.model_dump()["model"])
-    limit = max(1, min(MAX_BATCH, batch_limit(explored, backend, device)))
+    limit = batch_size(explored, backend, device)
     began, rendered = time.perf_counter(), 0
     for round_ in range(options.rounds):
         novel = most_novel(ordered(state.candidates)) if round_ else []
@@ -103,6 +107,14 @@ def explore(preset: Preset, options: ExploreOptions) -> ExploreResult:
         rendered,
         time.perf_counter() - began,
     )
+
+
+def batch_size(explored: Preset, backend: str, device) -> int:
+    """Candidates per simulation: what fits the device (sweep/plan.py's batch_limit) and leaves
+    room for the metrics' maps, at most MAX_BATCH, at least 1."""
+    cells = explored.canvas.width * explored.canvas.height
+    metrics = int(machine.available_bytes(device) * METRIC_MEMORY_SHARE) // (cells * METRIC_BYTES_PER_CELL)
+    return max(1, min(MAX_BATCH, batch_limit(explored, backend, device), metrics))
 
 
 def summary_lines(result: ExploreResult) -> list[str]:
