@@ -86,7 +86,7 @@ def naive_index(look: Look, trail: np.ndarray, low: float, high: float, gamma: f
     rows, cols = trail.shape
     table = hdr.tone_table(look.curve, gamma)
     exposure = np.float32(hdr.float32_nearest(Fraction(4096) * Fraction(look.exposure)))
-    scale = exposure / (np.float32(high) - np.float32(low))
+    scale = min(exposure / (np.float32(high) - np.float32(low)), np.float32(2.0**100))
     level = [
         [int(min(max(math.floor((np.float32(t) - np.float32(low)) * scale), 0), 65535)) for t in row]
         for row in trail
@@ -236,3 +236,12 @@ def test_cpu_and_cuda_give_the_same_index_frames(look):
     cpu = hdr.HdrLook(look, 0.7, 3).index(trail, low, high, 17)
     cuda = hdr.HdrLook(look, 0.7, 3).index(trail.cuda(), low.cuda(), high.cuda(), 17)
     assert torch.equal(cpu, cuda.cpu())
+
+
+def test_a_level_range_of_one_ulp_stays_finite():
+    """exposure / (high - low) overflows float32 here; bounded at 2^100 it never makes 0 * inf."""
+    low = torch.tensor(2.0**-100)
+    high = torch.nextafter(low, torch.tensor(1.0))
+    trail = torch.tensor([[0.0, 2.0**-100, float(high), 1.0]])
+    level = hdr.HdrLook(Look(), 1.0, 0).linear(trail, low, high)
+    assert level.tolist() == [[0, 0, 0, 65535]]

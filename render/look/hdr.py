@@ -257,9 +257,10 @@ class HdrLook:
         return self._device[key]
 
     def linear(self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
-        """[..., H, W] int32 L = floor((trail - low) * (exposure / (high - low))), 0 .. LMAX."""
+        """[..., H, W] int32 L = floor((trail - low) * min(exposure / (high - low), 2^100)), 0 .. LMAX
+        (the bound, exact, keeps a level range of a few ulps from making 0 * inf = NaN)."""
         c = self._on(trail.device, *trail.shape[-2:])
-        scale = c["exposure"] / (high - low)
+        scale = torch.clamp(c["exposure"] / (high - low), max=2.0**100)  # finite: never 0 * inf
         return torch.floor((trail - low) * scale).clamp_(0, LMAX).to(torch.int32)
 
     def index(self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor, frame: int) -> torch.Tensor:
