@@ -8,6 +8,7 @@ import csv
 
 import pytest
 
+from physarum.render.base.locks import NameLock
 from physarum.render.cli.main import main
 from physarum.render.explore import plan, run
 from physarum.render.preset import load_preset
@@ -139,3 +140,12 @@ def test_triton_on_the_gpu_explores_the_same_candidates_as_the_cpu(explored, tmp
     assert table(on_gpu) == table(on_cpu)  # descriptors, novelty, the choice
     for row in table(on_cpu):
         assert (on_gpu / row["png"]).read_bytes() == (on_cpu / row["png"]).read_bytes(), row["id"]
+
+
+def test_a_second_explore_of_one_folder_is_refused(explored, capsys):
+    path, folder = explored
+    with NameLock(folder / run.LOCK_NAME):  # as if another explore held it
+        assert main(explore_args(path, folder.parent)) == 2
+    assert "another explore" in capsys.readouterr().err
+    assert main(explore_args(path, folder.parent)) == 0  # released: it resumes (nothing to render)
+    assert not (folder / run.LOCK_NAME).exists()

@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render.base.errors import printable
+from physarum.render.base.errors import RenderError, printable
 from physarum.render.base.interrupts import stop_if_requested
+from physarum.render.base.locks import LockHeld, NameLock
 from physarum.render.explore.archive import build_archive, kept, most_novel, ordered
 from physarum.render.explore.batch import accepts, render_candidates, round_candidates
 from physarum.render.explore.mutate import mutable_values
@@ -40,6 +41,7 @@ MAX_BATCH = 64  # candidates per simulation: each brings its own encoder process
 # and the last, their difference, the spectrum) beside what batch_limit counts, and their share
 METRIC_BYTES_PER_CELL = 48
 METRIC_MEMORY_SHARE = 0.25
+LOCK_NAME = ".explore.lock"  # one explore at a time in a folder (render/base/locks.py)
 
 
 @dataclass
@@ -62,7 +64,7 @@ def _say(options: ExploreOptions, line: str) -> None:
 
 def explore(preset: Preset, options: ExploreOptions) -> ExploreResult:
     """Explore the preset's model (the module's course); RenderError or PresetError for bad
-    options, before anything is written."""
+    options, before anything is written; RenderError where another explore holds the folder."""
     check_options(options)
     options = dataclasses.replace(options, steps=options.steps or preset.run.steps)  # as the state says
     device = machine.resolve_device(options.device)
@@ -75,6 +77,17 @@ def explore(preset: Preset, options: ExploreOptions) -> ExploreResult:
     check_cost(explored, options, device.type, backend)
     folder = Path(options.out) / f"{preset.name}-explore"
     folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with NameLock(folder / LOCK_NAME):
+            return _explore(explored, options, folder, device, backend)
+    except LockHeld as held:
+        who = "another process" if held.pid is None else f"process {held.pid}"
+        raise RenderError(f"{folder}: another explore ({who}) is running in this folder") from None
+
+
+def _explore(explored: Preset, options: ExploreOptions, folder: Path, device, backend: str) -> ExploreResult:
+    """The rounds, batch by batch (each recorded in the state), then the archive's choice and
+    the files."""
     state = ExploreState.open(folder / "state.json", options.arguments(), explored.to_yaml())
     origin = mutable_values(explored.model_dump()["model"])
     limit = batch_size(explored, backend, device)
@@ -99,14 +112,8 @@ def explore(preset: Preset, options: ExploreOptions) -> ExploreResult:
     statuses: dict[str, int] = {}
     for entry in entries:
         statuses[entry.status] = statuses.get(entry.status, 0) + 1
-    return ExploreResult(
-        folder,
-        outputs,
-        statuses,
-        [entries[i].record["id"] for i in chosen],
-        rendered,
-        time.perf_counter() - began,
-    )
+    ids = [entries[i].record["id"] for i in chosen]
+    return ExploreResult(folder, outputs, statuses, ids, rendered, time.perf_counter() - began)
 
 
 def batch_size(explored: Preset, backend: str, device) -> int:
