@@ -1,0 +1,82 @@
+"""Tuning variants of the 3D Triton step (kernels/triton3d_kernels.py's constants, the sort
+interval) at one size, each checked to give the first variant's bytes: tuning changes speed only.
+
+    source scripts/gpu_env.sh > /dev/null && python3 scripts/tune_3d.py [--side 256 --agents 16777216]
+
+About a minute on an H200 at 256^3 with 16M agents.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from bench_3d import PARAMS, median_ms, phase_ms  # scripts/ is the path of a script run
+
+from physarum.kernels import exact3d
+from physarum.kernels import triton3d_kernels as kernels
+from physarum.kernels.api import World
+from physarum.kernels.spawn3d import spawn3d
+from physarum.kernels.triton3d import TritonSimulation3D
+
+VARIANTS = [
+    ("baseline", {}, 128),
+    ("sort 64", {}, 64),
+    ("sort 256", {}, 256),
+    ("agent block 512", {"AGENT_BLOCK": 512}, 128),
+    ("agent block 256", {"AGENT_BLOCK": 256}, 128),
+    ("agent 8 warps", {"AGENT_WARPS": 8}, 128),
+    ("no warp-merged deposits", {"WARP_AGGREGATED_DEPOSITS": False}, 128),
+    ("diffuse 1x256", {"DIFFUSE_BLOCK_H": 1, "DIFFUSE_BLOCK_W": 256}, 128),
+    ("diffuse 8x64", {"DIFFUSE_BLOCK_H": 8, "DIFFUSE_BLOCK_W": 64}, 128),
+    ("diffuse 8x128, 8 warps", {"DIFFUSE_BLOCK_H": 8, "DIFFUSE_BLOCK_W": 128, "DIFFUSE_WARPS": 8}, 128),
+    ("diffuse z 8", {"DIFFUSE_BLOCK_Z": 8}, 128),
+    ("diffuse z 32", {"DIFFUSE_BLOCK_Z": 32}, 128),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--side", type=int, default=256)
+    parser.add_argument("--agents", type=int, default=1 << 24)
+    parser.add_argument("--steps", type=int, default=128)
+    args = parser.parse_args()
+    grid = (args.side,) * 3
+    state = spawn3d([PARAMS.seed], args.agents, grid, "ball", radius=0.45, device="cuda")
+    tables = exact3d.build_tables3d([PARAMS], device="cuda")
+    developed = TritonSimulation3D(state, tables, World())
+    developed.advance(256)
+    state = developed.state
+    del developed
+    first = None
+    for name, constants, sort_every in VARIANTS:
+        saved = {k: getattr(kernels, k) for k in constants}
+        try:
+            for k, v in constants.items():
+                setattr(kernels, k, v)
+            simulation = TritonSimulation3D(state, tables, World(), sort_every=sort_every)
+            simulation.advance(args.steps)  # compile, capture
+            ms = median_ms(simulation.advance, args.steps, 3)
+            phases = phase_ms(simulation)
+            check = TritonSimulation3D(state, tables, World(), sort_every=sort_every)
+            check.advance(args.steps)
+            result = check.state
+        finally:
+            for k, v in saved.items():
+                setattr(kernels, k, v)
+        if first is None:
+            first = result
+        same = (
+            torch.equal(first.position, result.position)
+            and torch.equal(first.heading, result.heading)
+            and torch.equal(first.trail.view(torch.int32), result.trail.view(torch.int32))
+        )
+        print(
+            f"{name:<28} {ms:8.3f} ms/step  {phases}  {'same bytes' if same else 'DIFFERENT BYTES'}",
+            flush=True,
+        )
+        del simulation, check
+
+
+if __name__ == "__main__":
+    main()
