@@ -23,6 +23,7 @@ For the GIF, reduce_rgb gives each RGB frame its own palette of at most 256 colo
 
 from __future__ import annotations
 
+import importlib.util
 from fractions import Fraction
 
 import numpy as np
@@ -101,6 +102,11 @@ def sample_levels(padded: torch.Tensor, grid, points: list[torch.Tensor], mode: 
     return (total + (1 << 23)) >> 24
 
 
+def has_triton() -> bool:
+    """Whether Triton is installed (the kernel of render/look/volume_kernel.py can run)."""
+    return importlib.util.find_spec("triton") is not None
+
+
 def render_volume(
     levels: torch.Tensor,
     v: View,
@@ -109,14 +115,22 @@ def render_volume(
     background: tuple[int, int, int],
     mode: str = "trilinear",
     gain: int = GAIN_ONE,
+    kernel: bool | None = None,
 ) -> torch.Tensor:
     """[H, W, 3] uint8: levels [D, H, W] uint8 seen in view v, emitting colours [256, 3] times
-    gain / GAIN_ONE and absorbing alpha [256] (int64, on levels' device), over background."""
+    gain / GAIN_ONE and absorbing alpha [256] (int64, on levels' device), over background.
+    kernel: march with the Triton kernel (render/look/volume_kernel.py; the same bytes); None:
+    on a CUDA device where Triton is installed."""
     device = levels.device
     grid = tuple(levels.shape)
     padded = torch.nn.functional.pad(levels, (1, 1, 1, 1, 1, 1)).reshape(-1)
     colours, alpha = colours.to(torch.int64), alpha.to(torch.int64)
     directions = ray_directions(v, device)
+    if kernel or (kernel is None and device.type == "cuda" and has_triton()):
+        # start-up: Triton loads only for a render on a GPU (or a test that asks for the kernel)
+        from physarum.render.look.volume_kernel import march
+
+        return march(padded, grid, directions, v, colours, alpha, background, mode == "trilinear", gain)
     pixels = directions.shape[1]
     light = torch.full((pixels,), 1 << LIGHT_BITS, dtype=torch.int64, device=device)
     total = torch.zeros((pixels, 3), dtype=torch.int64, device=device)

@@ -1,0 +1,139 @@
+"""The volume renderer as one Triton kernel: the integer recipe of render/look/volume.py (its
+module docstring, steps 3 to 5) with a ray per lane and every sample in registers, the same
+bytes as the PyTorch code (tests/test_look_volume_kernel.py, in Triton's interpreter; the GPU
+test compares on CUDA). volume.render_volume calls it for levels on a CUDA device where Triton
+is installed; the directions (a floor division, which Triton's // does not do) come in from
+volume.ray_directions.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+BLOCK = 128  # rays a program
+
+
+@triton.jit
+def _level(padded_ptr, x, y, z, width, height, depth, mask):
+    """int64 level of voxels (x, y, z) from the levels padded by one empty voxel (index + 1,
+    clamped to the padding outside)."""
+    x = tl.minimum(tl.maximum(x, -1), width) + 1
+    y = tl.minimum(tl.maximum(y, -1), height) + 1
+    z = tl.minimum(tl.maximum(z, -1), depth) + 1
+    index = (z * (height + 2) + y) * (width + 2) + x
+    return tl.load(padded_ptr + index, mask=mask, other=0).to(tl.int64)
+
+
+@triton.jit
+def _trilinear(padded_ptr, px, py, pz, width, height, depth, mask):
+    """The 8 voxels round (px, py, pz) (16.16, voxel centres at integers after - 0.5) weighted
+    by 8-bit fractions, rounded: (sum + 2^23) >> 24."""
+    sx, sy, sz = px - 32768, py - 32768, pz - 32768
+    bx, by, bz = sx >> 16, sy >> 16, sz >> 16
+    fx, fy, fz = (sx & 65535) >> 8, (sy & 65535) >> 8, (sz & 65535) >> 8
+    total = tl.zeros_like(px)
+    for corner in tl.static_range(8):
+        cx = corner & 1
+        cy = (corner >> 1) & 1
+        cz = (corner >> 2) & 1
+        wx = fx * cx + (256 - fx) * (1 - cx)
+        wy = fy * cy + (256 - fy) * (1 - cy)
+        wz = fz * cz + (256 - fz) * (1 - cz)
+        level = _level(padded_ptr, bx + cx, by + cy, bz + cz, width, height, depth, mask)
+        total += wx * wy * wz * level
+    return (total + 8388608) >> 24
+
+
+@triton.jit
+def _march_kernel(
+    padded_ptr,
+    directions_ptr,
+    depths_ptr,
+    alpha_ptr,
+    colours_ptr,
+    out_ptr,
+    pixels,
+    samples,
+    ox,
+    oy,
+    oz,
+    width,
+    height,
+    depth,
+    back_r,
+    back_g,
+    back_b,
+    gain,
+    TRILINEAR: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < pixels
+    dx = tl.load(directions_ptr + offsets, mask=mask, other=0)
+    dy = tl.load(directions_ptr + pixels + offsets, mask=mask, other=0)
+    dz = tl.load(directions_ptr + 2 * pixels + offsets, mask=mask, other=0)
+    light = tl.full([BLOCK], 65536, tl.int64)
+    red = tl.zeros([BLOCK], tl.int64)
+    green = tl.zeros([BLOCK], tl.int64)
+    blue = tl.zeros([BLOCK], tl.int64)
+    for k in range(samples):
+        s = tl.load(depths_ptr + k)
+        px = ox + ((s * dx) >> 16)
+        py = oy + ((s * dy) >> 16)
+        pz = oz + ((s * dz) >> 16)
+        if TRILINEAR:
+            level = _trilinear(padded_ptr, px, py, pz, width, height, depth, mask)
+        else:
+            level = _level(padded_ptr, px >> 16, py >> 16, pz >> 16, width, height, depth, mask)
+        weight = (tl.load(alpha_ptr + level, mask=mask, other=0) * light) >> 12
+        light -= weight
+        red += tl.load(colours_ptr + level * 3, mask=mask, other=0) * weight
+        green += tl.load(colours_ptr + level * 3 + 1, mask=mask, other=0) * weight
+        blue += tl.load(colours_ptr + level * 3 + 2, mask=mask, other=0) * weight
+    red = (((red * gain) >> 8) + back_r * light + 32768) >> 16
+    green = (((green * gain) >> 8) + back_g * light + 32768) >> 16
+    blue = (((blue * gain) >> 8) + back_b * light + 32768) >> 16
+    tl.store(out_ptr + offsets * 3, tl.minimum(red, 255).to(tl.uint8), mask=mask)
+    tl.store(out_ptr + offsets * 3 + 1, tl.minimum(green, 255).to(tl.uint8), mask=mask)
+    tl.store(out_ptr + offsets * 3 + 2, tl.minimum(blue, 255).to(tl.uint8), mask=mask)
+
+
+def march(
+    padded: torch.Tensor,
+    grid: tuple[int, int, int],
+    directions: torch.Tensor,
+    v,
+    colours: torch.Tensor,
+    alpha: torch.Tensor,
+    background: tuple[int, int, int],
+    trilinear: bool,
+    gain: int,
+) -> torch.Tensor:
+    """[H, W, 3] uint8 of view v (render/look/camera.View): padded levels (flat uint8),
+    directions [3, P] int64, colours [256, 3] and alpha [256] int64, all on one device."""
+    depth, height, width = grid
+    pixels = directions.shape[1]
+    device = padded.device
+    out = torch.empty((pixels, 3), dtype=torch.uint8, device=device)
+    depths = torch.tensor(v.depths, dtype=torch.int64, device=device)
+    _march_kernel[(triton.cdiv(pixels, BLOCK),)](
+        padded,
+        directions.contiguous(),
+        depths,
+        alpha.contiguous(),
+        colours.contiguous(),
+        out,
+        pixels,
+        len(v.depths),
+        *v.origin,
+        width,
+        height,
+        depth,
+        *background,
+        gain,
+        TRILINEAR=trilinear,
+        BLOCK=BLOCK,
+    )
+    return out.reshape(v.size[1], v.size[0], 3)

@@ -1,0 +1,52 @@
+"""The Triton kernel of the volume renderer (render/look/volume_kernel.py) against the PyTorch
+code, byte for byte, in Triton's CPU interpreter (tiny volumes) and on CUDA (gpu)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from physarum.render.look.camera import view
+from physarum.render.look.volume import alpha_table, render_volume
+from physarum.render.preset.camera import Camera
+
+
+def _case(seed: int, shape=(6, 7, 9)):
+    rng = np.random.default_rng(seed)
+    levels = rng.integers(0, 256, size=shape).astype(np.uint8)
+    levels[rng.random(shape) < 0.5] = 0
+    ramp = np.arange(256)
+    colours = np.stack([ramp, (ramp * 5) % 256, 255 - ramp], 1).astype(np.uint8)
+    return torch.from_numpy(levels), torch.from_numpy(colours)
+
+
+@pytest.mark.interpreter(cpu=True)
+@pytest.mark.parametrize("mode", ["nearest", "trilinear"])
+def test_kernel_equals_the_torch_renderer_in_the_interpreter(mode):
+    levels, colours = _case(1)
+    camera = Camera.model_validate(
+        {"orbit": {"turns": 1, "elevation": 30}, "fov": 55, "samples": 7, "opacity": 0.5, "sample": mode}
+    )
+    alpha = torch.from_numpy(alpha_table(camera))
+    for frame in (0, 2):
+        v = view(camera, tuple(levels.shape), (11, 6), frame, 5)  # 66 rays: a partly masked block
+        plain = render_volume(levels, v, colours, alpha, (7, 8, 9), mode, 600, kernel=False)
+        fused = render_volume(levels, v, colours, alpha, (7, 8, 9), mode, 600, kernel=True)
+        assert torch.equal(plain, fused)
+        assert len(torch.unique(plain.reshape(-1, 3), dim=0)) > 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["nearest", "trilinear"])
+def test_kernel_on_cuda_equals_the_torch_renderer_on_the_cpu(mode):
+    levels, colours = _case(2, (40, 50, 60))
+    camera = Camera.model_validate({"orbit": {"turns": 1, "elevation": 20}, "opacity": 0.1, "sample": mode})
+    alpha = torch.from_numpy(alpha_table(camera))
+    for frame in range(3):
+        v = view(camera, tuple(levels.shape), (130, 70), frame, 3)
+        cpu = render_volume(levels, v, colours, alpha, (1, 2, 3), mode, 300, kernel=False)
+        cuda = render_volume(
+            levels.cuda(), v, colours.cuda(), alpha.cuda(), (1, 2, 3), mode, 300, kernel=True
+        )
+        assert torch.equal(cpu, cuda.cpu())
