@@ -127,8 +127,7 @@ def render_volume(
     colours, alpha = colours.to(torch.int64), alpha.to(torch.int64)
     directions = ray_directions(v, device)
     if kernel or (kernel is None and device.type == "cuda" and has_triton()):
-        # start-up: Triton loads only for a render on a GPU (or a test that asks for the kernel)
-        from physarum.render.look.volume_kernel import march
+        from physarum.render.look.volume_kernel import march  # start-up: Triton, for a GPU render only
 
         return march(padded, grid, directions, v, colours, alpha, background, mode == "trilinear", gain)
     pixels = directions.shape[1]
