@@ -87,7 +87,13 @@ def check_options(options: ExploreOptions) -> None:
 
 
 def explored_preset(preset: Preset, options: ExploreOptions) -> Preset:
-    """The preset every candidate mutates (the module's rules); PresetError where it does not fit."""
+    """The preset every candidate mutates (the module's rules); PresetError where it does not fit,
+    RenderError for a 3D preset (the metrics read a 2D trail)."""
+    if preset.dims != 2:
+        raise RenderError(
+            f"{preset.name}: explore searches 2D presets; this one is {preset.dims}D "
+            "(canvas.depth): drop canvas.depth, or render its variations with a sweep"
+        )
     reduced, _ = reduce_preset(preset, side_ratio(preset, options.size), "explore")
     data = reduced.model_dump(mode="json")
     steps = options.steps or preset.run.steps
