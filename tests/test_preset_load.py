@@ -140,3 +140,41 @@ def test_deep_nesting_in_a_preset_is_one_message(write_yaml):
         load_preset(write_yaml("name: x\nmodel: " + "[" * 500 + "]" * 500 + "\n"))
     with pytest.raises(PresetError, match="nested more than 64 levels deep"):
         load_preset(write_yaml(yaml.safe_dump(tiny_data())), ["model.decay=" + "[" * 500 + "]" * 500])
+
+
+def test_a_depth_makes_a_3d_preset_and_2d_dumps_stay_as_they_were():
+    from physarum.render.preset import build_preset
+
+    volume = build_preset(
+        tiny_data(canvas={"width": 40, "height": 32, "depth": 24}, agents={"spawn": "ball"}), "v.yaml"
+    )
+    assert (volume.dims, volume.short_side) == (3, 24) and volume.canvas.depth == 24
+    flat = build_preset(tiny_data(), "f.yaml")
+    assert flat.dims == 2 and "depth" not in flat.model_dump(mode="json")["canvas"]
+    dense = build_preset(
+        tiny_data(canvas={"width": 40, "height": 32, "depth": 24}, agents={"density": 0.5, "count": None}),
+        "d.yaml",
+    )
+    assert dense.agents.count == 40 * 32 * 24 // 2  # agents per voxel
+
+
+def test_3d_presets_refuse_what_the_volume_model_lacks():
+    volume = {"width": 32, "height": 32, "depth": 16}
+    problems = problems_of(
+        tiny_data(
+            canvas=volume,
+            agents={"spawn": "disk"},
+            palette={"layer": "density"},
+            world={"boundary": "reflect", "food": {"points": [{"x": 0.5, "y": 0.5}]}},
+        )
+    )
+    joined = "\n".join(problems)
+    assert "world: a 3D preset (canvas.depth set) has no trail image, walls or food" in joined
+    assert "palette.layer: a 3D preset shows its trail volume only" in joined
+    assert "agents.spawn: a 3D preset spawns random, center, ball, sphere (got 'disk')" in joined
+    assert any(
+        "must be less than half the canvas's short side (8 pixels)" in p
+        for p in problems_of(tiny_data(canvas=volume, model={"sensor_distance": 9}))
+    )
+    assert any("sides of at most 1024" in p for p in problems_of(tiny_data(canvas={**volume, "width": 2048})))
+    assert any("ball is a 3D spawn" in p for p in problems_of(tiny_data(agents={"spawn": "ball"})))

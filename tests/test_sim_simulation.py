@@ -8,6 +8,7 @@ import torch
 
 from physarum.kernels import exact
 from physarum.kernels import spawn as spawning
+from physarum.kernels.reference3d import TorchSimulation3D
 from physarum.render.preset import build_preset
 from physarum.render.preset.images import box_resize
 from physarum.render.sim.simulation import (
@@ -97,3 +98,18 @@ def test_simulation_b_of_a_batch_evolves_as_its_preset_alone(images):
             simulation_maps(presets[0], batch.trail, 0), simulation_maps(presets[1], batch.trail, 1)
         )
     assert simulation_maps(presets[0], batch.trail, 1).shape == (2, 32, 48)  # S species maps [S, H, W]
+
+
+def test_a_3d_preset_becomes_the_volume_model_of_its_backend():
+    volume = {"width": 24, "height": 16, "depth": 12}
+    presets = [
+        build_preset(tiny_data(seed=s, canvas=volume, agents={"count": 300, "spawn": "ball"}), "v.yaml")
+        for s in (1, 2)
+    ]
+    assert batch_key(presets[0]) == batch_key(presets[1]) != batch_key(build_preset(tiny_data(), "f.yaml"))
+    simulation = make_batch_simulation(presets, "torch", torch.device("cpu"))
+    assert isinstance(simulation, TorchSimulation3D) and simulation.dims == 3
+    simulation.advance(2)
+    state = simulation.state
+    assert state.position.shape == (2, 3, 300) and state.trail.shape == (2, 12, 16, 24)
+    assert not torch.equal(state.trail[0], state.trail[1])  # each simulation its own seed
