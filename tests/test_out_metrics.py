@@ -66,3 +66,14 @@ def test_render_metrics_writes_a_row_per_frame_and_leaves_the_png(tmp_path):
     assert [int(r["step"]) for r in rows] == list(range(3, 25, 3))  # 8 frames of 3 steps
     assert [int(r["frame"]) for r in rows] == list(range(8))
     assert all(float(r["mass"]) > 0 for r in rows) and rows[0]["travel"] == "nan"
+
+
+def test_a_volume_counts_cell_by_cell_and_its_bands_are_its_projections():
+    volume = torch.zeros(4, 32, 32)
+    volume[1, 0, :4] = 8.0
+    found = metrics_of(volume)
+    assert found["mass"] == 32 / 4096 and found["coverage"] == 4 / 4096
+    _, x = torch.meshgrid(torch.arange(32.0), torch.arange(32.0), indexing="ij")
+    waves = (1 + torch.cos(2 * torch.pi * 8 * x / 32)).expand(4, 32, 32)
+    assert metrics_of(waves)["band_2"] > 0.999
+    assert combined_trail(torch.ones(6, 2, 3, 5), 3).shape == (2, 2, 3, 5)

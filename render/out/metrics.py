@@ -13,7 +13,8 @@ Each simulation's trail is its species' maps summed, T [H, W]; the metrics of a 
   last frame (NaN on the first frame, which has none before it);
 - band_1 .. band_4: the share of the power spectrum of T - mean(T) in rings of BAND_EDGES cycles
   per short side (large shapes to fine grain; each rfft2 bin counted twice where its conjugate
-  is not stored); 0 for a flat map.
+  is not stored); 0 for a flat map. A 3D world's volume counts cell by cell, its bands are those
+  of its projection along the depth.
 
 Sums are accumulated in float64 on the device. The numbers describe pictures; they decide no
 output byte, and their last bits may differ between devices (summation order).
@@ -49,14 +50,20 @@ def band_weights(height: int, width: int, device: torch.device) -> torch.Tensor:
 
 
 def combined_trail(trail: torch.Tensor, species: int) -> torch.Tensor:
-    """[B, H, W] float64: each simulation's species maps (groups b * S .. b * S + S - 1) summed."""
-    groups, height, width = trail.shape
-    return trail.reshape(groups // species, species, height, width).sum(dim=1, dtype=torch.float64)
+    """[B, *grid] float64: each simulation's species maps (groups b * S .. b * S + S - 1) summed."""
+    groups, *grid = trail.shape
+    return trail.reshape(groups // species, species, *grid).sum(dim=1, dtype=torch.float64)
+
+
+def spectrum_plane(maps: torch.Tensor) -> torch.Tensor:
+    """[B, H, W]: the maps themselves, or a 3D world's [B, Z, H, W] summed over its depth (the
+    spectral bands of a volume are those of its projection)."""
+    return maps if maps.dim() == 3 else maps.sum(dim=1)
 
 
 def frame_metrics(maps: torch.Tensor, previous: torch.Tensor | None, weights: torch.Tensor) -> torch.Tensor:
-    """[B, len(METRIC_COLUMNS)] float64 metrics of maps [B, H, W] float64 (module docstring);
-    previous: the previous frame's maps, or None (travel NaN)."""
+    """[B, len(METRIC_COLUMNS)] float64 metrics of maps [B, H, W] (or a volume's [B, Z, H, W])
+    float64 (module docstring); previous: the previous frame's maps, or None (travel NaN)."""
     batch = maps.shape[0]
     values = maps.reshape(batch, -1)
     total = values.sum(dim=1)
@@ -71,7 +78,8 @@ def frame_metrics(maps: torch.Tensor, previous: torch.Tensor | None, weights: to
     else:
         moved = (maps - previous).abs().reshape(batch, -1).sum(dim=1)
         travel = moved / torch.where(total > 0, total, 1.0)
-    centred = (maps - mean[:, None, None]).to(torch.float32)
+    plane = spectrum_plane(maps)
+    centred = (plane - plane.mean(dim=(-2, -1), keepdim=True)).to(torch.float32)
     power = torch.view_as_real(torch.fft.rfft2(centred)).square().sum(dim=-1).reshape(batch, -1)
     bands = power.to(torch.float64) @ weights
     all_power = bands.sum(dim=1, keepdim=True)
@@ -96,7 +104,7 @@ class FrameMetrics:
     def __call__(self, simulation, frame: int, step: int) -> None:
         maps = combined_trail(simulation.trail, self.species)
         if self.weights is None:
-            self.weights = band_weights(maps.shape[1], maps.shape[2], maps.device)
+            self.weights = band_weights(maps.shape[-2], maps.shape[-1], maps.device)
         self.rows.append(frame_metrics(maps, self.previous, self.weights))
         self.steps.append(step)
         self.previous = maps
