@@ -2,7 +2,7 @@
 and 512^3 trail volumes (synthetic tubes), nearest and trilinear, on each device asked for; the
 GIF palette's share (reduce_rgb); and byte identity of CPU and CUDA frames at a medium size.
 
-    python3 scripts/bench_volume.py --device cuda --out $OUT/volume.json    # H200: about 2-4 min
+    python3 scripts/bench_volume.py --device cuda --out $OUT/volume.json    # H200: about 3-5 min
     python scripts/bench_volume.py --device cpu --sides 64 --size 256       # a CPU: small only
 
 Prints one line per case and writes the results as JSON (--out).
@@ -41,7 +41,7 @@ def sync(device: torch.device) -> None:
 
 
 def frame_ms(
-    levels, camera, colours, alpha, size, frames: int, mode: str
+    levels, camera, colours, alpha, size, frames: int, mode: str, kernel: bool
 ) -> tuple[float, float, torch.Tensor]:
     """(ms per frame rendering, ms per frame of reduce_rgb, the last frame) over `frames` orbit frames."""
     device = levels.device
@@ -51,7 +51,7 @@ def frame_ms(
         v = view(camera, tuple(levels.shape), size, number, frames)
         sync(device)
         start = time.perf_counter()
-        image = render_volume(levels, v, colours, alpha, (0, 0, 0), mode)
+        image = render_volume(levels, v, colours, alpha, (0, 0, 0), mode, kernel=kernel)
         sync(device)
         middle = time.perf_counter()
         reduce_rgb(image)
@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024, help="output frame side")
     parser.add_argument("--frames", type=int, default=3)
     parser.add_argument("--modes", default="nearest,trilinear")
+    parser.add_argument("--paths", default="kernel,torch", help="the Triton kernel, the torch code (CUDA)")
     parser.add_argument("--identity", type=int, default=128, help="CPU vs CUDA check's volume side (0: none)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -79,18 +80,24 @@ def main() -> None:
     for side in map(int, args.sides.split(",")):
         trail = tubes(side, device)
         levels = colourist.index_frame(trail)
-        for mode in args.modes.split(","):
+        for mode, path in [(m, p) for m in args.modes.split(",") for p in args.paths.split(",")]:
+            if path == "kernel" and device.type != "cuda":
+                continue
             camera = Camera.model_validate(
                 {"orbit": {"turns": 1, "elevation": 20}, "opacity": 0.1, "sample": mode}
             )
             alpha = torch.from_numpy(alpha_table(camera)).to(device)
             size = (args.size, args.size)
-            render_ms, reduce_ms, _ = frame_ms(levels, camera, colours, alpha, size, args.frames, mode)
+            kernel = path == "kernel"
+            render_ms, reduce_ms, _ = frame_ms(
+                levels, camera, colours, alpha, size, args.frames, mode, kernel
+            )
             samples = args.size * args.size * side
             case = {
                 "volume": side,
                 "output": args.size,
                 "mode": mode,
+                "path": path,
                 "samples_per_ray": side,
                 "render_ms": round(render_ms, 2),
                 "reduce_rgb_ms": round(reduce_ms, 2),
