@@ -3,6 +3,10 @@ code, byte for byte, in Triton's CPU interpreter (tiny volumes) and on CUDA (gpu
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -50,3 +54,14 @@ def test_kernel_on_cuda_equals_the_torch_renderer_on_the_cpu(mode):
             levels.cuda(), v, colours.cuda(), alpha.cuda(), (1, 2, 3), mode, 300, kernel=True
         )
         assert torch.equal(cpu, cuda.cpu())
+
+
+def test_the_kernel_compiles_for_sm90():
+    """Ahead of time on the CPU, in a process without TRITON_INTERPRET (which replaces the compiler)."""
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = "from physarum.render.look.volume_kernel import compile_for; print('compiled', compile_for(90))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0 and "compiled 2" in result.stdout, result.stdout + result.stderr

@@ -137,3 +137,41 @@ def march(
         BLOCK=BLOCK,
     )
     return out.reshape(v.size[1], v.size[0], 3)
+
+
+SIGNATURE = {
+    "padded_ptr": "*u8",
+    "directions_ptr": "*i64",
+    "depths_ptr": "*i64",
+    "alpha_ptr": "*i64",
+    "colours_ptr": "*i64",
+    "out_ptr": "*u8",
+    "pixels": "i32",
+    "samples": "i32",
+    "ox": "i64",
+    "oy": "i32",
+    "oz": "i64",
+    "width": "i32",
+    "height": "i32",
+    "depth": "i32",
+    "back_r": "i32",
+    "back_g": "i32",
+    "back_b": "i32",
+    "gain": "i32",
+}
+
+
+def compile_for(arch: int = 90) -> int:
+    """Compile both specialisations (nearest, trilinear) for sm_<arch> ahead of time, on the
+    CPU (the interpreter accepts code the compiler rejects; kernels/compile_check.py says why);
+    returns how many compiled. Run without TRITON_INTERPRET."""
+    from triton.backends.compiler import GPUTarget  # start-up: the compiler, for this check only
+    from triton.compiler import ASTSource  # start-up: the compiler, for this check only
+
+    for trilinear in (False, True):
+        signature = {**SIGNATURE, "TRILINEAR": "constexpr", "BLOCK": "constexpr"}
+        source = ASTSource(
+            fn=_march_kernel, signature=signature, constexprs={"TRILINEAR": trilinear, "BLOCK": BLOCK}
+        )
+        triton.compile(source, target=GPUTarget("cuda", arch, 32), options={"num_warps": 4})
+    return 2
