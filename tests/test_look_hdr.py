@@ -16,6 +16,8 @@ from physarum.render.look import hdr
 from physarum.render.look.colour import make_colourist
 from physarum.render.preset.look_section import Look
 from physarum.render.run import runner
+from physarum.render.sim.keyframes import KeyframedSimulation
+from physarum.render.sim.simulation import make_simulation
 from support import build_preset, render_tiny, tiny_data
 
 # ---------------------------------------------------------------------------------------------
@@ -245,3 +247,31 @@ def test_a_level_range_of_one_ulp_stays_finite():
     trail = torch.tensor([[0.0, 2.0**-100, float(high), 1.0]])
     level = hdr.HdrLook(Look(), 1.0, 0).linear(trail, low, high)
     assert level.tolist() == [[0, 0, 0, 65535]]
+
+
+def test_scheduled_look_values_follow_each_frames_step_and_leave_the_simulation_alone():
+    ramp = {"keys": {0: 0.5, "100%": 4.0}}
+    preset = build_preset(
+        tiny_data(look={"exposure": ramp, "vignette": {"keys": {0: 0, 24: 1}}}), "tiny.yaml"
+    )
+    assert [path for path, _ in preset.schedules] == ["look.exposure", "look.vignette"]
+    assert preset.simulation_schedules == []
+    colourist = make_colourist(preset)
+    first, last = colourist.hdr.values(0), colourist.hdr.values(preset.frames - 1)
+    assert first.exposure == 4096 * (0.5 + 3.5 * 3 / 24) and first.vignette == round(4096 * 3 / 24)
+    assert last.exposure == 4096 * 4.0 and last.vignette == 4096
+    trail = torch.rand(32, 48, generator=torch.Generator().manual_seed(4))
+    assert not torch.equal(colourist.index_frame(trail, 0), colourist.index_frame(trail, 7))
+    fixed = make_colourist(build_preset(tiny_data(look={"exposure": 2.0}), "tiny.yaml"))
+    assert torch.equal(fixed.index_frame(trail, 0), fixed.index_frame(trail, 7))
+
+
+def test_a_preset_whose_only_schedules_are_the_looks_simulates_without_keyframes():
+    preset = build_preset(tiny_data(look={"bloom": {"keys": {0: 0, "100%": 2}}}), "tiny.yaml")
+    assert not isinstance(make_simulation(preset, "torch", torch.device("cpu")), KeyframedSimulation)
+    model = tiny_data(
+        look={"bloom": {"keys": {0: 0, "100%": 2}}}, model={"decay": {"keys": {0: 0.1, 24: 0.2}}}
+    )
+    assert isinstance(
+        make_simulation(build_preset(model, "tiny.yaml"), "torch", torch.device("cpu")), KeyframedSimulation
+    )

@@ -26,6 +26,7 @@ from physarum.render.look.select import kth_values, quantile_rank
 from physarum.render.preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
 from physarum.render.preset.look_section import Look
 from physarum.render.preset.palettes import parse_hex
+from physarum.render.sim.course import Course
 
 
 def gamma_levels(gamma: float) -> np.ndarray:
@@ -61,9 +62,11 @@ class Colourist:
     device), and a cell's index is the number of thresholds at or below it.
     """
 
-    def __init__(self, palette: Palette, look: Look | None = None, seed: int = 0):
-        self.palette = palette
-        self.hdr = None if look is None else HdrLook(look, palette.gamma, seed)  # render/look/hdr.py
+    def __init__(
+        self, palette: Palette, look: Look | None = None, seed: int = 0, frame_step=int, end: int = 0
+    ):
+        self.palette = palette  # look: render/look/hdr.py, its schedules valued at frame_step(frame)
+        self.hdr = None if look is None else HdrLook(look, palette.gamma, seed, frame_step, end)
         self.tables = [palette_table(entry, palette.space) for entry in palette.names]
         self._levels = torch.from_numpy(gamma_levels(palette.gamma))
         self._device_tables: dict = {}
@@ -274,7 +277,8 @@ def make_colourist(preset: Preset) -> Colourist | SpeciesColourist:
     if preset.palette.layer in ("heading", "mix"):
         return {"heading": HeadingColourist, "mix": MixColourist}[preset.palette.layer](preset.palette)
     if preset.species is None:
-        return Colourist(preset.palette, preset.look, preset.seed)
+        course = Course(preset.run)  # the step of each frame, where a look's schedules are valued
+        return Colourist(preset.palette, preset.look, preset.seed, course.frame_end, preset.end_step)
     return SpeciesColourist(preset.palette, species_ramps(preset))
 
 

@@ -12,8 +12,10 @@ on every platform), film grain (lowbias32 of seed and pixel, rolled by a hash of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -21,6 +23,7 @@ import torch
 from physarum.kernels.exact import float32_nearest, lowbias32, lowbias32_int
 from physarum.kernels.limits import U32
 from physarum.render.preset.look_section import Look
+from physarum.render.preset.schedule import is_scheduled, value_at
 
 ONE = 4096  # the linear intensity 1.0 (the white level)
 LMAX = 65535  # 16.0 - 1/4096: the brightest intensity
@@ -196,24 +199,24 @@ def bloom(level: torch.Tensor, threshold: int, n: int, strength: int) -> torch.T
 # The look of one preset
 
 
-def vignette_factor(height: int, width: int, amount: int, device) -> torch.Tensor:
-    """[H, W] int32 factors in 1/4096: ONE - amount * f^2 // ONE^2, f = r2 * ONE // r2max, with r2
-    the squared distance from the centre in half pixels (dx = 2x + 1 - W) and r2max a corner's."""
+def vignette_falloff(height: int, width: int, device) -> torch.Tensor:
+    """[H, W] int32 q = f * f // ONE, f = r2 * ONE // r2max (0 .. ONE), with r2 the squared distance
+    from the centre in half pixels (dx = 2x + 1 - W) and r2max a corner's; a vignette of amount
+    A (in 1/4096) multiplies by (ONE - A * q // ONE) / ONE."""
     dx = torch.arange(width, device=device, dtype=torch.int64) * 2 + 1 - width
     dy = torch.arange(height, device=device, dtype=torch.int64) * 2 + 1 - height
     r2 = dy[:, None] ** 2 + dx[None, :] ** 2
-    r2max = max(1, (width - 1) ** 2 + (height - 1) ** 2)
-    f = r2 * ONE // r2max
-    return (ONE - amount * (f * f // ONE) // ONE).to(torch.int32)
+    f = r2 * ONE // max(1, (width - 1) ** 2 + (height - 1) ** 2)
+    return (f * f // ONE).to(torch.int32)
 
 
-def grain_noise(height: int, width: int, seed_key: int, amount: int, device) -> torch.Tensor:
-    """[H, W] int32 grain of the canvas: (n * amount) >> 12 for the triangular noise n in
-    -4095 .. 4095 of two 12-bit fields of h = lowbias32(lowbias32(pixel ^ seed_key)), pixel =
-    y * W + x. A frame shows it rolled (grain_shift), so it is hashed once per canvas."""
+def grain_noise(height: int, width: int, seed_key: int, device) -> torch.Tensor:
+    """[H, W] int32 triangular noise n in -4095 .. 4095 of the canvas: two 12-bit fields of
+    h = lowbias32(lowbias32(pixel ^ seed_key)), pixel = y * W + x. A frame shows it rolled
+    (grain_shift) and scaled, (n * amount) >> 12, so it is hashed once per canvas."""
     cells = torch.arange(height * width, device=device, dtype=torch.int64).reshape(height, width)
     h = lowbias32(lowbias32(cells ^ seed_key))
-    return ((((h & 0xFFF) + ((h >> 12) & 0xFFF) - 4095) * amount) >> 12).to(torch.int32)
+    return ((h & 0xFFF) + ((h >> 12) & 0xFFF) - 4095).to(torch.int32)
 
 
 def grain_shift(frame: int, seed_key: int, height: int, width: int) -> tuple[int, int]:
@@ -223,19 +226,48 @@ def grain_shift(frame: int, seed_key: int, height: int, width: int) -> tuple[int
     return h % height, (h >> 16) % width
 
 
-class HdrLook:
-    """A preset's look section as integers, and its index frames (index)."""
+class Values(NamedTuple):
+    """A frame's look values as the integers (and one float32) the device uses."""
 
-    def __init__(self, look: Look, gamma: float, seed: int):
-        self.look = look
+    exposure: float  # float32(ONE * exposure)
+    threshold: int  # round(ONE * bloom_threshold)
+    strength: int  # round(256 * bloom)
+    vignette: int  # round(ONE * vignette)
+    grain: int  # round(DISPLAY * grain)
+
+
+class HdrLook:
+    """A preset's look section as integers, and its index frames (index). frame_step: the step
+    frame number f is taken after (sim/course.py), where scheduled values are valued; end: the
+    run's last step (schedules' percentages)."""
+
+    def __init__(
+        self, look: Look, gamma: float, seed: int, frame_step: Callable[[int], int] = int, end: int = 0
+    ):
+        self.look, self.frame_step, self.end = look, frame_step, end
         self.table = torch.from_numpy(tone_table(look.curve, float(gamma)))
-        self.exposure = float32_nearest(Fraction(ONE) * Fraction(look.exposure))
-        self.threshold = min(LMAX, round(Fraction(look.bloom_threshold) * ONE))
-        self.strength = round(Fraction(look.bloom) * 256)
-        self.vignette = round(Fraction(look.vignette) * ONE)
-        self.grain = round(Fraction(look.grain) * DISPLAY)
         self.seed_key = lowbias32_int(seed ^ 0x9E3779B9)  # not the model's key (lowbias32(seed))
+        self.scheduled = any(
+            is_scheduled(v)
+            for v in (look.exposure, look.bloom, look.bloom_threshold, look.vignette, look.grain)
+        )
+        self._fixed = None if self.scheduled else self._values_at(0)
         self._device: dict = {}
+
+    def _values_at(self, step: int) -> Values:
+        """The look's values at `step`, each exact until rounded here once."""
+        look, end = self.look, self.end
+        return Values(
+            exposure=float32_nearest(ONE * value_at(look.exposure, step, end)),
+            threshold=min(LMAX, round(ONE * value_at(look.bloom_threshold, step, end))),
+            strength=round(256 * value_at(look.bloom, step, end)),
+            vignette=round(ONE * value_at(look.vignette, step, end)),
+            grain=round(DISPLAY * value_at(look.grain, step, end)),
+        )
+
+    def values(self, frame: int) -> Values:
+        """The values of frame number `frame` (those at its step, where any is scheduled)."""
+        return self._fixed if self._fixed is not None else self._values_at(self.frame_step(frame))
 
     def _on(self, device: torch.device, height: int, width: int) -> dict:
         """The look's constants for a canvas on `device`, made there once."""
@@ -245,35 +277,39 @@ class HdrLook:
             dither = np.tile(dither_offsets(self.look.dither), tiles)[:height, :width]
             constants = {
                 "table": self.table.to(device),
-                "exposure": torch.tensor(self.exposure, dtype=torch.float32).to(device),
                 "dither": torch.from_numpy(np.ascontiguousarray(dither)).to(device),
                 "levels": bloom_levels(width, height, self.look.bloom_radius),
             }
-            if self.vignette:
-                constants["vignette"] = vignette_factor(height, width, self.vignette, device)
-            if self.grain:
-                constants["grain"] = grain_noise(height, width, self.seed_key, self.grain, device)
+            if self.look.vignette != 0:
+                constants["falloff"] = vignette_falloff(height, width, device)
+            if self.look.grain != 0:
+                constants["noise"] = grain_noise(height, width, self.seed_key, device)
             self._device[key] = constants
         return self._device[key]
 
-    def linear(self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
-        """[..., H, W] int32 L = floor((trail - low) * min(exposure / (high - low), 2^100)), 0 .. LMAX
-        (the bound, exact, keeps a level range of a few ulps from making 0 * inf = NaN)."""
-        c = self._on(trail.device, *trail.shape[-2:])
-        scale = torch.clamp(c["exposure"] / (high - low), max=2.0**100)  # finite: never 0 * inf
+    def linear(
+        self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor, exposure: float | None = None
+    ) -> torch.Tensor:
+        """[..., H, W] int32 L = floor((trail - low) * min(E / (high - low), 2^100)), 0 .. LMAX, with
+        E = float32(ONE * exposure) (frame 0's unless given); the bound, exact, keeps a level
+        range of a few ulps from making 0 * inf = NaN."""
+        exposure = self.values(0).exposure if exposure is None else exposure
+        full = torch.full((), exposure, dtype=torch.float32, device=trail.device)  # a fill: no copy
+        scale = torch.clamp(full / (high - low), max=2.0**100)
         return torch.floor((trail - low) * scale).clamp_(0, LMAX).to(torch.int32)
 
     def index(self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor, frame: int) -> torch.Tensor:
         """[..., H, W] uint8 palette indices of frame number `frame` (high > low, device tensors)."""
         c = self._on(trail.device, *trail.shape[-2:])
-        level = self.linear(trail, low, high)
-        if self.strength:
-            glow = bloom(level, self.threshold, c["levels"], self.strength)
+        v = self.values(frame)
+        level = self.linear(trail, low, high, v.exposure)
+        if v.strength:
+            glow = bloom(level, v.threshold, c["levels"], v.strength)
             level = (level + glow).clamp_(max=LMAX)
-        if self.vignette:
-            level = (level * c["vignette"]) >> 12
+        if v.vignette:
+            level = (level * (ONE - v.vignette * c["falloff"] // ONE)) >> 12
         display = c["table"][level]
-        if self.grain:
+        if v.grain:
             shift = grain_shift(frame, self.seed_key, *trail.shape[-2:])
-            display = (display + torch.roll(c["grain"], shift, (0, 1))).clamp_(0, DISPLAY)
+            display = (display + ((torch.roll(c["noise"], shift, (0, 1)) * v.grain) >> 12)).clamp_(0, DISPLAY)
         return ((display * 255 + c["dither"]) // DISPLAY).to(torch.uint8)

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from physarum.render.preset.schedule import scheduled
 from physarum.render.preset.sections import OptionalSection
 
 CURVES = ("linear", "log", "reinhard", "aces", "agx")
@@ -19,12 +20,13 @@ class Look(OptionalSection):
     (trail - low) / (high - low) * exposure (palette.levels give low and high), in 1/4096 steps
     up to 16; bloom adds a glow of what exceeds bloom_threshold; the tone curve maps 0 .. 16 to
     the palette; vignette darkens the corners; grain and dither perturb the 16-bit display value
-    before it becomes one of the palette's 256 entries."""
+    before it becomes one of the palette's 256 entries. exposure, bloom, bloom_threshold, vignette
+    and grain may be schedules (docs/presets.md, "Schedules"), valued at each frame's step."""
 
     curve: Literal[CURVES] = Field(
         "aces", description="tone curve: linear (clips at 1), log, reinhard, aces (Narkowicz) or agx"
     )
-    exposure: float = Field(1.0, gt=0, le=64, description="multiplies the linear intensity")
+    exposure: scheduled(gt=0, le=64) = Field(1.0, description="multiplies the linear intensity")
     black: float | None = Field(
         None,
         ge=0,
@@ -32,13 +34,15 @@ class Look(OptionalSection):
         description="the trail quantile shown as black in each frame (adaptive black point); "
         "unset: palette.levels.low",
     )
-    bloom: float = Field(0.0, ge=0, le=8, description="strength of the glow (0: none)")
+    bloom: scheduled(ge=0, le=8) = Field(0.0, description="strength of the glow (0: none)")
     bloom_radius: float = Field(
         0.03, gt=0, le=0.5, description="the glow's reach as a share of the canvas's short side"
     )
-    bloom_threshold: float = Field(
-        0.5, ge=0, le=16, description="intensity (1 = the white level) above which areas glow"
+    bloom_threshold: scheduled(ge=0, le=16) = Field(
+        0.5, description="intensity (1 = the white level) above which areas glow"
     )
-    vignette: float = Field(0.0, ge=0, le=1, description="darkening of the corners (1: black)")
-    grain: float = Field(0.0, ge=0, le=0.25, description="film grain amplitude, a share of the display range")
+    vignette: scheduled(ge=0, le=1) = Field(0.0, description="darkening of the corners (1: black)")
+    grain: scheduled(ge=0, le=0.25) = Field(
+        0.0, description="film grain amplitude, a share of the display range"
+    )
     dither: bool = Field(True, description="ordered (Bayer 8x8) dithering to the 256 palette entries")

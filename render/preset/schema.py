@@ -257,6 +257,12 @@ class Preset(Section):
         """(dotted key, schedule) of every scheduled value of the preset, in schema order."""
         return list(schedules_in(self))
 
+    @property
+    def simulation_schedules(self) -> list[tuple[str, Schedule]]:
+        """The schedules the simulation follows: all but the look's (render/look/hdr.py values
+        those at each frame)."""
+        return [(path, s) for path, s in self.schedules if not path.startswith("look.")]
+
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.portable_dump(), sort_keys=False)
 

@@ -61,7 +61,12 @@ class KeyframedSimulation:
 
     def _of(self, prefix: str) -> list:
         """(the run's last step, schedule) of every schedule under a key prefix, preset by preset."""
-        return [(p.end_step, s) for p in self.presets for path, s in p.schedules if path.startswith(prefix)]
+        return [
+            (p.end_step, s)
+            for p in self.presets
+            for path, s in p.simulation_schedules
+            if path.startswith(prefix)
+        ]
 
     def _params(self, step: int) -> list[api.ModelParams]:
         return [p.model_params(s, step) for p in self.presets for s in range(p.species_count)]

@@ -119,7 +119,7 @@ def make_batch_simulation(
     state = state if start is None else start
     tables = build_tables(params, device=device)
     simulation = backend_class(state, tables, world, device=device)  # it moves them to `device`
-    if not any(p.schedules for p in presets):
+    if not any(p.simulation_schedules for p in presets):
         return simulation
     return KeyframedSimulation(simulation, presets, step)
 
