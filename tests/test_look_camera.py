@@ -28,7 +28,7 @@ def test_a_quarter_turn_looks_down_minus_x_and_a_whole_turn_comes_back():
 
 def test_the_default_distance_fits_the_volume_and_samples_span_it():
     v = view(Camera(), (10, 20, 30), (40, 30), 0, 1)
-    assert len(v.depths) == 30  # the longest side
+    assert len(v.depths) == 38  # the diagonal, sqrt(1400) = 37.4, rounded up
     assert list(v.depths) == sorted(v.depths) and v.depths[0] > 0
     position = Camera.model_validate({"position": [0, 0, 0.1], "samples": 5})
     assert view(position, (8, 8, 8), (8, 8), 0, 1).depths[0] >= 0  # inside the volume: near is 0

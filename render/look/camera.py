@@ -19,6 +19,7 @@ k = 0 .. S - 1, where [near, far] is the depth range of the volume's bounding sp
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
@@ -120,7 +121,7 @@ def view(camera: Camera, grid: tuple[int, int, int], size: tuple[int, int], fram
         near, far = max(Decimal(0), to_centre - radius), to_centre + radius
         if far <= 0:
             far = near = Decimal(0)  # the volume is behind the camera: samples miss it
-        samples = camera.samples or max(grid)
+        samples = camera.samples or default_samples(grid)
         depths = tuple(
             _fixed((near + (far - near) * (2 * k + 1) / (2 * samples)) * half) for k in range(samples)
         )
@@ -135,6 +136,13 @@ def view(camera: Camera, grid: tuple[int, int, int], size: tuple[int, int], fram
         )
     _check_range(result)
     return result
+
+
+def default_samples(grid: tuple[int, int, int]) -> int:
+    """Samples along each ray when camera.samples is unset: the volume's diagonal in voxels
+    (rounded up), about one sample a voxel across the bounding sphere."""
+    squares = sum(side * side for side in grid)
+    return math.isqrt(squares - 1) + 1
 
 
 def _default_orbit(camera: Camera) -> Camera:

@@ -43,7 +43,10 @@ class Camera(OptionalSection):
     width: int | None = Field(None, ge=8, le=MAX_CANVAS, description="frame width (unset: canvas width)")
     height: int | None = Field(None, ge=8, le=MAX_CANVAS, description="frame height (unset: canvas height)")
     samples: int | None = Field(
-        None, ge=1, le=MAX_SAMPLES, description="samples along each ray (unset: the longest side)"
+        None,
+        ge=1,
+        le=MAX_SAMPLES,
+        description="samples along each ray (unset: the volume's diagonal in voxels)",
     )
     sample: Literal["nearest", "trilinear"] = Field("trilinear", description="voxel sampling")
     opacity: float = Field(0.08, gt=0, le=1, description="opacity of a sample at level 255")
