@@ -12,7 +12,15 @@ import yaml
 from physarum.render.preset import load_preset
 from physarum.render.preset.images import box_resize, preset_pixels, read_grey
 from physarum.render.preset.load import build_preset
-from physarum.render.preset.reduce import reduce_preset, side_ratio
+from physarum.render.preset.reduce import (
+    MIN_SENSOR_PIXELS,
+    PREVIEW_WORK,
+    preview_ratio,
+    reduce_preset,
+    reduced_work,
+    sensor_pixels,
+    side_ratio,
+)
 from physarum.render.preset.schedule import keyframe_values
 from support import ROOT, save_image, tiny_data, world_data, write_preset
 
@@ -100,3 +108,39 @@ def test_images_are_box_resized_onto_the_reduced_canvas(tmp_path):
     assert reduced.agents.count == 100 and reduced.world.food == preset.world.food
     wall = reduced.world.walls.path
     np.testing.assert_array_equal(preset_pixels(reduced, wall), box_resize(read_grey(wall), 24, 16))
+
+
+@pytest.mark.parametrize("name", ["filaments", "maze", "rings"])
+def test_a_preview_stops_reducing_where_a_sensor_would_fall_below_the_floor(name):
+    preset = curated(name)
+    ratio = preview_ratio(preset, 256)
+    short = min(preset.canvas.width, preset.canvas.height)
+    side = short * ratio
+    assert side.denominator == 1 and side > 256  # a whole side, larger than 256
+    assert sensor_pixels(preset) * side_ratio(preset, 256) < MIN_SENSOR_PIXELS  # 256 was too small
+    # the smallest side with the sensor at the floor, or the largest within the work
+    at_floor = sensor_pixels(preset) * ratio >= MIN_SENSOR_PIXELS
+    assert at_floor or reduced_work(preset, Fraction(side + 1, short)) > PREVIEW_WORK
+    assert not at_floor or sensor_pixels(preset) * Fraction(side - 1, short) < MIN_SENSOR_PIXELS
+    assert reduced_work(preset, ratio) <= PREVIEW_WORK
+    reduced, note = reduce_preset(preset, ratio)
+    assert min(reduced.canvas.width, reduced.canvas.height) == side and f"-> {side}x{side}" in note
+
+
+def test_the_work_bounds_a_preview_that_the_floor_would_make_large():
+    preset = curated("labyrinth")  # sensors 4 pixels at 1024: the floor asks for the full size
+    ratio = preview_ratio(preset, 256)
+    side = int(1024 * ratio)
+    assert 256 < side < 1024 and sensor_pixels(preset) * ratio < MIN_SENSOR_PIXELS
+    assert reduced_work(preset, ratio) <= PREVIEW_WORK < reduced_work(preset, Fraction(side + 1, 1024))
+
+
+@pytest.mark.parametrize("name", ["anywhere", "crowd", "quickstart", "panorama"])
+def test_a_preview_keeps_256_where_the_sensor_stays_or_the_work_is_spent(name):
+    preset = curated(name)  # sensors >= 4 pixels at 256 (anywhere: short_side units), or
+    assert preview_ratio(preset, 256) == side_ratio(preset, 256)  # panorama: its 256 is the work
+
+
+def test_a_preview_is_never_enlarged():
+    preset = build_preset(tiny_data(canvas={"width": 64, "height": 48}), "t.yaml")
+    assert preview_ratio(preset, 256) == 1

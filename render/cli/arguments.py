@@ -10,7 +10,7 @@ from physarum.render.base.errors import RenderError
 from physarum.render.preset import Preset
 from physarum.render.preset.output_sections import GIF_TARGETS
 from physarum.render.preset.provenance import version
-from physarum.render.preset.reduce import reduce_preset, side_ratio
+from physarum.render.preset.reduce import preview_ratio, reduce_preset, side_ratio
 
 PREVIEW_SIDE = 256  # --preview: the reduced canvas's short side (render/preset/reduce.py)
 PREVIEW_SIDE_3D = 64  # a 3D preset's (its volume's short side of width and height)
@@ -114,7 +114,8 @@ def parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--preview",
         action="store_true",
-        help=f"a quick look: the same picture on a canvas of {PREVIEW_SIDE} pixels on its short side "
+        help=f"a quick look: the same picture on a canvas of {PREVIEW_SIDE} pixels on its short side (more, "
+        "within seconds of work, where a sensor would reach under 4 pixels) "
         "(fewer agents at the same density, distances scaled: docs/presets.md, 'Previews'), the GIF "
         f"alone within {GIF_TARGETS['preview'] / 1e6:g} MB (or the budget flags), into OUT/previews",
     )
@@ -326,16 +327,18 @@ def stop_settings(args) -> list[str]:
 
 def reduction(args, preset: Preset) -> tuple[Preset, str]:
     """(the preset render renders, the note saying how it was reduced, '' if not): --reduce K
-    divides the canvas's sides by K, --preview brings its short side to PREVIEW_SIDE (never
-    enlarged), render/preset/reduce.py. RenderError for a K that is not a number from 1 to
-    MAX_REDUCE."""
+    divides the canvas's sides by K, --preview brings its short side to PREVIEW_SIDE (a little
+    more where a sensor would fall under a few pixels: preview_ratio; never enlarged),
+    render/preset/reduce.py. RenderError for a K that is not a number from 1 to MAX_REDUCE."""
     kind = "preview" if args.preview else "reduce"
     if args.reduce is not None:
         if not 1 <= args.reduce <= MAX_REDUCE:
             raise RenderError(f"--reduce: K must be a number from 1 to {MAX_REDUCE} (got {args.reduce!r})")
         ratio = 1 / Fraction(args.reduce)
     elif args.preview:
-        ratio = side_ratio(preset, PREVIEW_SIDE_3D if preset.dims == 3 else PREVIEW_SIDE)
+        ratio = (
+            side_ratio(preset, PREVIEW_SIDE_3D) if preset.dims == 3 else preview_ratio(preset, PREVIEW_SIDE)
+        )
     else:
         return preset, ""
     return reduce_preset(preset, ratio, kind)

@@ -19,17 +19,30 @@ it again). It keeps what the model's dynamics depend on, per unit of canvas:
 - steps, warmup, decay, deposit, angles and the look stay: a step means the same at every size.
 
 The preset's description says how it was reduced (`note`), so its outputs and sidecar do too.
+
+A preview's size (preview_ratio) is the requested short side (256), made larger where that would
+bring a sensor under MIN_SENSOR_PIXELS pixels (below it the pattern is drawn by the pixel grid, not
+the model), as far as PREVIEW_WORK allows (a preview stays seconds on a 2-core CPU). The rule reads
+the preset alone, in integers, so a preview is the same reduced preset on every machine.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from physarum.render.preset.load import build_preset
+from physarum.render.preset.schedule import keyframe_values
 from physarum.render.preset.schema import Preset
 
 MIN_SIDE = 8  # Canvas's bound
 DISTANCE_KEYS = ("sensor_distance", "step_size")
+# A preview is not reduced below the side where its smallest sensor distance is this many pixels
+MIN_SENSOR_PIXELS = 4
+# ... unless that costs more than this many agent-steps plus cell-steps (warmup and steps, both of
+# closest's passes): about 15 s of simulation with torch on the 2-core CPU (docs/presets.md,
+# "Previews"; a 256^2 preview of a 2,000,000-agent 1024^2 preset over 1500 steps is 2.9e8)
+PREVIEW_WORK = 450_000_000
 
 
 def reduced_side(side: int, ratio: Fraction) -> int:
@@ -41,6 +54,40 @@ def side_ratio(preset: Preset, short_side: int) -> Fraction:
     """The ratio that brings the preset's short side to `short_side` (at most 1: never enlarged)."""
     short = min(preset.canvas.width, preset.canvas.height)
     return min(Fraction(1), Fraction(short_side, short))
+
+
+def sensor_pixels(preset: Preset) -> Fraction:
+    """The smallest sensor distance of the preset (any species, any keyframe) in pixels of its
+    own canvas, exactly."""
+    short = min(preset.canvas.width, preset.canvas.height)
+    return min(
+        Fraction(model.to_pixels(value, short))
+        for model in (preset.species_model(s) for s in range(preset.species_count))
+        for value in keyframe_values(model.sensor_distance)
+    )
+
+
+def reduced_work(preset: Preset, ratio: Fraction) -> int:
+    """Agent-steps plus cell-steps of the preset reduced by `ratio` (reduce_preset's sides and
+    agents), both passes of a closest loop counted."""
+    width, height = reduced_side(preset.canvas.width, ratio), reduced_side(preset.canvas.height, ratio)
+    area = Fraction(width * height, preset.canvas.width * preset.canvas.height)
+    agents = max(preset.species_count, round(preset.agents.count * area))
+    passes = 2 if preset.loop[0] == "closest" else 1
+    return passes * preset.end_step * (agents + width * height * preset.species_count)
+
+
+def preview_ratio(preset: Preset, short_side: int) -> Fraction:
+    """The ratio of a preview (render --preview): its short side `short_side`, or larger, up to the
+    side where the smallest sensor distance is MIN_SENSOR_PIXELS pixels, as long as the reduced
+    preset's work stays within PREVIEW_WORK (the largest side that does); never enlarged."""
+    short = min(preset.canvas.width, preset.canvas.height)
+    base = side_ratio(preset, short_side)
+    wanted = min(short, math.ceil(short * MIN_SENSOR_PIXELS / sensor_pixels(preset)))
+    side = wanted
+    while side > short_side and reduced_work(preset, Fraction(side, short)) > PREVIEW_WORK:
+        side -= 1
+    return Fraction(side, short) if side > short_side else base
 
 
 def scaled(value, factor: Fraction):
