@@ -22,16 +22,16 @@ from physarum.kernels.triton3d import TritonSimulation3D
 VARIANTS = [
     ("baseline", {}, 128),
     ("sort 64", {}, 64),
-    ("sort 256", {}, 256),
+    ("agent block 128", {"AGENT_BLOCK": 128}, 128),
     ("agent block 512", {"AGENT_BLOCK": 512}, 128),
-    ("agent block 256", {"AGENT_BLOCK": 256}, 128),
-    ("agent 8 warps", {"AGENT_WARPS": 8}, 128),
-    ("no warp-merged deposits", {"WARP_AGGREGATED_DEPOSITS": False}, 128),
-    ("diffuse 1x256", {"DIFFUSE_BLOCK_H": 1, "DIFFUSE_BLOCK_W": 256}, 128),
-    ("diffuse 8x64", {"DIFFUSE_BLOCK_H": 8, "DIFFUSE_BLOCK_W": 64}, 128),
-    ("diffuse 8x128, 8 warps", {"DIFFUSE_BLOCK_H": 8, "DIFFUSE_BLOCK_W": 128, "DIFFUSE_WARPS": 8}, 128),
-    ("diffuse z 8", {"DIFFUSE_BLOCK_Z": 8}, 128),
+    ("agent block 256, 2 warps", {"AGENT_WARPS": 2}, 128),
+    ("diffuse 1x512", {"DIFFUSE_BLOCK_W": 512}, 128),
+    ("diffuse 1x512, 8 warps", {"DIFFUSE_BLOCK_W": 512, "DIFFUSE_WARPS": 8}, 128),
+    ("diffuse 1x128", {"DIFFUSE_BLOCK_W": 128}, 128),
+    ("diffuse 2x256", {"DIFFUSE_BLOCK_H": 2}, 128),
+    ("diffuse 1x256, 2 warps", {"DIFFUSE_WARPS": 2}, 128),
     ("diffuse z 32", {"DIFFUSE_BLOCK_Z": 32}, 128),
+    ("diffuse z 64", {"DIFFUSE_BLOCK_Z": 64}, 128),
 ]
 
 
