@@ -239,6 +239,9 @@ def shrunk(data: dict) -> dict:
     """A curated preset cut to a canvas, agents and run that render in milliseconds."""
     data = copy.deepcopy(data)
     data["canvas"] = {**data.get("canvas", {}), "width": 40, "height": 24}
+    if "depth" in data["canvas"]:  # a 3D preset: a small volume seen in a small frame
+        data["canvas"]["depth"] = 16
+        data["camera"] = {**data.get("camera", {}), "width": 32, "height": 24, "samples": 16}
     agents = data.setdefault("agents", {})
     agents.pop("density", None)
     agents["count"] = 300

@@ -4,6 +4,7 @@ grain's seed, and look presets rendering the same bytes twice and on each backen
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 
@@ -275,3 +276,21 @@ def test_a_preset_whose_only_schedules_are_the_looks_simulates_without_keyframes
     assert isinstance(
         make_simulation(build_preset(model, "tiny.yaml"), "torch", torch.device("cpu")), KeyframedSimulation
     )
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"palette": {"layer": "density"}},
+        {"output": {"loop_mode": "crossfade"}},
+        {"output": {"loop_mode": "closest"}},
+        {"output": {"loop_mode": "ping-pong"}},
+        {"palette": {"blend": 2}},
+    ],
+    ids=["density", "crossfade", "closest", "ping-pong", "blend"],
+)
+def test_a_scheduled_look_renders_with_each_loop_layer_and_blend(extra, tmp_path):
+    look = {"bloom": 1.0, "grain": 0.05, "vignette": 0.3, "exposure": {"keys": {0: 1, "100%": 2}}}
+    result = render_tiny(tmp_path, look=look, **extra)
+    assert all(path.stat().st_size > 0 for path in result.outputs.values())
+    assert "look.exposure" in json.loads(result.outputs["json"].read_text())["schedules"]
