@@ -72,3 +72,10 @@ def test_flags_out_of_bounds_are_named_together():
             build_preset(tiny_data(canvas={"width": 32, "height": 32, "depth": 16}), "t.yaml"),
             ExploreOptions(),
         )
+
+
+def test_the_default_keep_is_twelve_or_every_candidate():
+    few = ExploreOptions(rounds=1, population=4)
+    check_options(few)  # no --keep given: not refused for keeping more than there are
+    assert few.keep_count == 4 and ExploreOptions(rounds=2, population=24).keep_count == 12
+    assert ExploreOptions(rounds=2, population=24, keep=30).keep_count == 30

@@ -297,7 +297,7 @@ def add_explore(commands) -> None:
     number = {"type": int, "default": None}
     explore.add_argument("--rounds", **number, help="rounds: mutations, then children of the most novel (2)")
     explore.add_argument("--population", **number, help="candidates per round (24)")
-    explore.add_argument("--keep", **number, help="candidates kept by novelty (12)")
+    explore.add_argument("--keep", **number, help="candidates kept by novelty (12, or all if fewer)")
     explore.add_argument(
         "--size", **number, help="short side of the canvas explored, pixels (256; never enlarged)"
     )

@@ -21,6 +21,7 @@ from physarum.render.preset.reduce import reduce_preset, side_ratio
 from physarum.render.run.estimate import render_seconds
 
 FRAMES = 24  # frames (metric rows) of a candidate's run, about
+DEFAULT_KEEP = 12
 MAX_ROUNDS = 50
 MAX_POPULATION = 1024
 MAX_CANDIDATES = 8192
@@ -35,7 +36,7 @@ class ExploreOptions:
 
     rounds: int = 2
     population: int = 24
-    keep: int = 12
+    keep: int | None = None  # None: DEFAULT_KEEP, or every candidate where there are fewer
     size: int = 256
     steps: int | None = None  # None: the preset's run.steps
     seed: int = 1
@@ -48,6 +49,10 @@ class ExploreOptions:
     @property
     def candidates(self) -> int:
         return self.rounds * self.population
+
+    @property
+    def keep_count(self) -> int:
+        return self.keep if self.keep is not None else min(DEFAULT_KEEP, self.candidates)
 
     def arguments(self) -> dict:
         """What decides the candidates and their pictures (a resumed run must match them)."""
@@ -76,7 +81,8 @@ def check_options(options: ExploreOptions) -> None:
     ]
     if options.steps is not None:
         problems.append(_bounded("--steps", options.steps, 1, MAX_STEPS))
-    problems.append(_bounded("--keep", options.keep, 1, max(1, options.candidates)))
+    if options.keep is not None:
+        problems.append(_bounded("--keep", options.keep, 1, max(1, options.candidates)))
     if options.candidates > MAX_CANDIDATES:
         problems.append(
             f"--rounds x --population is {options.candidates:,} candidates; at most {MAX_CANDIDATES:,}"

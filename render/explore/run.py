@@ -107,7 +107,7 @@ def _explore(explored: Preset, options: ExploreOptions, folder: Path, device, ba
                 f"candidates ({time.perf_counter() - began:.1f} s)",
             )
     entries, scaled, valid = build_archive(ordered(state.candidates))
-    chosen = kept(entries, scaled, valid, options.keep)
+    chosen = kept(entries, scaled, valid, options.keep_count)
     outputs = write_outputs(folder, explored, origin, options.seed, entries, chosen)
     statuses: dict[str, int] = {}
     for entry in entries:
