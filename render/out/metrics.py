@@ -16,8 +16,8 @@ Each simulation's trail is its species' maps summed, T [H, W]; the metrics of a 
   is not stored); 0 for a flat map. A 3D world's volume counts cell by cell, its bands are those
   of its projection along the depth.
 
-Sums are accumulated in float64 on the device. The numbers describe pictures; they decide no
-output byte, and their last bits may differ between devices (summation order).
+Sums and the spectrum are float64 on the device. The numbers describe pictures; they decide no
+output byte, and their last bits may differ between devices (summation order, the FFT's).
 """
 
 from __future__ import annotations
@@ -79,9 +79,11 @@ def frame_metrics(maps: torch.Tensor, previous: torch.Tensor | None, weights: to
         moved = (maps - previous).abs().reshape(batch, -1).sum(dim=1)
         travel = moved / torch.where(total > 0, total, 1.0)
     plane = spectrum_plane(maps)
-    centred = (plane - plane.mean(dim=(-2, -1), keepdim=True)).to(torch.float32)
+    # float64 throughout: a float32 spectrum differs between devices in its 7th digit, which
+    # explore's descriptors (6 digits) would see
+    centred = plane - plane.mean(dim=(-2, -1), keepdim=True)
     power = torch.view_as_real(torch.fft.rfft2(centred)).square().sum(dim=-1).reshape(batch, -1)
-    bands = power.to(torch.float64) @ weights
+    bands = power @ weights
     all_power = bands.sum(dim=1, keepdim=True)
     bands = torch.where(all_power > 0, bands / torch.where(all_power > 0, all_power, 1.0), 0.0)
     return torch.cat([torch.stack([mean, coverage, veins, travel], dim=1), bands], dim=1)
