@@ -38,7 +38,8 @@ from physarum.render.sweep.plan import batch_limit
 
 MAX_BATCH = 64  # candidates per simulation: each brings its own encoder process on the host
 # device bytes per canvas cell of one candidate's per-frame metrics (float64 maps of this frame
-# and the last, their difference, the complex128 spectrum) beside what batch_limit counts, and their share
+# and the last, their difference, the complex128 spectrum) beside what batch_limit counts, and
+# the share of the free memory they may take
 METRIC_BYTES_PER_CELL = 80
 METRIC_MEMORY_SHARE = 0.25
 LOCK_NAME = ".explore.lock"  # one explore at a time in a folder (render/base/locks.py)
