@@ -3,8 +3,8 @@
 byte-identity of Triton and the torch reference on CUDA at a medium size.
 
 Protocol (render/tools/bench.py's): spawn, develop DEVELOP steps (compiles, captures the CUDA
-graphs, one sort), then time REPEATS runs of 128 steps (each includes one agent sort, so the
-sort's cost is amortised as in a render) with CUDA events; the median. The floor is the bytes a
+graphs, sorts), then time REPEATS runs of 128 steps (each includes two agent sorts, every 64
+steps, so the sort's cost is amortised as in a render) with CUDA events; the median. The floor is the bytes a
 step must move, agent state (x, y, z: 12 bytes, direction: 2) and the float32 trail each read
 and written once, over 4.8 TB/s (the H200's HBM3e) and over the device-to-device copy bandwidth
 measured here.

@@ -20,18 +20,18 @@ from physarum.kernels.spawn3d import spawn3d
 from physarum.kernels.triton3d import TritonSimulation3D
 
 VARIANTS = [
-    ("baseline", {}, 128),
-    ("sort 64", {}, 64),
-    ("agent block 128", {"AGENT_BLOCK": 128}, 128),
-    ("agent block 512", {"AGENT_BLOCK": 512}, 128),
-    ("agent block 256, 2 warps", {"AGENT_WARPS": 2}, 128),
-    ("diffuse 1x512", {"DIFFUSE_BLOCK_W": 512}, 128),
-    ("diffuse 1x512, 8 warps", {"DIFFUSE_BLOCK_W": 512, "DIFFUSE_WARPS": 8}, 128),
-    ("diffuse 1x128", {"DIFFUSE_BLOCK_W": 128}, 128),
-    ("diffuse 2x256", {"DIFFUSE_BLOCK_H": 2}, 128),
-    ("diffuse 1x256, 2 warps", {"DIFFUSE_WARPS": 2}, 128),
-    ("diffuse z 32", {"DIFFUSE_BLOCK_Z": 32}, 128),
-    ("diffuse z 64", {"DIFFUSE_BLOCK_Z": 64}, 128),
+    ("baseline", {}, 64),
+    ("sort 128", {}, 128),
+    ("agent block 128", {"AGENT_BLOCK": 128}, 64),
+    ("agent block 512", {"AGENT_BLOCK": 512}, 64),
+    ("agent block 256, 2 warps", {"AGENT_WARPS": 2}, 64),
+    ("diffuse 1x512", {"DIFFUSE_BLOCK_W": 512}, 64),
+    ("diffuse 1x512, 8 warps", {"DIFFUSE_BLOCK_W": 512, "DIFFUSE_WARPS": 8}, 64),
+    ("diffuse 1x128", {"DIFFUSE_BLOCK_W": 128}, 64),
+    ("diffuse 2x256", {"DIFFUSE_BLOCK_H": 2}, 64),
+    ("diffuse 1x256, 2 warps", {"DIFFUSE_WARPS": 2}, 64),
+    ("diffuse z 32", {"DIFFUSE_BLOCK_Z": 32}, 64),
+    ("diffuse z 64", {"DIFFUSE_BLOCK_Z": 64}, 64),
 ]
 
 
