@@ -17,7 +17,7 @@ step() { echo "== wheel smoke: $*"; }
 step "a fresh venv: torch 2.13.0 (CPU) first, so the wheel's dependencies do not pull a CUDA build"
 "${PYTHON:-python3}" -m venv "$work/venv"
 py=$work/venv/bin/python
-"$py" -m pip install -q torch==2.13.0
+"$py" -m pip install -q --extra-index-url https://download.pytorch.org/whl/cpu torch==2.13.0  # the README's index
 
 step "build the wheel from a copy of the checkout's files (no stale build/ in the tree)"
 mkdir -p "$work/src"
