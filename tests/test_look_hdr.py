@@ -294,3 +294,12 @@ def test_a_scheduled_look_renders_with_each_loop_layer_and_blend(extra, tmp_path
     result = render_tiny(tmp_path, look=look, **extra)
     assert all(path.stat().st_size > 0 for path in result.outputs.values())
     assert "look.exposure" in json.loads(result.outputs["json"].read_text())["schedules"]
+
+
+def test_a_batch_of_maps_is_each_map_coloured_alone():
+    trail = torch.rand(2, 57, 39, generator=torch.Generator().manual_seed(11)) ** 3 * 20
+    low, high = torch.tensor(0.1), torch.tensor(6.0)
+    for look in LOOKS:
+        look_of = hdr.HdrLook(look, 0.7, 3)
+        batch = look_of.index(trail, low, high, 17)
+        assert all(torch.equal(batch[i], look_of.index(trail[i], low, high, 17)) for i in range(2)), look
