@@ -91,3 +91,14 @@ def test_preview_reduces_a_volume_and_its_camera():
     assert reduced.agents.count == 1000  # per voxel: 8000 / 8
     assert (reduced.camera.width, reduced.camera.height, reduced.camera.samples) == (100, 50, 32)
     assert json.loads(json.dumps(reduced.model_dump()))["canvas"]["depth"] == 20
+
+
+def test_render_from_a_3d_output_renders_it_again(tmp_path, capsys):
+    path = _write(tmp_path, tiny_3d(output={"formats": ["png"]}))
+    assert main(["render", str(path), "--out", str(tmp_path / "a"), "--quiet", "--backend", "torch"]) == 0
+    first = tmp_path / "a" / "tiny3d" / "tiny3d-s2.png"
+    assert (
+        main(["render", "--from", str(first), "--out", str(tmp_path / "b"), "--quiet", "--backend", "torch"])
+        == 0
+    )
+    assert (tmp_path / "b" / "tiny3d" / "tiny3d-s2.png").read_bytes() == first.read_bytes()
