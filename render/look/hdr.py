@@ -287,6 +287,14 @@ class HdrLook:
             self._device[key] = constants
         return self._device[key]
 
+    def _scaled(self, constants: dict, name: str, scale: Callable) -> torch.Tensor:
+        """scale(constants[name]): made every frame where the look is scheduled, else once."""
+        if self.scheduled:
+            return scale(constants[name])
+        if name + "-scaled" not in constants:
+            constants[name + "-scaled"] = scale(constants[name])
+        return constants[name + "-scaled"]
+
     def linear(
         self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor, exposure: float | None = None
     ) -> torch.Tensor:
@@ -307,9 +315,10 @@ class HdrLook:
             glow = bloom(level, v.threshold, c["levels"], v.strength)
             level = (level + glow).clamp_(max=LMAX)
         if v.vignette:
-            level = (level * (ONE - v.vignette * c["falloff"] // ONE)) >> 12
+            level = (level * self._scaled(c, "falloff", lambda q: ONE - v.vignette * q // ONE)) >> 12
         display = c["table"][level]
         if v.grain:
             shift = grain_shift(frame, self.seed_key, *trail.shape[-2:])
-            display = (display + ((torch.roll(c["noise"], shift, (0, 1)) * v.grain) >> 12)).clamp_(0, DISPLAY)
+            grain = self._scaled(c, "noise", lambda n: (n * v.grain) >> 12)
+            display = (display + torch.roll(grain, shift, (0, 1))).clamp_(0, DISPLAY)
         return ((display * 255 + c["dither"]) // DISPLAY).to(torch.uint8)
