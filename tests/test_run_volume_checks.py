@@ -33,13 +33,14 @@ REFUSED = [
         [],
         "closest compares 2D frames",
     ),
+    ({"look": {"curve": "aces"}}, [], "look: the HDR look colours 2D maps"),
     ({}, ["--stats"], "--stats measures 2D trail maps"),
     ({}, ["--metrics"], "--metrics measures 2D trail maps"),
 ]
 
 
 @pytest.mark.parametrize(
-    "changes, flags, message", REFUSED, ids=["checkpoint", "fields", "closest", "stats", "metrics"]
+    "changes, flags, message", REFUSED, ids=["checkpoint", "fields", "closest", "look", "stats", "metrics"]
 )
 def test_a_3d_render_refuses_with_one_message(tmp_path, capsys, changes, flags, message):
     path = _write(tmp_path, tiny_3d(**changes))
