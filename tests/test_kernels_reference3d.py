@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from physarum.kernels import exact3d, get_backend, reference3d, spawn3d
-from physarum.kernels.api import ONE, UNIT_BITS, ModelParams, State, World
+from physarum.kernels.api import ONE, UNIT_BITS, ModelParams, Simulation, State, World
 
 PARAMS = ModelParams(30.0, 5.0, 22.5, 1.0, 5.0, 1.0, 0.1, 3)
 GRID = (12, 10, 16)  # depth, height, width
@@ -181,6 +181,7 @@ def test_backends_are_chosen_by_dimensions():
     assert get_backend("torch", 3) is reference3d.TorchSimulation3D
     assert get_backend("torch", 3).dims == 3 and get_backend("torch").dims == 2
     simulation = reference3d.TorchSimulation3D(spawn3d.spawn3d([5], 100, GRID), _tables())
+    assert isinstance(simulation, Simulation)  # the protocol every backend keeps
     simulation.advance(2)
     assert int(simulation.state.step) == 2 and simulation.trail.shape == (1, *GRID)
     with pytest.raises(ValueError, match="no species"):
