@@ -265,7 +265,7 @@ def replay_bytes(preset: Preset, rgb: bool | None = None) -> int:
     formats = preset.output.formats
     if rgb is None:
         rgb = any(FORMATS[fmt].spec.reads == "rgb" for fmt in formats)
-    width, height = preset.canvas.width, preset.canvas.height
+    width, height = preset.frame_size  # a 3D preset's: its camera image
     arrays = []
     if "gif" in formats:
         arrays.append(int(np.prod(preview_size(width, height, preset.output.gif_scale))))
