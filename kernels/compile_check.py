@@ -19,6 +19,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from physarum.kernels import triton3d_kernels as k3
 from physarum.kernels import triton_kernels as k
 
 AGENT_TYPES = {
@@ -53,6 +54,35 @@ DIFFUSE_TYPES = {
     "wall_ptr": "*u8",
     "height": "i32",
     "width": "i32",
+}
+
+AGENT3D_TYPES = {
+    "position_ptr": "*i32",
+    "heading_ptr": "*i16",
+    "agent_id_ptr": "*i32",
+    "trail_ptr": "*fp32",
+    "counts_ptr": "*i32",
+    "step_ptr": "*i64",
+    "sense_ptr": "*i64",
+    "turn_ptr": "*i16",
+    "step_offset_ptr": "*i64",
+    "mirror_ptr": "*i16",
+    "seed_key_ptr": "*i64",
+    "agents": "i32",
+    "depth": "i32",
+    "height": "i32",
+    "width": "i32",
+}
+DIFFUSE3D_TYPES = {
+    **{
+        name: kind
+        for name, kind in DIFFUSE_TYPES.items()
+        if name not in ("food_ptr", "wall_ptr", "height", "width")
+    },
+    "depth": "i32",
+    "height": "i32",
+    "width": "i32",
+    "chunks": "i32",
 }
 
 
@@ -93,6 +123,34 @@ def cases():
             DIFFUSE_TYPES,
             absent,
             dict(BLOCK_H=1, BLOCK_W=k.DIFFUSE_BLOCK_W, CLEAR_NEXT=clear, SPECIES=species, BOUNDARY=boundary),
+        )
+
+    yield from cases_3d()
+
+
+def cases_3d():
+    """The 3D model's kernels (kernels/triton3d_kernels.py): boundaries, sorted lanes, clears."""
+    for boundary, sorted_lanes in itertools.product((0, 1, 2), (False, True)):
+        yield (
+            f"agent3d B={boundary} sorted={sorted_lanes}",
+            k3._agent3d_kernel,
+            AGENT3D_TYPES,
+            set() if sorted_lanes else {"agent_id_ptr"},
+            dict(BLOCK=k3.AGENT_BLOCK, WARP_AGGREGATED=sorted_lanes, BOUNDARY=boundary),
+        )
+    for boundary, clear in itertools.product((0, 1), (True, False)):
+        yield (
+            f"diffuse3d B={boundary} clear={clear}",
+            k3._diffuse3d_kernel,
+            DIFFUSE3D_TYPES,
+            set(),
+            dict(
+                BLOCK_H=k3.DIFFUSE_BLOCK_H,
+                BLOCK_W=k3.DIFFUSE_BLOCK_W,
+                BLOCK_Z=k3.DIFFUSE_BLOCK_Z,
+                CLEAR_NEXT=clear,
+                BOUNDARY=boundary,
+            ),
         )
 
 
