@@ -45,12 +45,13 @@ from physarum.kernels.limits import (
 class State:
     """The whole simulated world of B simulations sharing one canvas size.
 
-    In D spatial dimensions (`dims`; every backend today has D = 2) over a grid of cells
-    (`grid`: (H, W) in 2D; a voxel backend would have (depth, H, W)):
+    In D spatial dimensions (`dims`: 2, or 3 for the voxel model of kernels/reference3d.py and
+    kernels/triton3d.py, docs/model.md section 13) over a grid of cells (`grid`: (H, W) in 2D,
+    (Z, Y, X) = (depth, H, W) in 3D):
     position: [B, D, N] int32, fixed point 16.16, row 0 is x, row 1 is y (row 2 z), each in
               [0, size << 16) of its axis
-    heading:  [B, N] int16, an integer direction: in 2D an angle in [0, HEADINGS) (a backend of
-              other dimensions documents its own exact code, e.g. an index into a fixed table)
+    heading:  [B, N] int16, an integer direction: in 2D an angle in [0, HEADINGS); in 3D an
+              index into exact3d's fixed table of DIRECTIONS unit vectors
     trail:    [B, *grid] float32, >= 0, no subnormals (2D: [B, H, W])
     step:     [] int64, steps taken so far (kept on the device so graph replays stay correct)
     """
