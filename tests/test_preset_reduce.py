@@ -135,9 +135,9 @@ def test_the_work_bounds_a_preview_that_the_floor_would_make_large():
     assert reduced_work(preset, ratio) <= PREVIEW_WORK < reduced_work(preset, Fraction(side + 1, 1024))
 
 
-@pytest.mark.parametrize("name", ["anywhere", "crowd", "quickstart", "panorama"])
+@pytest.mark.parametrize("name", ["anywhere", "crowd", "quickstart", "compass", "panorama"])
 def test_a_preview_keeps_256_where_the_sensor_stays_or_the_work_is_spent(name):
-    preset = curated(name)  # sensors >= 4 pixels at 256 (anywhere: short_side units), or
+    preset = curated(name)  # sensors >= 3.5 pixels at 256 (anywhere: short_side units), or
     assert preview_ratio(preset, 256) == side_ratio(preset, 256)  # panorama: its 256 is the work
 
 

@@ -115,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
         "--preview",
         action="store_true",
         help=f"a quick look: the same picture on a canvas of {PREVIEW_SIDE} pixels on its short side (more, "
-        "within seconds of work, where a sensor would reach under 4 pixels) "
+        "within seconds of work, where a sensor would reach under 3.5 pixels) "
         "(fewer agents at the same density, distances scaled: docs/presets.md, 'Previews'), the GIF "
         f"alone within {GIF_TARGETS['preview'] / 1e6:g} MB (or the budget flags), into OUT/previews",
     )

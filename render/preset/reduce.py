@@ -38,7 +38,9 @@ from physarum.render.preset.schema import Preset
 MIN_SIDE = 8  # Canvas's bound
 DISTANCE_KEYS = ("sensor_distance", "step_size")
 # A preview is not reduced below the side where its smallest sensor distance is this many pixels
-MIN_SENSOR_PIXELS = 4
+# (3.5: compass's and bloom's 3.75 at 256 are enough; compass at 274 needed a GIF of 128 levels,
+# which shows its heading layer's black as red: gif_file.level_palette takes index 1 for 0 and 1)
+MIN_SENSOR_PIXELS = Fraction(7, 2)
 # ... unless that costs more than this many agent-steps plus cell-steps (warmup and steps, both of
 # closest's passes): about 15 s of simulation with torch on the 2-core CPU (docs/presets.md,
 # "Previews"; a 256^2 preview of a 2,000,000-agent 1024^2 preset over 1500 steps is 2.9e8)
