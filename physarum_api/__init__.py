@@ -131,8 +131,8 @@ def frames(preset: Preset, backend: str = "auto", device: str | None = None) -> 
 def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool = False, **options):
     """Run a sweep (an example sweep by name, or a file) as `physarum sweep`; with dry_run, the
     lines `--dry-run` prints. options: those of SweepOptions (backend, devices, max_batch...)."""
-    from physarum.render import sweep as sweeps  # start-up: torch, for a sweep only
-    from physarum.render.preset.catalog import resolve_sweep_path  # start-up: the preset stage
+    from physarum.render import sweep as sweeps  # start-up: the sweep stage (torch for a run, not a dry run)
+    from physarum.render.preset.catalog import resolve_sweep_path  # start-up: the catalog
 
     loaded = sweeps.load_sweep(resolve_sweep_path(str(name_or_path)))
     max_batch = options.pop("max_batch", sweeps.DEFAULT_MAX_BATCH)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import importlib
 import json
 import pathlib
 import shutil
@@ -16,8 +17,11 @@ import yaml
 from PIL import Image
 
 from physarum.kernels import get_backend
+from physarum.render import preset as preset_package
 from physarum.render import sweep as sweeps
+from physarum.render.cli import show
 from physarum.render.cli.main import main
+from physarum.render.preset import catalog
 from physarum.render.sim.simulation import batch_key
 from support import (
     ROOT,
@@ -488,8 +492,10 @@ LIGHT = [
     ["sweep", "angles", "--dry-run"],
 ]
 # what the light commands never load: torch (seconds), av (its formats registry entry, 0.1 s) and
-# numpy (0.15 s; the listing validates the curated presets without decoding their images)
-HEAVY = ("torch", "av", "numpy")
+# numpy (0.15 s); help and the curated presets and sweeps listed or printed build no preset
+# schema either (pydantic and the schema: 0.3-0.4 s, most of what was left of their start-up)
+HEAVY = ("torch", "av", "numpy", "pydantic")
+SCHEMA_FREE = (["--help"], ["presets"], ["presets", "quickstart"], ["sweeps"])
 
 
 @pytest.mark.parametrize("argv", LIGHT, ids=" ".join)
@@ -502,7 +508,59 @@ def test_the_light_commands_import_neither_torch_nor_av(argv, tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
-    assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr
+    loaded = [] if argv in SCHEMA_FREE else ["pydantic"]  # validate and sweep read presets whole
+    assert done.stderr.strip().splitlines()[-1] == f"0 {loaded}", done.stderr
+
+
+def test_the_listing_says_what_the_validated_curated_presets_say():
+    """`physarum presets` reads the curated files as written (catalog.listed), not validated: it
+    must agree with the schema on every one, agents.density included (anywhere), and read every
+    one plainly (a None would build the schema, which the start-up test above refuses)."""
+    for path in catalog.preset_files():
+        assert catalog.listed(path) == show._validated(path), path.name
+    assert any("density" in catalog.read_shipped(p)["agents"] for p in catalog.preset_files())
+
+
+def _variant(tmp_path, source: str, name: str, **sections) -> pathlib.Path:
+    data = yaml.safe_load((ROOT / "presets" / f"{source}.yaml").read_text())
+    return write_preset(tmp_path, {**data, **sections}, f"{name}.yaml")
+
+
+def test_the_listing_counts_a_density_as_the_schema_and_validates_what_it_cannot_read(tmp_path):
+    plain = [
+        _variant(tmp_path, "anywhere", "wide", canvas={"width": 640, "height": 360}),  # short_side
+        _variant(tmp_path, "cocoon", "volume", agents={"density": 0.07, "spawn": "sphere"}),  # 3D
+        _variant(tmp_path, "quickstart", "pixels", agents={"density": 0.3}),
+        _variant(
+            tmp_path, "quickstart", "half", agents={"density": 65 / 512}, canvas={"width": 16, "height": 16}
+        ),
+    ]
+    for path in plain:
+        assert catalog.listed(path) == show._validated(path), path.name
+    assert catalog.listed(plain[3]).agents == 32  # 32.5 rounds half to even, as the schema does
+    unplain = [
+        _variant(tmp_path, "quickstart", "nocount", agents={"spawn": "random"}),  # the default count
+        _variant(tmp_path, "quickstart", "text", canvas={"width": "512", "height": 512}),
+        _variant(tmp_path, "quickstart", "flag", agents={"count": True}),
+        _variant(tmp_path, "quickstart", "inf", agents={"density": float("inf")}),
+    ]
+    (tmp_path / "bad.yaml").write_text("name: [unclosed\n")
+    assert [catalog.listed(p) for p in [*unplain, tmp_path / "bad.yaml"]] == [None] * 5
+    assert show._validated(unplain[0]).agents == 100_000  # validated instead: the default
+
+
+def test_the_preset_package_imports_each_name_at_first_use():
+    code = (
+        "import sys\nimport physarum.render.preset as p\nfrom physarum.render.preset import parse_yaml\n"
+        "print('pydantic' in sys.modules, sorted(p.__all__) == sorted(p._HOME_OF))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True"], done.stderr
+    for name in preset_package.__all__:
+        home = importlib.import_module(preset_package._HOME_OF[name])
+        assert getattr(preset_package, name) is getattr(home, name), name
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        preset_package.nothing  # noqa: B018
 
 
 def test_presets_name_prints_the_curated_yaml_and_refuses_others(capsys):

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import argparse
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
+from physarum.render import __version__
 from physarum.render.base.errors import RenderError
-from physarum.render.preset import Preset
-from physarum.render.preset.output_sections import GIF_TARGETS
-from physarum.render.preset.provenance import version
-from physarum.render.preset.reduce import preview_ratio, reduce_preset, side_ratio
+from physarum.render.formats.gif_targets import GIF_TARGETS
+
+if TYPE_CHECKING:
+    from physarum.render.preset import Preset
+
+# The parser is built by every command, --help too: nothing here builds the preset schema
+# (pydantic); `reduction` imports it for the renders that reduce (`# start-up:`).
 
 PREVIEW_SIDE = 256  # --preview: the reduced canvas's short side (render/preset/reduce.py)
 PREVIEW_SIDE_3D = 64  # a 3D preset's (its volume's short side of width and height)
@@ -61,7 +66,7 @@ def add_backend(command: argparse.ArgumentParser, device: bool = True) -> None:
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="physarum", description="Render Physarum slime-mould animations.")
-    parser.add_argument("--version", action="version", version=f"physarum {version()}")
+    parser.add_argument("--version", action="version", version=f"physarum {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     render = commands.add_parser("render", help="render a preset to GIF, MP4 and PNG")
@@ -330,6 +335,8 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
     divides the canvas's sides by K, --preview brings its short side to PREVIEW_SIDE (a little
     more where a sensor would fall under a few pixels: preview_ratio; never enlarged),
     render/preset/reduce.py. RenderError for a K that is not a number from 1 to MAX_REDUCE."""
+    from physarum.render.preset.reduce import preview_ratio, reduce_preset, side_ratio  # start-up: the schema
+
     kind = "preview" if args.preview else "reduce"
     if args.reduce is not None:
         if not 1 <= args.reduce <= MAX_REDUCE:

@@ -10,23 +10,24 @@ import os
 import sys
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError, machine_problem, printable, shown
+from physarum.render.base.errors import PresetError, RenderError, machine_problem, printable, shown
 from physarum.render.base.interrupts import Terminated, signals_interrupt
 from physarum.render.cli import show
 from physarum.render.cli.arguments import flag_settings, parser, reduction, stop_settings
-from physarum.render.out.specs import gif_size, output_paths
-from physarum.render.preset import PresetError, load_preset
 from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_path
-from physarum.render.run.reload import load_for_render, refuse_writing_over
-from physarum.render.run.volume_checks import refuse_3d_command
 
 # The commands that simulate import torch (and the stages that need it) inside their function,
-# each line marked `# start-up:`: help, presets, sweeps and validate answer without it.
+# each line marked `# start-up:`: help, presets, sweeps and validate answer without it. Those that
+# read a preset import the preset schema (pydantic, 0.2-0.4 s) there too: help and the presets
+# listing answer without it (tests/test_cli_main.py checks both).
 
 EXIT_USAGE = 2
 
 
 def cmd_render(args) -> int:
+    from physarum.render.out.specs import gif_size, output_paths  # start-up: the preset schema
+    from physarum.render.run.reload import load_for_render, refuse_writing_over  # start-up: the same
+
     args.settings = [*args.settings, *flag_settings(args), *stop_settings(args)]
     if args.preview:
         args.out = str(Path(args.out) / "previews")
@@ -102,6 +103,7 @@ def cmd_render(args) -> int:
 
 def cmd_sweep(args) -> int:
     from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
+    from physarum.render.run.volume_checks import refuse_3d_command  # start-up: the preset schema
 
     sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
     for job in sweep.jobs:
@@ -154,6 +156,8 @@ def cmd_sweeps(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from physarum.render.preset import load_preset  # start-up: the preset schema
+
     problems = []
     for name in args.presets:
         try:
@@ -167,6 +171,17 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def _command_preset(args, command: str):
+    """The preset a command of one preset reads (args.preset, with its --set args.settings),
+    validated; RenderError for a 3D preset, which `command` does not take."""
+    from physarum.render.preset import load_preset  # start-up: the preset schema
+    from physarum.render.run.volume_checks import refuse_3d_command  # start-up: the same
+
+    preset = load_preset(resolve_preset_path(args.preset), args.settings)
+    refuse_3d_command(preset, command)
+    return preset
+
+
 def _positive(value: int, flag: str) -> int:
     if value < 1:
         raise RenderError(f"{flag} must be a positive number of steps, got {value}")
@@ -174,6 +189,7 @@ def _positive(value: int, flag: str) -> int:
 
 
 def cmd_profile(args) -> int:
+    from physarum.render.preset import load_preset  # start-up: the preset schema
     from physarum.render.run import machine  # start-up: torch
     from physarum.render.tools.profile import profile_preset  # start-up: torch
 
@@ -214,8 +230,7 @@ def cmd_sensitivity(args) -> int:
     from physarum.render.run import machine  # start-up: torch
 
     axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
-    preset = load_preset(resolve_preset_path(args.preset), args.settings)
-    refuse_3d_command(preset, "sensitivity")
+    preset = _command_preset(args, "sensitivity")
     if preset.has_world:
         raise RenderError(
             f"{preset.name}: physarum sensitivity measures plain presets (one species on "
@@ -262,8 +277,7 @@ def cmd_graph(args) -> int:
     from physarum.render import graph  # start-up: scikit-image, scipy and networkx load only for graph
     from physarum.render.run import machine  # start-up: torch
 
-    preset = load_preset(resolve_preset_path(args.preset), args.settings)
-    refuse_3d_command(preset, "graph")
+    preset = _command_preset(args, "graph")
     min_area = graph.MIN_AREA if args.min_area is None else args.min_area
     if min_area < 1:
         raise RenderError(f"--min-area must be at least 1 cell, got {min_area}")
@@ -286,8 +300,7 @@ def cmd_graph(args) -> int:
 def cmd_explore(args) -> int:
     from physarum.render import explore  # start-up: torch
 
-    preset = load_preset(resolve_preset_path(args.preset), args.settings)
-    refuse_3d_command(preset, "explore")
+    preset = _command_preset(args, "explore")
     given = {k: getattr(args, k) for k in ("rounds", "population", "keep", "size", "steps", "seed")}
     options = explore.ExploreOptions(
         **{k: v for k, v in given.items() if v is not None},

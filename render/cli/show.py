@@ -1,6 +1,7 @@
 """What the `physarum` command shows besides a render's files: the curated presets and example
 sweeps listed, a curated preset's YAML, the status line a render starts with, and the line that
-says what a GIF budget chose. Nothing here imports torch (the light commands answer at once).
+says what a GIF budget chose. Nothing here imports torch, nor builds the preset schema (pydantic)
+but for a curated preset `listed` cannot read plainly: the light commands answer at once.
 """
 
 from __future__ import annotations
@@ -9,44 +10,49 @@ import json
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from physarum.render.base.errors import PresetError, printable
-from physarum.render.preset import Preset, load_preset, read_preset_file
-from physarum.render.preset.catalog import PRESETS, preset_files, sweep_files
+from physarum.render.preset.catalog import PRESETS, Listed, listed, preset_files, read_shipped, sweep_files
 
 MB = 1_000_000  # budgets are given in decimal units (10MB: 10,000,000 bytes)
 
 
 def preset_lines() -> list[str]:
-    """One line per curated preset: name, canvas, agents and description."""
+    """One line per curated preset: name, canvas, agents and description, read from its YAML as
+    written (catalog.listed: the curated presets are validated by the tests, so the listing shows
+    no broken preset), or from the validated preset where a value is not plainly written."""
     lines = []
     for path in preset_files():
-        preset = _listed(path)
-        size = f"{preset.canvas.width}x{preset.canvas.height}"
-        lines.append(f"{preset.name:<14} {size:>10} {preset.agents.count:>9} agents  {preset.description}")
+        entry = listed(path) or _validated(path)
+        size = f"{entry.width}x{entry.height}"
+        lines.append(f"{entry.name:<14} {size:>10} {entry.agents:>9} agents  {entry.description}")
     return lines
 
 
-def _listed(path: Path) -> Preset:
-    """A curated preset as the listing shows it: validated by the schema, its images' headers
-    read but not decoded (load_preset decodes them on the canvas, which loads numpy: the listing
-    would start slower). One the schema refuses is loaded by load_preset, for its message."""
+def _validated(path: Path) -> Listed:
+    """A curated preset's listing from the schema: validated, its images' headers read but not
+    decoded (load_preset decodes them on the canvas, which loads numpy: the listing would start
+    slower). One the schema refuses is loaded by load_preset, for its message."""
+    from pydantic import ValidationError  # start-up: the schema, only where `listed` cannot read
+
+    from physarum.render.preset import Preset, load_preset  # start-up: the same
+
     try:
-        return Preset.model_validate(read_preset_file(path), context={"base": path.parent, "carried": {}})
+        preset = Preset.model_validate(read_shipped(path), context={"base": path.parent, "carried": {}})
     except ValidationError:
-        return load_preset(path)
+        preset = load_preset(path)
+    return Listed(
+        preset.name, preset.canvas.width, preset.canvas.height, preset.agents.count, preset.description
+    )
 
 
 def preset_text(name: str) -> str:
-    """The YAML file of the curated preset `name`, as shipped (comments kept), to copy and edit.
-    PresetError naming the curated presets where `name` is none of them; it is checked by
-    loading it, so what is printed is a valid preset."""
+    """The YAML file of the curated preset `name`, as shipped (comments kept), to copy and edit;
+    not validated here (the tests validate every curated preset). PresetError naming the curated
+    presets where `name` is none of them."""
     path = PRESETS.resolve(name)
     if path.parent != PRESETS.folder():  # a path: this command prints the curated ones only
         names = ", ".join(PRESETS.names())
         raise PresetError([f"{name}: not a curated preset; curated presets: {names}"])
-    load_preset(path)
     return path.read_text(encoding="utf-8")
 
 
@@ -55,8 +61,7 @@ def sweep_lines() -> list[str]:
     (read as safe YAML only: no job is expanded)."""
     lines = []
     for path in sweep_files():
-        data = read_preset_file(path)
-        description = data.get("description", "") if isinstance(data, dict) else ""
+        description = read_shipped(path).get("description", "")
         lines.append(f"{path.stem:<16} {description}")
     return lines
 

@@ -9,51 +9,73 @@ overrides, in that order of the data flow:
 The names below are the package's public face; callers import them from here.
 """
 
-from physarum.render.base.errors import PresetError
-from physarum.render.preset.load import (
-    apply_setting,
-    build_preset,
-    load_preset,
-    read_preset_file,
-    set_dotted,
-)
-from physarum.render.preset.output_sections import (
-    ALL_FORMATS,
-    FORMATS,
-    MP4_SETTINGS,
-    Checkpoint,
-    Fields,
-    Levels,
-    Output,
-    Palette,
-    PaletteEntry,
-    check_palette_entry,
-)
-from physarum.render.preset.safe_yaml import parse_yaml
-from physarum.render.preset.schema import Preset, key_annotation, key_problem, section_at
-from physarum.render.preset.sections import (
-    DEFAULT_AGENTS,
-    MAX_AGENTS,
-    NAME_PATTERN,
-    REFERENCE_SIDE,
-    SPAWN_NAMES,
-    Agents,
-    Canvas,
-    Model,
-    ModelOverride,
-    Run,
-)
-from physarum.render.preset.worlds import (
-    DEFAULT_SPECIES_COLOURS,
-    Food,
-    FoodImage,
-    FoodPoint,
-    Species,
-    SpeciesAgents,
-    TrailImage,
-    Walls,
-    World,
-)
+from __future__ import annotations
+
+import importlib
+
+# Each public name and the module that defines it. The package imports a module when one of its
+# names is first read (PEP 562), so that importing physarum.render.preset.catalog or safe_yaml
+# builds no schema (pydantic): `physarum --help` and `physarum presets` start at once (issue 25).
+_HOMES = {
+    "physarum.render.base.errors": ("PresetError",),
+    "physarum.render.preset.load": (
+        "apply_setting",
+        "build_preset",
+        "load_preset",
+        "read_preset_file",
+        "set_dotted",
+    ),
+    "physarum.render.preset.output_sections": (
+        "ALL_FORMATS",
+        "FORMATS",
+        "MP4_SETTINGS",
+        "Checkpoint",
+        "Fields",
+        "Levels",
+        "Output",
+        "Palette",
+        "PaletteEntry",
+        "check_palette_entry",
+    ),
+    "physarum.render.preset.safe_yaml": ("parse_yaml",),
+    "physarum.render.preset.schema": ("Preset", "key_annotation", "key_problem", "section_at"),
+    "physarum.render.preset.sections": (
+        "DEFAULT_AGENTS",
+        "MAX_AGENTS",
+        "NAME_PATTERN",
+        "REFERENCE_SIDE",
+        "SPAWN_NAMES",
+        "Agents",
+        "Canvas",
+        "Model",
+        "ModelOverride",
+        "Run",
+    ),
+    "physarum.render.preset.worlds": (
+        "DEFAULT_SPECIES_COLOURS",
+        "Food",
+        "FoodImage",
+        "FoodPoint",
+        "Species",
+        "SpeciesAgents",
+        "TrailImage",
+        "Walls",
+        "World",
+    ),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str):
+    """A public name of the package, imported from its module when first read (then bound here);
+    AttributeError for any other name, so that `from physarum.render.preset import carried`
+    imports the submodule as usual."""
+    if name not in _HOME_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME_OF[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_AGENTS",

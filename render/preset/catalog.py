@@ -11,17 +11,27 @@ images themselves (render/preset/carried.py).
 
 A name (`veins`, `angles`) means a shipped file; anything else is a path, taken as given. A
 file in the working folder of that name wins over the shipped one of the same name.
+
+Nothing here builds the preset schema (pydantic): `physarum presets` lists the curated presets
+from their YAML as written (`listed`), and the commands that list or find files start at once.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 
 from physarum.render.base.errors import PresetError, RenderError, did_you_mean
+from physarum.render.base.inputs import read_text
+from physarum.render.preset.safe_yaml import parse_yaml
 
 SUFFIXES = (".yaml", ".yml")
+# sections.REFERENCE_SIDE, which `listed` needs without the schema; tests/test_cli_main.py
+# checks the listing against the validated presets, so a change there cannot go unnoticed
+REFERENCE_SIDE = 512
 
 
 @dataclass(frozen=True)
@@ -92,3 +102,62 @@ def resolve_preset_path(name: str) -> Path:
 def resolve_sweep_path(name: str) -> Path:
     """A sweep file's path as given, or an example sweep's file when only its name is given."""
     return SWEEPS.resolve(name)
+
+
+def read_shipped(path: Path) -> dict:
+    """The mapping of a shipped YAML file (or any preset or sweep file), read by the safe loader
+    and not validated; PresetError naming the file where it cannot be read or parsed."""
+    try:
+        text = read_text(path)
+    except ValueError as error:
+        raise PresetError([f"{path}: {error}"]) from None
+    return parse_yaml(text, str(path))
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A curated preset as `physarum presets` lists it: its name, canvas, agents, description."""
+
+    name: str
+    width: int
+    height: int
+    agents: int
+    description: str
+
+
+def listed(path: Path) -> Listed | None:
+    """A curated preset's listing read from its YAML as written, not validated: None where the
+    file is unreadable or a value is not plainly there (missing, or of another type), and the
+    caller validates it instead. agents.density gives the count as the schema does (schema.py,
+    Preset._density_count: round half to even of density x cells, at least 1).
+
+    Not validating is truthful for the curated presets only: every one is validated by
+    tests/test_preset_load.py (test_curated_presets_validate), and tests/test_cli_main.py checks
+    that this listing says what the validated presets say, so it shows no broken preset."""
+    try:
+        data = read_shipped(path)
+    except PresetError:
+        return None
+    canvas, agents, model = (data.get(k) for k in ("canvas", "agents", "model"))
+    if not (isinstance(canvas, dict) and isinstance(agents, dict) and isinstance(model, dict | None)):
+        return None
+    depth = canvas.get("depth")  # None: a 2D canvas
+    sides = [canvas.get("width"), canvas.get("height"), *([] if depth is None else [depth])]
+    name, description = data.get("name"), data.get("description", "")
+    if not (_numbers(sides, int) and isinstance(name, str) and isinstance(description, str)):
+        return None
+    count, density = agents.get("count"), agents.get("density")
+    units = (model or {}).get("units", "pixels")
+    if density is None and _numbers([count], int):
+        return Listed(name, sides[0], sides[1], count, description)
+    if count is not None or not _numbers([density], int | float) or units not in ("pixels", "short_side"):
+        return None
+    cells = Fraction(math.prod(sides))  # 3D: agents per voxel
+    if units == "short_side":
+        cells *= Fraction(REFERENCE_SIDE, min(sides)) ** 2
+    return Listed(name, sides[0], sides[1], max(1, round(Fraction(density) * cells)), description)
+
+
+def _numbers(values: list, kind) -> bool:
+    """Whether every value is a positive finite number of `kind` (booleans are not numbers here)."""
+    return all(isinstance(v, kind) and not isinstance(v, bool) and 0 < v < math.inf for v in values)

@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.formats.gif_targets import GIF_TARGETS  # named budgets, re-exported here
 from physarum.render.formats.mp4 import MP4_SETTINGS as MP4_SETTING_TABLE
 from physarum.render.formats.registry import ALL_FORMATS, DEFAULT_FORMATS
 from physarum.render.preset.palettes import PALETTES, parse_hex
@@ -19,16 +20,6 @@ from physarum.render.preset.sections import OptionalSection, Section
 
 FORMATS = DEFAULT_FORMATS  # the default output.formats (render/formats/registry.py)
 MP4_SETTINGS = tuple(MP4_SETTING_TABLE)  # output.mp4's values (render/formats/mp4.py: how each encodes)
-# Named GIF byte budgets: published upload limits as of 2026, which may change (docs/outputs.md,
-# "GIF byte budgets", says where each comes from). Decimal megabytes: the smaller reading of "MB".
-GIF_TARGETS = {
-    "x": 15_000_000,
-    "discord": 10_000_000,
-    "slack": 5_000_000,
-    "telegram": 5_000_000,
-    "phone": 5_000_000,
-    "preview": 2_000_000,
-}
 GIF_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "kib": 1024, "mib": 1024**2}
 GIF_MIN_BUDGET = 1024
 LOOP_MODES = Literal["none", "ping-pong", "crossfade", "closest"]
