@@ -645,7 +645,7 @@ def test_a_preview_is_reduced_says_so_and_renders_again_from_its_gif(tmp_path, c
     argv = ["render", str(path), "--preview", "--reduce", "2", "--backend", "torch"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err
-    assert "preview: 64x48 -> 32x24, 800 -> 200 agents, distances / 2" in err
+    assert "preview: 64x48 -> 32x24, 800 -> 200 agents, distances kept (a window)" in err
     gif = tmp_path / "a" / "previews" / "tiny" / "tiny-s3.gif"
     assert Image.open(gif).size == (32, 24)
     again = ["render", "--from", str(gif), "--out", str(tmp_path / "b"), "--quiet", "--backend", "torch"]

@@ -15,6 +15,7 @@ from physarum.render.preset.load import build_preset
 from physarum.render.preset.reduce import (
     MIN_SENSOR_PIXELS,
     PREVIEW_WORK,
+    is_window,
     preview_ratio,
     reduce_preset,
     reduced_work,
@@ -32,7 +33,7 @@ def curated(name: str):
 @pytest.mark.parametrize("name", ["labyrinth", "anywhere", "journey", "rivals", "lettering", "panorama"])
 def test_a_reduction_keeps_density_and_scales_distances_and_diffuse(name):
     preset = curated(name)
-    reduced, _ = reduce_preset(preset, side_ratio(preset, 256))
+    reduced, _ = reduce_preset(preset, side_ratio(preset, 256), "reduce")
     short, small = min(preset.canvas.width, preset.canvas.height), 256
     ratio = Fraction(small, short)
     assert min(reduced.canvas.width, reduced.canvas.height) == small
@@ -60,16 +61,37 @@ def test_a_scheduled_distance_is_scaled_keyframe_by_keyframe():
         tiny_data(canvas={"width": 64, "height": 64}, model={"step_size": {"keys": {0: 1.0, "50%": 2.0}}}),
         "t.yaml",
     )
-    reduced, _ = reduce_preset(preset, Fraction(1, 2))
+    reduced, _ = reduce_preset(preset, Fraction(1, 2), "reduce")
     assert reduced.model.step_size.keys == {0: 0.5, "50%": 1.0}
     assert reduced.model.diffuse == 0.125 and reduced.model.sensor_distance == 2.5
 
 
 def test_the_note_says_how_it_was_reduced_and_the_description_carries_it():
     preset = curated("labyrinth")
-    reduced, note = reduce_preset(preset, side_ratio(preset, 256))
-    assert note == "preview: 1024x1024 -> 256x256, 2,000,000 -> 125,000 agents, distances / 4"
+    reduced, note = reduce_preset(preset, side_ratio(preset, 256), "reduce")
+    assert note == "reduce: 1024x1024 -> 256x256, 2,000,000 -> 125,000 agents, distances / 4"
     assert reduced.description.endswith(f"({note})")
+
+
+@pytest.mark.parametrize("name", ["labyrinth", "journey", "rivals", "panorama"])
+def test_a_preview_of_a_uniform_pixel_texture_is_a_window_at_full_scale(name):
+    preset = curated(name)  # random spawn, no world, pixel units
+    assert is_window(preset) and preview_ratio(preset, 256) == side_ratio(preset, 256)
+    reduced, note = reduce_preset(preset, side_ratio(preset, 256))
+    assert min(reduced.canvas.width, reduced.canvas.height) == 256 and note.endswith(
+        "distances kept (a window)"
+    )
+    area = Fraction(reduced.canvas.width * reduced.canvas.height, preset.canvas.width * preset.canvas.height)
+    assert reduced.agents.count == round(preset.agents.count * area)
+    assert reduced.model == preset.model and reduced.species == preset.species  # distances, diffuse kept
+
+
+@pytest.mark.parametrize("name", ["anywhere", "bloom", "compass", "feast", "lettering", "maze", "rings"])
+def test_a_preview_of_a_composition_or_short_side_preset_is_scaled(name):
+    preset = curated(name)  # short_side units, a spawn shape or image, or a world
+    assert not is_window(preset)
+    reduced, note = reduce_preset(preset, preview_ratio(preset, 256))
+    assert "distances /" in note
 
 
 def test_the_reduced_preset_reads_back_as_itself():
@@ -110,7 +132,7 @@ def test_images_are_box_resized_onto_the_reduced_canvas(tmp_path):
     np.testing.assert_array_equal(preset_pixels(reduced, wall), box_resize(read_grey(wall), 24, 16))
 
 
-@pytest.mark.parametrize("name", ["filaments", "maze", "rings"])
+@pytest.mark.parametrize("name", ["maze", "rings"])
 def test_a_preview_stops_reducing_where_a_sensor_would_fall_below_the_floor(name):
     preset = curated(name)
     ratio = preview_ratio(preset, 256)
@@ -128,17 +150,19 @@ def test_a_preview_stops_reducing_where_a_sensor_would_fall_below_the_floor(name
 
 
 def test_the_work_bounds_a_preview_that_the_floor_would_make_large():
-    preset = curated("labyrinth")  # sensors 4 pixels at 1024: the floor asks for the full size
+    data = yaml.safe_load((ROOT / "presets" / "labyrinth.yaml").read_text())
+    data["world"] = {"boundary": "reflect"}  # not a window: sensors 4 pixels, the floor asks for 1024
+    preset = build_preset(data, "t.yaml")
     ratio = preview_ratio(preset, 256)
     side = int(1024 * ratio)
     assert 256 < side < 1024 and sensor_pixels(preset) * ratio < MIN_SENSOR_PIXELS
     assert reduced_work(preset, ratio) <= PREVIEW_WORK < reduced_work(preset, Fraction(side + 1, 1024))
 
 
-@pytest.mark.parametrize("name", ["anywhere", "crowd", "quickstart", "compass", "panorama"])
+@pytest.mark.parametrize("name", ["anywhere", "feast", "compass", "starburst"])
 def test_a_preview_keeps_256_where_the_sensor_stays_or_the_work_is_spent(name):
-    preset = curated(name)  # sensors >= 3.5 pixels at 256 (anywhere: short_side units), or
-    assert preview_ratio(preset, 256) == side_ratio(preset, 256)  # panorama: its 256 is the work
+    preset = curated(name)  # sensors >= 3.5 pixels at 256 (anywhere: short_side units)
+    assert preview_ratio(preset, 256) == side_ratio(preset, 256)
 
 
 def test_a_preview_is_never_enlarged():

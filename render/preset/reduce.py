@@ -20,10 +20,14 @@ it again). It keeps what the model's dynamics depend on, per unit of canvas:
 
 The preset's description says how it was reduced (`note`), so its outputs and sidecar do too.
 
-A preview's size (preview_ratio) is the requested short side (256), made larger where that would
-bring a sensor under MIN_SENSOR_PIXELS pixels (below it the pattern is drawn by the pixel grid, not
-the model), as far as PREVIEW_WORK allows (a preview stays seconds on a 2-core CPU). The rule reads
-the preset alone, in integers, so a preview is the same reduced preset on every machine.
+A preview (kind 'preview') of a texture that is the same everywhere, in pixel units (is_window:
+random spawn, no world) is a window instead: the canvas and agents as above, the model kept. Such
+presets' look depends on the pixel grid (a scaled reduction of labyrinth, journey, cells or cave
+came out a much finer network than the full render), and a window at full scale shows it as the
+full render does (docs/figures/previews.png). Another preset's preview size (preview_ratio) is the
+requested short side (256), made larger where that would bring a sensor under MIN_SENSOR_PIXELS
+pixels, as far as PREVIEW_WORK allows (a preview stays seconds on a 2-core CPU). The rules read
+the preset alone, in integers, so a preview is the same preset on every machine.
 """
 
 from __future__ import annotations
@@ -80,11 +84,14 @@ def reduced_work(preset: Preset, ratio: Fraction) -> int:
 
 
 def preview_ratio(preset: Preset, short_side: int) -> Fraction:
-    """The ratio of a preview (render --preview): its short side `short_side`, or larger, up to the
-    side where the smallest sensor distance is MIN_SENSOR_PIXELS pixels, as long as the reduced
-    preset's work stays within PREVIEW_WORK (the largest side that does); never enlarged."""
+    """The ratio of a preview (render --preview): its short side `short_side`, or, for a preset
+    that is not a window (is_window), larger, up to the side where the smallest sensor distance is
+    MIN_SENSOR_PIXELS pixels, as long as the reduced preset's work stays within PREVIEW_WORK (the
+    largest side that does); never enlarged."""
     short = min(preset.canvas.width, preset.canvas.height)
     base = side_ratio(preset, short_side)
+    if is_window(preset):  # a window keeps its distances: no floor to keep
+        return base
     wanted = min(short, math.ceil(short * MIN_SENSOR_PIXELS / sensor_pixels(preset)))
     side = wanted
     while side > short_side and reduced_work(preset, Fraction(side, short)) > PREVIEW_WORK:
@@ -113,8 +120,21 @@ def scale_model(model: dict, units: str, ratio: Fraction) -> dict:
     return model
 
 
-def reduced_data(preset: Preset, width: int, height: int) -> dict:
-    """The preset's dump on a width x height canvas (see the module's rules)."""
+def is_window(preset: Preset) -> bool:
+    """Whether the preset's preview is a window (reduce_preset): a 2D texture that is the same
+    everywhere (random spawn, no world section) in pixel units (its model and every species')."""
+    units = [preset.species_model(s).units for s in range(preset.species_count)]
+    return (
+        preset.dims == 2
+        and preset.agents.spawn == "random"
+        and preset.world is None
+        and set(units) == {"pixels"}
+    )
+
+
+def reduced_data(preset: Preset, width: int, height: int, window: bool = False) -> dict:
+    """The preset's dump on a width x height canvas (see the module's rules); a `window` keeps
+    the model (distances and diffuse) as it is."""
     data = preset.model_dump()
     ratio = Fraction(min(width, height), min(preset.canvas.width, preset.canvas.height))
     area = Fraction(width * height, preset.canvas.width * preset.canvas.height)
@@ -126,6 +146,8 @@ def reduced_data(preset: Preset, width: int, height: int) -> dict:
     agents = {k: v for k, v in data["agents"].items() if k != "density"}
     agents["count"] = max(preset.species_count, round(preset.agents.count * area))
     data["agents"] = agents
+    if window:
+        return data
     units = preset.model.units
     data["model"] = scale_model(data["model"], units, ratio)
     for species in data.get("species") or []:
@@ -146,30 +168,34 @@ def reduced_camera(camera: dict, ratio: Fraction) -> dict:
     return camera
 
 
-def note(preset: Preset, reduced: Preset, kind: str = "preview") -> str:
+def note(preset: Preset, reduced: Preset, kind: str = "preview", window: bool = False) -> str:
     """How a preset was reduced, e.g. 'preview: 1024x1024 -> 256x256, 2,000,000 -> 125,000
-    agents, distances / 4'."""
+    agents, distances / 4' (a window: '..., distances kept (a window)')."""
     before, after = preset.canvas, reduced.canvas
     ratio = Fraction(min(before.width, before.height), min(after.width, after.height))
     shown = f"{float(ratio):.4g}" if ratio.denominator != 1 else str(ratio.numerator)
     return (
         f"{kind}: {before.width}x{before.height} -> {after.width}x{after.height}, "
-        f"{preset.agents.count:,} -> {reduced.agents.count:,} agents, distances / {shown}"
+        f"{preset.agents.count:,} -> {reduced.agents.count:,} agents, "
+        + ("distances kept (a window)" if window else f"distances / {shown}")
     )
 
 
 def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tuple[Preset, str]:
     """(the reduced preset, its note): the preset on a canvas `ratio` (0 < ratio <= 1) of its
     sides, validated like any preset (PresetError naming the problem, e.g. a distance that no
-    longer fits). A ratio of 1, or one that leaves the canvas as it is, returns the preset itself
-    and an empty note."""
+    longer fits). A preview (kind 'preview') of a uniform pixel-unit texture (is_window) is a
+    window: the agents per pixel, distances and diffuse kept, the texture at its own pixel scale,
+    which is what such presets' look depends on. A ratio of 1, or one that leaves the canvas as
+    it is, returns the preset itself and an empty note."""
+    window = kind == "preview" and is_window(preset)
     width = reduced_side(preset.canvas.width, ratio)
     height = reduced_side(preset.canvas.height, ratio)
     if (width, height) == (preset.canvas.width, preset.canvas.height):
         return preset, ""
-    data = reduced_data(preset, width, height)
+    data = reduced_data(preset, width, height, window)
     reduced = build_preset(data, f"--{kind}", base=".", carried=preset.carried)
-    text = note(preset, reduced, kind)
+    text = note(preset, reduced, kind, window)
     description = f"{preset.description} ({text})" if preset.description else f"({text})"
     updates = {"description": description, "checkpoint": preset.checkpoint}
     output = reduced.output.model_copy(update={"fields": preset.output.fields})
