@@ -544,8 +544,17 @@ def test_the_listing_counts_a_density_as_the_schema_and_validates_what_it_cannot
         _variant(tmp_path, "quickstart", "flag", agents={"count": True}),
         _variant(tmp_path, "quickstart", "inf", agents={"density": float("inf")}),
     ]
-    (tmp_path / "bad.yaml").write_text("name: [unclosed\n")
-    assert [catalog.listed(p) for p in [*unplain, tmp_path / "bad.yaml"]] == [None] * 5
+    text = (ROOT / "presets" / "quickstart.yaml").read_text()
+    written = {  # what the top-level lines alone would misread: refused, never a wrong line
+        "bad": "name: [unclosed\n",
+        "quoted": text.replace("canvas:", '"canvas":'),
+        "alias": text.replace("seed: 1", "seed: &s 1").replace("count: 120000", "count: *s"),
+    }
+    for name, content in written.items():
+        unplain.append(tmp_path / f"{name}.yaml")
+        unplain[-1].write_text(content)
+    assert [catalog.listed(p) for p in unplain] == [None] * 7
+    assert show._validated(unplain[-2]) == catalog.listed(ROOT / "presets" / "quickstart.yaml")
     assert show._validated(unplain[0]).agents == 100_000  # validated instead: the default
 
 

@@ -19,6 +19,7 @@ from their YAML as written (`listed`), and the commands that list or find files 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib import resources
@@ -32,6 +33,8 @@ SUFFIXES = (".yaml", ".yml")
 # sections.REFERENCE_SIDE, which `listed` needs without the schema; tests/test_cli_main.py
 # checks the listing against the validated presets, so a change there cannot go unnoticed
 REFERENCE_SIDE = 512
+LISTED_KEYS = ("name", "description", "canvas", "agents")  # what `physarum presets` shows
+_KEY = re.compile(r"([A-Za-z_][\w-]*) *:(?:[ \t\r\n]|$)")  # a plain top-level key and its colon
 
 
 @dataclass(frozen=True)
@@ -126,17 +129,20 @@ class Listed:
 
 
 def listed(path: Path) -> Listed | None:
-    """A curated preset's listing read from its YAML as written, not validated: None where the
-    file is unreadable or a value is not plainly there (missing, or of another type), and the
-    caller validates it instead. agents.density gives the count as the schema does (schema.py,
+    """A curated preset's listing read from its YAML as written (its LISTED_KEYS' top-level lines
+    by the safe loader; the whole file for agents.density), not validated: None where the file is
+    unreadable or a value is not plainly there (missing, or of another type), and the caller
+    validates it instead. agents.density gives the count as the schema does (schema.py,
     Preset._density_count: round half to even of density x cells, at least 1).
 
     Not validating is truthful for the curated presets only: every one is validated by
     tests/test_preset_load.py (test_curated_presets_validate), and tests/test_cli_main.py checks
     that this listing says what the validated presets say, so it shows no broken preset."""
     try:
-        data = read_shipped(path)
-    except PresetError:
+        data = parse_yaml(_top_level(read_text(path), LISTED_KEYS), str(path))
+        if isinstance(data.get("agents"), dict) and "density" in data["agents"]:
+            data = read_shipped(path)  # the count depends on model.units: the whole file
+    except (PresetError, ValueError):
         return None
     canvas, agents, model = (data.get(k) for k in ("canvas", "agents", "model"))
     if not (isinstance(canvas, dict) and isinstance(agents, dict) and isinstance(model, dict | None)):
@@ -156,6 +162,22 @@ def listed(path: Path) -> Listed | None:
     if units == "short_side":
         cells *= Fraction(REFERENCE_SIDE, min(sides)) ** 2
     return Listed(name, sides[0], sides[1], max(1, round(Fraction(density) * cells)), description)
+
+
+def _top_level(text: str, keys: tuple[str, ...]) -> str:
+    """The lines of `text` that hold the top-level keys `keys`: each line that starts a plain key
+    at column 0, with the indented, blank and comment lines after it. Half a curated file is its
+    look and output, and parsing it (pure-Python YAML) was most of the listing's time. Whatever
+    this reads otherwise (a key quoted or merged in with `<<`, an alias to a dropped anchor) is a
+    value missing or a YAML error, and `listed` has the preset validated instead."""
+    lines, keep = [], False
+    for line in text.splitlines(keepends=True):
+        if line[:1] not in ("", " ", "\t", "\n", "\r", "#"):  # a line at column 0 starts a new block
+            key = _KEY.match(line)
+            keep = key is not None and key.group(1) in keys
+        if keep:
+            lines.append(line)
+    return "".join(lines)
 
 
 def _numbers(values: list, kind) -> bool:
