@@ -73,10 +73,12 @@ def test_the_note_says_how_it_was_reduced_and_the_description_carries_it():
     assert reduced.description.endswith(f"({note})")
 
 
-@pytest.mark.parametrize("name", ["labyrinth", "journey", "rivals", "panorama"])
+@pytest.mark.parametrize("name", ["labyrinth", "journey", "cells", "panorama"])
 def test_a_preview_of_a_uniform_pixel_texture_is_a_window_at_full_scale(name):
-    preset = curated(name)  # random spawn, no world, pixel units
-    assert is_window(preset) and preview_ratio(preset, 256) == side_ratio(preset, 256)
+    preset = curated(name)  # random spawn, no world, pixel units, sensors under 3.5 pixels at 256
+    assert is_window(preset, side_ratio(preset, 256)) and preview_ratio(preset, 256) == side_ratio(
+        preset, 256
+    )
     reduced, note = reduce_preset(preset, side_ratio(preset, 256))
     assert min(reduced.canvas.width, reduced.canvas.height) == 256 and note.endswith(
         "distances kept (a window)"
@@ -86,10 +88,13 @@ def test_a_preview_of_a_uniform_pixel_texture_is_a_window_at_full_scale(name):
     assert reduced.model == preset.model and reduced.species == preset.species  # distances, diffuse kept
 
 
-@pytest.mark.parametrize("name", ["anywhere", "bloom", "compass", "feast", "lettering", "maze", "rings"])
+@pytest.mark.parametrize(
+    "name",
+    ["anywhere", "bloom", "compass", "feast", "lettering", "maze", "rings", "rivals", "crowd", "quickstart"],
+)
 def test_a_preview_of_a_composition_or_short_side_preset_is_scaled(name):
-    preset = curated(name)  # short_side units, a spawn shape or image, or a world
-    assert not is_window(preset)
+    preset = curated(name)  # short_side units, a spawn shape or image, a world, species, or a sensor
+    assert not is_window(preset, side_ratio(preset, 256))  # that stays 3.5 pixels or more
     reduced, note = reduce_preset(preset, preview_ratio(preset, 256))
     assert "distances /" in note
 

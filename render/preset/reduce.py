@@ -20,13 +20,14 @@ it again). It keeps what the model's dynamics depend on, per unit of canvas:
 
 The preset's description says how it was reduced (`note`), so its outputs and sidecar do too.
 
-A preview (kind 'preview') of a texture that is the same everywhere, in pixel units (is_window:
-random spawn, no world) is a window instead: the canvas and agents as above, the model kept. Such
-presets' look depends on the pixel grid (a scaled reduction of labyrinth, journey, cells or cave
-came out a much finer network than the full render), and a window at full scale shows it as the
-full render does (docs/figures/previews.png). Another preset's preview size (preview_ratio) is the
-requested short side (256), made larger where that would bring a sensor under MIN_SENSOR_PIXELS
-pixels, as far as PREVIEW_WORK allows (a preview stays seconds on a 2-core CPU). The rules read
+A preview (kind 'preview') of one species' texture that is the same everywhere, in pixel units
+(random spawn, no world), whose sensor the reduction would bring under MIN_SENSOR_PIXELS pixels
+(is_window) is a window instead: the canvas and agents as above, the model kept. Such presets'
+look depends on the pixel grid (a scaled reduction of labyrinth, journey or cells came out a much
+finer network than the full render), and a window at full scale shows it as the full render does
+(docs/figures/previews.png). Another preset's preview size (preview_ratio) is the requested short
+side (256), made larger where that would bring a sensor under MIN_SENSOR_PIXELS pixels, as far as
+PREVIEW_WORK allows (a preview stays seconds on a 2-core CPU). The rules read
 the preset alone, in integers, so a preview is the same preset on every machine.
 """
 
@@ -90,7 +91,7 @@ def preview_ratio(preset: Preset, short_side: int) -> Fraction:
     largest side that does); never enlarged."""
     short = min(preset.canvas.width, preset.canvas.height)
     base = side_ratio(preset, short_side)
-    if is_window(preset):  # a window keeps its distances: no floor to keep
+    if is_window(preset, base):  # a window keeps its distances: no floor to keep
         return base
     wanted = min(short, math.ceil(short * MIN_SENSOR_PIXELS / sensor_pixels(preset)))
     side = wanted
@@ -120,15 +121,17 @@ def scale_model(model: dict, units: str, ratio: Fraction) -> dict:
     return model
 
 
-def is_window(preset: Preset) -> bool:
-    """Whether the preset's preview is a window (reduce_preset): a 2D texture that is the same
-    everywhere (random spawn, no world section) in pixel units (its model and every species')."""
-    units = [preset.species_model(s).units for s in range(preset.species_count)]
+def is_window(preset: Preset, ratio: Fraction) -> bool:
+    """Whether the preset's preview by `ratio` is a window (reduce_preset): one species, a 2D
+    texture the same everywhere (random spawn, no world section) in pixel units, whose smallest
+    sensor would fall under MIN_SENSOR_PIXELS if scaled by `ratio`."""
     return (
         preset.dims == 2
+        and preset.species_count == 1
         and preset.agents.spawn == "random"
         and preset.world is None
-        and set(units) == {"pixels"}
+        and preset.model.units == "pixels"
+        and sensor_pixels(preset) * ratio < MIN_SENSOR_PIXELS
     )
 
 
@@ -184,11 +187,11 @@ def note(preset: Preset, reduced: Preset, kind: str = "preview", window: bool = 
 def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tuple[Preset, str]:
     """(the reduced preset, its note): the preset on a canvas `ratio` (0 < ratio <= 1) of its
     sides, validated like any preset (PresetError naming the problem, e.g. a distance that no
-    longer fits). A preview (kind 'preview') of a uniform pixel-unit texture (is_window) is a
-    window: the agents per pixel, distances and diffuse kept, the texture at its own pixel scale,
+    longer fits). A preview (kind 'preview') of a uniform pixel-unit texture whose sensor would
+    fall under the floor (is_window) is a window: the agents per pixel, distances and diffuse kept, the texture at its own pixel scale,
     which is what such presets' look depends on. A ratio of 1, or one that leaves the canvas as
     it is, returns the preset itself and an empty note."""
-    window = kind == "preview" and is_window(preset)
+    window = kind == "preview" and is_window(preset, ratio)
     width = reduced_side(preset.canvas.width, ratio)
     height = reduced_side(preset.canvas.height, ratio)
     if (width, height) == (preset.canvas.width, preset.canvas.height):
