@@ -49,6 +49,9 @@ COMPARED = (".gif", ".mp4", ".webp", ".png")
 GROUPS = {
     "worlds": ["maze", "lettering", "feast", "rivals", "tribes", "anywhere"],
     "animation": ["journey", "tide", "compass", "crowd"],
+    # 3D presets: their CPU side is slow at full frame size; compare them with smaller frames,
+    # e.g. --presets 3d --set camera.width=128 --set camera.height=128 (docs/3d.md)
+    "3d": ["nebula", "tangle", "cocoon", "coral"],
 }
 # panorama (5M agents at 3840x2160) takes over 10 minutes on the CPU side: left out by default,
 # checked across machines instead
@@ -323,14 +326,14 @@ def summary(lines: list[str], log: Path) -> None:
 
 
 def expand_presets(names: list[str] | None, default: list[str]) -> list[str]:
-    """Preset names, paths or groups (plain, worlds, animation, all) as paths or catalog names."""
+    """Preset names, paths or groups (plain, worlds, animation, 3d, all) as paths or catalog names."""
     every = sorted(p.stem for p in (ROOT / "presets").glob("*.yaml"))
     chosen: list[str] = []
     for name in names or default:
         if name == "all":
             chosen += every
         elif name == "plain":
-            chosen += [p for p in every if p not in SLOW and p not in GROUPS["worlds"]]
+            chosen += [p for p in every if p not in SLOW and p not in GROUPS["worlds"] + GROUPS["3d"]]
         elif name in GROUPS:
             chosen += GROUPS[name]
         else:
