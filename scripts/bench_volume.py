@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from physarum.render.look.camera import view
+from physarum.render.look.camera import default_samples, view
 from physarum.render.look.colour import Colourist
 from physarum.render.look.volume import alpha_table, reduce_rgb, render_volume
 from physarum.render.preset.camera import Camera
@@ -92,13 +92,14 @@ def main() -> None:
             render_ms, reduce_ms, _ = frame_ms(
                 levels, camera, colours, alpha, size, args.frames, mode, kernel
             )
-            samples = args.size * args.size * side
+            per_ray = default_samples((side, side, side))  # camera.samples unset: the diagonal
+            samples = args.size * args.size * per_ray
             case = {
                 "volume": side,
                 "output": args.size,
                 "mode": mode,
                 "path": path,
-                "samples_per_ray": side,
+                "samples_per_ray": per_ray,
                 "render_ms": round(render_ms, 2),
                 "reduce_rgb_ms": round(reduce_ms, 2),
                 "gsamples_per_s": round(samples / render_ms / 1e6, 3),
