@@ -35,12 +35,11 @@ REFUSED = [
     ),
     ({"look": {"curve": "aces"}}, [], "look: the HDR look colours 2D maps"),
     ({}, ["--stats"], "--stats measures 2D trail maps"),
-    ({}, ["--metrics"], "--metrics measures 2D trail maps"),
 ]
 
 
 @pytest.mark.parametrize(
-    "changes, flags, message", REFUSED, ids=["checkpoint", "fields", "closest", "look", "stats", "metrics"]
+    "changes, flags, message", REFUSED, ids=["checkpoint", "fields", "closest", "look", "stats"]
 )
 def test_a_3d_render_refuses_with_one_message(tmp_path, capsys, changes, flags, message):
     path = _write(tmp_path, tiny_3d(**changes))
@@ -103,3 +102,14 @@ def test_render_from_a_3d_output_renders_it_again(tmp_path, capsys):
         == 0
     )
     assert (tmp_path / "b" / "tiny3d" / "tiny3d-s2.png").read_bytes() == first.read_bytes()
+
+
+def test_metrics_of_a_3d_render_are_written(tmp_path):
+    path = _write(tmp_path, tiny_3d(output={"formats": ["png"]}))
+    assert (
+        main(
+            ["render", str(path), "--out", str(tmp_path / "o"), "--quiet", "--backend", "torch", "--metrics"]
+        )
+        == 0
+    )
+    assert (tmp_path / "o" / "tiny3d" / "tiny3d-s2.metrics.csv").stat().st_size > 0

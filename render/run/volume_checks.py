@@ -28,7 +28,8 @@ def refuse_3d_command(preset: Preset, command: str) -> None:
 def render_problem(
     preset: Preset, stats: bool = False, metrics: bool = False, resume: bool = False
 ) -> str | None:
-    """What a render of this preset cannot do by its dimensions, as one message, or None."""
+    """What a render of this preset cannot do by its dimensions, as one message, or None.
+    (--metrics measures a volume too: render/out/metrics.py; `metrics` is kept for callers.)"""
     if preset.dims == 2:
         if preset.camera is not None:
             return (
@@ -57,7 +58,6 @@ def render_problem(
             "look: the HDR look colours 2D maps; a 3D preset's light is camera.opacity, gain and floor",
         ),
         (stats, "--stats measures 2D trail maps; a 3D preset writes its trail volume with output.volume"),
-        (metrics, "--metrics measures 2D trail maps; a 3D preset writes its trail volume with output.volume"),
     ]
     problems = [text for bad, text in refused if bad]
     return f"{preset.name}: {problems[0]}" if problems else None
