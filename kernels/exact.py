@@ -209,22 +209,33 @@ def _coefficients(deposit: float, diffuse: float, decay: float) -> tuple[float, 
     return (snap(Fraction(deposit)), snap(1 - diffuse), snap(diffuse / 9), snap(1 - decay))
 
 
+def coefficient_tensors(
+    coeff: Sequence[tuple[float, float, float, float]], params: Sequence[ModelParams]
+) -> dict[str, torch.Tensor]:
+    """The per-simulation float32 coefficients (deposit, keep, spread, retain) of a batch and its
+    seed keys, as the Tables fields of both models (2D: coefficients, 3D: coefficients3d)."""
+    deposit, keep, spread, retain = (
+        torch.tensor([c[i] for c in coeff], dtype=torch.float32) for i in range(4)
+    )
+    return dict(
+        deposit=deposit,
+        keep=keep,
+        spread=spread,
+        retain=retain,
+        seed_key=torch.tensor([lowbias32_int(p.seed) for p in params], dtype=torch.int64),
+    )
+
+
 def build_tables(params: Sequence[ModelParams], device: torch.device | str = "cpu") -> Tables:
     """Lookup tables and float32 coefficients for a batch of simulations."""
     sense = np.stack([vector_array(p.sensor_distance) for p in params]).astype(np.int32)
     step = np.stack([vector_array(p.step_size) for p in params]).astype(np.int32)
-    coeff = [coefficients(p) for p in params]
-    f32 = dict(dtype=torch.float32)
     tables = Tables(
         sense_offset=torch.from_numpy(sense),
         step_offset=torch.from_numpy(step),
         sensor_turn=torch.tensor([degrees_to_heading(p.sensor_angle) for p in params], dtype=torch.int32),
         turn=torch.tensor([degrees_to_heading(p.turn_angle) for p in params], dtype=torch.int32),
-        deposit=torch.tensor([c[0] for c in coeff], **f32),
-        keep=torch.tensor([c[1] for c in coeff], **f32),
-        spread=torch.tensor([c[2] for c in coeff], **f32),
-        retain=torch.tensor([c[3] for c in coeff], **f32),
-        seed_key=torch.tensor([lowbias32_int(p.seed) for p in params], dtype=torch.int64),
+        **coefficient_tensors([coefficients(p) for p in params], params),
     )
     return tables.to(device)
 

@@ -34,7 +34,12 @@ import numpy as np
 import torch
 
 from physarum.kernels.api import MIN_COEFFICIENT, ONE, UNIT_BITS, ModelParams
-from physarum.kernels.exact import coefficients, decimal_cos_sin, float32_nearest, lowbias32_int
+from physarum.kernels.exact import (
+    coefficient_tensors,
+    coefficients,
+    decimal_cos_sin,
+    float32_nearest,
+)
 
 CUBE_SIDE = 64  # cells along each edge of a cube-map face
 DIRECTIONS = 6 * CUBE_SIDE * CUBE_SIDE  # 24576: every direction index fits int16
@@ -228,8 +233,6 @@ def coefficients3d(params: ModelParams) -> tuple[float, float, float, float]:
 
 def build_tables3d(params: Sequence[ModelParams], device: torch.device | str = "cpu") -> Tables3D:
     """The 3D tables of a batch of groups (one ModelParams each)."""
-    coeff = [coefficients3d(p) for p in params]
-    f32 = dict(dtype=torch.float32)
     tables = Tables3D(
         sense_offset=torch.from_numpy(
             np.stack([sense_table(p.sensor_angle, p.sensor_distance) for p in params])
@@ -237,10 +240,6 @@ def build_tables3d(params: Sequence[ModelParams], device: torch.device | str = "
         turn_to=torch.from_numpy(np.stack([turn_table(p.turn_angle) for p in params])),
         step_offset=torch.from_numpy(np.stack([step_table(p.step_size) for p in params])),
         mirror=torch.from_numpy(mirrors().astype(np.int16)),
-        deposit=torch.tensor([c[0] for c in coeff], **f32),
-        keep=torch.tensor([c[1] for c in coeff], **f32),
-        spread=torch.tensor([c[2] for c in coeff], **f32),
-        retain=torch.tensor([c[3] for c in coeff], **f32),
-        seed_key=torch.tensor([lowbias32_int(p.seed) for p in params], dtype=torch.int64),
+        **coefficient_tensors([coefficients3d(p) for p in params], params),
     )
     return tables.to(device)
