@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 import torch
 
+from physarum.render.look import volume
 from physarum.render.look.camera import FIX, view
-from physarum.render.look.volume import alpha_table, reduce_rgb, render_volume
+from physarum.render.look.volume import (
+    alpha_table,
+    packed_corners,
+    reduce_rgb,
+    render_volume,
+    sample_levels,
+)
 from physarum.render.preset.camera import Camera
 
 
@@ -159,3 +166,38 @@ def test_cpu_and_cuda_render_the_same_bytes():
         assert torch.equal(cpu, cuda.cpu())
         assert all(torch.equal(a, b.cpu()) for a, b in zip(reduce_rgb(cpu)[:1], reduce_rgb(cuda)[:1]))
         assert np.array_equal(reduce_rgb(cpu)[1], reduce_rgb(cuda)[1])
+
+
+def test_packed_trilinear_equals_the_eight_gathers():
+    """The torch path's packed corners (two gathers) give the eight-gather sum exactly, also for
+    points on the faces, just outside and far outside the grid (level 0 there)."""
+    levels = torch.from_numpy(_levels(5, (5, 6, 7)))
+    levels[:, :, -1] = 255  # a full face: its neighbours outside must still read it exactly
+    grid = tuple(levels.shape)
+    padded = torch.nn.functional.pad(levels, (1, 1, 1, 1, 1, 1)).reshape(-1)
+    generator = torch.Generator().manual_seed(3)
+    points = [
+        torch.randint(-4 << FIX, (side + 4) << FIX, (4000,), generator=generator, dtype=torch.int64)
+        for side in (grid[2], grid[1], grid[0])
+    ]
+    eight = sample_levels(padded, grid, points, "trilinear")
+    packed = sample_levels(padded, grid, points, "trilinear", packed_corners(levels))
+    assert torch.equal(eight, packed)
+    assert 0 < int((eight == 0).sum()) < 4000 and int(eight.max()) > 200  # inside and outside
+
+
+def test_small_chunks_render_the_naive_reference(monkeypatch):
+    """Chunks of a few samples (the loop over CHUNK_ELEMENTS) give the same bytes."""
+    monkeypatch.setattr(volume, "CHUNK_ELEMENTS", 61)
+    levels = _levels(9)
+    camera = Camera.model_validate(
+        {"orbit": {"elevation": 10, "distance": 0.8}, "samples": 11, "opacity": 0.5}
+    )
+    v = view(camera, levels.shape, (7, 4), 2, 8)
+    alpha = alpha_table(camera)
+    image = render_volume(
+        torch.from_numpy(levels), v, torch.from_numpy(_palette()), torch.from_numpy(alpha), (1, 2, 3)
+    )
+    expected = _naive_render(levels, v, _palette(), alpha, (1, 2, 3), "trilinear")
+    assert np.array_equal(image.numpy(), expected)
+    assert len(np.unique(expected.reshape(-1, 3), axis=0)) > 3

@@ -41,16 +41,16 @@ ALPHA_ONE = 1 << ALPHA_BITS
 GAIN_BITS = 8
 GAIN_ONE = 1 << GAIN_BITS
 LIGHT_BITS = 16  # transmittance T in [0, 2 ** 16]
-CHUNK_ELEMENTS = 1 << 22  # samples x pixels gathered at once
+CHUNK_ELEMENTS = 1 << 17  # samples x pixels gathered at once (small: the temporaries stay in cache)
 
 
 def working_bytes(preset: Preset) -> int:
-    """Device bytes a 3D preset's frame takes beyond its trail (an upper estimate): the levels
-    and the index copy, a chunk's int64 temporaries (about 16 a sample) and the frame's rays,
+    """Device bytes a 3D preset's frame takes beyond its trail (an upper estimate): the levels,
+    the index copy and the packed corners (packed_corners, about 24 a voxel), a chunk's int64 temporaries (about 16 a sample) and the frame's rays,
     light and colour sums (about 12 int64 a pixel), the GIF's palette search (32768 x 256)."""
     width, height = preset.frame_size
     voxels = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1)
-    return voxels * 6 + CHUNK_ELEMENTS * 8 * 16 + width * height * 8 * 12 + (1 << 15) * 256 * 8 * 3
+    return voxels * 30 + CHUNK_ELEMENTS * 8 * 16 + width * height * 8 * 12 + (1 << 15) * 256 * 8 * 3
 
 
 def alpha_table(camera: Camera) -> np.ndarray:
@@ -83,14 +83,19 @@ def _gather(padded: torch.Tensor, grid: tuple[int, int, int], x, y, z) -> torch.
     return padded[(z * (height + 2) + y) * (width + 2) + x].to(torch.int64)
 
 
-def sample_levels(padded: torch.Tensor, grid, points: list[torch.Tensor], mode: str) -> torch.Tensor:
+def sample_levels(
+    padded: torch.Tensor, grid, points: list[torch.Tensor], mode: str, corners=None
+) -> torch.Tensor:
     """int64 levels at positions points = [x, y, z] (voxels at FIX bits); padded: the levels
-    with one empty voxel round them, flattened (_gather)."""
+    with one empty voxel round them, flattened (_gather). Trilinear reads corners (packed_corners
+    of the levels) where given: the same levels with two gathers instead of eight."""
     if mode == "nearest":
         return _gather(padded, grid, *(p >> FIX for p in points))
     shifted = [p - (1 << (FIX - 1)) for p in points]  # voxel centres at integer positions
     base = [s >> FIX for s in shifted]
     frac = [(s & ((1 << FIX) - 1)) >> (FIX - 8) for s in shifted]  # 8-bit fractions
+    if corners is not None:
+        return _packed_trilinear(corners, grid, base, frac)
     total = torch.zeros_like(base[0])
     for corner in range(8):
         bits = [(corner >> axis) & 1 for axis in range(3)]
@@ -100,6 +105,38 @@ def sample_levels(padded: torch.Tensor, grid, points: list[torch.Tensor], mode: 
             weight = w if weight is None else weight * w
         total += weight * _gather(padded, grid, *(b + bit for b, bit in zip(base, bits)))
     return (total + (1 << 23)) >> 24
+
+
+def packed_corners(levels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(near, far): flat int64 [(D + 3) (H + 3) (W + 3)], for each base voxel (x, y, z) of
+    -2 .. side along each axis, the levels of its corners (x + dx, y + dy, z) (near) and
+    (x + dx, y + dy, z + 1) (far), byte dx + 2 dy; voxels outside the grid are level 0."""
+    wide = torch.nn.functional.pad(levels, (2, 2, 2, 2, 2, 2)).to(torch.int64)
+    depth, height, width = (side - 1 for side in wide.shape)
+    words = []
+    for dz in (0, 1):
+        word = torch.zeros((depth, height, width), dtype=torch.int64, device=levels.device)
+        for byte in range(4):
+            dx, dy = byte & 1, byte >> 1
+            word |= wide[dz : dz + depth, dy : dy + height, dx : dx + width] << (8 * byte)
+        words.append(word.reshape(-1))
+    return words[0], words[1]
+
+
+def _packed_trilinear(corners, grid, base, frac) -> torch.Tensor:
+    """The trilinear levels of sample_levels from packed_corners: the same integer sum of the
+    8 corners' weight products, as lerps along x (two 16-bit lanes a word), y, then z."""
+    depth, height, width = grid
+    x, y, z = (b.clamp_(-2, side) + 2 for b, side in zip(base, (width, height, depth)))
+    index = (z * (height + 3) + y) * (width + 3) + x
+    fx, fy, fz = frac
+    gx, gy = 256 - fx, 256 - fy
+    lerped = []
+    for word in corners:
+        packed = word[index]
+        lanes = (packed & 0x00FF00FF) * gx + ((packed >> 8) & 0x00FF00FF) * fx  # dy = 0, 1 lanes
+        lerped.append((lanes & 0xFFFF) * gy + (lanes >> 16) * fy)
+    return (lerped[0] * (256 - fz) + lerped[1] * fz + (1 << 23)) >> 24
 
 
 def has_triton() -> bool:
@@ -135,10 +172,11 @@ def render_volume(
     total = torch.zeros((pixels, 3), dtype=torch.int64, device=device)
     depths = torch.tensor(v.depths, dtype=torch.int64, device=device)
     chunk = max(1, CHUNK_ELEMENTS // max(1, pixels))
+    corners = packed_corners(levels) if mode == "trilinear" else None
     for first in range(0, len(v.depths), chunk):
         s = depths[first : first + chunk, None]
         points = [v.origin[axis] + ((s * directions[axis][None, :]) >> FIX) for axis in range(3)]
-        sampled = sample_levels(padded, grid, points, mode)
+        sampled = sample_levels(padded, grid, points, mode, corners)
         opacity, emitted = alpha[sampled], colours[sampled]
         for k in range(sampled.shape[0]):
             weight = (opacity[k] * light) >> ALPHA_BITS
