@@ -188,7 +188,7 @@ def test_packed_trilinear_equals_the_eight_gathers():
 
 def test_small_chunks_render_the_naive_reference(monkeypatch):
     """Chunks of a few samples (the loop over CHUNK_ELEMENTS) give the same bytes."""
-    monkeypatch.setattr(volume, "CHUNK_ELEMENTS", 61)
+    monkeypatch.setattr(volume, "CPU_CHUNK_ELEMENTS", 61)
     levels = _levels(9)
     camera = Camera.model_validate(
         {"orbit": {"elevation": 10, "distance": 0.8}, "samples": 11, "opacity": 0.5}

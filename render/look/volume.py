@@ -41,7 +41,8 @@ ALPHA_ONE = 1 << ALPHA_BITS
 GAIN_BITS = 8
 GAIN_ONE = 1 << GAIN_BITS
 LIGHT_BITS = 16  # transmittance T in [0, 2 ** 16]
-CHUNK_ELEMENTS = 1 << 17  # samples x pixels gathered at once (small: the temporaries stay in cache)
+CHUNK_ELEMENTS = 1 << 22  # samples x pixels gathered at once on a GPU
+CPU_CHUNK_ELEMENTS = 1 << 17  # ... on a CPU (small: the temporaries stay in cache, 4-8x faster)
 
 
 def working_bytes(preset: Preset) -> int:
@@ -171,7 +172,8 @@ def render_volume(
     light = torch.full((pixels,), 1 << LIGHT_BITS, dtype=torch.int64, device=device)
     total = torch.zeros((pixels, 3), dtype=torch.int64, device=device)
     depths = torch.tensor(v.depths, dtype=torch.int64, device=device)
-    chunk = max(1, CHUNK_ELEMENTS // max(1, pixels))
+    elements = CPU_CHUNK_ELEMENTS if device.type == "cpu" else CHUNK_ELEMENTS
+    chunk = max(1, elements // max(1, pixels))
     corners = packed_corners(levels) if mode == "trilinear" else None
     for first in range(0, len(v.depths), chunk):
         s = depths[first : first + chunk, None]
