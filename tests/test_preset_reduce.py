@@ -14,6 +14,7 @@ from physarum.render.preset.images import box_resize, preset_pixels, read_grey
 from physarum.render.preset.load import build_preset
 from physarum.render.preset.reduce import (
     MIN_SENSOR_PIXELS,
+    PREVIEW_FRAME_3D,
     PREVIEW_WORK,
     is_window,
     preview_ratio,
@@ -173,3 +174,25 @@ def test_a_preview_keeps_256_where_the_sensor_stays_or_the_work_is_spent(name):
 def test_a_preview_is_never_enlarged():
     preset = build_preset(tiny_data(canvas={"width": 64, "height": 48}), "t.yaml")
     assert preview_ratio(preset, 256) == 1
+
+
+@pytest.mark.parametrize("name", ["nebula", "tangle", "cocoon", "coral"])
+def test_a_3d_preview_keeps_agents_per_voxel_and_brings_the_frame_within_its_bound(name):
+    """A 3D preview (kind 'preview') scales the volume's three sides, keeps the agents per
+    voxel, brings the camera's frame to PREVIEW_FRAME_3D on its long side (aspect kept), and
+    its note names the volume and the frame; --reduce (kind 'reduce') scales the frame only."""
+    preset = curated(name)
+    ratio = side_ratio(preset, 48)
+    reduced, note = reduce_preset(preset, ratio)
+    before, after = preset.canvas, reduced.canvas
+    assert min(after.width, after.height) == 48 and after.depth == round(before.depth * ratio)
+    voxels = (before.width * before.height * before.depth, after.width * after.height * after.depth)
+    assert abs(reduced.agents.count / voxels[1] - preset.agents.count / voxels[0]) < 1e-3
+    (width, height), (full_w, full_h) = reduced.frame_size, preset.frame_size
+    assert max(width, height) == min(PREVIEW_FRAME_3D, round(max(full_w, full_h) * ratio))
+    assert abs(width / height - full_w / full_h) < 0.02
+    assert reduced.camera.samples is None  # the reduced volume's diagonal
+    assert f"x{after.depth}" in note and f"frame {full_w}x{full_h} -> {width}x{height}" in note
+    assert max(reduce_preset(preset, side_ratio(preset, 64))[0].frame_size) == PREVIEW_FRAME_3D
+    scaled, _ = reduce_preset(preset, ratio, "reduce")
+    assert scaled.frame_size == (round(full_w * ratio), round(full_h * ratio))

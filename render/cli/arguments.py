@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # (pydantic); `reduction` imports it for the renders that reduce (`# start-up:`).
 
 PREVIEW_SIDE = 256  # --preview: the reduced canvas's short side (render/preset/reduce.py)
-PREVIEW_SIDE_3D = 64  # a 3D preset's (its volume's short side of width and height)
+PREVIEW_SIDE_3D = 48  # a 3D preset's (its volume's short side of width and height)
 MAX_REDUCE = 1024  # --reduce K: at most this (the canvas stops at 8 pixels a side anyway)
 
 

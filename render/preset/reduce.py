@@ -6,7 +6,8 @@ it again). It keeps what the model's dynamics depend on, per unit of canvas:
 
 - canvas: each side round(side * r) (at least 8); r is then exactly short' / short (of width and
   height; a 3D preset's depth is reduced by r too, and its camera's frame sides and samples where
-  set; its agents are kept per voxel);
+  set; its agents are kept per voxel; a 3D preview's frame is then at most PREVIEW_FRAME_3D
+  pixels on its long side, its samples the reduced volume's diagonal unless set);
 - agents: the same agents per pixel, count' = round(count * W'H' / WH) (at least one per species),
   written as a count (a density is dropped), so the trail a pixel receives a step is the same and
   levels, deposits, food amounts and trail images mean what they meant;
@@ -50,6 +51,9 @@ MIN_SENSOR_PIXELS = Fraction(7, 2)
 # closest's passes): about 15 s of simulation with torch on the 2-core CPU (docs/presets.md,
 # "Previews"; a 256^2 preview of a 2,000,000-agent 1024^2 preset over 1500 steps is 2.9e8)
 PREVIEW_WORK = 450_000_000
+# A 3D preview's camera frame is at most this many pixels on its long side (the ray marcher's
+# cost is pixels x samples a frame: 160^2 is a 2D preview's 256^2 tenth of the work it would be)
+PREVIEW_FRAME_3D = 160
 
 
 def reduced_side(side: int, ratio: Fraction) -> int:
@@ -135,9 +139,12 @@ def is_window(preset: Preset, ratio: Fraction) -> bool:
     )
 
 
-def reduced_data(preset: Preset, width: int, height: int, window: bool = False) -> dict:
+def reduced_data(
+    preset: Preset, width: int, height: int, window: bool = False, frame: int | None = None
+) -> dict:
     """The preset's dump on a width x height canvas (see the module's rules); a `window` keeps
-    the model (distances and diffuse) as it is."""
+    the model (distances and diffuse) as it is; a 3D preset's camera frame is brought within
+    `frame` pixels on its long side where given (preview_frame)."""
     data = preset.model_dump()
     ratio = Fraction(min(width, height), min(preset.canvas.width, preset.canvas.height))
     area = Fraction(width * height, preset.canvas.width * preset.canvas.height)
@@ -146,6 +153,8 @@ def reduced_data(preset: Preset, width: int, height: int, window: bool = False) 
         data["canvas"]["depth"] = reduced_side(preset.canvas.depth, ratio)
         area *= Fraction(data["canvas"]["depth"], preset.canvas.depth)
         data["camera"] = reduced_camera(data.get("camera") or {}, ratio)
+        if frame is not None:
+            data["camera"] = preview_frame(data["camera"], width, height, frame)
     agents = {k: v for k, v in data["agents"].items() if k != "density"}
     agents["count"] = max(preset.species_count, round(preset.agents.count * area))
     data["agents"] = agents
@@ -171,16 +180,33 @@ def reduced_camera(camera: dict, ratio: Fraction) -> dict:
     return camera
 
 
+def preview_frame(camera: dict, width: int, height: int, longest: int) -> dict:
+    """A 3D camera dump whose frame (its width and height, each unset side the canvas's width
+    x height) is brought to `longest` pixels on its long side, the aspect kept (each side
+    round(side * longest / long), at least MIN_SIDE); unchanged where it is within already.
+    Samples stay: they follow the volume's side, not the frame's."""
+    sides = (camera.get("width") or width, camera.get("height") or height)
+    if max(sides) <= longest:
+        return camera
+    factor = Fraction(longest, max(sides))
+    return {**camera, "width": reduced_side(sides[0], factor), "height": reduced_side(sides[1], factor)}
+
+
 def note(preset: Preset, reduced: Preset, kind: str = "preview", window: bool = False) -> str:
     """How a preset was reduced, e.g. 'preview: 1024x1024 -> 256x256, 2,000,000 -> 125,000
-    agents, distances / 4' (a window: '..., distances kept (a window)')."""
+    agents, distances / 4' (a window: '..., distances kept (a window)'; a 3D preset: its
+    volume WxHxD and, where it changed, ', frame 400x400 -> 160x160')."""
     before, after = preset.canvas, reduced.canvas
     ratio = Fraction(min(before.width, before.height), min(after.width, after.height))
     shown = f"{float(ratio):.4g}" if ratio.denominator != 1 else str(ratio.numerator)
+    sides = [f"{c.width}x{c.height}" + (f"x{c.depth}" if preset.dims == 3 else "") for c in (before, after)]
+    frames = [p.frame_size for p in (preset, reduced)]
+    framed = f", frame {frames[0][0]}x{frames[0][1]} -> {frames[1][0]}x{frames[1][1]}"
     return (
-        f"{kind}: {before.width}x{before.height} -> {after.width}x{after.height}, "
+        f"{kind}: {sides[0]} -> {sides[1]}, "
         f"{preset.agents.count:,} -> {reduced.agents.count:,} agents, "
         + ("distances kept (a window)" if window else f"distances / {shown}")
+        + (framed if preset.dims == 3 and frames[0] != frames[1] else "")
     )
 
 
@@ -188,15 +214,18 @@ def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tup
     """(the reduced preset, its note): the preset on a canvas `ratio` (0 < ratio <= 1) of its
     sides, validated like any preset (PresetError naming the problem, e.g. a distance that no
     longer fits). A preview (kind 'preview') of a uniform pixel-unit texture whose sensor would
-    fall under the floor (is_window) is a window: the agents per pixel, distances and diffuse kept, the texture at its own pixel scale,
-    which is what such presets' look depends on. A ratio of 1, or one that leaves the canvas as
-    it is, returns the preset itself and an empty note."""
+    fall under the floor (is_window) is a window: the agents per pixel, distances and diffuse
+    kept, the texture at its own pixel scale, which is what such presets' look depends on. A 3D
+    preview's camera frame is at most PREVIEW_FRAME_3D pixels on its long side (preview_frame).
+    A ratio of 1, or one that leaves the canvas as it is, returns the preset itself and an
+    empty note."""
     window = kind == "preview" and is_window(preset, ratio)
     width = reduced_side(preset.canvas.width, ratio)
     height = reduced_side(preset.canvas.height, ratio)
     if (width, height) == (preset.canvas.width, preset.canvas.height):
         return preset, ""
-    data = reduced_data(preset, width, height, window)
+    frame = PREVIEW_FRAME_3D if kind == "preview" and preset.dims == 3 else None
+    data = reduced_data(preset, width, height, window, frame)
     reduced = build_preset(data, f"--{kind}", base=".", carried=preset.carried)
     text = note(preset, reduced, kind, window)
     description = f"{preset.description} ({text})" if preset.description else f"({text})"
