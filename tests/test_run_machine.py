@@ -121,3 +121,48 @@ def test_a_batch_shares_the_cores_among_its_encoder_processes(monkeypatch):
 def test_a_device_the_contract_does_not_cover_is_refused_saying_what_to_use(requested, words):
     with pytest.raises(RenderError, match=words):
         machine.resolve_device(requested)
+
+
+def _cube(side: int, agents: int):
+    from test_out_volume_export import tiny_3d
+
+    data = tiny_3d(canvas={"width": side, "height": side, "depth": side}, agents={"count": agents})
+    return build_preset(data, "cube.yaml")
+
+
+@pytest.mark.parametrize("side, agents, peak_gib", [(256, 1 << 24, 1.44), (512, 1 << 26, 5.75)])
+def test_a_3d_preset_is_sized_by_the_3d_backend(side, agents, peak_gib):
+    """The 3D Triton step's peak measured on an H200 (benchmarks/unreleased/3d/bench_3d-h200.json):
+    1.44 GiB at 256^3/16M, 5.75 GiB at 512^3/64M; the estimate covers it, within 1.5x. The 2D
+    class's estimate (4.5 GiB at 512^3) was below the peak."""
+    estimate = machine.simulation_bytes(_cube(side, agents), "triton") / 2**30
+    assert peak_gib <= estimate <= 1.5 * peak_gib
+    per_agent, per_cell = kernels.get_backend("torch", 3).device_bytes(agents)
+    expected = agents * per_agent + side**3 * per_cell
+    assert machine.simulation_bytes(_cube(side, agents), "torch") == int(expected)
+
+
+def test_a_backend_without_a_3d_class_is_refused_for_a_3d_preset(monkeypatch):
+    monkeypatch.setitem(kernels.BACKENDS, "abacus", kernels.get_backend("torch"))
+    with pytest.raises(
+        RenderError, match=r"--backend abacus has no 3D simulation; choose one of torch, triton"
+    ):
+        machine.estimated_bytes(_cube(16, 600), "abacus")
+
+
+def test_an_oversize_3d_render_is_refused_before_spawning(tmp_path, capsys, monkeypatch):
+    from test_out_volume_export import tiny_3d
+
+    from physarum.render.run import runner
+
+    data = tiny_3d(canvas={"width": 512, "height": 512, "depth": 512}, agents={"count": 1 << 26})
+    path = tmp_path / "cube.yaml"
+    path.write_text(yaml.safe_dump(data))
+    monkeypatch.setattr(machine, "available_bytes", lambda where: 8 * 2**30)
+    monkeypatch.setattr(runner, "make_batch_simulation", lambda *a, **k: pytest.fail("spawned"))
+    out = tmp_path / "out"
+    assert main(["render", str(path), "--out", str(out), "--backend", "torch", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "canvas 512x512x512 with 67108864 agents needs about" in err and "8.0 GiB are free" in err
+    assert err.count("error:") == 1 and "Traceback" not in err
+    assert not out.exists() or not any(p.is_file() for p in out.rglob("*"))

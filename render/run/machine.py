@@ -11,7 +11,7 @@ import platform
 
 import torch
 
-from physarum.kernels import AUTO_ORDER, BACKENDS, backend_problem, get_backend
+from physarum.kernels import AUTO_ORDER, BACKENDS, BACKENDS_3D, backend_problem, get_backend
 from physarum.render.base.errors import RenderError
 from physarum.render.look.loops import check_closest, kept_maps, replay_bytes
 from physarum.render.look.volume import working_bytes
@@ -65,21 +65,39 @@ def estimated_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
     map; walls add a byte per cell, food a float32 map per group, and sensing a mixed map per
     group (the interaction's weighted sum of the species' maps); a crossfade loop keeps its first
     loop_frames trail maps (float32, per group) on the device until the end."""
-    species = preset.species_count
-    agents, cells = preset.agents_per_species, preset.canvas.width * preset.canvas.height
-    cells *= preset.canvas.depth or 1  # a 3D preset's voxels
-    per_agent, per_cell = get_backend(backend).device_bytes(agents)
-    world = preset.world
-    per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
-    per_simulation_cell = 1 if world and world.walls else 0
+    species, cells = preset.species_count, _cells(preset)
     frame = cells * (8 + 8 * (species - 1))  # kthvalue copy, index, level and RGB frames
     frame += working_bytes(preset) if preset.dims == 3 else 0  # the volume renderer's
     kept = batch * species * cells * 4 * kept_maps(preset)  # a crossfade's first trail maps
+    return int(simulation_bytes(preset, backend, batch) + frame + kept)
+
+
+def simulation_bytes(preset: Preset, backend: str, batch: int = 1) -> int:
+    """The simulations' part of estimated_bytes: the device_bytes of the backend's class of the
+    preset's dimensions (kernels.get_backend(name, dims): a 3D preset is sized by the voxel
+    model's class), per agent and per cell of each group, and the worlds' maps. RenderError
+    where the backend has no class of those dimensions."""
+    species, cells = preset.species_count, _cells(preset)
+    agents = preset.agents_per_species
+    try:
+        backend_class = get_backend(backend, preset.dims)
+    except ValueError:
+        raise RenderError(
+            f"{preset.name}: --backend {backend} has no {preset.dims}D simulation; "
+            f"choose one of {', '.join(BACKENDS_3D if preset.dims == 3 else BACKENDS)}"
+        ) from None
+    per_agent, per_cell = backend_class.device_bytes(agents)
+    world = preset.world
+    per_group_cell = per_cell + (4 if species > 1 else 0) + (4 if world and world.food else 0)
+    per_simulation_cell = 1 if world and world.walls else 0
     return int(
         batch * (species * (agents * per_agent + cells * per_group_cell) + cells * per_simulation_cell)
-        + frame
-        + kept
     )
+
+
+def _cells(preset: Preset) -> int:
+    """The cells of a preset's canvas (a 3D preset's voxels)."""
+    return preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1)
 
 
 def available_bytes(device: torch.device) -> int:
@@ -114,10 +132,16 @@ def check_memory(
         if replay and device.type == "cpu" and replay > free - (needed - replay):
             raise RenderError(_replay_problem(preset, replay, free - (needed - replay)))
         raise RenderError(
-            f"{preset.name}: canvas {preset.canvas.width}x{preset.canvas.height} with "
+            f"{preset.name}: canvas {_canvas_text(preset)} with "
             f"{preset.agents.count} agents needs about {needed / gib:.1f} GiB on {device} "
             f"({backend} backend) but {free / gib:.1f} GiB are free; lower canvas or agents.count"
         )
+
+
+def _canvas_text(preset: Preset) -> str:
+    """W x H, or W x H x D for a 3D preset, as a memory message names the canvas."""
+    sides = (preset.canvas.width, preset.canvas.height, preset.canvas.depth)
+    return "x".join(str(side) for side in sides if side)
 
 
 def _replay_problem(preset: Preset, replay: int, free: int) -> str:
