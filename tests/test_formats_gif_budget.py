@@ -138,3 +138,21 @@ def test_a_budgeted_gif_over_its_frame_limit_is_refused_by_the_formats_check(loo
         return
     with pytest.raises(RenderError, match=f"holds at most {MAX_BUDGET_FRAMES} frames"):
         FORMAT.check(preset)
+
+
+def test_frames_with_their_own_palettes_count_a_local_table_each(tmp_path):
+    """A 3D preset's frames each have their own palette (render/look/volume.py reduce_rgb), made
+    only as they render: the bound counts a local table for every frame, and no GIF is below it."""
+    frames = _frames(np.random.default_rng(9), 80, 80, 10)
+    own = [np.roll(PALETTES[1], n + 1, axis=0) for n in range(10)]  # none is the global table
+    height, width = frames[0].shape
+    shared = [PALETTES[0].tobytes()] * 10
+    least = minimum_bytes(80, 80, shared, Digits(), 0, "preset", local=True)
+    assert least - minimum_bytes(80, 80, shared, Digits(), 0, "preset") == 48  # one frame kept, 16 levels
+    spec = GifSpec(tmp_path / "x.gif", width, height, 25, 0, "preset", shared[0], least - 1, 10, (256, 1), 1)
+    writer = GifWriter(spec)
+    with pytest.raises(OSError, match="fits output.gif_max_bytes"):
+        for number, index in enumerate(frames):
+            writer.write(Frame(number, index, own[number]))
+        writer.commit()
+    assert not (tmp_path / "x.gif").exists()

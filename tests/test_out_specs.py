@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+import yaml
+
+from physarum.render.base.errors import RenderError
+from physarum.render.cli.main import main
 from physarum.render.formats.gif_budget import reduced_bytes
 from physarum.render.formats.gif_file import Digits, kept_frames
-from physarum.render.out.specs import MIN_GIF_FRAMES, MIN_GIF_SIDE, floor_reduction
+from physarum.render.look.colour import make_colourist
+from physarum.render.out.specs import (
+    FLOOR_BITS_PER_PIXEL,
+    MIN_GIF_FRAMES,
+    MIN_GIF_SIDE,
+    check_gif_budget,
+    floor_reduction,
+)
+from physarum.render.preset import load_preset
+from physarum.render.preset.provenance import embedded_text
 
 
 def test_the_floor_keeps_8_frames_and_64_pixels_or_all_there_are():
@@ -23,3 +39,51 @@ def test_reduced_bytes_grow_with_text_frames_and_size():
     assert least < reduced_bytes(256, 256, palettes, 0, "x" * 100, floor)
     milder = floor_reduction(256, 256, 20, Digits()).__class__(16, 1, 1)
     assert least < reduced_bytes(256, 256, palettes, 0, "x", milder)
+
+
+def _volume_preset(tmp_path):
+    """A 3D preset of 20 frames of 96x80 (a local palette each), written to a file."""
+    from test_out_volume_export import TINY_3D, tiny_3d
+
+    camera = {**TINY_3D["camera"], "width": 96, "height": 80, "samples": 16}
+    data = tiny_3d(
+        run={"steps": 60, "steps_per_frame": 3}, camera=camera, output={"formats": ["gif"], "fps": 10}
+    )
+    path = tmp_path / "tiny3d.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_3d_gif_budget_counts_a_local_table_per_frame(tmp_path):
+    """Each volume frame has its own palette: the floor counts a 16-level table (48 bytes) for
+    each of its 10 frames; with one palette for all the floor was 480 bytes lower."""
+    path = _volume_preset(tmp_path)
+    preset = load_preset(path)
+    floor = floor_reduction(96, 80, 20, Digits())
+    palettes = [make_colourist(preset).table(0).tobytes()] * 20
+    text = embedded_text(preset)
+    shared = reduced_bytes(96, 80, palettes, 0, text, floor)
+    local = reduced_bytes(96, 80, palettes, 0, text, floor, local=True)
+    assert local - shared == len(kept_frames(20, floor.stride)) * 48 == 10 * 48
+    with pytest.raises(RenderError, match=r"allow at least (\d+) bytes") as refused:
+        check_gif_budget(
+            preset.model_copy(update={"output": preset.output.model_copy(update={"gif_max_bytes": 1024})})
+        )
+    pixels = len(kept_frames(20, floor.stride)) * int(96 * 80 * FLOOR_BITS_PER_PIXEL / 8)
+    assert int(re.search(r"allow at least (\d+)", str(refused.value))[1]) == -(-(local + pixels) // 100) * 100
+
+
+def test_a_3d_gif_lands_within_its_budget_or_is_refused_before_rendering(tmp_path, capsys):
+    path = _volume_preset(tmp_path)
+    argv = ["render", str(path), "--backend", "torch", "--quiet", "--gif-max-bytes"]
+    assert main([*argv, "1024", "--out", str(tmp_path / "small")]) == 2
+    err = capsys.readouterr().err
+    least = int(re.search(r"allow at least (\d+) bytes", err)[1])
+    assert err.count("error:") == 1 and not (tmp_path / "small").exists()
+    assert main([*argv, str(least - 1), "--out", str(tmp_path / "below")]) == 2
+    assert f"allow at least {least} bytes" in capsys.readouterr().err
+    for budget in (least, least + 2000, 4 * least):
+        out = tmp_path / f"b{budget}"
+        assert main([*argv, str(budget), "--out", str(out)]) == 0, capsys.readouterr().err
+        gif = out / "tiny3d" / "tiny3d-s2.gif"
+        assert 0 < gif.stat().st_size <= budget

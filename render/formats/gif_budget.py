@@ -200,21 +200,36 @@ class Budgeter:
 
 
 def minimum_bytes(
-    width: int, height: int, palettes: list[bytes], digits: Digits, loop: int, comment: str
+    width: int,
+    height: int,
+    palettes: list[bytes],
+    digits: Digits,
+    loop: int,
+    comment: str,
+    local: bool = False,
 ) -> int:
     """A lower bound on any budgeted GIF of these frames (palettes: each frame's 768-byte
     palette, known before rendering): the smallest candidate's header, and each kept frame as a
-    frame of one colour (LZW's smallest), with its local table where its palette differs."""
+    frame of one colour (LZW's smallest), with its local table where its palette differs, or
+    every frame with its own where `local` (a 3D preset: each volume frame's own palette,
+    render/look/volume.py reduce_rgb, made only when it is rendered)."""
     last = candidates(width, height, len(palettes), digits)[-1]
-    return reduced_bytes(width, height, palettes, loop, comment, last)
+    return reduced_bytes(width, height, palettes, loop, comment, last, local)
 
 
 def reduced_bytes(
-    width: int, height: int, palettes: list[bytes], loop: int, comment: str, reduction: Reduction
+    width: int,
+    height: int,
+    palettes: list[bytes],
+    loop: int,
+    comment: str,
+    reduction: Reduction,
+    local: bool = False,
 ) -> int:
     """A lower bound on the bytes of any GIF of these frames (palettes: each frame's 768-byte
     palette) at `reduction` or a milder one: its header, and each kept frame as a frame of one
-    colour (LZW's smallest), with its local table where its palette differs."""
+    colour (LZW's smallest), with its local table where its palette differs, or every frame
+    with its own where `local` (minimum_bytes)."""
     size = reduced_size(width, height, reduction.factor)
     first = level_palette(palettes[0], reduction.levels)
     total = len(header(*size, first, loop, comment)) + len(TRAILER)
@@ -222,5 +237,5 @@ def reduced_bytes(
     delay = delay_ms(100, reduction.stride)
     for number in kept_frames(len(palettes), reduction.stride):
         table = level_palette(palettes[number], reduction.levels)
-        total += len(frame_block(constant, table, table != first, delay))
+        total += len(frame_block(constant, table, local or table != first, delay))
     return total

@@ -97,7 +97,8 @@ def check_gif_budget(preset: Preset) -> None:
     loop the fewest frames it can show (loops.shown_frames); then one that would leave fewer
     than MIN_GIF_FRAMES frames or a short side under MIN_GIF_SIDE pixels (floor_reduction),
     naming the smallest budget that keeps them: gif_budget.reduced_bytes of the floor and
-    FLOOR_BITS_PER_PIXEL of its frames' pixels."""
+    FLOOR_BITS_PER_PIXEL of its frames' pixels. A 3D preset's frames each carry a local colour
+    table (their own palettes, made as they render): both bounds count one a frame."""
     from physarum.render.look.colour import make_colourist  # start-up: torch, for a render only
     from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
 
@@ -105,7 +106,8 @@ def check_gif_budget(preset: Preset) -> None:
     colourist = make_colourist(preset)
     palettes = [colourist.table(number).tobytes() for number in range(shown_frames(preset))]
     digits, comment = Digits(*gif_digits(preset)), embedded_text(preset)
-    least = minimum_bytes(*gif_size(preset), palettes, digits, out.loop, comment)
+    local = preset.dims == 3  # every volume frame has its own palette: a local table each
+    least = minimum_bytes(*gif_size(preset), palettes, digits, out.loop, comment, local)
     if out.gif_max_bytes < least:
         raise RenderError(
             f"{preset.name}: output.gif_max_bytes (--gif-max-bytes) is {out.gif_max_bytes} bytes; "
@@ -115,7 +117,7 @@ def check_gif_budget(preset: Preset) -> None:
     floor = floor_reduction(*gif_size(preset), len(palettes), digits)
     width, height = reduced_size(*gif_size(preset), floor.factor)
     kept = len(kept_frames(len(palettes), floor.stride))
-    needed = reduced_bytes(*gif_size(preset), palettes, out.loop, comment, floor)
+    needed = reduced_bytes(*gif_size(preset), palettes, out.loop, comment, floor, local)
     needed += kept * int(width * height * FLOOR_BITS_PER_PIXEL / 8)
     needed = -(-needed // 100) * 100  # up to a round number: the budget's own digits are embedded
     if out.gif_max_bytes < needed:
