@@ -112,3 +112,49 @@ def test_a_trace_the_profiler_did_not_write_is_an_error(tmp_path, capsys, monkey
     assert _profile_to(tmp_path, trace) == 2
     assert "the profiler wrote no trace there" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.yaml"]
+
+
+def _profile_3d(tmp_path, **sections):
+    import yaml
+    from test_out_volume_export import tiny_3d
+
+    preset = tmp_path / "tiny3d.yaml"
+    preset.write_text(yaml.safe_dump(tiny_3d(**sections)))
+    trace = tmp_path / "t3.json"
+    argv = ["profile", str(preset), "--backend", "torch", "--device", "cpu", "--steps", "2", "--warmup", "1"]
+    return main([*argv, "--trace", str(trace)]), trace
+
+
+def test_profile_runs_a_3d_preset_with_the_3d_phases(tmp_path, capsys):
+    code, trace = _profile_3d(tmp_path)
+    out = capsys.readouterr().out
+    assert code == 0 and json.loads(trace.read_text())["traceEvents"]
+    assert all(name in out for name in ("sense", "steer", "move", "deposit", "diffuse"))
+
+
+def test_profile_refuses_an_oversize_3d_preset_before_spawning(tmp_path, capsys, monkeypatch):
+    from physarum.render.run import machine
+
+    monkeypatch.setattr(machine, "available_bytes", lambda where: 2**30)
+    monkeypatch.setattr(
+        profile, "make_simulation", lambda *a: (_ for _ in ()).throw(AssertionError("spawned"))
+    )
+    code, trace = _profile_3d(tmp_path, canvas={"width": 512, "height": 512, "depth": 512})
+    err = capsys.readouterr().err
+    assert code == 2 and "canvas 512x512x512 with 600 agents needs about" in err and "1.0 GiB are free" in err
+    assert err.count("error:") == 1 and "Traceback" not in err and not trace.exists()
+
+
+def test_bench_takes_no_preset_and_says_so(tmp_path, capsys):
+    """`physarum bench` times fixed configurations (2D); a preset, 3D or not, is refused by the
+    parser with exit 2 (scripts/bench_3d.py times the 3D step)."""
+    import pytest
+    import yaml
+    from test_out_volume_export import tiny_3d
+
+    preset = tmp_path / "tiny3d.yaml"
+    preset.write_text(yaml.safe_dump(tiny_3d()))
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", str(preset), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and f"unrecognized arguments: {preset}" in err and "Traceback" not in err

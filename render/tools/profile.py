@@ -20,6 +20,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import written_whole
 from physarum.render.preset import Preset
+from physarum.render.run.machine import check_memory
 from physarum.render.sim.simulation import make_simulation
 
 
@@ -33,8 +34,10 @@ def profile_preset(
 ) -> dict:
     """Profile `steps` steps after `warmup` and write the Perfetto trace to `trace` (whole or not
     at all); a trace path that cannot be a file is refused before any step (check_trace_path),
-    and a trace the profiler did not write is an error, never a success."""
+    and a trace the profiler did not write is an error, never a success; so is a preset whose
+    render would not fit in memory (machine.check_memory: a 2D or 3D preset, before spawning)."""
     check_trace_path(trace)
+    check_memory(preset, backend, device)
     started = time.perf_counter()
     simulation = make_simulation(preset, backend, device)
     simulation.advance(1)
