@@ -23,7 +23,6 @@ def _write(tmp_path, data: dict, name: str = "p.yaml"):
 
 
 REFUSED = [
-    ({"checkpoint": {"at": [3]}}, [], "checkpoint: 3D renders keep no checkpoints"),
     ({"output": {"formats": ["png"], "fields": {"at": [3]}}}, [], "output.fields: raw fields are 2D"),
     (
         {
@@ -38,9 +37,7 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "changes, flags, message", REFUSED, ids=["checkpoint", "fields", "closest", "look", "stats"]
-)
+@pytest.mark.parametrize("changes, flags, message", REFUSED, ids=["fields", "closest", "look", "stats"])
 def test_a_3d_render_refuses_with_one_message(tmp_path, capsys, changes, flags, message):
     path = _write(tmp_path, tiny_3d(**changes))
     out = tmp_path / "out"
@@ -50,10 +47,10 @@ def test_a_3d_render_refuses_with_one_message(tmp_path, capsys, changes, flags, 
     assert not any(p.is_file() for p in out.rglob("*")) if out.exists() else True
 
 
-def test_resume_is_refused_for_a_3d_preset():
-    preset = build_preset(tiny_3d(), "tiny3d.yaml")
-    assert "--resume: 3D renders keep no checkpoints" in render_problem(preset, resume=True)
-    assert render_problem(preset) is None
+def test_checkpoints_and_resume_are_allowed_for_a_3d_preset():
+    """(test_sim_checkpoint.py kills a 3D render and resumes it to the uninterrupted bytes)"""
+    preset = build_preset(tiny_3d(checkpoint={"at": [3]}), "tiny3d.yaml")
+    assert render_problem(preset, resume=True) is None and render_problem(preset) is None
 
 
 def test_a_2d_preset_refuses_a_camera_and_volume_steps():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -469,3 +470,77 @@ def test_a_checkpoint_of_a_world_with_a_detailed_image_reads_back(tmp_path):
     save_checkpoint(tmp_path / "c.npz", preset, simulation.state, 1)
     checkpoint = read_checkpoint(tmp_path / "c.npz")
     assert len(checkpoint.text) > MAX_TEXT_BYTES and checkpoint.text == embedded_text(preset)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3D: the state of a volume (positions [G, 3, N], direction indices, trail [G, Z, H, W])
+
+VOLUME = {
+    "name": "vol",
+    "seed": 5,
+    "canvas": {"width": 32, "height": 28, "depth": 24},
+    "agents": {"count": 20000, "spawn": "random"},
+    "model": {"sensor_distance": 3, "deposit": 5, "diffuse": 0.5, "decay": 0.1},
+    "run": {"steps": 120, "steps_per_frame": 3},
+    "camera": {"orbit": {"turns": 1, "elevation": 20}, "width": 64, "height": 48, "samples": 24},
+    "output": {"formats": ["gif", "mp4", "png", "webp"], "fps": 10},
+}
+
+
+def test_a_killed_3d_render_resumed_writes_the_uninterrupted_renders_bytes(tmp_path):
+    """A 3D render (about 4 s on a 2-core CPU) killed after a checkpoint, resumed from it: the
+    same GIF, MP4, PNG and WebP bytes, and the same last checkpoint, as the render not killed."""
+    from test_run_resume import checkpoints, killed_after
+
+    common = ["--quiet", "--backend", "torch", "--device", "cpu", "--checkpoint-every", "30"]
+    path = write_preset(tmp_path, VOLUME)
+    assert main(["render", str(path), "--out", str(tmp_path / "whole"), *common]) == 0
+    out, folder = tmp_path / "killed", tmp_path / "killed" / "vol"
+    first = killed_after(["render", str(path), "--out", str(out), *common], folder, 0)
+    assert first < 120 and not list(folder.glob("*.gif")), "a killed render leaves no output"
+    with np.load(checkpoints(folder)[first]) as state:
+        assert state["position"].shape == (1, 3, 20000) and state["trail"].shape == (1, 24, 28, 32)
+    assert main(["render", "--resume", str(checkpoints(folder)[first]), "--out", str(out), *common]) == 0
+    whole = tmp_path / "whole" / "vol"
+    for fmt in VOLUME["output"]["formats"]:
+        assert (folder / f"vol-s5.{fmt}").read_bytes() == (whole / f"vol-s5.{fmt}").read_bytes(), fmt
+    assert checkpoints(folder)[120].read_bytes() == checkpoints(whole)[120].read_bytes()
+
+
+def _volume_checkpoint(tmp_path: Path) -> tuple[Path, dict]:
+    data = {**VOLUME, "agents": {"count": 300}, "run": {"steps": 6, "steps_per_frame": 3}}
+    data["output"] = {"formats": ["png"]}
+    out = tmp_path / "made"
+    command = ["render", str(write_preset(tmp_path, data)), "--out", str(out), "--quiet", "--device", "cpu"]
+    assert main([*command, "--checkpoint-at", "3"]) == 0
+    path = out / "vol" / "vol-s5-checkpoint-3.npz"
+    with np.load(path, allow_pickle=False) as loaded:
+        return path, {name: loaded[name] for name in loaded.files}
+
+
+@pytest.mark.parametrize(
+    "member, change, message",
+    [
+        (
+            "position",
+            lambda a: a.__setitem__((0, 2, 0), 24 << 16),
+            r"agent positions \(z\) outside the 32x28x24",
+        ),
+        ("heading", lambda a: a.__setitem__((0, 0), 24576), r"headings outside \[0, 24576\)"),
+        ("position", lambda a: a[:, :2], r"position has shape \[1, 2, 300\]; .* give \[1, 3, 300\]"),
+        ("trail", lambda a: a[:, 0], r"trail has shape \[1, 28, 32\]; .* give \[1, 24, 28, 32\]"),
+    ],
+    ids=["z", "direction", "2d-position", "2d-trail"],
+)
+def test_a_bad_3d_checkpoint_is_one_message_and_exit_2(tmp_path, capsys, member, change, message):
+    path, members = _volume_checkpoint(tmp_path)
+    array = members[member].copy()
+    changed = change(array)
+    members[member] = array if changed is None else np.ascontiguousarray(changed)
+    with open(path, "wb") as file:
+        write_members(file, members)
+    capsys.readouterr()
+    assert main(["render", "--resume", str(path), "--out", str(tmp_path / "again"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and err.count("error:") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "again").exists()

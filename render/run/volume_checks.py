@@ -29,7 +29,8 @@ def render_problem(
     preset: Preset, stats: bool = False, metrics: bool = False, resume: bool = False
 ) -> str | None:
     """What a render of this preset cannot do by its dimensions, as one message, or None.
-    (--metrics measures a volume too: render/out/metrics.py; `metrics` is kept for callers.)"""
+    (--metrics measures a volume too: render/out/metrics.py; `metrics` is kept for callers;
+    checkpoints and --resume keep and read a volume's state: render/sim/checkpoint.py.)"""
     if preset.dims == 2:
         if preset.camera is not None:
             return (
@@ -42,8 +43,6 @@ def render_problem(
             )
         return None
     refused = [
-        (preset.checkpoint is not None, "checkpoint: 3D renders keep no checkpoints yet; remove checkpoint"),
-        (resume, "--resume: 3D renders keep no checkpoints yet; render the whole run"),
         (
             preset.output.fields is not None,
             "output.fields: raw fields are 2D maps; a 3D preset writes its trail volume with output.volume",

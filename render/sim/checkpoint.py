@@ -10,9 +10,10 @@ with fixed member times so that the same state gives the same bytes on every mac
     preset          str    embedded_text(preset): what render --resume renders
     step            int64  steps taken (warmup included)
     frames          int64  frames taken by then
-    position        int32  [G, 2, N] 16.16 fixed point, G = species groups, N = agents each
-    heading         int16  [G, N]
-    trail           float32 [G, H, W]
+    position        int32  [G, D, N] 16.16 fixed point, G = species groups, N = agents each,
+                           D = 2 (x, y), or 3 (x, y, z) for a 3D preset
+    heading         int16  [G, N] (3D: an index into kernels/exact3d.py's DIRECTIONS)
+    trail           float32 [G, H, W] (3D: [G, Z, H, W], Z = canvas.depth)
 
 and, when the render keeps a frame journal (render/out/journal.py), the prefix of it the
 checkpoint covers (JournalMark): journal (its file name, beside the checkpoint), journal_frames,
@@ -45,6 +46,7 @@ import numpy as np
 import torch
 
 from physarum.kernels import api
+from physarum.kernels.exact3d import DIRECTIONS
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import stage
 from physarum.render.base.inputs import MAX_TEXT_BYTES, excerpt, file_problem, shorten
@@ -236,22 +238,30 @@ def _read_mark(archive: zipfile.ZipFile, path: Path) -> JournalMark:
 
 
 def expected_shapes(preset: Preset) -> dict[str, tuple[int, ...]]:
-    """The shape of each state member of a checkpoint of `preset` (a batch of one)."""
-    groups, agents = preset.species_count, preset.agents_per_species
-    height, width = preset.canvas.height, preset.canvas.width
-    return {"position": (groups, 2, agents), "heading": (groups, agents), "trail": (groups, height, width)}
+    """The shape of each state member of a checkpoint of `preset` (a batch of one; a 3D
+    preset's positions have three rows and its trail a depth)."""
+    groups, agents, dims = preset.species_count, preset.agents_per_species, preset.dims
+    grid = _sides(preset)[::-1]  # (H, W), or (Z, H, W)
+    return {"position": (groups, dims, agents), "heading": (groups, agents), "trail": (groups, *grid)}
+
+
+def _sides(preset: Preset) -> tuple[int, ...]:
+    """The canvas's sides in position order: (W, H), or (W, H, Z) for a 3D preset."""
+    canvas = preset.canvas
+    return (canvas.width, canvas.height, canvas.depth) if preset.dims == 3 else (canvas.width, canvas.height)
 
 
 def value_problem(arrays: dict[str, np.ndarray], preset: Preset) -> str | None:
     """Why these state arrays are not a state the kernels may step (docs/model.md section 3)."""
     position, heading, trail = arrays["position"], arrays["heading"], arrays["trail"]
-    size = (preset.canvas.width << api.FRAC_BITS, preset.canvas.height << api.FRAC_BITS)
-    for row, (axis, limit) in enumerate(zip("xy", size)):
+    sides = _sides(preset)
+    for row, (axis, side) in enumerate(zip("xyz", sides)):
         values = position[:, row]
-        if values.size and (values.min() < 0 or values.max() >= limit):
-            return f"agent positions ({axis}) outside the {preset.canvas.width}x{preset.canvas.height} canvas"
-    if heading.size and (heading.min() < 0 or heading.max() >= api.HEADINGS):
-        return f"headings outside [0, {api.HEADINGS})"
+        if values.size and (values.min() < 0 or values.max() >= side << api.FRAC_BITS):
+            return f"agent positions ({axis}) outside the {'x'.join(map(str, sides))} canvas"
+    headings = DIRECTIONS if preset.dims == 3 else api.HEADINGS
+    if heading.size and (heading.min() < 0 or heading.max() >= headings):
+        return f"headings outside [0, {headings})"
     if not np.isfinite(trail).all() or (trail < 0).any() or ((trail > 0) & (trail < api.TRAIL_FLOOR)).any():
         return "trail values that are not finite, negative or below the trail floor"
     return wall_problem(position, trail, preset)
