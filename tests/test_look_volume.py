@@ -164,6 +164,10 @@ def test_cpu_and_cuda_render_the_same_bytes():
         cpu = render_volume(levels, v, torch.from_numpy(_palette()), alpha, (1, 2, 3))
         cuda = render_volume(levels.cuda(), v, torch.from_numpy(_palette()).cuda(), alpha.cuda(), (1, 2, 3))
         assert torch.equal(cpu, cuda.cpu())
+        packed = render_volume(  # torch on the GPU (packed corners), not the Triton kernel
+            levels.cuda(), v, torch.from_numpy(_palette()).cuda(), alpha.cuda(), (1, 2, 3), kernel=False
+        )
+        assert torch.equal(cpu, packed.cpu())
         assert all(torch.equal(a, b.cpu()) for a, b in zip(reduce_rgb(cpu)[:1], reduce_rgb(cuda)[:1]))
         assert np.array_equal(reduce_rgb(cpu)[1], reduce_rgb(cuda)[1])
 
