@@ -32,12 +32,11 @@ REFUSED = [
         [],
         "closest compares 2D frames",
     ),
-    ({"look": {"curve": "aces"}}, [], "look: the HDR look colours 2D maps"),
     ({}, ["--stats"], "--stats measures 2D trail maps"),
 ]
 
 
-@pytest.mark.parametrize("changes, flags, message", REFUSED, ids=["fields", "closest", "look", "stats"])
+@pytest.mark.parametrize("changes, flags, message", REFUSED, ids=["fields", "closest", "stats"])
 def test_a_3d_render_refuses_with_one_message(tmp_path, capsys, changes, flags, message):
     path = _write(tmp_path, tiny_3d(**changes))
     out = tmp_path / "out"
@@ -45,6 +44,11 @@ def test_a_3d_render_refuses_with_one_message(tmp_path, capsys, changes, flags, 
     err = capsys.readouterr().err
     assert message in err and err.count("error:") == 1 and "Traceback" not in err
     assert not any(p.is_file() for p in out.rglob("*")) if out.exists() else True
+
+
+def test_a_look_is_allowed_for_a_3d_preset():
+    """(render/look/volume_look.py; tests/test_look_volume_look.py renders one)"""
+    assert render_problem(build_preset(tiny_3d(look={"curve": "aces", "bloom": 1.0}), "tiny3d.yaml")) is None
 
 
 def test_checkpoints_and_resume_are_allowed_for_a_3d_preset():

@@ -87,10 +87,11 @@ class Colourist:
             }
         return self._device_tables[device]
 
-    def index_frame(self, trail: torch.Tensor, frame: int = 0) -> torch.Tensor:
-        """[H, W] uint8 palette indices, on the trail's device (frame: the look's grain)."""
+    def bounds(self, trail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(low, high), [] float32 on the trail's device, high > low: the level range of this
+        trail (palette.levels, auto high, the look's adaptive black point)."""
         constants = self._on(trail.device)
-        levels, low = constants["levels"], constants["low"]
+        low = constants["low"]
         if self.hdr is not None and self.hdr.look.black is not None:
             low = torch.maximum(low, auto_high(trail, self.hdr.look.black))  # adaptive black point
         if self.palette.levels.high == "auto":
@@ -98,10 +99,14 @@ class Colourist:
             high = torch.where(high > low, high, trail.max())
         else:
             high = constants["high"]
-        high = torch.where(high > low, high, low + 1.0)
+        return low, torch.where(high > low, high, low + 1.0)
+
+    def index_frame(self, trail: torch.Tensor, frame: int = 0) -> torch.Tensor:
+        """[H, W] uint8 palette indices, on the trail's device (frame: the look's grain)."""
+        low, high = self.bounds(trail)
         if self.hdr is not None:
             return self.hdr.index(trail, low, high, frame)
-        bounds = (high - low) * levels + low
+        bounds = (high - low) * self._on(trail.device)["levels"] + low
         return torch.bucketize(trail, bounds, right=True).to(torch.uint8)
 
     def palette_index(self, frame: int) -> int:

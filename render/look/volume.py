@@ -16,6 +16,7 @@ bytes:
    w = (alpha * T) >> 12, T -= w, C += colour * w; with G = round(256 * camera.gain), the pixel
    is min(255, ((C * G >> 8) + background * T + 32768) >> 16).
 Every step is an integer tensor op (no float, no reduction whose order differs by device).
+A preset's `look` shapes the levels of step 1 and then acts on the frame (render/look/volume_look.py).
 
 For the GIF, reduce_rgb gives each RGB frame its own palette of at most 256 colours, exactly
 (VolumeColourist.colour).
@@ -32,9 +33,11 @@ import torch
 from physarum.render.look.camera import FIX, View, view
 from physarum.render.look.colour import Colourist
 from physarum.render.look.loops import shown_frames
+from physarum.render.look.volume_look import VolumeLook
 from physarum.render.preset import Preset
 from physarum.render.preset.camera import Camera
 from physarum.render.preset.palettes import parse_hex
+from physarum.render.sim.course import Course
 
 ALPHA_BITS = 12
 ALPHA_ONE = 1 << ALPHA_BITS
@@ -227,7 +230,9 @@ class VolumeColourist:
 
     def __init__(self, preset: Preset):
         self.preset = preset
-        self.levels = Colourist(preset.palette)
+        course = Course(preset.run)  # the step of each frame (the look's values)
+        self.levels = Colourist(preset.palette, preset.look, preset.seed, course.frame_end, preset.end_step)
+        self.look = None if preset.look is None else VolumeLook(self.levels.hdr)  # volume_look.py
         self.camera = preset.camera or Camera()
         self.grid = (preset.canvas.depth, preset.canvas.height, preset.canvas.width)
         self.size = preset.frame_size
@@ -247,8 +252,11 @@ class VolumeColourist:
         if device not in self._device:
             self._device[device] = self.alpha.to(device)
         colours = torch.from_numpy(self.levels.table(frame)).to(device)
-        levels = self.levels.index_frame(trail)
-        return render_volume(
+        if self.look is None:
+            levels = self.levels.index_frame(trail)
+        else:
+            levels = self.look.levels(trail, *self.levels.bounds(trail), frame)
+        image = render_volume(
             levels,
             self.view(frame),
             colours,
@@ -257,6 +265,7 @@ class VolumeColourist:
             self.camera.sample,
             self.gain,
         )
+        return image if self.look is None else self.look.image(image, frame)
 
     def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """(index frame [H, W] uint8, RGB frame [H, W, 3] uint8) of frame `frame`."""

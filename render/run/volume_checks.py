@@ -52,10 +52,6 @@ def render_problem(
             "output.loop_mode closest compares 2D frames; a 3D preset loops with crossfade, ping-pong or an "
             "orbit of whole turns",
         ),
-        (
-            getattr(preset, "look", None) is not None,
-            "look: the HDR look colours 2D maps; a 3D preset's light is camera.opacity, gain and floor",
-        ),
         (stats, "--stats measures 2D trail maps; a 3D preset writes its trail volume with output.volume"),
     ]
     problems = [text for bad, text in refused if bad]
