@@ -18,7 +18,7 @@ from physarum.render.look.volume_look import VolumeLook
 from physarum.render.preset import build_preset
 from physarum.render.preset.look_section import Look
 from physarum.render.preset.output_sections import Palette
-from support import render_cpu
+from support import gif_png_and_loop_on_each_backend, render_cpu
 
 ONE, DISPLAY = hdr.ONE, hdr.DISPLAY
 
@@ -135,3 +135,11 @@ def test_cpu_and_cuda_give_the_same_frames_with_a_look():
     for frame in (0, 1):
         cpu = colourist.render(trail, frame)
         assert torch.equal(cpu, colourist.render(trail.cuda(), frame).cpu())
+
+
+@pytest.mark.gpu
+def test_triton_on_cuda_renders_a_3d_preset_with_a_look_to_the_cpu_bytes(tmp_path):
+    look = {"curve": "reinhard", "exposure": 2.0, "bloom": 1.0, "vignette": 0.3, "grain": 0.04}
+    preset = build_preset(tiny_3d(look=look, output={"formats": ["gif", "png"], "fps": 10}), "tiny3d.yaml")
+    found = gif_png_and_loop_on_each_backend(preset, tmp_path)
+    assert found["torch"] == found["triton"]
