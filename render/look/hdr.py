@@ -269,7 +269,7 @@ class HdrLook:
         """The values of frame number `frame` (those at its step, where any is scheduled)."""
         return self._fixed if self._fixed is not None else self._values_at(self.frame_step(frame))
 
-    def _on(self, device: torch.device, height: int, width: int) -> dict:
+    def constants(self, device: torch.device, height: int, width: int) -> dict:
         """The look's constants for a canvas on `device`, made there once."""
         key = (device, height, width)
         if key not in self._device:
@@ -287,7 +287,7 @@ class HdrLook:
             self._device[key] = constants
         return self._device[key]
 
-    def _scaled(self, constants: dict, name: str, scale: Callable) -> torch.Tensor:
+    def scaled(self, constants: dict, name: str, scale: Callable) -> torch.Tensor:
         """scale(constants[name]): made every frame where the look is scheduled, else once."""
         if self.scheduled:
             return scale(constants[name])
@@ -308,17 +308,17 @@ class HdrLook:
 
     def index(self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor, frame: int) -> torch.Tensor:
         """[..., H, W] uint8 palette indices of frame number `frame` (high > low, device tensors)."""
-        c = self._on(trail.device, *trail.shape[-2:])
+        c = self.constants(trail.device, *trail.shape[-2:])
         v = self.values(frame)
         level = self.linear(trail, low, high, v.exposure)
         if v.strength:
             glow = bloom(level, v.threshold, c["levels"], v.strength)
             level = (level + glow).clamp_(max=LMAX)
         if v.vignette:
-            level = (level * self._scaled(c, "falloff", lambda q: ONE - v.vignette * q // ONE)) >> 12
+            level = (level * self.scaled(c, "falloff", lambda q: ONE - v.vignette * q // ONE)) >> 12
         display = c["table"][level]
         if v.grain:
             shift = grain_shift(frame, self.seed_key, *trail.shape[-2:])
-            grain = self._scaled(c, "noise", lambda n: (n * v.grain) >> 12)
+            grain = self.scaled(c, "noise", lambda n: (n * v.grain) >> 12)
             display = (display + torch.roll(grain, shift, (0, 1))).clamp_(0, DISPLAY)
         return ((display * 255 + c["dither"]) // DISPLAY).to(torch.uint8)

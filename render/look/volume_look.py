@@ -44,7 +44,7 @@ class VolumeLook:
         """[H, W, 3] uint8: the rendered frame `rgb` with bloom, vignette, grain and dithering."""
         height, width = rgb.shape[:2]
         hdr = self.hdr
-        c = hdr._on(rgb.device, height, width)  # the look's per-canvas constants (hdr.py)
+        c = hdr.constants(rgb.device, height, width)  # the look's per-canvas constants (hdr.py)
         v = hdr.values(frame)
         channels = rgb.permute(2, 0, 1).to(torch.int32)  # [3, H, W]
         display = channels * 257
@@ -52,10 +52,10 @@ class VolumeLook:
             glow = bloom((channels * ONE + 127) // 255, v.threshold, c["levels"], v.strength)
             display = (display + (glow.to(torch.int64) * DISPLAY // ONE).to(torch.int32)).clamp_(max=DISPLAY)
         if v.vignette:
-            display = (display * hdr._scaled(c, "falloff", lambda q: ONE - v.vignette * q // ONE)) >> 12
+            display = (display * hdr.scaled(c, "falloff", lambda q: ONE - v.vignette * q // ONE)) >> 12
         if v.grain:
             shift = grain_shift(frame, hdr.seed_key, height, width)
-            grain = hdr._scaled(c, "noise", lambda n: (n * v.grain) >> 12)
+            grain = hdr.scaled(c, "noise", lambda n: (n * v.grain) >> 12)
             display = (display + torch.roll(grain, shift, (0, 1))).clamp_(0, DISPLAY)
         out = (display * 255 + c["dither"]) // DISPLAY
         return out.to(torch.uint8).permute(1, 2, 0).contiguous()
