@@ -22,7 +22,7 @@ import triton.language as tl
 
 from physarum.kernels.api import BOUNDARIES, FRAC_BITS, TRAIL_FLOOR
 from physarum.kernels.exact3d import AROUND, DIRECTIONS, SENSORS, Tables3D
-from physarum.kernels.triton_agent_phases import _edge, _lowbias32
+from physarum.kernels.triton_agent_phases import _edge, _lowbias32, count_cell
 from physarum.kernels.triton_kernels import MAX_GRID_YZ, _neighbour, launch_options
 
 _FRAC_BITS = tl.constexpr(FRAC_BITS)
@@ -75,34 +75,6 @@ def _choose(forward, s1, s2, s3, s4, bits):
         tl.where((c2 == 1) & (pick == c1), 2, tl.where((c3 == 1) & (pick == c1 + c2), 3, 4)),
     )
     return tl.where(keep, 0, chosen)
-
-
-@triton.jit
-def _count(counts_ptr, cell, lane, mask, WARP_AGGREGATED: tl.constexpr):
-    """Add 1 per agent to its cell's count (relaxed int32 atomics); WARP_AGGREGATED: the lanes of
-    a warp on one cell add their number once (match.any), as triton_agent_phases.deposit."""
-    if WARP_AGGREGATED:
-        group = tl.where(mask, cell, -1 - lane)
-        count = tl.inline_asm_elementwise(
-            asm="""{
-            .reg .b32 peers, lower;
-            .reg .pred follower;
-            match.any.sync.b32 peers, $1, 0xffffffff;
-            mov.u32 lower, %lanemask_lt;
-            and.b32 lower, peers, lower;
-            setp.ne.u32 follower, lower, 0;
-            popc.b32 $0, peers;
-            @follower mov.u32 $0, 0;
-            }""",
-            constraints="=r,r",
-            args=[group],
-            dtype=tl.int32,
-            is_pure=True,
-            pack=1,
-        )
-        tl.atomic_add(counts_ptr + cell, count, mask=mask & (count > 0), sem="relaxed")
-    else:
-        tl.atomic_add(counts_ptr + cell, tl.full(cell.shape, 1, tl.int32), mask=mask, sem="relaxed")
 
 
 @triton.jit
@@ -181,7 +153,7 @@ def _agent3d_kernel(
     tl.store(x_ptr + 2 * agents, mz, mask=mask)
     tl.store(heading_ptr + lane, d.to(tl.int16), mask=mask)
     cell = ((mz >> _FRAC_BITS) * height + (my >> _FRAC_BITS)) * width + (mx >> _FRAC_BITS)
-    _count(counts_ptr, cell, lane, mask, WARP_AGGREGATED)
+    count_cell(counts_ptr, cell, lane, mask, WARP_AGGREGATED)
 
 
 @triton.jit

@@ -167,14 +167,13 @@ def move(x, y, heading, bits, step_offset_ptr, wall_ptr, mask, height, width, BO
 
 
 @triton.jit
-def deposit(counts_ptr, x, y, lane, mask, width, WARP_AGGREGATED: tl.constexpr):
-    """Deposit: add 1 per agent to the count of the cell of its 16.16 (x, y) in this group's map
-    (relaxed int32 atomics: the sums are order-free).
+def count_cell(counts_ptr, cell, lane, mask, WARP_AGGREGATED: tl.constexpr):
+    """Add 1 per agent to the count at `cell` (relaxed int32 atomics: the sums are order-free);
+    the 2D and the 3D deposits both end here.
 
     WARP_AGGREGATED: the lanes of a warp whose agents stand in one cell find each other with
     match.any, and the lowest of them adds their number; the others add nothing.
     """
-    cell = (y >> _FRAC_BITS) * width + (x >> _FRAC_BITS)
     if WARP_AGGREGATED:
         group = tl.where(mask, cell, -1 - lane)  # lanes past the end: a group of one each
         count = tl.inline_asm_elementwise(
@@ -198,3 +197,11 @@ def deposit(counts_ptr, x, y, lane, mask, width, WARP_AGGREGATED: tl.constexpr):
     else:
         one = tl.full(cell.shape, 1, tl.int32)
         tl.atomic_add(counts_ptr + cell, one, mask=mask, sem="relaxed")
+
+
+@triton.jit
+def deposit(counts_ptr, x, y, lane, mask, width, WARP_AGGREGATED: tl.constexpr):
+    """Deposit: add 1 per agent to the count of the cell of its 16.16 (x, y) in this group's map
+    (count_cell)."""
+    cell = (y >> _FRAC_BITS) * width + (x >> _FRAC_BITS)
+    count_cell(counts_ptr, cell, lane, mask, WARP_AGGREGATED)
