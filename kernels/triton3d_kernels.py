@@ -186,18 +186,6 @@ def _plane(trail_ptr, counts_ptr, plane, up, row, down, width, left, column, rig
 
 
 @triton.jit
-def _z_neighbour(z, depth, STEP: tl.constexpr, BOUNDARY: tl.constexpr):
-    """The slice next to z (STEP -1 or +1): wrapping, or the edge slice itself."""
-    if STEP < 0:
-        beyond = depth - 1 if BOUNDARY == 0 else 0
-        neighbour = tl.where(z == 0, beyond, z - 1)
-    else:
-        beyond = 0 if BOUNDARY == 0 else depth - 1
-        neighbour = tl.where(z == depth - 1, beyond, z + 1)
-    return neighbour
-
-
-@triton.jit
 def _diffuse3d_kernel(
     trail_ptr,  # [B, Z, Y, X] float32 T_t
     counts_ptr,  # [B, Z, Y, X] int32 this step's counts
@@ -240,7 +228,7 @@ def _diffuse3d_kernel(
     spread = tl.load(spread_ptr + batch)
     retain = tl.load(retain_ptr + batch)
 
-    before = _z_neighbour(first, depth, -1, BOUNDARY)
+    before = _neighbour(first, depth, -1, BOUNDARY)
     previous, _ = _plane(
         trail_ptr, counts_ptr, before * height, up, row, down, width, left, column, right, tile, deposit
     )
@@ -250,7 +238,7 @@ def _diffuse3d_kernel(
     for i in range(BLOCK_Z):
         z = first + i
         mask = tile & ((row * 0 + z) < depth)[:, None]  # a block, as the interpreter's loads want
-        after = _z_neighbour(z, depth, 1, BOUNDARY)
+        after = _neighbour(z, depth, 1, BOUNDARY)
         following, next_centre = _plane(
             trail_ptr, counts_ptr, after * height, up, row, down, width, left, column, right, mask, deposit
         )
