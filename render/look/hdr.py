@@ -306,6 +306,18 @@ class HdrLook:
         scale = torch.clamp(full / (high - low), max=2.0**100)
         return torch.floor((trail - low) * scale).clamp_(0, LMAX).to(torch.int32)
 
+    def vignette(self, values: torch.Tensor, constants: dict, v: Values) -> torch.Tensor:
+        """values * (ONE - A q // ONE) >> 12: the vignette of strength A = v.vignette over the
+        canvas's radial fall-off q (constants from self.constants)."""
+        return (values * self.scaled(constants, "falloff", lambda q: ONE - v.vignette * q // ONE)) >> 12
+
+    def grain(self, display: torch.Tensor, constants: dict, v: Values, frame: int) -> torch.Tensor:
+        """display plus the canvas's grain of strength v.grain, rolled by frame `frame`
+        (grain_shift), clamped to 0 .. DISPLAY."""
+        shift = grain_shift(frame, self.seed_key, *display.shape[-2:])
+        noise = self.scaled(constants, "noise", lambda n: (n * v.grain) >> 12)
+        return (display + torch.roll(noise, shift, (0, 1))).clamp_(0, DISPLAY)
+
     def index(self, trail: torch.Tensor, low: torch.Tensor, high: torch.Tensor, frame: int) -> torch.Tensor:
         """[..., H, W] uint8 palette indices of frame number `frame` (high > low, device tensors)."""
         c = self.constants(trail.device, *trail.shape[-2:])
@@ -315,10 +327,8 @@ class HdrLook:
             glow = bloom(level, v.threshold, c["levels"], v.strength)
             level = (level + glow).clamp_(max=LMAX)
         if v.vignette:
-            level = (level * self.scaled(c, "falloff", lambda q: ONE - v.vignette * q // ONE)) >> 12
+            level = self.vignette(level, c, v)
         display = c["table"][level]
         if v.grain:
-            shift = grain_shift(frame, self.seed_key, *trail.shape[-2:])
-            grain = self.scaled(c, "noise", lambda n: (n * v.grain) >> 12)
-            display = (display + torch.roll(grain, shift, (0, 1))).clamp_(0, DISPLAY)
+            display = self.grain(display, c, v, frame)
         return ((display * 255 + c["dither"]) // DISPLAY).to(torch.uint8)

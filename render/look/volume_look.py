@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from physarum.render.look.hdr import DISPLAY, ONE, HdrLook, bloom, grain_shift
+from physarum.render.look.hdr import DISPLAY, ONE, HdrLook, bloom
 
 
 class VolumeLook:
@@ -52,10 +52,8 @@ class VolumeLook:
             glow = bloom((channels * ONE + 127) // 255, v.threshold, c["levels"], v.strength)
             display = (display + (glow.to(torch.int64) * DISPLAY // ONE).to(torch.int32)).clamp_(max=DISPLAY)
         if v.vignette:
-            display = (display * hdr.scaled(c, "falloff", lambda q: ONE - v.vignette * q // ONE)) >> 12
+            display = hdr.vignette(display, c, v)
         if v.grain:
-            shift = grain_shift(frame, hdr.seed_key, height, width)
-            grain = hdr.scaled(c, "noise", lambda n: (n * v.grain) >> 12)
-            display = (display + torch.roll(grain, shift, (0, 1))).clamp_(0, DISPLAY)
+            display = hdr.grain(display, c, v, frame)
         out = (display * 255 + c["dither"]) // DISPLAY
         return out.to(torch.uint8).permute(1, 2, 0).contiguous()
