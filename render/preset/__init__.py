@@ -43,7 +43,6 @@ _HOMES = {
         "DEFAULT_AGENTS",
         "MAX_AGENTS",
         "NAME_PATTERN",
-        "REFERENCE_SIDE",
         "SPAWN_NAMES",
         "Agents",
         "Canvas",
@@ -51,6 +50,7 @@ _HOMES = {
         "ModelOverride",
         "Run",
     ),
+    "physarum.render.preset.units": ("REFERENCE_SIDE",),
     "physarum.render.preset.worlds": (
         "DEFAULT_SPECIES_COLOURS",
         "Food",

@@ -21,18 +21,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 
 from physarum.render.base.errors import PresetError, RenderError, did_you_mean
 from physarum.render.base.inputs import read_text
 from physarum.render.preset.safe_yaml import parse_yaml
+from physarum.render.preset.units import density_count
 
 SUFFIXES = (".yaml", ".yml")
-# sections.REFERENCE_SIDE, which `listed` needs without the schema; tests/test_cli_main.py
-# checks the listing against the validated presets, so a change there cannot go unnoticed
-REFERENCE_SIDE = 512
 LISTED_KEYS = ("name", "description", "canvas", "agents")  # what `physarum presets` shows
 _KEY = re.compile(r"([A-Za-z_][\w-]*) *:(?:[ \t\r\n]|$)")  # a plain top-level key and its colon
 
@@ -158,10 +155,8 @@ def listed(path: Path) -> Listed | None:
         return Listed(name, sides[0], sides[1], count, description)
     if count is not None or not _numbers([density], int | float) or units not in ("pixels", "short_side"):
         return None
-    cells = Fraction(math.prod(sides))  # 3D: agents per voxel
-    if units == "short_side":
-        cells *= Fraction(REFERENCE_SIDE, min(sides)) ** 2
-    return Listed(name, sides[0], sides[1], max(1, round(Fraction(density) * cells)), description)
+    count = max(1, round(density_count(density, sides, units)))  # as the schema counts
+    return Listed(name, sides[0], sides[1], count, description)
 
 
 def _top_level(text: str, keys: tuple[str, ...]) -> str:

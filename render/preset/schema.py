@@ -36,7 +36,6 @@ from physarum.render.preset.schedule import (
 )
 from physarum.render.preset.sections import (
     NAME_PATTERN,
-    REFERENCE_SIDE,
     Agents,
     Canvas,
     Model,
@@ -45,6 +44,7 @@ from physarum.render.preset.sections import (
     portable,
     portable_path,
 )
+from physarum.render.preset.units import density_count
 from physarum.render.preset.worlds import Species, World
 
 Weight = scheduled(allow_inf_nan=False)  # an interaction weight; load.py checks its range
@@ -114,15 +114,10 @@ class Preset(Section):
         return self
 
     def _density_count(self) -> Fraction:
-        """The exact agent count agents.density gives: density * W * H; with units: short_side,
-        density per pixel of a REFERENCE_SIDE short side, density * W * H * (REFERENCE_SIDE / short)^2.
-        The pattern's scale follows the number of agents per unit of *canvas* area (measured:
-        docs/presets.md, "Resolution independence"), so a preset in canvas units keeps that fixed."""
-        width, height = self.canvas.width, self.canvas.height
-        cells = Fraction(width * height * (self.canvas.depth or 1))  # 3D: agents per voxel
-        if self.model.units == "short_side":
-            cells *= Fraction(REFERENCE_SIDE, self.short_side) ** 2
-        return Fraction(self.agents.density) * cells
+        """The exact agent count agents.density gives (units.density_count)."""
+        canvas = self.canvas
+        sides = (canvas.width, canvas.height, *(() if canvas.depth is None else (canvas.depth,)))
+        return density_count(self.agents.density, sides, self.model.units)
 
     @field_validator("name")
     @classmethod

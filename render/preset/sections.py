@@ -29,10 +29,10 @@ from pydantic import (
 from physarum.kernels.limits import MAX_CANVAS, MAX_DISTANCE, MAX_SIDE_3D
 from physarum.render.preset.images import image_size
 from physarum.render.preset.schedule import optional_form, scheduled
+from physarum.render.preset.units import REFERENCE_SIDE
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # of the whole name: NAME_PATTERN.fullmatch
 MAX_AGENTS = 1 << 28
-REFERENCE_SIDE = 512  # the short side at which short_side units give `diffuse` as written
 
 
 class Section(BaseModel):
