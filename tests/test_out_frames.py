@@ -17,7 +17,8 @@ from physarum.render.formats.png import PngSpec, PngWriter
 from physarum.render.look.palette import palette_table
 from physarum.render.out.encoder_process import EncoderProcess
 from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
-from support import render_tiny
+from physarum.render.preset import build_preset
+from support import render_cpu, render_tiny
 
 
 def test_slow_encoders_get_the_frames_they_were_given(tmp_path, monkeypatch):
@@ -54,6 +55,28 @@ def test_a_png_still_alone_gets_only_the_last_frames_rgb(tmp_path, monkeypatch):
     full = tmp_path / "all" / "tiny" / "tiny-s3.png"
     with Image.open(result.outputs["png"]) as still, Image.open(full) as every:
         assert np.array_equal(np.asarray(still), np.asarray(every))  # the embedded presets differ
+
+
+def test_a_3d_gif_and_png_hand_over_no_rgb_frame_but_the_last(tmp_path, monkeypatch):
+    """A 3D frame is RGB first (the ray marcher's image; its index frame is reduced from it):
+    with only a GIF and a PNG, no frame but the last carries that RGB frame to the writers, so
+    the device's image is never handed to a host writer (on CUDA it was, and the render failed)."""
+    from test_out_volume_export import tiny_3d
+
+    delivered = []
+    deliver = FramePipeline.deliver
+
+    def record(self, frame):
+        delivered.append((frame.number, frame.rgb is None or isinstance(frame.rgb, np.ndarray)))
+        deliver(self, frame)
+        delivered[-1] += (frame.rgb is not None,)
+
+    monkeypatch.setattr(FramePipeline, "deliver", record)
+    data = tiny_3d(run={"steps": 12, "steps_per_frame": 3}, output={"formats": ["gif", "png"]})
+    result = render_cpu(build_preset(data, "tiny3d.yaml"), tmp_path)
+    assert len(delivered) > 2 and all(host for _, host, _ in delivered)
+    assert [number for number, _, rgb in delivered if rgb] == [delivered[-1][0]]
+    assert result.outputs["png"].is_file() and result.outputs["gif"].is_file()
 
 
 class Recorder:

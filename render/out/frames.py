@@ -160,8 +160,9 @@ class FramePipeline:
         if "preview" in self.reads:
             preview = self.ring.copy("preview", number, downscale(index, self.preview, *self.resample))
             palette = self.colourist.table(number)
-        if want_rgb:
-            rgb = self.ring.copy("rgb", number, rgb)
+        # a colourist may make the RGB frame anyway (a 3D frame is RGB first): only a wanted one is
+        # copied to the host, the rest is dropped on the device
+        rgb = self.ring.copy("rgb", number, rgb) if want_rgb else None
         event = None
         if self.device.type == "cuda":
             event = torch.cuda.Event()
