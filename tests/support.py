@@ -172,13 +172,13 @@ def render_cpu(preset, out: Path):
 
 def gif_png_and_loop_on_each_backend(preset, out: Path) -> dict[str, dict]:
     """By backend (torch on the CPU; Triton on CUDA where present, else in the interpreter): the
-    GIF's and PNG's bytes of a render of `preset`, and its sidecar's `loop`."""
+    GIF's and PNG's bytes of a render of `preset`, and its sidecar's `loop` (None without one)."""
     found = {}
     for backend in ("torch", "triton"):
         device = "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"
         result = runner.render(preset, backend=backend, device=device, out_dir=out / backend, quiet=True)
         found[backend] = {fmt: result.outputs[fmt].read_bytes() for fmt in ("gif", "png")}
-        found[backend]["loop"] = json.loads(result.outputs["json"].read_text())["loop"]
+        found[backend]["loop"] = json.loads(result.outputs["json"].read_text()).get("loop")
     return found
 
 
