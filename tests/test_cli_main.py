@@ -689,3 +689,16 @@ def test_a_long_render_says_its_estimate_first(tmp_path, capsys, monkeypatch):
     assert "note: this render is estimated at about 8 minutes on this cpu (torch)" in err
     assert main([*argv, "--quiet"]) == 2
     assert "estimated" not in capsys.readouterr().err
+
+
+def test_validate_names_a_volume_and_its_frames(capsys):
+    assert main(["validate", "cosmos", "quickstart"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("(cosmos: 625 frames, 512x512x512, frames 1024x1024)"), lines
+    assert lines[1].endswith("(quickstart: 80 frames, 512x512)"), lines
+
+
+def test_the_listing_shows_a_volume_as_three_sides():
+    lines = {line.split()[0]: line for line in show.preset_lines()}
+    assert lines["cosmos"].split()[1:3] == ["512x512x512", "30720000"], lines["cosmos"]
+    assert lines["quickstart"].split()[1] == "512x512"

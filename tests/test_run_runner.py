@@ -208,11 +208,10 @@ def test_webp_and_mp4_settings_render_from_the_preset(tmp_path):
 
 @pytest.mark.parametrize("path", CURATED, ids=[p.stem for p in CURATED])
 def test_curated_presets_render_a_few_steps(path: Path, tmp_path):
-    from physarum.render.run.runner import render
-
     from fractions import Fraction
 
     from physarum.render.preset.reduce import reduce_preset
+    from physarum.render.run.runner import render
 
     settings = ["run.steps=2", "run.steps_per_frame=1", "run.warmup=0"]
     if load_preset(path).dims == 3:  # a small frame of the volume (480^2 rays are slow on a CPU)

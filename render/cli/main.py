@@ -163,6 +163,8 @@ def cmd_validate(args) -> int:
         try:
             preset = load_preset(resolve_preset_path(name))
             size = f"{preset.canvas.width}x{preset.canvas.height}"
+            if preset.dims == 3:  # a volume, seen in frames of the camera's size
+                size += f"x{preset.canvas.depth}, frames {'x'.join(map(str, preset.frame_size))}"
             print(printable(f"ok  {name}  ({preset.name}: {preset.frames} frames, {size})"))
         except PresetError as error:
             problems.extend(error.problems)

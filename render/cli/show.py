@@ -23,8 +23,7 @@ def preset_lines() -> list[str]:
     lines = []
     for path in preset_files():
         entry = listed(path) or _validated(path)
-        size = f"{entry.width}x{entry.height}"
-        lines.append(f"{entry.name:<14} {size:>10} {entry.agents:>9} agents  {entry.description}")
+        lines.append(f"{entry.name:<14} {entry.size:>11} {entry.agents:>9} agents  {entry.description}")
     return lines
 
 
@@ -41,7 +40,12 @@ def _validated(path: Path) -> Listed:
     except ValidationError:
         preset = load_preset(path)
     return Listed(
-        preset.name, preset.canvas.width, preset.canvas.height, preset.agents.count, preset.description
+        preset.name,
+        preset.canvas.width,
+        preset.canvas.height,
+        preset.agents.count,
+        preset.description,
+        preset.canvas.depth,
     )
 
 

@@ -116,13 +116,20 @@ def read_shipped(path: Path) -> dict:
 
 @dataclass(frozen=True)
 class Listed:
-    """A curated preset as `physarum presets` lists it: its name, canvas, agents, description."""
+    """A curated preset as `physarum presets` lists it: its name, canvas, agents, description;
+    depth None for a 2D canvas."""
 
     name: str
     width: int
     height: int
     agents: int
     description: str
+    depth: int | None = None
+
+    @property
+    def size(self) -> str:
+        """The canvas as WxH, or WxHxD for a volume."""
+        return "x".join(str(side) for side in (self.width, self.height, self.depth) if side is not None)
 
 
 def listed(path: Path) -> Listed | None:
@@ -152,11 +159,11 @@ def listed(path: Path) -> Listed | None:
     count, density = agents.get("count"), agents.get("density")
     units = (model or {}).get("units", "pixels")
     if density is None and _numbers([count], int):
-        return Listed(name, sides[0], sides[1], count, description)
+        return Listed(name, sides[0], sides[1], count, description, depth)
     if count is not None or not _numbers([density], int | float) or units not in ("pixels", "short_side"):
         return None
     count = max(1, round(density_count(density, sides, units)))  # as the schema counts
-    return Listed(name, sides[0], sides[1], count, description)
+    return Listed(name, sides[0], sides[1], count, description, depth)
 
 
 def _top_level(text: str, keys: tuple[str, ...]) -> str:
