@@ -544,3 +544,26 @@ def test_a_bad_3d_checkpoint_is_one_message_and_exit_2(tmp_path, capsys, member,
     err = capsys.readouterr().err
     assert re.search(message, err) and err.count("error:") == 1 and "Traceback" not in err, err
     assert not (tmp_path / "again").exists()
+
+
+def test_a_3d_checkpoint_branches_to_another_camera_and_look(tmp_path):
+    """The camera and the look act on frames only: a branch may change them, and its last frame
+    is the frame a whole render with them shows (the same state, seen from elsewhere)."""
+    data = {**VOLUME, "agents": {"count": 2000}, "run": {"steps": 12, "steps_per_frame": 3}}
+    data["output"] = {"formats": ["png"]}
+    common = ["--quiet", "--backend", "torch", "--device", "cpu"]
+    path = write_preset(tmp_path, data)
+    assert main(["render", str(path), "--out", str(tmp_path / "a"), "--checkpoint-at", "6", *common]) == 0
+    changes = ["camera.orbit.elevation=60", "camera.width=40", "look.exposure=2"]
+    sets = [part for change in changes for part in ("--set", change)]
+    checkpoint = tmp_path / "a" / "vol" / "vol-s5-checkpoint-6.npz"
+    out = tmp_path / "branch"
+    assert main(["render", "--resume", str(checkpoint), "--out", str(out), *sets, *common]) == 0
+    assert main(["render", str(path), "--out", str(tmp_path / "whole"), *sets, *common]) == 0
+    with (
+        Image.open(out / "vol" / "vol-s5.png") as branch,
+        Image.open(tmp_path / "whole" / "vol" / "vol-s5.png") as whole,
+    ):
+        assert branch.size == (40, 48) and np.array_equal(np.asarray(branch), np.asarray(whole))
+    with Image.open(tmp_path / "a" / "vol" / "vol-s5.png") as first:
+        assert first.size == (64, 48)

@@ -40,7 +40,7 @@ from physarum.render.sim.course import frames_before
 
 # The keys a branch may change: what acts on the state from the checkpoint on.
 BRANCH_KEYS = re.compile(
-    r"(name|description|seed|interaction|model|run|palette|output|checkpoint)(\..*)?"
+    r"(name|description|seed|interaction|model|run|palette|look|camera|output|checkpoint)(\..*)?"
     r"|species\.\d+\.(model|colour|palette)(\..*)?"
 )
 # The keys a branch may change and still re-feed the checkpoint's journal: what acts on the
@@ -154,7 +154,7 @@ def branch_problems(stored: Preset, branched: Preset, step: int) -> list[str]:
     before, after = flatten(stored.portable_dump()), flatten(branched.portable_dump())
     problems = [
         f"{key}: a branch keeps the checkpoint's canvas, agents and world (the state's shapes "
-        f"and where it lives); it may change the model, seed, run, palette, output and checkpoint "
+        f"and where it lives); it may change the model, seed, run, palette, look, camera, output and checkpoint "
         f"keys (got {excerpt(before.get(key))} -> {excerpt(after.get(key))})"
         for key in sorted(set(before) | set(after))
         if before.get(key) != after.get(key) and not BRANCH_KEYS.fullmatch(key)
