@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from physarum.render.look.camera import FIX, view
+from physarum.render.look.camera import FIX, lens_views, view
 from physarum.render.preset.camera import Camera
 
 ONE = 1 << FIX
@@ -49,3 +49,65 @@ def test_camera_keys_refused():
             0,
             1,
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Depth of field: a thin lens's views
+
+
+def _lens(**lens) -> Camera:
+    return Camera.model_validate({"position": [0.3, -0.2, 2.5], "fov": 45, "depth_of_field": lens})
+
+
+def test_a_pinhole_camera_has_one_view_and_a_lens_has_rays_views():
+    pinhole = Camera.model_validate({"position": [0.3, -0.2, 2.5], "fov": 45})
+    grid, size = (24, 24, 24), (16, 12)
+    assert lens_views(pinhole, grid, size, 0, 1) == [view(pinhole, grid, size, 0, 1)]
+    views = lens_views(_lens(aperture=0.2, rays=9), grid, size, 0, 1)
+    assert len(views) == 9 and len(set(views)) == 9
+    assert views == lens_views(_lens(aperture=0.2, rays=9), grid, size, 0, 1)  # the same numbers
+
+
+def test_the_lens_views_meet_on_the_focus_plane_and_their_origins_lie_on_the_lens():
+    """Every lens view's ray through a pixel passes through the pinhole ray's point at depth
+    `focus` (within the fixed point's rounding), and the lens points lie in the plane of right
+    and up, within `aperture` of the camera (units: half longest sides, 12 voxels here)."""
+    grid, size = (24, 24, 24), (16, 12)
+    pinhole = view(_lens(aperture=0.3, focus=1.7), grid, size, 0, 1)
+    views = lens_views(_lens(aperture=0.3, focus=1.7), grid, size, 0, 1)
+    focus = round(1.7 * 12 * ONE)  # voxels, fixed point
+    unit = sum(c * c for c in pinhole.forward) ** 0.5
+    for v in views:
+        shift = [o - p for o, p in zip(v.origin, pinhole.origin)]
+        assert abs(sum(s * f for s, f in zip(shift, pinhole.forward))) / unit <= 2 * ONE // 256  # on the lens
+        assert sum(s * s for s in shift) ** 0.5 <= 0.3 * 12 * ONE + 2
+        for i, j in ((0, 0), (15, 11), (7, 5)):
+            here = _point(v, i, j, focus)
+            there = _point(pinhole, i, j, focus)
+            assert max(abs(a - b) for a, b in zip(here, there)) <= ONE // 64  # within 1/64 voxel
+    far = [_point(v, 7, 5, 2 * focus) for v in views]
+    assert max(p[0] for p in far) - min(p[0] for p in far) > ONE  # elsewhere the rays part
+
+
+def _point(v, i: int, j: int, depth: int) -> tuple[int, ...]:
+    """The point at `depth` (fixed point) on pixel (i, j)'s ray, as the renderer computes it."""
+    out_w, out_h = v.size
+    d = [
+        (out_h * v.forward[a] + v.right[a] * (2 * i + 1 - out_w) + v.up[a] * (out_h - 1 - 2 * j)) // out_h
+        for a in range(3)
+    ]
+    return tuple(v.origin[a] + ((depth * d[a]) >> FIX) for a in range(3))
+
+
+@pytest.mark.parametrize(
+    "lens, problem",
+    [
+        ({"rays": 1}, "greater than or equal to 2"),
+        ({"rays": 65}, "less than or equal to 64"),
+        ({"aperture": 0}, "greater than 0"),
+        ({"focus": -1}, "greater than 0"),
+    ],
+)
+def test_lens_keys_refused(lens, problem):
+    with pytest.raises(ValidationError, match=problem):
+        Camera.model_validate({"depth_of_field": lens})

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from physarum.render.look import volume
-from physarum.render.look.camera import FIX, view
+from physarum.render.look.camera import FIX, lens_views, view
 from physarum.render.look.volume import (
     alpha_table,
     packed_corners,
@@ -205,3 +205,66 @@ def test_small_chunks_render_the_naive_reference(monkeypatch):
     expected = _naive_render(levels, v, _palette(), alpha, (1, 2, 3), "trilinear")
     assert np.array_equal(image.numpy(), expected)
     assert len(np.unique(expected.reshape(-1, 3), axis=0)) > 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Depth of field: the mean of a thin lens's views
+
+
+def test_lens_mean_is_the_rounded_mean():
+    rng = np.random.default_rng(3)
+    frames = [rng.integers(0, 256, size=(5, 4, 3)).astype(np.uint8) for _ in range(6)]
+    got = volume.lens_mean([torch.from_numpy(f) for f in frames])
+    total = sum(f.astype(np.int64) for f in frames)
+    assert got.dtype == torch.uint8 and np.array_equal(got.numpy(), (total + 3) // 6)
+
+
+def _blob_frames(focus: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """A bright 3^3 blob at the volume's centre seen from 2.5 half sides away: the pinhole frame
+    and the mean of a lens's views focused at `focus` (None: on the target, the blob)."""
+    levels = np.zeros((33, 33, 33), dtype=np.uint8)
+    levels[15:18, 15:18, 15:18] = 255
+    lens = {"aperture": 0.4, "rays": 12, **({} if focus is None else {"focus": focus})}
+    camera = Camera.model_validate(
+        {"position": [0, 0, 2.5], "fov": 30, "opacity": 1, "sample": "nearest", "depth_of_field": lens}
+    )
+    arguments = (torch.from_numpy(_palette()), torch.from_numpy(alpha_table(camera)), (0, 0, 0), "nearest")
+    pinhole = render_volume(torch.from_numpy(levels), view(camera, levels.shape, (48, 48), 0, 1), *arguments)
+    views = lens_views(camera, levels.shape, (48, 48), 0, 1)
+    lens_frame = volume.lens_mean([render_volume(torch.from_numpy(levels), v, *arguments) for v in views])
+    return pinhole.numpy().astype(int), lens_frame.numpy().astype(int)
+
+
+def test_what_lies_on_the_focus_plane_stays_sharp_and_the_rest_blurs():
+    """Focused on the blob (6x6 pixels through a pinhole), the lens keeps it within a pixel of
+    its edges at full brightness (the lens sees a little round its sides); focused well in front
+    of it, the blob spreads over many times the pixels, dimmer."""
+    pinhole, sharp = _blob_frames(None)
+    _, nearer = _blob_frames(2.0)
+    _, blurred = _blob_frames(1.2)
+    lit = lambda image: int((image.sum(axis=2) > 30).sum())  # noqa: E731
+    assert lit(pinhole) == 36 and lit(sharp) <= 64 and sharp.max() == pinhole.max()
+    assert lit(sharp) < lit(nearer) < lit(blurred) and lit(blurred) > 8 * lit(pinhole)
+    assert blurred.max() < pinhole.max() // 2
+
+
+def test_a_3d_preset_with_depth_of_field_renders_its_lens_frames(tmp_path):
+    """Through the pipeline: the PNG of a preset with a lens is the lens's mean frame (it differs
+    from the pinhole's), the same bytes twice."""
+    from PIL import Image
+    from test_out_volume_export import tiny_3d
+
+    from physarum.render.preset import build_preset
+    from support import render_cpu
+
+    lens = {**tiny_3d()["camera"], "depth_of_field": {"aperture": 0.3, "focus": 2.0, "rays": 4}}
+    found = {}
+    for name, camera in (("pinhole", tiny_3d()["camera"]), ("lens", lens), ("again", lens)):
+        data = tiny_3d(camera=camera, output={"formats": ["png"]})
+        result = render_cpu(build_preset(data, "tiny3d.yaml"), tmp_path / name)
+        with Image.open(result.outputs["png"]) as image:
+            found[name] = np.asarray(image.convert("RGB"))
+    assert found["lens"].shape == found["pinhole"].shape
+    assert not np.array_equal(found["lens"], found["pinhole"]) and np.array_equal(
+        found["lens"], found["again"]
+    )

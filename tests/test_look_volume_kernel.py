@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from physarum.render.look.camera import view
+from physarum.render.look.camera import lens_views, view
 from physarum.render.look.volume import alpha_table, render_volume
 from physarum.render.preset.camera import Camera
 
@@ -39,6 +39,27 @@ def test_kernel_equals_the_torch_renderer_in_the_interpreter(mode):
         fused = render_volume(levels, v, colours, alpha, (7, 8, 9), mode, 600, kernel=True)
         assert torch.equal(plain, fused)
         assert len(torch.unique(plain.reshape(-1, 3), dim=0)) > 3
+
+
+@pytest.mark.interpreter(cpu=True)
+def test_kernel_equals_the_torch_renderer_for_a_lens_view():
+    """A thin lens's views (render/look/camera.py, lens_views) move the origin off the orbit and
+    tilt forward: the kernel takes them as any view."""
+    levels, colours = _case(3)
+    camera = Camera.model_validate(
+        {
+            "orbit": {"elevation": 10},
+            "samples": 6,
+            "opacity": 0.5,
+            "depth_of_field": {"aperture": 0.4, "rays": 3},
+        }
+    )
+    alpha = torch.from_numpy(alpha_table(camera))
+    for v in lens_views(camera, tuple(levels.shape), (9, 7), 1, 4):
+        plain = render_volume(levels, v, colours, alpha, (7, 8, 9), "trilinear", 400, kernel=False)
+        assert torch.equal(
+            plain, render_volume(levels, v, colours, alpha, (7, 8, 9), "trilinear", 400, kernel=True)
+        )
 
 
 @pytest.mark.gpu

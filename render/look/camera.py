@@ -93,49 +93,117 @@ def orbit_position(camera: Camera, frame: int, frames: int, fit: Decimal) -> tup
     return tuple(t + distance * o for t, o in zip(target, offset))
 
 
+@dataclass(frozen=True)
+class _Basis:
+    """One frame's camera in Decimal units (half longest sides): position, the unit forward,
+    right and up vectors, tan(fov / 2), voxels per unit (half), the sample depths (voxels, fixed
+    point) and the volume's centre (voxels)."""
+
+    position: tuple[Decimal, ...]
+    forward: tuple[Decimal, ...]
+    right: tuple[Decimal, ...]
+    up: tuple[Decimal, ...]
+    tan: Decimal
+    half: Decimal
+    depths: tuple[int, ...]
+    centre: tuple[Decimal, ...]
+
+
+def _basis(
+    camera: Camera, grid: tuple[int, int, int], size: tuple[int, int], frame: int, frames: int
+) -> _Basis:
+    """The frame's camera, in a context of PRECISION digits rounding half even."""
+    depth, height, width = grid
+    out_w, out_h = size
+    half = Decimal(max(grid)) / 2  # voxels per unit
+    radius = (Decimal(width * width + height * height + depth * depth).sqrt() / 2) / half
+    tan = _tan_half(camera.fov)
+    narrow = min(tan, tan * out_w / out_h)  # the narrower half-angle's tangent
+    fit = radius * (1 + narrow * narrow).sqrt() / narrow  # the bounding sphere just fits
+    if camera.orbit is not None or camera.position is None:
+        position = orbit_position(camera if camera.orbit else _default_orbit(camera), frame, frames, fit)
+    else:
+        position = tuple(_dec(c) for c in camera.position)
+    target = tuple(_dec(c) for c in camera.target)
+    forward = _norm(tuple(t - p for t, p in zip(target, position)))
+    world_up = (Decimal(0), Decimal(-1), Decimal(0))
+    if abs(_dot(forward, world_up)) > Decimal("0.999999"):
+        world_up = (Decimal(0), Decimal(0), Decimal(-1))  # looking straight up or down
+    right = _norm(_cross(world_up, forward))
+    up = _cross(forward, right)
+    to_centre = _dot(tuple(-p for p in position), forward)
+    near, far = max(Decimal(0), to_centre - radius), to_centre + radius
+    if far <= 0:
+        far = near = Decimal(0)  # the volume is behind the camera: samples miss it
+    samples = camera.samples or default_samples(grid)
+    depths = tuple(_fixed((near + (far - near) * (2 * k + 1) / (2 * samples)) * half) for k in range(samples))
+    centre = (Decimal(width) / 2, Decimal(height) / 2, Decimal(depth) / 2)
+    return _Basis(position, forward, right, up, tan, half, depths, centre)
+
+
+def _view(
+    b: _Basis, position: tuple[Decimal, ...], forward: tuple[Decimal, ...], size: tuple[int, int]
+) -> View:
+    """The View of basis b from `position` (units) along `forward` (forward . b.forward = 1)."""
+    result = View(
+        origin=tuple(_fixed(c + p * b.half) for c, p in zip(b.centre, position)),
+        forward=tuple(_fixed(c) for c in forward),
+        right=tuple(_fixed(c * b.tan) for c in b.right),
+        up=tuple(_fixed(c * b.tan) for c in b.up),
+        depths=b.depths,
+        size=size,
+    )
+    _check_range(result)
+    return result
+
+
 def view(camera: Camera, grid: tuple[int, int, int], size: tuple[int, int], frame: int, frames: int) -> View:
     """The view of frame `frame` (of `frames` shown) of a volume of grid (depth, height, width)
     seen by `camera` in a frame of size (width, height); ValueError when the camera looks along
     no direction or so far that a sample's position leaves int64."""
-    depth, height, width = grid
-    out_w, out_h = size
     with localcontext() as context:
         context.prec, context.rounding = PRECISION, ROUND_HALF_EVEN
-        half = Decimal(max(grid)) / 2  # voxels per unit
-        radius = (Decimal(width * width + height * height + depth * depth).sqrt() / 2) / half
-        tan = _tan_half(camera.fov)
-        narrow = min(tan, tan * out_w / out_h)  # the narrower half-angle's tangent
-        fit = radius * (1 + narrow * narrow).sqrt() / narrow  # the bounding sphere just fits
-        if camera.orbit is not None or camera.position is None:
-            position = orbit_position(camera if camera.orbit else _default_orbit(camera), frame, frames, fit)
-        else:
-            position = tuple(_dec(c) for c in camera.position)
+        b = _basis(camera, grid, size, frame, frames)
+        return _view(b, b.position, b.forward, size)
+
+
+# The lens's points: a sunflower (Vogel) spiral of `rays` points over the unit disk, point k at
+# radius sqrt((k + 1/2) / rays) and k golden angles round, the golden angle in turns 2 - phi
+# as a fixed fraction, so that the views are the same numbers everywhere.
+GOLDEN_TURNS = Fraction(381966011250105, 10**15)
+
+
+def lens_views(
+    camera: Camera, grid: tuple[int, int, int], size: tuple[int, int], frame: int, frames: int
+) -> list[View]:
+    """The views whose frames are averaged into frame `frame`: [view(...)] for a pinhole camera;
+    with camera.depth_of_field, one view from each lens point p_k (a sunflower spiral on the disk
+    of radius aperture, in the plane of right and up round the camera's position): from
+    position + p_k, along forward - p_k / focus, with the same right, up and sample depths. The
+    rays of every view through one pixel meet on the plane at distance `focus` along forward
+    (unset: the target's distance), so what lies there is sharp and the rest blurs."""
+    lens = camera.depth_of_field
+    if lens is None:
+        return [view(camera, grid, size, frame, frames)]
+    with localcontext() as context:
+        context.prec, context.rounding = PRECISION, ROUND_HALF_EVEN
+        b = _basis(camera, grid, size, frame, frames)
         target = tuple(_dec(c) for c in camera.target)
-        forward = _norm(tuple(t - p for t, p in zip(target, position)))
-        world_up = (Decimal(0), Decimal(-1), Decimal(0))
-        if abs(_dot(forward, world_up)) > Decimal("0.999999"):
-            world_up = (Decimal(0), Decimal(0), Decimal(-1))  # looking straight up or down
-        right = _norm(_cross(world_up, forward))
-        up = _cross(forward, right)
-        to_centre = _dot(tuple(-p for p in position), forward)
-        near, far = max(Decimal(0), to_centre - radius), to_centre + radius
-        if far <= 0:
-            far = near = Decimal(0)  # the volume is behind the camera: samples miss it
-        samples = camera.samples or default_samples(grid)
-        depths = tuple(
-            _fixed((near + (far - near) * (2 * k + 1) / (2 * samples)) * half) for k in range(samples)
+        focus = (
+            _dec(lens.focus)
+            if lens.focus is not None
+            else _dot(tuple(t - p for t, p in zip(target, b.position)), b.forward)
         )
-        centre = (Decimal(width) / 2, Decimal(height) / 2, Decimal(depth) / 2)
-        result = View(
-            origin=tuple(_fixed(c + p * half) for c, p in zip(centre, position)),
-            forward=tuple(_fixed(c) for c in forward),
-            right=tuple(_fixed(c * tan) for c in right),
-            up=tuple(_fixed(c * tan) for c in up),
-            depths=depths,
-            size=(out_w, out_h),
-        )
-    _check_range(result)
-    return result
+        focus = max(focus, Decimal(1) / (1 << FIX))  # a target at the camera: focus on the lens
+        views = []
+        for k in range(lens.rays):
+            r = ((Decimal(2 * k + 1) / (2 * lens.rays)).sqrt()) * _dec(lens.aperture)
+            cos, sin = _turns_cos_sin(GOLDEN_TURNS * k)
+            shift = tuple(r * (cos * x + sin * y) for x, y in zip(b.right, b.up))
+            position = tuple(p + d for p, d in zip(b.position, shift))
+            forward = tuple(f - d / focus for f, d in zip(b.forward, shift))
+            views.append(_view(b, position, forward, size))
+        return views
 
 
 def default_samples(grid: tuple[int, int, int]) -> int:

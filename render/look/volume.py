@@ -30,7 +30,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from physarum.render.look.camera import FIX, View, view
+from physarum.render.look.camera import FIX, View, lens_views
 from physarum.render.look.colour import Colourist
 from physarum.render.look.loops import shown_frames
 from physarum.render.look.volume_look import VolumeLook
@@ -194,6 +194,15 @@ def render_volume(
     return rgb.clamp_(0, 255).to(torch.uint8).reshape(v.size[1], v.size[0], 3)
 
 
+def lens_mean(images: list[torch.Tensor]) -> torch.Tensor:
+    """The rounded mean of K uint8 frames of one shape (a thin lens's views): (sum + K // 2) // K,
+    in integers."""
+    total = torch.zeros(images[0].shape, dtype=torch.int32, device=images[0].device)
+    for image in images:
+        total += image.to(torch.int32)
+    return ((total + len(images) // 2) // len(images)).to(torch.uint8)
+
+
 def reduce_rgb(rgb: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
     """(index [H, W] uint8, palette [256, 3] uint8) of an RGB frame, exactly, on its device:
     colours binned to 5 bits a channel; the 256 fullest bins (count, then bin number) become the
@@ -243,9 +252,6 @@ class VolumeColourist:
         self.palettes: dict[int, np.ndarray] = {}
         self._device: dict = {}
 
-    def view(self, frame: int) -> View:
-        return view(self.camera, self.grid, self.size, frame, self.frames)
-
     def render(self, trail: torch.Tensor, frame: int) -> torch.Tensor:
         """[H, W, 3] uint8: frame `frame` of the trail volume [D, H, W]."""
         device = trail.device
@@ -256,15 +262,14 @@ class VolumeColourist:
             levels = self.levels.index_frame(trail)
         else:
             levels = self.look.levels(trail, *self.levels.bounds(trail), frame)
-        image = render_volume(
-            levels,
-            self.view(frame),
-            colours,
-            self._device[device],
-            self.background,
-            self.camera.sample,
-            self.gain,
-        )
+        views = lens_views(self.camera, self.grid, self.size, frame, self.frames)
+        images = [
+            render_volume(
+                levels, v, colours, self._device[device], self.background, self.camera.sample, self.gain
+            )
+            for v in views
+        ]
+        image = images[0] if len(images) == 1 else lens_mean(images)
         return image if self.look is None else self.look.image(image, frame)
 
     def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor]:

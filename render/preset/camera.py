@@ -33,6 +33,21 @@ class Orbit(OptionalSection):
     )
 
 
+MAX_LENS_RAYS = 64  # views averaged for depth of field
+
+
+class DepthOfField(OptionalSection):
+    """A thin lens: each frame is the rounded mean of `rays` views from points of a lens of radius
+    `aperture` (half longest sides) round the camera, all meeting on the plane `focus` ahead of
+    it (render/look/camera.py, lens_views): what lies on that plane stays sharp."""
+
+    focus: float | None = Field(
+        None, gt=0, le=1000, description="distance of the sharp plane (unset: the distance to the target)"
+    )
+    aperture: float = Field(0.05, gt=0, le=10, description="lens radius, in half longest sides")
+    rays: int = Field(16, ge=2, le=MAX_LENS_RAYS, description="views averaged (each costs one frame's march)")
+
+
 class Camera(OptionalSection):
     """camera: how a 3D preset's trail volume is seen (render/look/volume.py)."""
 
@@ -54,6 +69,7 @@ class Camera(OptionalSection):
     curve: int = Field(1, ge=1, le=4, description="opacity grows as (level / 255) ** curve")
     gain: float = Field(1.0, ge=0.0625, le=64, description="emitted light times this (a glow)")
     background: str = Field("#000000", description="hex colour behind the volume")
+    depth_of_field: DepthOfField | None = Field(None, description="a thin lens (unset: a pinhole, all sharp)")
 
     @field_validator("background")
     @classmethod
