@@ -25,6 +25,7 @@ For the GIF, reduce_rgb gives each RGB frame its own palette of at most 256 colo
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterable
 from fractions import Fraction
 
 import numpy as np
@@ -194,13 +195,14 @@ def render_volume(
     return rgb.clamp_(0, 255).to(torch.uint8).reshape(v.size[1], v.size[0], 3)
 
 
-def lens_mean(images: list[torch.Tensor]) -> torch.Tensor:
+def lens_mean(images: Iterable[torch.Tensor]) -> torch.Tensor:
     """The rounded mean of K uint8 frames of one shape (a thin lens's views): (sum + K // 2) // K,
-    in integers."""
-    total = torch.zeros(images[0].shape, dtype=torch.int32, device=images[0].device)
+    in integers; the frames are summed as they come, so one is held at a time."""
+    total, count = None, 0
     for image in images:
-        total += image.to(torch.int32)
-    return ((total + len(images) // 2) // len(images)).to(torch.uint8)
+        total = image.to(torch.int32) if total is None else total.add_(image.to(torch.int32))
+        count += 1
+    return ((total + count // 2) // count).to(torch.uint8)
 
 
 def reduce_rgb(rgb: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
@@ -263,13 +265,13 @@ class VolumeColourist:
         else:
             levels = self.look.levels(trail, *self.levels.bounds(trail), frame)
         views = lens_views(self.camera, self.grid, self.size, frame, self.frames)
-        images = [
+        images = (
             render_volume(
                 levels, v, colours, self._device[device], self.background, self.camera.sample, self.gain
             )
             for v in views
-        ]
-        image = images[0] if len(images) == 1 else lens_mean(images)
+        )
+        image = next(images) if len(views) == 1 else lens_mean(images)
         return image if self.look is None else self.look.image(image, frame)
 
     def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
