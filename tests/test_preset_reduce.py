@@ -15,6 +15,7 @@ from physarum.render.preset.load import build_preset
 from physarum.render.preset.reduce import (
     MIN_SENSOR_PIXELS,
     PREVIEW_FRAME_3D,
+    PREVIEW_FRAMES_3D,
     PREVIEW_WORK,
     is_window,
     preview_ratio,
@@ -196,3 +197,24 @@ def test_a_3d_preview_keeps_agents_per_voxel_and_brings_the_frame_within_its_bou
     assert max(reduce_preset(preset, side_ratio(preset, 64))[0].frame_size) == PREVIEW_FRAME_3D
     scaled, _ = reduce_preset(preset, ratio, "reduce")
     assert scaled.frame_size == (round(full_w * ratio), round(full_h * ratio))
+
+
+def test_a_long_3d_preview_shows_every_kth_frame_of_the_same_steps():
+    """cosmos's 625 frames are 625 ray marches: its preview shows every 4th (157 <= 160), over
+    the same steps, its crossfade share kept; a count of loop frames and the palette's frame
+    counts are divided by the stride; --reduce keeps every frame."""
+    preset = curated("cosmos")
+    reduced, note = reduce_preset(preset, side_ratio(preset, 48))
+    assert reduced.run.steps == preset.run.steps and reduced.run.warmup == preset.run.warmup
+    assert reduced.run.steps_per_frame == 4 and reduced.frames == 157 <= PREVIEW_FRAMES_3D
+    assert reduced.loop == ("crossfade", 6) and "every 4th frame (625 -> 157)" in note
+    counted = preset.model_copy(
+        update={
+            "output": preset.output.model_copy(update={"loop_frames": 40}),
+            "palette": preset.palette.model_copy(update={"every": 30, "blend": 10}),
+        }
+    )
+    strided, _ = reduce_preset(counted, side_ratio(preset, 48))
+    assert strided.loop == ("crossfade", 10) and (strided.palette.every, strided.palette.blend) == (7, 2)
+    assert reduce_preset(preset, side_ratio(preset, 48), "reduce")[0].frames == 625
+    assert reduce_preset(curated("nebula"), side_ratio(curated("nebula"), 48))[0].frames == 80  # within: kept

@@ -54,6 +54,9 @@ PREVIEW_WORK = 450_000_000
 # A 3D preview's camera frame is at most this many pixels on its long side (the ray marcher's
 # cost is pixels x samples a frame: 160^2 is a 2D preview's 256^2 tenth of the work it would be)
 PREVIEW_FRAME_3D = 160
+# ... and it shows at most this many frames: a longer run's preview shows every k-th frame (each
+# frame is a ray march; cosmos's 625 would take over a minute on the 2-core CPU)
+PREVIEW_FRAMES_3D = 160
 
 
 def reduced_side(side: int, ratio: Fraction) -> int:
@@ -155,6 +158,9 @@ def reduced_data(
         data["camera"] = reduced_camera(data.get("camera") or {}, ratio)
         if frame is not None:
             data["camera"] = preview_frame(data["camera"], width, height, frame)
+            stride = preview_stride(preset)
+            if stride > 1:
+                data.update(strided(data, stride))
     agents = {k: v for k, v in data["agents"].items() if k != "density"}
     agents["count"] = max(preset.species_count, round(preset.agents.count * area))
     data["agents"] = agents
@@ -192,21 +198,45 @@ def preview_frame(camera: dict, width: int, height: int, longest: int) -> dict:
     return {**camera, "width": reduced_side(sides[0], factor), "height": reduced_side(sides[1], factor)}
 
 
+def preview_stride(preset: Preset) -> int:
+    """k such that a 3D preview showing every k-th frame shows at most PREVIEW_FRAMES_3D."""
+    return max(1, -(-preset.frames // PREVIEW_FRAMES_3D))
+
+
+def strided(data: dict, stride: int) -> dict:
+    """The run, palette and output sections of a preset dump that shows every `stride`-th frame:
+    steps_per_frame times stride, and what counts frames (palette.every and blend, a count of
+    output.loop_frames) divided by it (floor, at least 1; a share such as '4%' stays). The steps,
+    and so the simulation, are the same."""
+    run = {**data["run"], "steps_per_frame": data["run"]["steps_per_frame"] * stride}
+    palette = dict(data["palette"])
+    palette["every"] = max(1, palette["every"] // stride)
+    if palette.get("blend"):
+        palette["blend"] = min(palette["every"] - 1, palette["blend"] // stride)
+    output = dict(data["output"])
+    if isinstance(output.get("loop_frames"), int):
+        output["loop_frames"] = max(1, output["loop_frames"] // stride)
+    return {"run": run, "palette": palette, "output": output}
+
+
 def note(preset: Preset, reduced: Preset, kind: str = "preview", window: bool = False) -> str:
     """How a preset was reduced, e.g. 'preview: 1024x1024 -> 256x256, 2,000,000 -> 125,000
     agents, distances / 4' (a window: '..., distances kept (a window)'; a 3D preset: its
-    volume WxHxD and, where it changed, ', frame 400x400 -> 160x160')."""
+    volume WxHxD and, where it changed, ', frame 400x400 -> 160x160' and ', every 4th frame
+    (625 -> 157)')."""
     before, after = preset.canvas, reduced.canvas
     ratio = Fraction(min(before.width, before.height), min(after.width, after.height))
     shown = f"{float(ratio):.4g}" if ratio.denominator != 1 else str(ratio.numerator)
     sides = [f"{c.width}x{c.height}" + (f"x{c.depth}" if preset.dims == 3 else "") for c in (before, after)]
     frames = [p.frame_size for p in (preset, reduced)]
+    stride = reduced.run.steps_per_frame // preset.run.steps_per_frame
     framed = f", frame {frames[0][0]}x{frames[0][1]} -> {frames[1][0]}x{frames[1][1]}"
     return (
         f"{kind}: {sides[0]} -> {sides[1]}, "
         f"{preset.agents.count:,} -> {reduced.agents.count:,} agents, "
         + ("distances kept (a window)" if window else f"distances / {shown}")
         + (framed if preset.dims == 3 and frames[0] != frames[1] else "")
+        + (f", every {stride}th frame ({preset.frames} -> {reduced.frames})" if stride > 1 else "")
     )
 
 
@@ -216,7 +246,8 @@ def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tup
     longer fits). A preview (kind 'preview') of a uniform pixel-unit texture whose sensor would
     fall under the floor (is_window) is a window: the agents per pixel, distances and diffuse
     kept, the texture at its own pixel scale, which is what such presets' look depends on. A 3D
-    preview's camera frame is at most PREVIEW_FRAME_3D pixels on its long side (preview_frame).
+    preview's camera frame is at most PREVIEW_FRAME_3D pixels on its long side (preview_frame)
+    and it shows at most PREVIEW_FRAMES_3D frames (strided).
     A ratio of 1, or one that leaves the canvas as it is, returns the preset itself and an
     empty note."""
     window = kind == "preview" and is_window(preset, ratio)
