@@ -3,10 +3,12 @@ frames and the budget only, and an impossible budget is refused before rendering
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from physarum.render.formats.contract import Frame
 from physarum.render.formats.gif import GifSpec, GifWriter
@@ -156,3 +158,27 @@ def test_frames_with_their_own_palettes_count_a_local_table_each(tmp_path):
             writer.write(Frame(number, index, own[number]))
         writer.commit()
     assert not (tmp_path / "x.gif").exists()
+
+
+def test_a_budgeted_3d_gif_keeps_its_background_where_levels_are_reduced(tmp_path):
+    """A 3D frame's own palette is sorted by luma, black (the background) first: a budget that
+    reduces its levels shows the darkest group by its pixels' colours, so the background stays
+    nearer black than the group's middle entry (what level_palette would show)."""
+    from test_out_volume_export import tiny_3d
+
+    from physarum.render.formats.gif_file import level_palette
+    from physarum.render.preset import build_preset
+    from support import render_cpu
+
+    data = tiny_3d(output={"formats": ["gif"]})
+    full = render_cpu(build_preset(data, "tiny3d.yaml"), tmp_path / "full").outputs["gif"]
+    data["output"]["gif_max_bytes"] = full.stat().st_size - 1
+    result = render_cpu(build_preset(data, "tiny3d.yaml"), tmp_path / "budget")
+    plan = json.loads(result.outputs["json"].read_text())["gif_budget"]
+    assert plan["levels"] < 256 and plan["downscale"] == 1
+    with Image.open(full) as whole, Image.open(result.outputs["gif"]) as budgeted:
+        palette = bytes(whole.getpalette()[:768])  # frame 0's own palette, as its global table
+        middle = level_palette(palette, plan["levels"])[:3]
+        corner = budgeted.convert("RGB").getpixel((0, 0))
+    assert whole.convert("RGB").getpixel((0, 0)) == (0, 0, 0) and sum(middle) > 0
+    assert sum(corner) < sum(middle)

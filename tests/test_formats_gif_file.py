@@ -83,3 +83,23 @@ def test_reduce_frame_downscales_then_reduces_levels():
     index = RNG.integers(0, 256, (20, 20), dtype=np.uint8)
     got = reduce_frame(index, Reduction(32, 2, 1))
     assert np.array_equal(got, area_downscale(index, 2) // 8)
+
+
+def test_weighted_levels_show_each_group_by_its_pixels_colours():
+    """A 3D frame's palette sorted by luma: black first, the background. At 16 levels the
+    middle of the darkest group is a dark shade (level_palette); weighted by the pixels, the
+    group is the rounded mean of what its pixels show: black where black is most of them, the
+    middle entry where no pixel holds the group, and 256 levels are the palette itself."""
+    from physarum.render.formats.gif_file import weighted_level_palette
+
+    table = np.stack([np.arange(256), np.arange(256) // 2, np.arange(256) // 4], 1).astype(np.uint8)
+    palette = table.tobytes()
+    index = np.zeros((10, 10), dtype=np.uint8)
+    index[0, :3] = 5  # 97 black pixels and 3 of entry 5 in group 0
+    index[1, 0] = 40  # one pixel of group 2
+    weighted = np.frombuffer(weighted_level_palette(palette, index, 16), dtype=np.uint8).reshape(16, 3)
+    middle = np.frombuffer(level_palette(palette, 16), dtype=np.uint8).reshape(16, 3)
+    assert middle[0].tolist() == [8, 4, 2]
+    assert weighted[0].tolist() == [(2 * 15 + 100) // 200, (2 * 6 + 100) // 200, (2 * 3 + 100) // 200]
+    assert weighted[2].tolist() == table[40].tolist() and weighted[1].tolist() == middle[1].tolist()
+    assert weighted_level_palette(palette, index, 256) == palette

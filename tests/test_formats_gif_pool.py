@@ -55,3 +55,16 @@ def test_kept_frames_are_decompressed_by_the_workers_to_the_same_blocks():
     assert [compress(task) for task in packed] == serial
     with CompressPool(2) as pool:
         assert list(pool.map(packed)) == serial
+
+
+def test_weighted_tasks_travel_to_the_workers_and_colour_their_groups_by_their_pixels():
+    """A frame with its own palette (weighted, a 3D frame's) at reduced levels: the worker
+    processes give the serial blocks (the flag crosses the pipe), and they differ from the
+    unweighted blocks where a group's pixels are not its middle entry's."""
+    tasks = [replace(task, weighted=True, local=True) for task in _tasks(6)]
+    serial = [compress(task) for task in tasks]
+    with CompressPool(2) as pool:
+        assert list(pool.map(tasks)) == serial
+    plain = [compress(replace(task, weighted=False)) for task in tasks]
+    reduced = [task.reduction.levels < 256 for task in tasks]
+    assert [a != b for a, b in zip(serial, plain)] == reduced

@@ -32,7 +32,8 @@ class GifSpec:
     max_bytes: its byte budget (None: none; render/formats/gif_budget.py chooses how to fit it),
     with `frames` the frame count and `digits` (base, count) how its indices are made
     (render/formats/gif_file.py); processes: the worker processes that compress its frames (1: in
-    the writer's process)."""
+    the writer's process); own_palettes: each frame has its own palette (a 3D preset's), so a
+    budget's reduced levels are shown by their pixels' colours (gif_file.weighted_level_palette)."""
 
     path: Path
     width: int
@@ -45,6 +46,7 @@ class GifSpec:
     frames: int = 0
     digits: tuple[int, int] = (256, 1)
     processes: int = 1
+    own_palettes: bool = False
 
     format: ClassVar[str] = "gif"
     reads: ClassVar[str] = "preview"
@@ -129,6 +131,7 @@ def make_spec(preset, path: Path, shared: Shared) -> GifSpec:
         frames=preset.frames,
         digits=shared.digits,
         processes=pool_size(shared.jobs, size[0] * size[1] * preset.frames),
+        own_palettes=preset.dims == 3,
     )
 
 

@@ -161,10 +161,11 @@ class Budgeter:
     def tasks(self, reduction: Reduction, numbers: list[int]) -> Iterator[FrameTask]:
         global_table = level_palette(self.spec.palette, reduction.levels)
         delay = delay_ms(self.spec.fps, reduction.stride)
+        weighted = self.spec.own_palettes and reduction.levels < 256  # a table of its pixels' colours
         for number in numbers:
             packed, palette = self.store.packed(number)
-            local = level_palette(palette, reduction.levels) != global_table
-            yield FrameTask(packed, palette, reduction, self.digits, local, delay, self.store.shape)
+            local = weighted or level_palette(palette, reduction.levels) != global_table
+            yield FrameTask(packed, palette, reduction, self.digits, local, delay, self.store.shape, weighted)
 
     def write(self, file) -> GifPlan:
         """Write the best GIF that fits into `file` (open for writing, empty); its plan."""

@@ -121,6 +121,25 @@ def level_palette(palette: bytes, levels: int) -> bytes:
     return table[np.arange(levels) * group + group // 2].tobytes()
 
 
+def weighted_level_palette(palette: bytes, index: np.ndarray, levels: int) -> bytes:
+    """The table of `levels` entries for a frame with its own palette (a 3D frame's: reduce_rgb,
+    sorted by luma), from the frame's indices `index` before their levels were reduced: each
+    group of 256 / levels indices shown as the rounded mean of its entries' colours weighted by
+    the pixels that hold each, in integers; a group no pixel holds as its middle entry
+    (level_palette). The darkest group, where the background is most of the pixels, stays the
+    background's colour instead of turning to the group's middle shade."""
+    if levels == 256:
+        return palette
+    group = 256 // levels
+    table = np.frombuffer(palette, dtype=np.uint8).reshape(256, 3).astype(np.int64)
+    counts = np.bincount(index.reshape(-1), minlength=256).astype(np.int64).reshape(levels, group)
+    sums = (table.reshape(levels, group, 3) * counts[:, :, None]).sum(axis=1)
+    totals = counts.sum(axis=1)[:, None]
+    mean = (2 * sums + totals) // np.maximum(2 * totals, 1)
+    middle = table[np.arange(levels) * group + group // 2]
+    return np.where(totals > 0, mean, middle).astype(np.uint8).tobytes()
+
+
 def reduce_frame(index: np.ndarray, reduction: Reduction, digits: Digits = Digits()) -> np.ndarray:
     """An index frame downscaled, then its levels reduced."""
     return reduce_levels(area_downscale(index, reduction.factor, digits), reduction.levels)

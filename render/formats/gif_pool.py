@@ -28,7 +28,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from physarum.render.base import lazy
-from physarum.render.formats.gif_file import Digits, Reduction, frame_block, level_palette, reduce_frame
+from physarum.render.formats.gif_file import (
+    Digits,
+    Reduction,
+    area_downscale,
+    frame_block,
+    level_palette,
+    reduce_levels,
+    weighted_level_palette,
+)
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")
@@ -45,7 +53,8 @@ PARALLEL_PIXELS = 8_000_000
 class FrameTask:
     """One frame to compress: its full index frame [h, w] uint8 and 768-byte palette, the
     reduction, whether its table goes into the frame (local), and the delay in ms. With `shape`,
-    `index` is the frame zlib-compressed (FrameStore.packed), of that shape."""
+    `index` is the frame zlib-compressed (FrameStore.packed), of that shape. weighted: the frame
+    has its own palette (a 3D frame), whose reduced levels are shown by weighted_level_palette."""
 
     index: np.ndarray | bytes
     palette: bytes
@@ -54,6 +63,7 @@ class FrameTask:
     local: bool
     delay: int
     shape: tuple[int, int] | None = None
+    weighted: bool = False
 
     def frame(self) -> np.ndarray:
         """The index frame [h, w] uint8 (decompressed where packed)."""
@@ -64,8 +74,13 @@ class FrameTask:
 
 def compress(task: FrameTask) -> bytes:
     """The frame's block in the GIF (render/formats/gif_file.py): reduced, then compressed."""
-    index = reduce_frame(task.frame(), task.reduction, task.digits)
-    return frame_block(index, level_palette(task.palette, task.reduction.levels), task.local, task.delay)
+    levels = task.reduction.levels
+    downscaled = area_downscale(task.frame(), task.reduction.factor, task.digits)
+    if task.weighted:
+        palette = weighted_level_palette(task.palette, downscaled, levels)
+    else:
+        palette = level_palette(task.palette, levels)
+    return frame_block(reduce_levels(downscaled, levels), palette, task.local, task.delay)
 
 
 def pool_size(jobs: int = 1, pixels: int | None = None) -> int:
@@ -91,7 +106,7 @@ class _Worker:
         packed = task.shape is not None
         height, width = task.shape if packed else task.index.shape
         data = task.index if packed else np.ascontiguousarray(task.index).data
-        flags = task.digits.count | (task.local << 7)  # the digit count is at most 4
+        flags = task.digits.count | (task.weighted << 6) | (task.local << 7)  # the count is at most 4
         head = TASK.pack(
             height,
             width,
@@ -230,10 +245,11 @@ def main() -> int:
             index,
             palette,
             Reduction(levels, factor, stride),
-            Digits(base, count & 0x7F),
+            Digits(base, count & 0x3F),
             bool(count >> 7),
             delay,
             shape,
+            bool(count & 0x40),
         )
         block = compress(task)
         stdout.write(struct.pack("<Q", len(block)) + block)
