@@ -53,6 +53,25 @@ def tiny_data(**sections) -> dict:
     return data
 
 
+TINY_3D = {
+    "name": "tiny3d",
+    "seed": 2,
+    "canvas": {"width": 16, "height": 12, "depth": 10},
+    "agents": {"count": 600, "spawn": "random"},
+    "model": {"sensor_distance": 3, "deposit": 5, "diffuse": 0.5, "decay": 0.1},
+    "run": {"steps": 6, "steps_per_frame": 3},
+    "camera": {"orbit": {"turns": 1, "elevation": 20}, "width": 24, "height": 20, "samples": 12},
+    "output": {"formats": ["gif", "mp4", "png"], "fps": 10},
+}
+
+
+def tiny_3d(**sections) -> dict:
+    """TINY_3D (a 16x12x10 volume) with whole sections replaced by `sections`."""
+    data = json.loads(json.dumps(TINY_3D))
+    data.update(sections)
+    return data
+
+
 def tiny(**model):
     """The tiny preset, its model section updated by `model` (e.g. tiny(deposit=2.0))."""
     return build_preset(tiny_data(model={**tiny_data()["model"], **model}), "tiny.yaml")

@@ -164,11 +164,9 @@ def test_a_budgeted_3d_gif_keeps_its_background_where_levels_are_reduced(tmp_pat
     """A 3D frame's own palette is sorted by luma, black (the background) first: a budget that
     reduces its levels shows the darkest group by its pixels' colours, so the background stays
     nearer black than the group's middle entry (what level_palette would show)."""
-    from test_out_volume_export import tiny_3d
-
     from physarum.render.formats.gif_file import level_palette
     from physarum.render.preset import build_preset
-    from support import render_cpu
+    from support import render_cpu, tiny_3d
 
     data = tiny_3d(output={"formats": ["gif"]})
     full = render_cpu(build_preset(data, "tiny3d.yaml"), tmp_path / "full").outputs["gif"]

@@ -252,10 +252,9 @@ def test_a_3d_preset_with_depth_of_field_renders_its_lens_frames(tmp_path):
     """Through the pipeline: the PNG of a preset with a lens is the lens's mean frame (it differs
     from the pinhole's), the same bytes twice."""
     from PIL import Image
-    from test_out_volume_export import tiny_3d
 
     from physarum.render.preset import build_preset
-    from support import render_cpu
+    from support import render_cpu, tiny_3d
 
     lens = {**tiny_3d()["camera"], "depth_of_field": {"aperture": 0.3, "focus": 2.0, "rays": 4}}
     found = {}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_out_volume_export import tiny_3d
 
 from physarum.kernels.exact import lowbias32_int
 from physarum.render.look import hdr
@@ -18,7 +17,7 @@ from physarum.render.look.volume_look import VolumeLook
 from physarum.render.preset import build_preset
 from physarum.render.preset.look_section import Look
 from physarum.render.preset.output_sections import Palette
-from support import gif_png_and_loop_on_each_backend, render_cpu
+from support import gif_png_and_loop_on_each_backend, render_cpu, tiny_3d
 
 ONE, DISPLAY = hdr.ONE, hdr.DISPLAY
 

@@ -61,7 +61,7 @@ def test_a_3d_gif_and_png_hand_over_no_rgb_frame_but_the_last(tmp_path, monkeypa
     """A 3D frame is RGB first (the ray marcher's image; its index frame is reduced from it):
     with only a GIF and a PNG, no frame but the last carries that RGB frame to the writers, so
     the device's image is never handed to a host writer (on CUDA it was, and the render failed)."""
-    from test_out_volume_export import tiny_3d
+    from support import tiny_3d
 
     delivered = []
     deliver = FramePipeline.deliver

@@ -43,7 +43,7 @@ def test_reduced_bytes_grow_with_text_frames_and_size():
 
 def _volume_preset(tmp_path):
     """A 3D preset of 20 frames of 96x80 (a local palette each), written to a file."""
-    from test_out_volume_export import TINY_3D, tiny_3d
+    from support import TINY_3D, tiny_3d
 
     camera = {**TINY_3D["camera"], "width": 96, "height": 80, "samples": 16}
     data = tiny_3d(

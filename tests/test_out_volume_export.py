@@ -5,7 +5,6 @@ size, and a 2D preset's space-time stack."""
 from __future__ import annotations
 
 import hashlib
-import json
 
 import numpy as np
 import pytest
@@ -15,24 +14,7 @@ from PIL import Image
 from physarum.render.out.volume_export import isosurface, stl_header, write_obj, write_stl
 from physarum.render.preset import build_preset
 from physarum.render.preset.provenance import embedded_text
-from support import render_cpu, tiny_data
-
-TINY_3D = {
-    "name": "tiny3d",
-    "seed": 2,
-    "canvas": {"width": 16, "height": 12, "depth": 10},
-    "agents": {"count": 600, "spawn": "random"},
-    "model": {"sensor_distance": 3, "deposit": 5, "diffuse": 0.5, "decay": 0.1},
-    "run": {"steps": 6, "steps_per_frame": 3},
-    "camera": {"orbit": {"turns": 1, "elevation": 20}, "width": 24, "height": 20, "samples": 12},
-    "output": {"formats": ["gif", "mp4", "png"], "fps": 10},
-}
-
-
-def tiny_3d(**sections) -> dict:
-    data = json.loads(json.dumps(TINY_3D))
-    data.update(sections)
-    return data
+from support import TINY_3D, render_cpu, tiny_3d, tiny_data
 
 
 def _ball(n: int = 12) -> np.ndarray:

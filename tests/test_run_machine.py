@@ -124,7 +124,7 @@ def test_a_device_the_contract_does_not_cover_is_refused_saying_what_to_use(requ
 
 
 def _cube(side: int, agents: int):
-    from test_out_volume_export import tiny_3d
+    from support import tiny_3d
 
     data = tiny_3d(canvas={"width": side, "height": side, "depth": side}, agents={"count": agents})
     return build_preset(data, "cube.yaml")
@@ -151,9 +151,8 @@ def test_a_backend_without_a_3d_class_is_refused_for_a_3d_preset(monkeypatch):
 
 
 def test_an_oversize_3d_render_is_refused_before_spawning(tmp_path, capsys, monkeypatch):
-    from test_out_volume_export import tiny_3d
-
     from physarum.render.run import runner
+    from support import tiny_3d
 
     data = tiny_3d(canvas={"width": 512, "height": 512, "depth": 512}, agents={"count": 1 << 26})
     path = tmp_path / "cube.yaml"

@@ -7,13 +7,12 @@ import json
 
 import pytest
 import yaml
-from test_out_volume_export import TINY_3D, tiny_3d
 
 from physarum.render.cli.main import main
 from physarum.render.preset import build_preset
 from physarum.render.preset.reduce import reduce_preset
 from physarum.render.run.volume_checks import render_problem
-from support import tiny_data
+from support import TINY_3D, tiny_3d, tiny_data
 
 
 def _write(tmp_path, data: dict, name: str = "p.yaml"):

@@ -24,7 +24,7 @@ from physarum.render.sim import checkpoint as ck
 from physarum.render.sim import checkpoint_plan as cp
 from physarum.render.sim.checkpoint import CheckpointError, read_checkpoint, save_checkpoint, write_members
 from physarum.render.sim.simulation import make_simulation
-from support import assert_same_state, save_image, tiny_data, world_data, write_preset
+from support import assert_same_state, save_image, tiny_3d, tiny_data, world_data, write_preset
 
 # steps 1..9 of warmup, then 8 frames of 3 steps: frame f ends at step 2 + 3 (f + 1), the last at 26
 DATA = tiny_data(run={"steps": 22, "steps_per_frame": 3, "warmup": 2}, output={"formats": ["gif", "png"]})
@@ -475,16 +475,15 @@ def test_a_checkpoint_of_a_world_with_a_detailed_image_reads_back(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # 3D: the state of a volume (positions [G, 3, N], direction indices, trail [G, Z, H, W])
 
-VOLUME = {
-    "name": "vol",
-    "seed": 5,
-    "canvas": {"width": 32, "height": 28, "depth": 24},
-    "agents": {"count": 20000, "spawn": "random"},
-    "model": {"sensor_distance": 3, "deposit": 5, "diffuse": 0.5, "decay": 0.1},
-    "run": {"steps": 120, "steps_per_frame": 3},
-    "camera": {"orbit": {"turns": 1, "elevation": 20}, "width": 64, "height": 48, "samples": 24},
-    "output": {"formats": ["gif", "mp4", "png", "webp"], "fps": 10},
-}
+VOLUME = tiny_3d(  # the tiny volume's model, larger and longer
+    name="vol",
+    seed=5,
+    canvas={"width": 32, "height": 28, "depth": 24},
+    agents={"count": 20000, "spawn": "random"},
+    run={"steps": 120, "steps_per_frame": 3},
+    camera={"orbit": {"turns": 1, "elevation": 20}, "width": 64, "height": 48, "samples": 24},
+    output={"formats": ["gif", "mp4", "png", "webp"], "fps": 10},
+)
 
 
 def test_a_killed_3d_render_resumed_writes_the_uninterrupted_renders_bytes(tmp_path):

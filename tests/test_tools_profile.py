@@ -116,7 +116,8 @@ def test_a_trace_the_profiler_did_not_write_is_an_error(tmp_path, capsys, monkey
 
 def _profile_3d(tmp_path, **sections):
     import yaml
-    from test_out_volume_export import tiny_3d
+
+    from support import tiny_3d
 
     preset = tmp_path / "tiny3d.yaml"
     preset.write_text(yaml.safe_dump(tiny_3d(**sections)))
@@ -150,7 +151,8 @@ def test_bench_takes_no_preset_and_says_so(tmp_path, capsys):
     parser with exit 2 (scripts/bench_3d.py times the 3D step)."""
     import pytest
     import yaml
-    from test_out_volume_export import tiny_3d
+
+    from support import tiny_3d
 
     preset = tmp_path / "tiny3d.yaml"
     preset.write_text(yaml.safe_dump(tiny_3d()))
