@@ -19,7 +19,6 @@ from physarum.render.formats.gif_file import (
     header,
     kept_frames,
     level_palette,
-    reduce_frame,
     reduce_levels,
 )
 from physarum.render.look.colour import palette_table
@@ -79,9 +78,13 @@ def test_stride_keeps_the_last_frame_and_lengthens_the_delay():
     assert delay_ms(30, 2) == 2 * delay_ms(30)
 
 
-def test_reduce_frame_downscales_then_reduces_levels():
+def test_a_frames_block_is_downscaled_then_its_levels_reduced():
+    from physarum.render.formats.gif_pool import FrameTask, compress
+
     index = RNG.integers(0, 256, (20, 20), dtype=np.uint8)
-    got = reduce_frame(index, Reduction(32, 2, 1))
+    palette = palette_table("magma").tobytes()
+    block = compress(FrameTask(index, palette, Reduction(32, 2, 1), Digits(), False, 40))
+    got = np.asarray(_decode(10, 10, level_palette(palette, 32), block))
     assert np.array_equal(got, area_downscale(index, 2) // 8)
 
 

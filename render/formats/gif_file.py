@@ -140,11 +140,6 @@ def weighted_level_palette(palette: bytes, index: np.ndarray, levels: int) -> by
     return np.where(totals > 0, mean, middle).astype(np.uint8).tobytes()
 
 
-def reduce_frame(index: np.ndarray, reduction: Reduction, digits: Digits = Digits()) -> np.ndarray:
-    """An index frame downscaled, then its levels reduced."""
-    return reduce_levels(area_downscale(index, reduction.factor, digits), reduction.levels)
-
-
 def frame_block(index: np.ndarray, palette: bytes, local: bool, delay: int) -> bytes:
     """One frame's bytes in a GIF: Pillow's frame encoding of index [h, w] uint8 with `palette`
     (its table included when `local`), no transparency, `delay` milliseconds."""
