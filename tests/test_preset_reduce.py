@@ -218,3 +218,7 @@ def test_a_long_3d_preview_shows_every_kth_frame_of_the_same_steps():
     assert strided.loop == ("crossfade", 10) and (strided.palette.every, strided.palette.blend) == (7, 2)
     assert reduce_preset(preset, side_ratio(preset, 48), "reduce")[0].frames == 625
     assert reduce_preset(curated("nebula"), side_ratio(curated("nebula"), 48))[0].frames == 80  # within: kept
+    longer = curated("nebula").model_copy(
+        update={"run": curated("nebula").run.model_copy(update={"steps": 600})}
+    )
+    assert "every 2nd frame (200 -> 100)" in reduce_preset(longer, side_ratio(longer, 48))[1]

@@ -45,6 +45,12 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"did you mean {close[0]!r}? " if close else ""
 
 
+def ordinal(n: int) -> str:
+    """2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def printable(text) -> str:
     """`text` with every character that is not printable (control characters, newlines included,
     terminal escapes, bidirectional overrides, line separators) written as Python writes it in a

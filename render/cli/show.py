@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from physarum.render.base.errors import PresetError, printable
+from physarum.render.base.errors import PresetError, ordinal, printable
 from physarum.render.preset.catalog import PRESETS, Listed, listed, preset_files, read_shipped, sweep_files
 
 MB = 1_000_000  # budgets are given in decimal units (10MB: 10,000,000 bytes)
@@ -75,12 +75,6 @@ def status(quiet: bool, what: str) -> None:
     unless quiet: a render speaks from its first second, before its heavy imports."""
     if not quiet:
         print(f"physarum: {what}...", file=sys.stderr, flush=True)
-
-
-def ordinal(n: int) -> str:
-    """2nd, 3rd, 4th, 11th, 21st."""
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 def megabytes(size: int) -> str:

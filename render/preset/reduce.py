@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from physarum.render.base.errors import ordinal
 from physarum.render.preset.load import build_preset
 from physarum.render.preset.schedule import keyframe_values
 from physarum.render.preset.schema import Preset
@@ -236,7 +237,7 @@ def note(preset: Preset, reduced: Preset, kind: str = "preview", window: bool = 
         f"{preset.agents.count:,} -> {reduced.agents.count:,} agents, "
         + ("distances kept (a window)" if window else f"distances / {shown}")
         + (framed if preset.dims == 3 and frames[0] != frames[1] else "")
-        + (f", every {stride}th frame ({preset.frames} -> {reduced.frames})" if stride > 1 else "")
+        + (f", every {ordinal(stride)} frame ({preset.frames} -> {reduced.frames})" if stride > 1 else "")
     )
 
 
