@@ -218,7 +218,7 @@ def test_curated_presets_render_a_few_steps(path: Path, tmp_path):
         settings += ["camera.width=48", "camera.height=40", "camera.samples=32"]
     preset = load_preset(path, settings)
     if preset.dims == 3 and preset.canvas.depth > 256:  # cosmos: 25 GiB on a CPU; its volume / 4
-        preset = reduce_preset(preset, Fraction(1, 4), "reduced")[0]
+        preset = reduce_preset(preset, Fraction(1, 4), "reduce")[0]
         assert preset.canvas.depth <= 128
     result = render(preset, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
     for fmt in preset.output.formats:
