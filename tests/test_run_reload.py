@@ -173,13 +173,17 @@ def tiny_outputs(tmp_path, monkeypatch):
     return tmp_path / "o" / "tiny"
 
 
-def with_local_sections(source, target) -> None:
+def with_local_sections(source, target, volume: bool = False) -> None:
     """`source` (a GIF or PNG) again as `target`, its embedded preset given a checkpoint section
-    and raw fields: what a stranger may put in a shared file."""
+    and raw fields (with `volume`, a volume export instead): what a stranger may put in a shared
+    file."""
     header, text = read_embedded(source).split("\n", 1)
     data = yaml.safe_load(text)
-    data["checkpoint"] = {"every": 1}
-    data["output"]["fields"] = {"every": 1, "formats": ["npz", "png"]}
+    if volume:
+        data["output"]["volume"] = {"formats": ["npz", "npy", "obj", "stl"]}
+    else:
+        data["checkpoint"] = {"every": 1}
+        data["output"]["fields"] = {"every": 1, "formats": ["npz", "png"]}
     crafted = f"{header}\n{yaml.safe_dump(data, sort_keys=False)}"
     with Image.open(source) as image:
         if target.suffix == ".png":
@@ -250,3 +254,37 @@ def test_a_sidecar_naming_other_encoder_builds_gets_a_note(tiny_outputs, capsys)
     sidecar.write_text("[" * (limit * 2) + "]" * (limit * 2))  # a stranger's sidecar: no note, no traceback
     assert render("--from", tiny_outputs / "tiny-s3.gif", "--out", "c") == 0
     assert "encoder builds" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["gif", "png"])
+def test_a_shared_files_volume_section_is_not_taken(tiny_outputs, fmt, capsys):
+    """output.volume makes a render write whole volumes (a 2D preset: its space-time stack): how
+    a render writes extras, never taken from a shared file; the user's own --set asks for it."""
+    crafted = tiny_outputs.parent.parent / f"crafted.{fmt}"
+    with_local_sections(tiny_outputs / f"tiny-s3.{fmt}", crafted, volume=True)
+    assert "volume:" in read_embedded(crafted)
+    capsys.readouterr()
+    assert render("--from", crafted, "--out", "again") == 0
+    err = capsys.readouterr().err
+    assert "output.volume" in err and "not taken from a shared file" in err, err
+    written = sorted(os.listdir("again/tiny"))
+    assert written == ["tiny-s3.gif", "tiny-s3.json", "tiny-s3.png"], written  # no space-time stack
+    assert render("--from", crafted, "--out", "mine", "--set", "output.volume.formats=[npz]") == 0
+    assert "tiny-s3-spacetime.npz" in os.listdir("mine/tiny")  # the user's own setting
+
+
+@pytest.mark.parametrize("name", ["tiny-s3-spacetime.npz", "tiny-s3-spacetime.obj"])
+def test_from_a_file_named_as_a_volume_export_of_the_render_is_refused(tiny_outputs, name, capsys):
+    """FILE (a PNG under a space-time export's name: no format's suffix reads as a PNG) is never
+    written over by the export of the render it starts."""
+    source = tiny_outputs / name
+    shutil.copy(tiny_outputs / "tiny-s3.png", source)
+    before = source.read_bytes()
+    capsys.readouterr()
+    setting = f"output.volume.formats=[{name.rsplit('.', 1)[1]}]"
+    assert render("--from", source, "--out", "o", "--set", setting) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "would write over" in err, err
+    assert "a volume export" in err, err
+    assert source.read_bytes() == before
+    assert render("--from", source, "--out", "elsewhere", "--set", setting) == 0

@@ -243,3 +243,19 @@ def test_a_resume_says_what_its_files_hold_when_the_journal_cannot_give_its_fram
 def test_a_branch_by_seed_flag_names_it(tmp_path, capsys):
     note = resumed_note(capsys, checkpoint_of(tmp_path, step=13), tmp_path / "seeded", "--seed", "9")
     assert "branched (--set seed)" in note and "frames 5 to 8 the branch's" in note
+
+
+def test_a_checkpoints_own_volume_section_is_never_obeyed(tmp_path, capsys):
+    """output.volume (a 2D preset's space-time stack) says how a render writes extras: a
+    checkpoint's preset never asks for it, the user's --set does."""
+    path = rewritten(
+        checkpoint_of(tmp_path), lambda text: text.replace("output:\n", "output:\n  volume: {}\n")
+    )
+    resume = ["render", "--resume", str(path), "--quiet", "--device", "cpu"]
+    capsys.readouterr()
+    assert main([*resume, "--out", str(tmp_path / "plain")]) == 0
+    assert "output.volume are not taken from a shared file" in capsys.readouterr().err
+    made = sorted(p.name for p in (tmp_path / "plain" / "tiny").iterdir())
+    assert made == ["tiny-s3.gif", "tiny-s3.json", "tiny-s3.png"]
+    assert main([*resume, "--out", str(tmp_path / "own"), "--set", "output.volume.formats=[npy]"]) == 0
+    assert (tmp_path / "own" / "tiny" / "tiny-s3-spacetime.npy").exists()

@@ -4,8 +4,8 @@ those under the folder `--images DIR` names, docs/safety.md), and the guard that
 writes over FILE.
 
 A shared file decides only what it renders: the sections that say how a render keeps its state
-or writes extras (LOCAL_SECTIONS: checkpoints, raw fields) are never taken from it, only from the
-user's own flags and --set. A file whose sidecar records other encoder builds than this
+or writes extras (LOCAL_SECTIONS: checkpoints, raw fields, volume exports) are never taken from
+it, only from the user's own flags and --set. A file whose sidecar records other encoder builds than this
 install's gets a note that its MP4 and WebP may differ (provenance.builds_note)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from physarum.render.preset.provenance import (
 
 # The sections of a preset that say how a render keeps its state or writes extras, not what it
 # renders (outputs never embed them): never taken from a shared file, as dotted paths.
-LOCAL_SECTIONS = ("checkpoint", "output.fields")
+LOCAL_SECTIONS = ("checkpoint", "output.fields", "output.volume")
 
 
 def load_for_render(args) -> Preset:
@@ -95,7 +95,8 @@ def carried_preset(
             printable(
                 f"{source}: its preset's {' and '.join(dropped)} are not taken from a shared file "
                 "(they say how a render keeps its state or writes extras, not what it renders); "
-                "ask for them with your own flags (--checkpoint-every, --checkpoint-at, --fields-at)"
+                "ask for them with your own flags (--checkpoint-every, --checkpoint-at, --fields-at, "
+                "--set output.volume...)"
             )
         )
     named = {setting.partition("=")[0].strip() for setting in settings}  # the user's own
@@ -190,13 +191,18 @@ def refuse_writing_over(source: Path, outputs: list[Path]) -> None:
 def refuse_writing_over_input(source: Path, preset: Preset, out: Path, frames_dir: Path | None) -> None:
     """render --from FILE never writes over FILE: RenderError (one message, before anything is
     written) where FILE is one of the files this render of `preset` may write: its outputs,
-    sidecar and stats (under `out`), a frame of --frames-dir, a raw field or a checkpoint."""
+    sidecar and stats (under `out`), a frame of --frames-dir, a raw field, a volume export (a 3D
+    preset's volumes, a 2D preset's space-time stack: any suffix, since a file of no format's
+    suffix is read as a PNG) or a checkpoint."""
     outputs = output_paths(preset, out)
     refuse_writing_over(source, [*outputs.values(), outputs["json"].with_suffix(".stats.csv")])
     stem, folder = re.escape(output_stem(preset)), outputs["json"].parent
     kinds = [(frames_dir, rf"{stem}-\d{{5,}}\.png", "a frame of --frames-dir", "--frames-dir")]
     if preset.output.fields is not None:
         kinds.append((folder, rf"{stem}-fields-\d+(-species\d+)?\.(npz|png)", "a raw field", "--out"))
+    if preset.output.volume is not None:
+        label = r"volume-\d+" if preset.dims == 3 else "spacetime"
+        kinds.append((folder, rf"{stem}-{label}\.(npz|npy|obj|stl)", "a volume export", "--out"))
     if preset.checkpoint is not None:
         kinds.append((folder, rf"{stem}-checkpoint-\d+\.npz", "a checkpoint", "--out"))
     real = source.resolve()
