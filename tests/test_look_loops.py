@@ -115,7 +115,7 @@ def test_ping_pong_plays_forward_then_backward_in_the_gif_and_the_mp4(tmp_path):
 def test_ping_pong_replays_frames_last_minus_one_to_one_marked():
     recorder = PingPong(last=4)
     for number in range(5):
-        recorder.record(Frame(number, np.full((2, 3), number, np.uint8), np.zeros((256, 3), np.uint8)))
+        recorder.write(Frame(number, np.full((2, 3), number, np.uint8), np.zeros((256, 3), np.uint8)))
     replayed = list(recorder.replay())
     assert [int(f.preview[0, 0]) for f in replayed] == [3, 2, 1]
     assert [f.number for f in replayed] == [5, 6, 7] and all(f.replay for f in replayed)

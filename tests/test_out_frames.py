@@ -102,13 +102,13 @@ class Recorder:
 def test_a_worker_gives_its_writer_every_frame_in_order_and_reports_its_failure():
     worker = EncoderWorker("gif", Recorder("a.gif"), {"preview"})
     for number in range(10):
-        worker.put(Frame(number))
+        worker.write(Frame(number))
     worker.finish()
     assert worker.writer.numbers == list(range(10)) and worker.writer.committed and worker.frames == 10
     failing = EncoderWorker("mp4", Recorder("b.mp4", fail_at=3), {"rgb"})
     with pytest.raises(RenderError, match="b.mp4: encoder failed: disk full"):
         for number in range(10):
-            failing.put(Frame(number))
+            failing.write(Frame(number))
         failing.end_input()
     failing.abort()
     assert failing.writer.numbers == [0, 1, 2] and failing.writer.aborted and not failing.writer.committed

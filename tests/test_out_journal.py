@@ -47,7 +47,7 @@ def written(tmp_path: Path, rng: np.random.Generator, count: int = 5):
     made = frames(rng, shape, count)
     writer = JournalWriter(tmp_path / "t-journal-0123456789abcdef.bin", shape, limit=count)
     for frame in made:
-        writer.append(frame)
+        writer.write(frame)
     mark = writer.mark()
     writer.close()
     return shape, made, mark
@@ -71,7 +71,7 @@ def test_a_journal_keeps_only_the_frames_its_last_checkpoint_covers(tmp_path):
     shape = layout(rng)
     writer = JournalWriter(tmp_path / "t-journal-0123456789abcdef.bin", shape, limit=2)
     for frame in frames(rng, shape, 4):
-        writer.append(frame)
+        writer.write(frame)
     assert writer.mark().frames == 2
 
 
@@ -81,13 +81,13 @@ def test_a_continued_journal_writes_after_its_prefix_and_gives_the_same_bytes(tm
     whole = (tmp_path / mark.name).read_bytes()
     first = JournalWriter(tmp_path / mark.name, shape, limit=2)  # a render killed after 2 frames
     for frame in made[:2]:
-        first.append(frame)
+        first.write(frame)
     early = first.mark()
     first.close()
     source = open_journal(tmp_path, early, shape, jn.RGB, first=2)
     again = JournalWriter(tmp_path / mark.name, shape, limit=4, source=source)
     for frame in made:  # the re-fed frames are passed by, the rest appended
-        again.append(frame)
+        again.write(frame)
     assert again.mark() == mark and (tmp_path / mark.name).read_bytes() == whole
 
 
@@ -144,7 +144,7 @@ def test_a_journal_not_beside_its_checkpoint_or_without_the_frames_needed_is_not
     rng = np.random.default_rng(SEED)
     shape = layout(rng, kinds=jn.PREVIEW)
     writer = JournalWriter(tmp_path / "t-journal-0123456789abcdef.bin", shape, limit=1)
-    writer.append(frames(rng, shape, 1)[0])
+    writer.write(frames(rng, shape, 1)[0])
     mark = writer.mark()
     with pytest.raises(JournalLacks, match="no RGB frames"):
         open_journal(tmp_path, mark, shape, jn.RGB, first=1)
@@ -178,7 +178,7 @@ def test_a_journal_that_cannot_be_written_stops_the_render_with_its_name(tmp_pat
     shape = layout(rng)
     writer = JournalWriter(tmp_path / "t-journal-0123456789abcdef.bin", shape, limit=3)
     writer.file.close()  # as a full disk would: the thread's write fails
-    writer.append(frames(rng, shape, 1)[0])
+    writer.write(frames(rng, shape, 1)[0])
     with pytest.raises(
         RenderError, match="t-journal-0123456789abcdef.bin: the frame journal cannot be written"
     ):

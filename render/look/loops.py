@@ -279,14 +279,22 @@ class PingPong:
     """Records the frames handed to the writers (compressed, zlib level 1, in memory) and gives
     frames last - 1 .. 1 back in that order, marked replay, for the writers to append: the loop
     plays forward, then backward, and the first frame follows frame 1 again. The first and last
-    frames are not recorded (shown once each). Memory: the compressed preview and RGB frames."""
+    frames are not recorded (shown once each). Memory: the compressed preview and RGB frames.
+    A sink of the frame path (render/out/sinks.py): it records what the other sinks read."""
+
+    reads: frozenset[str] = frozenset()
+    replays = False
 
     def __init__(self, last: int):
         self.last = last
         self.frames: list[tuple[int, bytes | None, bytes | None, bytes | None, tuple, tuple]] = []
 
-    def record(self, frame: Frame) -> None:
-        if not 0 < frame.number < self.last:
+    def close(self, error: BaseException | None = None) -> None:
+        self.frames = []
+
+    def write(self, frame: Frame) -> None:
+        """Record a frame handed over (the first and the last, and replayed ones, passed by)."""
+        if frame.replay or not 0 < frame.number < self.last:
             return
         preview, rgb = frame.preview, frame.rgb
         self.frames.append(

@@ -1,8 +1,9 @@
-"""Frames on their way to the writers: coloured on the device, copied into a ring of host
-buffers (pinned on CUDA) and handed to one encoder worker thread per output behind a bounded
-queue. Every worker's writer gets every Frame (render/out/outputs.py) and takes what it reads.
-A render with checkpoints also appends each frame it hands over to its frame journal
-(render/out/journal.py), and a resumed one re-feeds the journal's frames first (deliver).
+"""Frames on their way to their sinks (render/out/sinks.py): coloured on the device, copied
+into a ring of host buffers (pinned on CUDA) and handed to each sink of the job in order. The
+encoder workers are sinks (one thread per output behind a bounded queue; every worker's writer
+gets every Frame and takes what it reads); so are a render's frame journal
+(render/out/journal.py), a ping-pong loop's replay store (render/look/loops.py) and whatever a
+caller adds. A resumed render re-feeds its journal's frames first (deliver).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from physarum.render.formats.registry import open_writer
 from physarum.render.look.colour import Colourist, downscale, gif_resample, preview_size
 from physarum.render.look.loops import PingPong
 from physarum.render.out.encoder_process import EncoderProcess
-from physarum.render.out.journal import JournalWriter
+from physarum.render.out.sinks import Sink
 from physarum.render.preset import Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
@@ -51,9 +52,12 @@ class HostRing:
 
 
 class EncoderWorker:
-    """One writer (or a child process of several) fed in a background thread behind a bounded
-    queue. reads: what its writer reads of a frame (the specs' `reads`: "preview", "rgb", or
-    "last_rgb": the RGB of the last frame at least), which tells the pipeline what to make."""
+    """A sink: one writer (or a child process of several) fed in a background thread behind a
+    bounded queue. reads: what its writer reads of a frame (the specs' `reads`: "preview", "rgb",
+    or "last_rgb": the RGB of the last frame at least), which tells the pipeline what to make.
+    Its files are finished by complete() and committed with the job's (render/out/job.py)."""
+
+    replays = True  # a ping-pong loop's replayed frames are written into the files
 
     def __init__(self, name: str, writer: Writer, reads: Iterable[str]):
         self.name, self.writer, self.reads = name, writer, frozenset(reads)
@@ -76,9 +80,16 @@ class EncoderWorker:
             self.seconds += time.perf_counter() - started
             self.frames += 1
 
-    def put(self, frame: Frame) -> None:
+    def write(self, frame: Frame) -> None:
         self.raise_error()
         self.queue.put(frame)
+
+    def close(self, error: BaseException | None = None) -> None:
+        """No frame follows: the files are finished (end_input) or, after an error, aborted."""
+        if error is None:
+            self.end_input()
+        else:
+            self.abort()
 
     def raise_error(self) -> None:
         if self.error is not None:
@@ -121,7 +132,7 @@ class EncoderWorker:
 
 
 class FramePipeline:
-    """Colours frames on the device, copies them to the host and feeds the encoder workers.
+    """Colours frames on the device, copies them to the host and hands them to the job's sinks.
 
     A frame's copy is started and the next frame's simulation is queued before the frame is
     handed over, so on a GPU the copy overlaps the simulation; workers encode in the background.
@@ -131,26 +142,35 @@ class FramePipeline:
         self,
         preset: Preset,
         colourist: Colourist,
-        workers: list[EncoderWorker],
+        sinks: Iterable[Sink],
         device: torch.device,
         frames: int | None = None,
     ):
-        """frames: how many frames are submitted (numbered 0 .. frames - 1; the preset's frames
-        unless a loop shows fewer). With output.loop_mode ping-pong, finish() replays them."""
-        self.colourist, self.workers = colourist, workers
-        self.reads = {name for w in workers for name in w.reads}
+        """sinks: where the frames go, in order (more may be added: add()); frames: how many
+        frames are submitted (numbered 0 .. frames - 1; the preset's frames unless a loop shows
+        fewer). With output.loop_mode ping-pong, the pipeline keeps a replay store among its
+        sinks and finish() hands its frames, backwards, to the sinks that take replays."""
+        self.colourist, self.sinks = colourist, list(sinks)
         self.preview = preview_size(*preset.frame_size, preset.output.gif_scale)
         self.resample = gif_resample(preset)  # downscale's (resample, digits): output.gif_resample
         # Frame f is copied into the slot of frame f - slots. When it is, frames up to f - 2 have
         # been handed over (the pipeline lags one frame), so each worker holds at most
         # QUEUE_FRAMES of them queued plus one in hand, the oldest f - 2 - QUEUE_FRAMES: every
-        # frame up to f - 3 - QUEUE_FRAMES is done with, hence QUEUE_FRAMES + 3 slots.
+        # frame up to f - 3 - QUEUE_FRAMES is done with, hence QUEUE_FRAMES + 3 slots. A sink
+        # that keeps a frame longer copies it (sinks.Sink).
         self.ring = HostRing(device, QUEUE_FRAMES + 3)
         self.pending: list[tuple[Frame, torch.cuda.Event | None]] = []
         self.device = device
         self.last = (preset.frames if frames is None else frames) - 1
         self.ping_pong = PingPong(self.last) if preset.loop[0] == "ping-pong" else None
-        self.journal: JournalWriter | None = None  # the render's frame journal, if it keeps one
+        if self.ping_pong is not None:
+            self.sinks.append(self.ping_pong)
+        self.reads = _reads(self.sinks)
+
+    def add(self, sink: Sink) -> None:
+        """A sink given every frame handed over from now on."""
+        self.sinks.append(sink)
+        self.reads = _reads(self.sinks)
 
     def submit(self, number: int, trail: torch.Tensor) -> None:
         """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
@@ -171,7 +191,7 @@ class FramePipeline:
         self.pending.append((Frame(number, preview, palette, rgb), event))
 
     def hand_over(self, keep: int = 0) -> None:
-        """Give every pending frame but the last `keep` to the workers, once it is on the host."""
+        """Give every pending frame but the last `keep` to the sinks, once it is on the host."""
         while len(self.pending) > keep:
             frame, event = self.pending.pop(0)
             if event is not None:
@@ -179,21 +199,22 @@ class FramePipeline:
             self.deliver(dataclasses.replace(frame, preview=_numpy(frame.preview), rgb=_numpy(frame.rgb)))
 
     def deliver(self, frame: Frame) -> None:
-        """Give a frame on the host to every worker (and the journal, the loop's replay)."""
-        for worker in self.workers:
-            worker.put(frame)
-        if self.journal is not None:
-            self.journal.append(frame)
-        if self.ping_pong is not None:
-            self.ping_pong.record(frame)
+        """Give a frame on the host to every sink, in order."""
+        for sink in self.sinks:
+            sink.write(frame)
 
     def finish(self) -> None:
         """Hand over every pending frame, then a ping-pong loop's frames backwards."""
         self.hand_over()
         if self.ping_pong is not None:
+            replaying = [sink for sink in self.sinks if sink.replays]
             for frame in self.ping_pong.replay():
-                for worker in self.workers:
-                    worker.put(frame)
+                for sink in replaying:
+                    sink.write(frame)
+
+
+def _reads(sinks: list[Sink]) -> set[str]:
+    return {name for sink in sinks for name in sink.reads}
 
 
 def _numpy(tensor: torch.Tensor | None) -> np.ndarray | None:

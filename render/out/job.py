@@ -28,6 +28,7 @@ from physarum.render.look.loops import TrailLoop
 from physarum.render.look.volume import VolumeColourist
 from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
 from physarum.render.out.journal import JournalWriter
+from physarum.render.out.sinks import Sink
 from physarum.render.out.specs import output_paths, output_specs, output_stem
 from physarum.render.out.volume_export import SpacetimeWriter
 from physarum.render.preset import Preset
@@ -92,6 +93,7 @@ class Job:
     partials: list[PartialFile] = field(default_factory=list)  # complete, not yet renamed
     checkpoints: dict | None = None  # the sidecar's record of the checkpoints it writes
     journal: JournalWriter | None = None  # its frame journal (render/out/journal.py), if it keeps one
+    sinks: list[Sink] = field(default_factory=list)  # a caller's sinks (RenderOptions.sinks), closed last
 
     def fail(self, error: BaseException) -> None:
         """Stop this job: abort its encoders and remove its temporary files. Its outputs' names
@@ -102,18 +104,27 @@ class Job:
         else:
             message = os_error_message(error) if isinstance(error, OSError) else str(error)
         self.error = self.error or message
-        self.abort()
+        self.abort(error)
 
-    def abort(self) -> None:
+    def abort(self, error: BaseException | None = None) -> None:
         for worker in self.workers:
             worker.abort()
         for partial in self.partials:
             partial.abort()
         self.close_journal()
+        self.close_sinks(error or RenderError(self.error or "the render stopped"))
+
+    def close_sinks(self, error: BaseException | None = None) -> None:
+        """The caller's sinks told that no frame follows (error: why the render ended early);
+        each once."""
+        sinks, self.sinks = self.sinks, []
+        for sink in sinks:
+            sink.close(error)
 
     def keep_journal(self, journal: JournalWriter) -> None:
         """Journal every frame handed over from now on (the pipeline must be open)."""
-        self.journal = self.pipeline.journal = journal
+        self.journal = journal
+        self.pipeline.add(journal)
 
     def mark(self) -> JournalMark | None:
         """Before a checkpoint: every frame taken so far handed over and journaled, the journal
@@ -131,15 +142,18 @@ class Job:
 
     def open(self, frames_dir: Path | None, device: torch.device, jobs: int, cores: list[int] | None) -> None:
         """Open this job's writers and its frame pipeline (one of `jobs`: with more than one,
-        the encoders run in a child process, on `cores`, its share: machine.encoder_cores)."""
+        the encoders run in a child process, on `cores`, its share: machine.encoder_cores). A job
+        that writes no files (no paths: its frames go to the caller's sinks alone) opens none."""
         preset = self.preset  # a 3D preset's frames are its volume's renders (look/volume.py)
         colourist = VolumeColourist(preset) if preset.dims == 3 else make_colourist(preset)
-        specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
-        job = self.paths["json"].with_suffix("")
-        self.workers = open_workers(specs, job, jobs > 1, cores)
-        if preset.dims == 2 and preset.output.volume is not None:  # its space-time stack
-            self.workers.append(EncoderWorker("spacetime", SpacetimeWriter(self), {"preview"}))
-        self.pipeline = FramePipeline(self.preset, colourist, self.workers, device, self.loop.frames)
+        if self.paths:
+            specs = output_specs(self.preset, self.paths, colourist.table(0), frames_dir, jobs)
+            job = self.paths["json"].with_suffix("")
+            self.workers = open_workers(specs, job, jobs > 1, cores)
+            if preset.dims == 2 and preset.output.volume is not None:  # its space-time stack
+                self.workers.append(EncoderWorker("spacetime", SpacetimeWriter(self), {"preview"}))
+        sinks = [*self.workers, *self.sinks]
+        self.pipeline = FramePipeline(self.preset, colourist, sinks, device, self.loop.frames)
 
     def hand_over(self, keep: int = 0) -> None:
         if self.error is None:
@@ -165,7 +179,9 @@ class Job:
 
     def commit(self, result: RenderResult, extra_files: Callable[[], dict[str, PartialFile]] | None) -> None:
         """Write the sidecar beside the completed files (and the extra files, which the sidecar
-        does not list) and rename them all together."""
+        does not list) and rename them all together; a job without files commits nothing."""
+        if not self.paths:
+            return
         try:
             sizes = {fmt: self._size(path) for fmt, path in self.paths.items() if fmt != "json"}
             record = sidecar(self.preset, result, sizes, self.loop.describe())

@@ -139,7 +139,9 @@ class JournalWriter:
     a thread of their own behind a queue of `queue_frames` (the frame path's bound: its host
     ring's buffers are reused no sooner, out/frames.py); mark() waits for them, flushes the file
     and returns the prefix a checkpoint records. A failure (a full disk) is a RenderError naming
-    the file at the next append or mark."""
+    the file at the next write or mark. A sink of the frame path (render/out/sinks.py)."""
+
+    replays = False  # a ping-pong loop's replay is made again from the frames it holds
 
     def __init__(
         self,
@@ -150,6 +152,9 @@ class JournalWriter:
         queue_frames: int = 4,
     ):
         self.path, self.layout, self.limit = Path(path), layout, limit
+        self.reads = frozenset(
+            name for kind, name in ((PREVIEW, "preview"), (RGB, "rgb")) if layout.kinds & kind
+        )
         self.file = os.fdopen(_open_fd(self.path, os.O_RDWR | os.O_CREAT, "written"), "r+b")
         if source is not None and source.path.exists() and os.path.samefile(source.path, self.path):
             self.frames, self.size, self.hasher = source.mark.frames, source.mark.size, source.hasher.copy()
@@ -162,7 +167,7 @@ class JournalWriter:
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
-    def append(self, frame: Frame) -> None:
+    def write(self, frame: Frame) -> None:
         """Journal `frame` (the next one; frames the journal holds already are passed by)."""
         self._raise_error()
         if frame.number < self.taken or self.taken >= self.limit:
@@ -182,8 +187,9 @@ class JournalWriter:
             raise RenderError(f"{self.path}: the frame journal cannot be written: {error}") from error
         return JournalMark(self.path.name, self.frames, self.size, self.hasher.hexdigest())
 
-    def close(self) -> None:
-        """Stop the thread (frames still queued are written) and close the file."""
+    def close(self, error: BaseException | None = None) -> None:
+        """Stop the thread (frames still queued are written) and close the file; after an error
+        too: the journal is whole up to its last mark, which is what checkpoints record."""
         if self.thread.is_alive():
             self.queue.put(None)
             self.thread.join()
@@ -198,7 +204,7 @@ class JournalWriter:
             try:
                 if self.error is None:
                     self._record(frame)
-            except BaseException as error:  # reported to the main thread at the next append or mark
+            except BaseException as error:  # reported to the main thread at the next write or mark
                 self.error = error
             finally:
                 self.queue.task_done()

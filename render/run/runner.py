@@ -42,6 +42,7 @@ from physarum.render.out.journal import (
     layout_of,
     render_reads,
 )
+from physarum.render.out.sinks import Sink
 from physarum.render.out.specs import check_outputs
 from physarum.render.out.volume_export import VolumeStop
 from physarum.render.preset import Preset
@@ -84,6 +85,12 @@ class RenderOptions:
     # and committed with the job's files, all or nothing (files.commit_together)
     extra_files: Callable[[], dict[str, PartialFile]] | None = None
     resume: Resume | None = None  # start from a checkpoint's state (render --resume; a batch of one)
+    # where the first job's frames go besides its files (render/out/sinks.py: the streaming API,
+    # the live studio); each sink is closed when the render ends, with the error if it failed
+    sinks: Sequence[Sink] = ()
+    # False: no file at all (no outputs, sidecar, lock or folder); the frames go to `sinks` alone.
+    # Presets that write checkpoints, fields or volumes are refused then (ValueError).
+    write_files: bool = True
 
 
 def render(preset: Preset, options: RenderOptions | None = None, **kwargs) -> RenderResult:
@@ -132,18 +139,20 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
     check_render(
         presets, options.on_step is not None, options.on_frame is not None, options.resume is not None
     )
+    _check_sinks_only(presets, options)
     torch_device = resolve_device(options.device)
     if torch_device.type == "cpu":
         share_cpu_with_encoders()
     backend = resolve_backend(options.backend, torch_device)
-    notes = [check_outputs(p) for p in presets]
+    notes = [check_outputs(p) if options.write_files else [] for p in presets]
     check_memory(presets[0], backend, torch_device, batch=len(presets))
-    plan = _checkpoint_plan(presets, options)
+    plan = _checkpoint_plan(presets, options) if options.write_files else None
     _check_resume(presets, options)
     source, note = resume_journal(options.resume, presets[0], options.frames_dir is not None)
     clock = [time.perf_counter()]  # start, simulation made, encoders open, frames done, files done
     start = _start(options)  # the checkpoint's state: read after every check above
-    paths = job_paths(presets, options.out_dir, options.frames_dir, held)
+    paths = job_paths(presets, options.out_dir, options.frames_dir, held) if options.write_files else None
+    paths = paths or [{} for _ in presets]
     simulation = make_batch_simulation(presets, backend, torch_device, start)
     windows: list[Window | None] = [None] * len(presets)
     if any(p.loop[0] == "closest" for p in presets):  # a first pass finds the loops; the render repeats it
@@ -157,6 +166,7 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
         for b, (p, job_paths, job_notes, window) in enumerate(zip(presets, paths, notes, windows))
     ]
     jobs[0].checkpoints = plan.record() if plan else None
+    jobs[0].sinks = list(options.sinks)
     try:
         for job in jobs:
             job.open(options.frames_dir, torch_device, len(jobs), encoder_cores(job.index, len(jobs)))
@@ -181,12 +191,15 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
         )
         phases["total_s"] = clock[-1] - clock[0]
         extra = [options.extra_files] + [None] * (len(jobs) - 1)  # the first job's (simulation 0)
-        return [
+        results = [
             _batch_result(job, backend, torch_device, phases, len(jobs), e) for job, e in zip(jobs, extra)
         ]
-    except BaseException:
         for job in jobs:
-            job.abort()
+            job.close_sinks(None if job.error is None else RenderError(job.error))
+        return results
+    except BaseException as error:
+        for job in jobs:
+            job.abort(error)
         raise
 
 
@@ -206,6 +219,30 @@ def _checkpoint_plan(presets: list[Preset], options: RenderOptions) -> Checkpoin
     if plan is not None and not options.quiet:
         print(printable(f"note: {plan.note()}"), file=sys.stderr)
     return plan
+
+
+def _check_sinks_only(presets: list[Preset], options: RenderOptions) -> None:
+    """A render that writes no files (options.write_files False) has its frames alone to give:
+    it refuses what would write files all the same."""
+    if options.write_files:
+        return
+    for preset in presets:
+        writes = [name for name, section in _file_sections(preset) if section is not None]
+        if writes or options.frames_dir is not None or options.resume is not None:
+            raise ValueError(
+                f"render_batch: a render without files cannot write {', '.join(writes) or 'a frames folder'}"
+                " or resume; leave those out, or write files"
+            )
+
+
+def _file_sections(preset: Preset) -> list[tuple[str, object]]:
+    """The sections of a preset that write files besides its outputs."""
+    output = preset.output
+    return [
+        ("checkpoint", preset.checkpoint),
+        ("output.fields", output.fields),
+        ("output.volume", output.volume),
+    ]
 
 
 def _check_resume(presets: list[Preset], options: RenderOptions) -> None:
@@ -259,6 +296,8 @@ def _course(
     the journal's count when it re-fed one), stopping to write checkpoints, each recording the
     journal's prefix (render/sim/checkpoint.py), and each job's raw fields (render/out/fields.py)."""
     start = 0 if options.resume is None else options.resume.step
+    if not options.write_files:  # nothing to stop for: no checkpoint, field or volume is written
+        return Course(presets[0].run, start, [], first)
     folder, stem = paths[0]["json"].parent, paths[0]["json"].stem
     stops = [*checkpoint_stops(presets, folder, stem, jobs[0].mark), FieldsStop(jobs), VolumeStop(jobs)]
     return Course(presets[0].run, start, stops, first)
