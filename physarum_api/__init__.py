@@ -11,7 +11,6 @@ render_files), because importing any physarum.render.X binds the package to that
 
 from __future__ import annotations
 
-import tempfile
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,38 +93,27 @@ render = _stages
 
 
 def images(preset: Preset, backend: str = "auto", device: str | None = None) -> Iterator:
-    """Each frame as a PIL image (RGB), in order. The frames pass through a temporary folder that
-    is removed afterwards: nothing is left where you can see it."""
+    """Each frame as a PIL image (RGB), in order, as it is coloured: the render runs on a worker
+    thread ahead of your loop by a few frames at most (memory stays flat for any run length) and
+    writes no file. Breaking out of the loop (or closing the iterator) stops the render at its
+    next frame: no thread, file or lock is left. The frames are those of the preset's files (a
+    ping-pong loop's replayed frames included); its checkpoints, fields and volume exports are
+    files, which a stream leaves out."""
     from PIL import Image
 
-    with tempfile.TemporaryDirectory(prefix="physarum-") as folder:
-        from physarum.render.run.runner import render as run  # start-up: torch, for a render only
-
-        png = change(preset, {"output.formats": ["png"]})
-        run(
-            png,
-            backend=backend,
-            device=device,
-            out_dir=Path(folder) / "o",
-            quiet=True,
-            frames_dir=Path(folder) / "frames",
-        )
-        for path in sorted((Path(folder) / "frames").glob("*.png"), key=_frame_number):
-            with Image.open(path) as image:
-                yield image.convert("RGB")
-
-
-def _frame_number(path: Path) -> int:
-    """A frames folder's PNG's frame number (<stem>-00001.png: 1)."""
-    return int(path.stem.rsplit("-", 1)[1])
+    for frame in frames(preset, backend, device):
+        yield Image.fromarray(frame, "RGB")
 
 
 def frames(preset: Preset, backend: str = "auto", device: str | None = None) -> Iterator:
-    """Each frame as a numpy array [height, width, 3] uint8, in order (as images())."""
-    import numpy as np
+    """Each frame as a numpy array [height, width, 3] uint8 (a copy of its own), in order, as
+    it is coloured (as images(): streamed from a worker thread, no file written, a broken loop
+    stops the render)."""
+    from physarum.render.run.stream import FrameStream  # start-up: torch, for a render only
 
-    for image in images(preset, backend, device):
-        yield np.asarray(image)
+    with FrameStream(preset, backend, device) as stream:
+        for frame in stream:
+            yield frame.rgb
 
 
 def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool = False, **options):

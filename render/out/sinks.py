@@ -62,6 +62,7 @@ class FrameQueue:
         self.queue: queue.Queue = queue.Queue(maxsize=size)
         self.stopped = threading.Event()
         self.error: BaseException | None = None
+        self.closed = False
 
     def write(self, frame: Frame) -> None:
         kept = Frame(
@@ -74,7 +75,10 @@ class FrameQueue:
         self._put(kept)
 
     def close(self, error: BaseException | None = None) -> None:
-        self.error = error
+        """The end of the frames (the first call's error is the one the reader gets)."""
+        if self.closed:
+            return
+        self.closed, self.error = True, error
         self._put(None, closing=True)
 
     def stop(self) -> None:
