@@ -3,12 +3,14 @@ background of an empty volume, the opacity table, the GIF's exact palette, CPU a
 
 from __future__ import annotations
 
+import signal
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
 
+from physarum.render.base import interrupts
 from physarum.render.look import volume
 from physarum.render.look.camera import FIX, lens_views, view
 from physarum.render.look.volume import (
@@ -267,3 +269,33 @@ def test_a_3d_preset_with_depth_of_field_renders_its_lens_frames(tmp_path):
     assert not np.array_equal(found["lens"], found["pinhole"]) and np.array_equal(
         found["lens"], found["again"]
     )
+
+
+def test_a_signal_stops_the_march_between_chunks(monkeypatch):
+    """SIGTERM during a frame is honoured at the next chunk of samples (interrupts.stop_if_requested),
+    not after the whole ray march: a large frame on a CPU marches for tens of seconds."""
+    monkeypatch.setattr(volume, "CPU_CHUNK_ELEMENTS", 40)  # a chunk of one or two samples
+    levels = _levels(4)
+    camera = Camera.model_validate({"orbit": {}, "samples": 12})
+    v = view(camera, levels.shape, (6, 5), 0, 8)
+    marched = []
+    sample = volume.sample_levels
+
+    def signalled(*args, **kwargs):
+        marched.append(1)
+        interrupts.stop_requested.append(signal.SIGTERM)  # arrives during the first chunk
+        return sample(*args, **kwargs)
+
+    monkeypatch.setattr(volume, "sample_levels", signalled)
+    try:
+        with pytest.raises(interrupts.Terminated):
+            render_volume(
+                torch.from_numpy(levels),
+                v,
+                torch.from_numpy(_palette()),
+                torch.from_numpy(alpha_table(camera)),
+                (0, 0, 0),
+            )
+    finally:
+        interrupts.stop_requested.clear()
+    assert len(marched) == 1  # of 12 samples in chunks of 1 (pixels 30: 40 // 30)

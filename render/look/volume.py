@@ -16,6 +16,8 @@ bytes:
    w = (alpha * T) >> 12, T -= w, C += colour * w; with G = round(256 * camera.gain), the pixel
    is min(255, ((C * G >> 8) + background * T + 32768) >> 16).
 Every step is an integer tensor op (no float, no reduction whose order differs by device).
+SIGTERM stops a frame between chunks of samples (interrupts.stop_if_requested): a large frame
+marches for tens of seconds on a CPU.
 A preset's `look` shapes the levels of step 1 and then acts on the frame (render/look/volume_look.py).
 
 For the GIF, reduce_rgb gives each RGB frame its own palette of at most 256 colours, exactly
@@ -31,6 +33,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
+from physarum.render.base.interrupts import stop_if_requested
 from physarum.render.look.camera import FIX, View, lens_views
 from physarum.render.look.colour import Colourist
 from physarum.render.look.loops import shown_frames
@@ -163,6 +166,7 @@ def render_volume(
     gain / GAIN_ONE and absorbing alpha [256] (int64, on levels' device), over background.
     kernel: march with the Triton kernel (render/look/volume_kernel.py; the same bytes); None:
     on a CUDA device where Triton is installed."""
+    stop_if_requested()  # before each view (a GPU marches one in a kernel)
     device = levels.device
     grid = tuple(levels.shape)
     padded = torch.nn.functional.pad(levels, (1, 1, 1, 1, 1, 1)).reshape(-1)
@@ -180,6 +184,7 @@ def render_volume(
     chunk = max(1, elements // max(1, pixels))
     corners = packed_corners(levels) if mode == "trilinear" else None
     for first in range(0, len(v.depths), chunk):
+        stop_if_requested()  # a signal stops a frame within one chunk, not after its whole march
         s = depths[first : first + chunk, None]
         points = [v.origin[axis] + ((s * directions[axis][None, :]) >> FIX) for axis in range(3)]
         sampled = sample_levels(padded, grid, points, mode, corners)
