@@ -3,11 +3,15 @@ simulation's own, committed with the render's other files."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
 from PIL import Image
 
+from physarum.render.base import files
+from physarum.render.base.errors import RenderError
 from physarum.render.formats.png import EMBED_KEY
 from physarum.render.out import fields
 from physarum.render.preset import build_preset
@@ -112,3 +116,27 @@ def test_bad_field_steps_are_named(fields_section, problem):
 
     problems = problems_of(tiny_data(output={"fields": fields_section}))
     assert len(problems) == 1 and problem in problems[0], problems
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_during_a_fields_export_leaves_no_part_and_names_the_file(tmp_path, monkeypatch):
+    """The step's .npz is staged before its PNG: when the PNG cannot be written (its writes go to
+    /dev/full, the kernel's own ENOSPC), the .npz's temporary file goes too; one message names
+    the PNG."""
+    made = files.create_exclusive
+
+    def full(path):
+        descriptor = made(path)
+        if path.name.startswith(".tiny-s3-fields-5.png"):
+            os.close(descriptor)
+            return os.open("/dev/full", os.O_WRONLY)
+        return descriptor
+
+    monkeypatch.setattr(files, "create_exclusive", full)
+    with pytest.raises(RenderError) as raised:
+        render_cpu(build_preset(DATA, "tiny.yaml"), tmp_path)
+    assert (
+        str(raised.value)
+        == f"{tmp_path / 'tiny' / 'tiny-s3-fields-5.png'}: cannot write: No space left on device"
+    )
+    assert os.listdir(tmp_path / "tiny") == []

@@ -5,12 +5,17 @@ size, and a 2D preset's space-time stack."""
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import trimesh
 from PIL import Image
 
+from physarum.render.base import files
+from physarum.render.base.errors import RenderError
 from physarum.render.out.volume_export import isosurface, stl_header, write_obj, write_stl
 from physarum.render.preset import build_preset
 from physarum.render.preset.provenance import embedded_text
@@ -95,3 +100,57 @@ def test_volume_formats_are_what_is_written(tmp_path, formats):
     folder = render_cpu(preset, tmp_path).outputs["png"].parent
     written = sorted(p.suffix[1:] for p in folder.glob("tiny3d-s2-volume-6.*"))
     assert written == sorted(formats)
+
+
+def disk_full_at(monkeypatch, name: str) -> None:
+    """Every write of the file whose name starts with `name` fails as on a full disk (its
+    temporary file is made, then written on /dev/full: the kernel's own ENOSPC)."""
+    made = files.create_exclusive
+
+    def full(path):
+        descriptor = made(path)
+        if path.name.startswith(f".{name}"):
+            os.close(descriptor)
+            return os.open("/dev/full", os.O_WRONLY)
+        return descriptor
+
+    monkeypatch.setattr(files, "create_exclusive", full)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "dims, name",
+    [(3, "tiny3d-s2-volume-3.npy"), (3, "tiny3d-s2-volume-6.stl"), (2, "tiny-s3-spacetime.obj")],
+)
+def test_a_full_disk_during_a_volume_export_leaves_no_part_and_names_the_file(
+    tmp_path, monkeypatch, dims, name
+):
+    """A volume's files are staged one after another: when a later one fails, the earlier ones'
+    temporary files go too, and the one message names the file that failed."""
+    volume = {"formats": ["npz", "npy", "obj", "stl"]}
+    if dims == 3:
+        preset = build_preset(
+            tiny_3d(output={"formats": ["png"], "volume": {**volume, "at": [3, 6]}}), "t.yaml"
+        )
+    else:
+        preset = build_preset(tiny_data(output={"formats": ["gif"], "volume": volume}), "tiny.yaml")
+    disk_full_at(monkeypatch, name)
+    with pytest.raises(RenderError) as raised:
+        render_cpu(preset, tmp_path)
+    assert str(raised.value) == f"{tmp_path / preset.name / name}: cannot write: No space left on device"
+    assert sorted(os.listdir(tmp_path / preset.name)) == []  # no output, no temporary file
+
+
+def test_a_killed_renders_space_time_part_is_removed_by_the_next_render(tmp_path):
+    """A render killed while writing its space-time stack leaves .NAME.PID.part; the next render
+    of that name removes it (its process no longer runs), as it does its outputs' parts."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process id that no longer runs
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    stale = [folder / f".tiny-s3-spacetime.{fmt}.{gone.pid}.part" for fmt in ("npz", "obj")]
+    for part in stale:
+        part.write_bytes(b"half a stack")
+    preset = build_preset(tiny_data(output={"formats": ["gif"], "volume": {"formats": ["npz"]}}), "tiny.yaml")
+    render_cpu(preset, tmp_path)
+    assert sorted(os.listdir(folder)) == sorted(["tiny-s3.gif", "tiny-s3.json", "tiny-s3-spacetime.npz"])

@@ -15,7 +15,8 @@ fields").
 of the trail T as 16-bit grey (0 everywhere for an empty map), with the preset in the `physarum`
 text chunk and max T in `physarum-trail-max` (a float32, written as the shortest decimal that
 reads back as it), so that T is about value / 65535 * max. The files are staged with the
-render's other outputs and renamed with them, all or nothing.
+render's other outputs and renamed with them, all or nothing; a file that cannot be written (a
+full disk) takes the step's files staged before it with it.
 """
 
 from __future__ import annotations
@@ -97,21 +98,26 @@ def write_fields(job, step: int, trail: np.ndarray, position: np.ndarray) -> lis
     text = embedded_text(preset)
     counts = agent_counts(position, preset.canvas.height, preset.canvas.width)
     plain = preset.species is None  # one map: [H, W], as simulation_maps gives it
-    staged = []
-    if "npz" in preset.output.fields.formats:
-        members = {
-            "format": np.array(FORMAT),
-            "format_version": np.array(FORMAT_VERSION, np.int64),
-            "preset": np.array(text),
-            "step": np.array(step, np.int64),
-            "trail": trail[0] if plain else trail,
-            "counts": counts[0] if plain else counts,
-        }
-        staged.append(stage(folder / f"{stem}-fields-{step}.npz", lambda f: write_members(f, members)))
-    if "png" in preset.output.fields.formats:
-        for s in range(len(trail)):
-            name = f"{stem}-fields-{step}.png" if plain else f"{stem}-fields-{step}-species{s}.png"
-            staged.append(stage(folder / name, lambda f, map_=trail[s]: save_png16(f, map_, text)))
+    staged: list[PartialFile] = []
+    try:
+        if "npz" in preset.output.fields.formats:
+            members = {
+                "format": np.array(FORMAT),
+                "format_version": np.array(FORMAT_VERSION, np.int64),
+                "preset": np.array(text),
+                "step": np.array(step, np.int64),
+                "trail": trail[0] if plain else trail,
+                "counts": counts[0] if plain else counts,
+            }
+            staged.append(stage(folder / f"{stem}-fields-{step}.npz", lambda f: write_members(f, members)))
+        if "png" in preset.output.fields.formats:
+            for s in range(len(trail)):
+                name = f"{stem}-fields-{step}.png" if plain else f"{stem}-fields-{step}-species{s}.png"
+                staged.append(stage(folder / name, lambda f, map_=trail[s]: save_png16(f, map_, text)))
+    except BaseException:  # a later file failed (a full disk): the earlier ones' temporaries go too
+        for partial in staged:
+            partial.abort()
+        raise
     return staged
 
 

@@ -17,11 +17,13 @@ carries no text: the .npz of the same step carries the preset. <stem>-volume-<st
 the levels padded by one empty voxel so that the surface closes at the volume's faces),
 vertices in voxels (x, y, z; a stack's z is its frame); the OBJ carries the preset in comment
 lines, the binary STL's 80-byte header its name, seed and the preset's sha256 (a prefix).
-Every file is staged with the render's other outputs and renamed with them, all or nothing.
+Every file is staged with the render's other outputs and renamed with them, all or nothing; a
+file that cannot be written (a full disk) takes the step's files staged before it with it.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import struct
 
@@ -90,26 +92,33 @@ def write_volume(job, label: str, step: int, volume: np.ndarray, levels: np.ndar
     folder, stem = job.paths["json"].parent, job.paths["json"].stem
     text, wanted = embedded_text(preset), preset.output.volume
     base = folder / f"{stem}{label}"
-    staged = []
-    if "npz" in wanted.formats:
-        members = {
-            "format": np.array(FORMAT),
-            "format_version": np.array(FORMAT_VERSION, np.int64),
-            "preset": np.array(text),
-            "step": np.array(step, np.int64),
-            "volume": volume.astype(np.float32),
-            "levels": levels.astype(np.uint8),
-        }
-        staged.append(stage(base.with_suffix(".npz"), lambda f: write_members(f, members)))
-    if "npy" in wanted.formats:
-        staged.append(stage(base.with_suffix(".npy"), lambda f: np.save(f, volume.astype(np.float32))))
-    if any(fmt in wanted.formats for fmt in MESH_FORMATS):
-        vertices, faces = isosurface(levels, wanted.level)
-        if "obj" in wanted.formats:
-            staged.append(stage(base.with_suffix(".obj"), lambda f: write_obj(f, vertices, faces, text)))
-        if "stl" in wanted.formats:
-            header = stl_header(preset, text)
-            staged.append(stage(base.with_suffix(".stl"), lambda f: write_stl(f, vertices, faces, header)))
+    staged: list[PartialFile] = []
+    try:
+        if "npz" in wanted.formats:
+            members = {
+                "format": np.array(FORMAT),
+                "format_version": np.array(FORMAT_VERSION, np.int64),
+                "preset": np.array(text),
+                "step": np.array(step, np.int64),
+                "volume": volume.astype(np.float32),
+                "levels": levels.astype(np.uint8),
+            }
+            staged.append(stage(base.with_suffix(".npz"), lambda f: write_members(f, members)))
+        if "npy" in wanted.formats:
+            staged.append(stage(base.with_suffix(".npy"), lambda f: np.save(f, volume.astype(np.float32))))
+        if any(fmt in wanted.formats for fmt in MESH_FORMATS):
+            vertices, faces = isosurface(levels, wanted.level)
+            if "obj" in wanted.formats:
+                staged.append(stage(base.with_suffix(".obj"), lambda f: write_obj(f, vertices, faces, text)))
+            if "stl" in wanted.formats:
+                header = stl_header(preset, text)
+                staged.append(
+                    stage(base.with_suffix(".stl"), lambda f: write_stl(f, vertices, faces, header))
+                )
+    except BaseException:  # a later file failed (a full disk): the earlier ones' temporaries go too
+        for partial in staged:
+            partial.abort()
+        raise
     return staged
 
 
@@ -121,7 +130,7 @@ class VolumeStop:
         self.jobs = [job for job in jobs if volume_steps(job.preset)]
         self.steps = frozenset().union(*(volume_steps(job.preset) for job in self.jobs))
         for job in self.jobs:
-            remove_stale_parts(job.paths["json"].parent, f"{job.paths['json'].stem}-volume-*")
+            remove_stale_parts(job.paths["json"].parent, f"{glob.escape(job.paths['json'].stem)}-volume-*")
 
     def __call__(self, simulation, step: int) -> None:
         jobs = [job for job in self.jobs if job.error is None and step in volume_steps(job.preset)]
@@ -146,6 +155,8 @@ class SpacetimeWriter:
     def __init__(self, job):
         self.job, self.path = job, job.paths["json"].with_name(f"{job.paths['json'].stem}-spacetime.npz")
         self.frames: list[np.ndarray] = []
+        # a killed render's temporary stack files (the name is locked: no running render's)
+        remove_stale_parts(self.path.parent, f"{glob.escape(self.path.stem)}.*")
 
     def write(self, frame: Frame) -> None:
         if not frame.replay and frame.preview is not None:
