@@ -199,6 +199,13 @@ def parser() -> argparse.ArgumentParser:
     presets.add_argument(
         "name", nargs="?", default=None, help="a curated preset: print its YAML file, to copy and edit"
     )
+    presets.add_argument(
+        "--copy",
+        metavar="DIR",
+        default=None,
+        help="write the preset's YAML and the images it names into DIR (made if missing), so that "
+        "`physarum validate DIR/NAME.yaml` and `render` work from any folder; never over a file",
+    )
     commands.add_parser("sweeps", help="list the example sweeps")
 
     validate = commands.add_parser("validate", help="check preset files without rendering")

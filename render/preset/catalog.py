@@ -114,6 +114,27 @@ def read_shipped(path: Path) -> dict:
     return parse_yaml(text, str(path))
 
 
+def named_images(data: dict) -> list[str]:
+    """The image paths a preset's mapping names as written (world.walls.path,
+    world.trail_image.path, world.food.image.path, agents.image, each species' agents.image),
+    each once, in that order; not validated (what is not a string is left out)."""
+
+    def at(node, *keys):
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
+
+    found = [
+        at(data, "world", "walls", "path"),
+        at(data, "world", "trail_image", "path"),
+        at(data, "world", "food", "image", "path"),
+        at(data, "agents", "image"),
+    ]
+    species = data.get("species") if isinstance(data.get("species"), list) else []
+    found += [at(own, "agents", "image") for own in species]
+    return list(dict.fromkeys(path for path in found if isinstance(path, str) and path.strip()))
+
+
 @dataclass(frozen=True)
 class Listed:
     """A curated preset as `physarum presets` lists it: its name, canvas, agents, description;
