@@ -144,6 +144,8 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_presets(args) -> int:
+    if args.copy is not None:  # the preset and its images into a folder: show.copy_preset
+        return show.print_copy(args.name, args.copy)
     if args.name is not None:  # one curated preset's YAML, to copy and edit
         sys.stdout.write(show.preset_text(args.name))
         return 0
