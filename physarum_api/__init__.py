@@ -11,6 +11,8 @@ render_files), because importing any physarum.render.X binds the package to that
 
 from __future__ import annotations
 
+import json
+import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,13 +32,6 @@ __all__ = ["Preset", "PresetError", "RenderError", "__version__", "change", "fra
 __all__ += ["render", "render_files", "sweep"]
 
 
-def _settings(settings: dict | None) -> list[str]:
-    """{"model.decay": 0.2} as --set settings (values written as YAML, as --set reads them)."""
-    import json
-
-    return [f"{key}={json.dumps(value)}" for key, value in (settings or {}).items()]
-
-
 def __getattr__(name: str):
     """physarum.Preset, imported when first asked for."""
     if name == "Preset":
@@ -50,17 +45,19 @@ def load(name_or_path: str | Path, settings: dict | None = None) -> Preset:
     """A curated preset by name, or a preset file, validated, with `settings` over it: dotted
     keys as `--set` takes them, e.g. load("quickstart", {"run.steps": 100}). PresetError lists
     every problem at once."""
-    from physarum.render.preset import load_preset  # start-up: the preset stage, when used
-    from physarum.render.preset.catalog import resolve_preset_path  # start-up: the same
+    from physarum.render.commands import arguments, presets  # start-up: the preset stage, when used
 
-    return load_preset(resolve_preset_path(str(name_or_path)), _settings(settings))
+    name = arguments.name_or_path_of(name_or_path, "physarum.load")
+    return presets.load(name, arguments.settings_of(settings, "physarum.load"))
 
 
 def change(preset: Preset, settings: dict) -> Preset:
-    """The preset with `settings` (dotted keys, as `--set`) over it, validated again."""
-    from physarum.render.preset import build_preset  # start-up: the preset stage, when used
+    """The preset with `settings` (dotted keys, as `--set`) over it, validated again; every
+    section it has is kept (checkpoint, output.fields and output.volume too)."""
+    from physarum.render.commands import arguments, presets  # start-up: the preset stage, when used
 
-    return build_preset(preset.portable_dump(), preset.name, _settings(settings))
+    preset = arguments.preset_of(preset, "physarum.change")
+    return presets.change(preset, arguments.settings_of(settings, "physarum.change"))
 
 
 def render_files(
@@ -73,18 +70,37 @@ def render_files(
 ):
     """Render to files under `out` (as `physarum render`: OUT/<name>/<name>-s<seed>.<format>);
     the RenderResult: its `outputs` (paths by format, and the sidecar's as "json"), backend,
-    device and timings. formats: output.formats for this render (default: the preset's)."""
-    from physarum.render.run.runner import render as run  # start-up: torch, for a render only
+    device and timings. formats: output.formats for this render (default: the preset's).
+    TypeError for an argument of the wrong type; the command's errors for what it refuses."""
+    from physarum.render.commands import arguments, presets  # start-up: the preset stage, when used
+    from physarum.render.commands import render as rendering  # start-up: torch, for a render only
 
+    call = "physarum.render"
+    preset = arguments.preset_of(preset, call)
+    formats = arguments.formats_of(formats, call)
+    request = rendering.RenderCall(
+        out=arguments.folder_of(out, call),
+        backend=arguments.text_of(backend, call, "backend", "auto, torch or triton"),
+        device=arguments.text_of(device, call, "device", "cpu, cuda or cuda:N, or None", optional=True),
+        quiet=arguments.flag_of(quiet, call, "quiet"),
+    )
     if formats is not None:
-        preset = change(preset, {"output.formats": list(formats)})
-    return run(preset, backend=backend, device=device, out_dir=Path(out), quiet=quiet)
+        preset = presets.change(preset, [f"output.formats={json.dumps(formats)}"])
+    return rendering.run(preset, request, say=_say).result
+
+
+def _say(line: str) -> None:
+    """A line a render speaks before it starts (quiet=False), on stderr."""
+    print(line, file=sys.stderr, flush=True)
 
 
 class _RenderPackage(types.ModuleType):
     """physarum.render: the stage package, callable as render_files."""
 
     def __call__(self, preset: Preset, out: str | Path = "outputs", **options):
+        from physarum.render.commands import arguments  # start-up: light, with the call
+
+        arguments.options_of(options, ("formats", "backend", "device", "quiet"), "physarum.render")
         return render_files(preset, out, **options)
 
 
@@ -116,16 +132,28 @@ def frames(preset: Preset, backend: str = "auto", device: str | None = None) -> 
             yield frame.rgb
 
 
-def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool = False, **options):
-    """Run a sweep (an example sweep by name, or a file) as `physarum sweep`; with dry_run, the
-    lines `--dry-run` prints. options: those of SweepOptions (backend, devices, max_batch...)."""
-    from physarum.render import sweep as sweeps  # start-up: the sweep stage (torch for a run, not a dry run)
-    from physarum.render.preset.catalog import resolve_sweep_path  # start-up: the catalog
+SWEEP_OPTIONS = ("backend", "devices", "ray", "max_batch", "retry_failed", "gallery", "quiet")
 
-    loaded = sweeps.load_sweep(resolve_sweep_path(str(name_or_path)))
-    max_batch = options.pop("max_batch", sweeps.DEFAULT_MAX_BATCH)
-    if dry_run:
-        return sweeps.dry_run_lines(loaded, Path(out), max_batch)
-    return sweeps.run_sweep(
-        loaded, sweeps.SweepOptions(out_dir=Path(out), max_batch=max_batch, quiet=True, **options)
-    )
+
+def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool = False, **options):
+    """Run a sweep (an example sweep by name, or a file) as `physarum sweep`: its SweepSummary;
+    with dry_run, the lines `--dry-run` prints. options: backend, devices, ray, max_batch,
+    retry_failed, gallery, quiet (the command's flags). What the command refuses is refused here,
+    with its message (a 3D preset's job, a batch below 1)."""
+    from physarum.render.commands import arguments  # start-up: light, with the call
+    from physarum.render.commands import sweep as sweeping  # start-up: the sweep stage, when used
+
+    call = "physarum.sweep"
+    arguments.options_of(options, SWEEP_OPTIONS, call)
+    name = arguments.name_or_path_of(name_or_path, call)
+    folder = arguments.folder_of(out, call)
+    max_batch = options.pop("max_batch", None)
+    if max_batch is not None:
+        arguments.count_of(max_batch, call, "max_batch")
+    for flag in ("retry_failed", "gallery", "quiet"):
+        if flag in options:
+            arguments.flag_of(options[flag], call, flag)
+    loaded = sweeping.load(name)
+    if arguments.flag_of(dry_run, call, "dry_run"):
+        return sweeping.dry_run(loaded, folder, max_batch)
+    return sweeping.run(loaded, folder, max_batch, **{"quiet": True, **options})

@@ -3,7 +3,7 @@
 Stages, in the order data flows through them:
 
     base < formats < preset < world < sim < look < out < run < tools < sweep, analysis, graph < explore
-    < cli
+    < commands < cli
 
 A module may import its own stage and earlier ones, never a later one; sweep, analysis and graph
 are peers. formats/ (each output format's name, limits, spec and writer) stands on base/ alone,
@@ -40,7 +40,8 @@ STAGES = {
     "analysis": 10,
     "graph": 10,
     "explore": 11,  # after sweep: it reuses its gallery, contact sheet and batch sizes
-    "cli": 12,
+    "commands": 12,  # under both faces: the one place a render and a sweep are checked and run
+    "cli": 13,
 }
 # physarum.render itself (its __init__: the version) stands under every stage
 ROOT_RANK = 1

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 from physarum.render.base.errors import PresetError, RenderError, machine_problem, printable, shown
-from physarum.render.base.interrupts import Terminated, signals_interrupt
+from physarum.render.base.interrupts import Terminated
 from physarum.render.cli import show
 from physarum.render.cli.arguments import flag_settings, parser, reduction, stop_settings
 from physarum.render.cli.research import cmd_bench, cmd_explore, cmd_graph, cmd_profile, cmd_sensitivity
-from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_path
+from physarum.render.commands import render as render_command
+from physarum.render.commands import sweep as sweep_command
+from physarum.render.preset.catalog import resolve_preset_path
 
 # The commands that simulate import torch (and the stages that need it) inside their function,
 # each line marked `# start-up:`: help, presets, sweeps and validate answer without it. Those that
@@ -25,9 +27,14 @@ from physarum.render.preset.catalog import resolve_preset_path, resolve_sweep_pa
 EXIT_USAGE = 2
 
 
+def _say(line: str) -> None:
+    """A line a render speaks before it starts, on stderr at once."""
+    print(printable(line), file=sys.stderr, flush=True)
+
+
 def cmd_render(args) -> int:
-    from physarum.render.out.specs import gif_size, output_paths  # start-up: the preset schema
-    from physarum.render.run.reload import load_for_render, refuse_writing_over  # start-up: the same
+    from physarum.render.out.specs import gif_size  # start-up: the preset schema
+    from physarum.render.run.reload import load_for_render  # start-up: the same
 
     args.settings = [*args.settings, *flag_settings(args), *stop_settings(args)]
     if args.preview:
@@ -37,47 +44,26 @@ def cmd_render(args) -> int:
         preset, reduced = reduction(args, preset)  # --preview, --reduce: the preset made smaller
         if reduced and not args.quiet:
             print(printable(reduced), file=sys.stderr)
-    show.status(args.quiet, "loading torch")
-    from physarum.render.out.metrics import MetricsCsv  # start-up: torch
-    from physarum.render.run import machine  # start-up: torch
-    from physarum.render.run.estimate import estimate_line  # start-up: torch
-    from physarum.render.run.resume import load_for_resume  # start-up: torch
-    from physarum.render.run.runner import RenderOptions, render  # start-up: torch
-    from physarum.render.tools.stats import StatsRecorder  # start-up: torch
+        render_command.check(preset)
+    else:
+        show.status(args.quiet, "loading torch")
+        from physarum.render.run.resume import load_for_resume  # start-up: torch
 
-    if args.resume:
         preset, resume = load_for_resume(args)
-    outputs = output_paths(preset, Path(args.out))
-    paths = list(outputs.values())
-    paths.append(paths[-1].with_suffix(".stats.csv"))
-    paths.append(outputs["json"].with_suffix(".metrics.csv"))
-    if args.from_file:
-        refuse_writing_over(Path(args.from_file), paths)
-    stats = StatsRecorder(paths[-2]) if args.stats else None
-    metrics = MetricsCsv(paths[-1], preset.species_count) if args.metrics else None
-    staged = [recorder.staged for recorder in (stats, metrics) if recorder is not None]
-    options = RenderOptions(
+    call = render_command.RenderCall(
+        out=Path(args.out),
         backend=args.backend,
         device=args.device,
-        out_dir=Path(args.out),
         quiet=args.quiet,
         frames_dir=Path(args.frames_dir) if args.frames_dir else None,
-        on_step=stats,
-        on_frame=metrics,
-        # committed with the render's files
-        extra_files=(lambda: {k: v for files in staged for k, v in files().items()}) if staged else None,
+        stats=bool(args.stats),
+        metrics=bool(args.metrics),
+        source=Path(args.from_file) if args.from_file else None,
         resume=resume,
+        interruptible=True,
     )
-    if not args.quiet:
-        device = machine.resolve_device(args.device)
-        backend = machine.resolve_backend(args.backend, device)
-        estimate = estimate_line(preset, device.type, backend)  # before a render of a minute or more
-        if estimate:
-            print(printable(estimate), file=sys.stderr)
-        if backend == "triton":
-            show.status(args.quiet, "preparing the Triton kernels (compiled on first use, then cached)")
-    with signals_interrupt():
-        result = render(preset, options)
+    rendered = render_command.run(preset, call, say=_say)
+    result, outputs = rendered.result, rendered.paths
     for note in result.notes:  # every line through printable: paths and names are the user's
         print(printable(f"note: {note}"), file=sys.stderr)
     if result.replaced:
@@ -104,26 +90,22 @@ def cmd_render(args) -> int:
 
 def cmd_sweep(args) -> int:
     from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
-    from physarum.render.run.volume_checks import refuse_3d_command  # start-up: the preset schema
 
-    sweep = sweeps.load_sweep(resolve_sweep_path(args.sweep))
-    for job in sweep.jobs:
-        refuse_3d_command(job.preset, "sweep")
-    max_batch = sweeps.DEFAULT_MAX_BATCH if args.batch is None else args.batch
+    sweep = sweep_command.load(args.sweep)
     if args.dry_run:
-        print("\n".join(map(printable, sweeps.dry_run_lines(sweep, Path(args.out), max(1, max_batch)))))
+        print("\n".join(map(printable, sweep_command.dry_run(sweep, Path(args.out), args.batch))))
         return 0
-    options = sweeps.SweepOptions(
+    summary = sweep_command.run(
+        sweep,
+        Path(args.out),
+        args.batch,
         backend=args.backend,
         devices=args.devices,
         ray=args.ray,
-        out_dir=Path(args.out),
         retry_failed=args.retry_failed,
-        max_batch=max_batch,
         quiet=args.quiet,
         gallery=not args.no_gallery,
     )
-    summary = sweeps.run_sweep(sweep, options)
     failed = summary.failed
     print(
         printable(

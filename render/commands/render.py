@@ -1,0 +1,102 @@
+"""A render, from a preset to its files: the one place that checks, assembles and runs it, for
+`physarum render` (render/cli/main.py, which reads the preset from flags: a file, --from, --resume,
+--preview) and for `physarum.render` (physarum_api/, which is given a Preset).
+
+The checks that need no torch come first (the text every output embeds must read back:
+provenance.check_readable); then torch, the outputs' paths, the guard that a render --from FILE
+never writes over FILE, the recorders of --stats and --metrics (committed with the render's
+files), the estimate said before a long render, and the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from physarum.render.base.interrupts import signals_interrupt
+
+
+@dataclass(frozen=True)
+class RenderCall:
+    """How a preset is rendered: the flags of `physarum render` (or the API's arguments) that
+    are not preset keys."""
+
+    out: Path
+    backend: str = "auto"
+    device: str | None = None
+    quiet: bool = True
+    frames_dir: Path | None = None
+    stats: bool = False  # --stats: per-step statistics, <stem>.stats.csv
+    metrics: bool = False  # --metrics: per-frame metrics, <stem>.metrics.csv
+    source: Path | None = None  # render --from FILE: the file this render never writes over
+    resume: object = None  # run/resume.Resume: the state a resumed render starts from
+    interruptible: bool = False  # SIGTERM and SIGHUP stop it at the next frame, like Ctrl-C
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A render's result (runner.RenderResult) and the paths its outputs have (by format, and
+    "json" for the sidecar)."""
+
+    result: object
+    paths: dict[str, Path]
+
+
+def check(preset) -> None:
+    """What a render refuses before torch is loaded, one message each (RenderError): a preset
+    whose embedded text render --from could not read back."""
+    from physarum.render.preset.provenance import check_readable  # start-up: the preset schema
+
+    check_readable(preset)
+
+
+def run(preset, call: RenderCall, say: Callable[[str], None] | None = None) -> Rendered:
+    """Render `preset` as `call` says; `say` (unless quiet) is given the lines a render speaks
+    before it starts: what it loads, the estimate of a long one, the kernels' compilation.
+    RenderError or PresetError for what cannot be rendered, before anything is written."""
+    from physarum.render.out.specs import output_paths  # start-up: the preset schema
+
+    check(preset)
+    speak = say if (say is not None and not call.quiet) else (lambda line: None)
+    if call.resume is None:  # a render speaks from its first second (a resumed one has: its state)
+        speak("physarum: loading torch...")
+    from physarum.render.out.metrics import MetricsCsv  # start-up: torch
+    from physarum.render.run import machine  # start-up: torch
+    from physarum.render.run.estimate import estimate_line  # start-up: torch
+    from physarum.render.run.reload import refuse_writing_over  # start-up: the preset schema
+    from physarum.render.run.runner import RenderOptions, render  # start-up: torch
+    from physarum.render.tools.stats import StatsRecorder  # start-up: torch
+
+    paths = output_paths(preset, call.out)
+    stats_path = paths["json"].with_suffix(".stats.csv")
+    metrics_path = paths["json"].with_suffix(".metrics.csv")
+    if call.source is not None:
+        refuse_writing_over(call.source, [*paths.values(), stats_path, metrics_path])
+    stats = StatsRecorder(stats_path) if call.stats else None
+    metrics = MetricsCsv(metrics_path, preset.species_count) if call.metrics else None
+    staged = [recorder.staged for recorder in (stats, metrics) if recorder is not None]
+    options = RenderOptions(
+        backend=call.backend,
+        device=call.device,
+        out_dir=call.out,
+        quiet=call.quiet,
+        frames_dir=call.frames_dir,
+        on_step=stats,
+        on_frame=metrics,
+        # committed with the render's files
+        extra_files=(lambda: {k: v for files in staged for k, v in files().items()}) if staged else None,
+        resume=call.resume,
+    )
+    if not call.quiet:
+        device = machine.resolve_device(call.device)
+        backend = machine.resolve_backend(call.backend, device)
+        estimate = estimate_line(preset, device.type, backend)  # before a render of a minute or more
+        if estimate:
+            speak(estimate)
+        if backend == "triton":
+            speak("physarum: preparing the Triton kernels (compiled on first use, then cached)...")
+    with signals_interrupt() if call.interruptible else contextlib.nullcontext():
+        result = render(preset, options)
+    return Rendered(result, paths)

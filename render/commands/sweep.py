@@ -1,0 +1,53 @@
+"""A sweep, read and checked, its dry run and its run: the one place for `physarum sweep`
+(render/cli/main.py) and `physarum.sweep` (physarum_api/). A sweep batches 2D presets only (a job
+of a 3D preset is refused, one message) and at least one simulation per batch, dry run or not.
+Reading a sweep and its dry run load no torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from physarum.render.base.errors import RenderError
+from physarum.render.preset.catalog import resolve_sweep_path
+
+
+def load(name_or_path: str):
+    """An example sweep by name, or a sweep file, expanded into its validated jobs; RenderError
+    where a job's preset is 3D, PresetError for the file's problems."""
+    from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
+    from physarum.render.run.volume_checks import refuse_3d_command  # start-up: the preset schema
+
+    sweep = sweeps.load_sweep(resolve_sweep_path(name_or_path))
+    for job in sweep.jobs:
+        refuse_3d_command(job.preset, "sweep")
+    return sweep
+
+
+def batch_of(max_batch: int | None) -> int:
+    """--batch: at most this many simulations per batch (default DEFAULT_MAX_BATCH); RenderError
+    below 1, for a dry run as for a run."""
+    from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
+
+    if max_batch is None:
+        return sweeps.DEFAULT_MAX_BATCH
+    if max_batch < 1:
+        raise RenderError(f"--batch must be at least 1, got {max_batch}")
+    return max_batch
+
+
+def dry_run(sweep, out: Path, max_batch: int | None) -> list[str]:
+    """The lines `physarum sweep --dry-run` prints: every job, its values and its state."""
+    from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
+
+    return sweeps.dry_run_lines(sweep, Path(out), batch_of(max_batch))
+
+
+def run(sweep, out: Path, max_batch: int | None = None, **options):
+    """Run the sweep (sweep.SweepOptions: backend, devices, ray, retry_failed, quiet, gallery);
+    its SweepSummary."""
+    from physarum.render import sweep as sweeps  # start-up: torch, for a run
+
+    return sweeps.run_sweep(
+        sweep, sweeps.SweepOptions(out_dir=Path(out), max_batch=batch_of(max_batch), **options)
+    )
