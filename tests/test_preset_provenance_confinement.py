@@ -80,3 +80,39 @@ def test_images_under_the_folder_the_users_own_set_and_shipped_images_are_read(
     shipped = PRESETS.folder() / "images" / "maze.png"
     for extra in ((), ("--images", ".")):
         assert render_from(shared_file(here, str(shipped)), here / "c", *extra) == 0
+
+
+# paths the OS refuses: a NUL, a lone surrogate (no UTF-8 for it), one that surrogateescape
+# writes as an invalid byte, a name too long (ENAMETOOLONG), a path too long
+REFUSED_PATHS = ["x\0y.png", "\ud800.png", "\udcff.png", "a" * 300 + ".png", "a/" * 3000 + "x.png"]
+
+
+@pytest.mark.parametrize(
+    "walls", REFUSED_PATHS, ids=["nul", "surrogate", "bad-byte", "long-name", "long-path"]
+)
+def test_a_shared_file_naming_a_path_the_os_refuses_is_one_message(tmp_path, capsys, walls):
+    """Read through --images DIR: the confinement check resolved the path and raised ValueError
+    (a NUL, a surrogate) as a traceback; the NUL was mended in the carried block's reader once
+    and came back through this road."""
+    folder = tmp_path / "images"
+    folder.mkdir()
+    argv = ["render", "--from", str(shared_file(tmp_path, walls)), "--images", str(folder)]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--quiet", "--backend", "torch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("error:") == 1 and "Traceback" not in err
+    assert err.isascii() or err.isprintable()
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "walls", REFUSED_PATHS, ids=["nul", "surrogate", "bad-byte", "long-name", "long-path"]
+)
+def test_a_preset_file_naming_a_path_the_os_refuses_is_one_message(tmp_path, capsys, walls):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        json.dumps(tiny_data(world={"walls": {"path": walls}})), encoding="utf-8", errors="surrogateescape"
+    )
+    assert main(["render", str(path), "--out", str(tmp_path / "out"), "--quiet", "--backend", "torch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err and "walls" in err
+    assert not (tmp_path / "out").exists()

@@ -11,11 +11,13 @@ damaged one is one message naming it.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import math
+from pathlib import Path, PurePosixPath
 
-from physarum.render.base.errors import RenderError
+from physarum.render.base.errors import RenderError, printable
 from physarum.render.base.files import parse_json, write_json
-from physarum.render.base.inputs import read_text
+from physarum.render.base.inputs import excerpt, read_text
+from physarum.render.out.metrics import METRIC_COLUMNS
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 256 * 2**20
@@ -45,6 +47,15 @@ class ExploreState:
         candidates = document.get("candidates")
         if not isinstance(candidates, dict) or not all(isinstance(v, dict) for v in candidates.values()):
             raise RenderError(f"{state.path}: its candidates are not a mapping of records; remove it")
+        for key, record in candidates.items():
+            problem = record_problem(key, record)
+            if problem:
+                raise RenderError(
+                    printable(
+                        f"{state.path}: candidate {excerpt(key)} is damaged ({problem}); "
+                        "remove the file to start afresh"
+                    )
+                )
         state.candidates = candidates
         return state
 
@@ -55,6 +66,56 @@ class ExploreState:
         write_json(
             self.path, {"version": STATE_VERSION, "arguments": self.arguments, "candidates": self.candidates}
         )
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def record_problem(key: str, record: dict) -> str | None:
+    """Why a candidate's record read from a state file is not one batch.py writes, or None: its
+    id, round and index, parent, values (finite numbers by key), name, PNG (a path relative to
+    the folder, inside it), error, metrics rows (numbers, METRIC_COLUMNS each) and graph."""
+    if record.get("id") != key:
+        return "its id is not its key"
+    if not (_whole(record.get("round")) and _whole(record.get("index"))):
+        return "its round and index are not whole numbers"
+    if not (record.get("parent") is None or isinstance(record.get("parent"), str)):
+        return "its parent is not an id"
+    values = record.get("values")
+    if not isinstance(values, dict) or not all(
+        isinstance(k, str) and _number(v) and math.isfinite(v) for k, v in values.items()
+    ):
+        return "its values are not finite numbers by key"
+    if not isinstance(record.get("name"), str):
+        return "its name is not text"
+    png = record.get("png")
+    if png is not None and not (
+        isinstance(png, str)
+        and png
+        and "\0" not in png
+        and not PurePosixPath(png).is_absolute()
+        and ".." not in PurePosixPath(png).parts
+    ):
+        return "its PNG is not a path inside the explore's folder"
+    if not (record.get("error") is None or isinstance(record.get("error"), str)):
+        return "its error is not text"
+    metrics = record.get("metrics")
+    if not isinstance(metrics, list) or not all(
+        isinstance(row, list) and len(row) == len(METRIC_COLUMNS) and all(map(_number, row))
+        for row in metrics
+    ):
+        return f"its metrics are not rows of {len(METRIC_COLUMNS)} numbers"
+    graph = record.get("graph")
+    if not (
+        graph is None or (isinstance(graph, dict) and all(v is None or _number(v) for v in graph.values()))
+    ):
+        return "its graph is not numbers by name"
+    return None
 
 
 def _read(path: Path) -> dict:

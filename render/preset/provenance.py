@@ -277,5 +277,5 @@ def _under(path: Path, folder: Path) -> bool:
     """Whether `path`, links resolved, lies inside `folder` (links resolved)."""
     try:
         return path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):  # a link loop
+    except (OSError, RuntimeError, ValueError):  # a link loop; a path the OS refuses (NUL, no UTF-8)
         return False

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from physarum.kernels.limits import MAX_CANVAS, MAX_DISTANCE, MAX_SIDE_3D
+from physarum.render.base.errors import printable
 from physarum.render.preset.images import image_size
 from physarum.render.preset.schedule import optional_form, scheduled
 from physarum.render.preset.units import REFERENCE_SIDE
@@ -92,7 +93,10 @@ def image_path(path: str | None, info: ValidationInfo) -> str | None:
     if not resolved.is_absolute():
         resolved = Path(base or ".") / resolved
     resolved = os.path.abspath(resolved)  # '..' collapsed, as the shell would show it
-    image_size(resolved)  # its header only: ValueError naming the problem; decoded on the canvas later
+    try:
+        image_size(resolved)  # its header only: ValueError naming the problem; decoded on the canvas later
+    except ValueError as error:  # a lone surrogate in the message: no UTF-8 for pydantic's message
+        raise ValueError(printable(error)) from None
     return resolved
 
 
