@@ -102,6 +102,13 @@ def test_cli_plane_writes_a_heat_map(tmp_path, write_yaml, capsys):
             (["--plane", "model.decay=0.1:0.3:2", "model.deposit=1:2:2", f"--threshold={value}"], "finite")
             for value in ("nan", "inf", "-inf")
         ],
+        *[  # extreme but finite: the heat map's scale could not centre on it (a traceback), or subnormal
+            (
+                ["--plane", "model.decay=0.1:0.3:2", "model.deposit=1:2:2", f"--threshold={value}"],
+                "from -100 to 100",
+            )
+            for value in ("1e308", "-1e308", "1e-320", "101")
+        ],
     ],
 )
 def test_cli_sensitivity_bad_input_exits_2_and_writes_nothing(

@@ -50,12 +50,22 @@ def sensitivity(preset: Preset, options: RunOptions, out_dir: Path, device_name:
     return document
 
 
+# --threshold's bounds, per step: a measured exponent lies well inside them (a twin's distance
+# grows from its perturbation to the canvas's size at most); past them the heat map's colour
+# scale cannot centre on the threshold (1e308 + a margin is 1e308), and a nonzero value nearer 0
+# than MIN_THRESHOLD is below any exponent's precision (1e-320 is a subnormal number).
+MAX_THRESHOLD = 100.0
+MIN_THRESHOLD = 1e-9
+
+
 def check_threshold(threshold: float) -> None:
     """--threshold is a growth rate per step: a finite number (NaN would mark no point, and
-    neither it nor an infinity can be written as JSON)."""
-    if not math.isfinite(threshold):
+    neither it nor an infinity can be written as JSON) from -MAX_THRESHOLD to MAX_THRESHOLD, 0 or
+    at least MIN_THRESHOLD from it; AnalysisError otherwise, before anything is run or written."""
+    if not math.isfinite(threshold) or abs(threshold) > MAX_THRESHOLD or 0 < abs(threshold) < MIN_THRESHOLD:
         raise AnalysisError(
-            f"--threshold {threshold}: give a finite growth rate per step, e.g. 0 (the default) or 0.01"
+            f"--threshold {threshold:g}: give a finite growth rate per step from -{MAX_THRESHOLD:g} to "
+            f"{MAX_THRESHOLD:g} (0, or at least {MIN_THRESHOLD:g} from 0), e.g. 0 (the default) or 0.01"
         )
 
 
