@@ -118,11 +118,32 @@ def candidate_preset(explored: Preset, values: dict[str, float], name: str, orig
     return build_preset(data, name, base=".", carried=explored.carried)
 
 
-def cost_lines(explored: Preset, options: ExploreOptions, device_type: str, backend: str) -> list[str]:
-    """What the explore will cost: candidates, agent-steps, the estimated time (run/estimate.py,
-    which errs long for batches)."""
-    agent_steps = options.candidates * explored.agents.count * explored.end_step
+# A candidate's own work beside its simulation, on the host: its preset built and checked, its
+# writers opened and its PNG written (CANDIDATE_S), and each frame's colouring and metrics
+# (FRAME_S, FRAME_CELL_S a canvas cell). Measured on the 2-core CPU (torch, load 6 to 11: errs
+# long): quickstart at 64^2 and 192^2 for 24 steps (24 frames) took 0.70 and 0.94 s a candidate
+# beside its simulation, at 96^2 for 60 steps (30 frames) 0.84 s.
+CANDIDATE_S = 0.3
+FRAME_S = 0.015
+FRAME_CELL_S = 3e-7
+
+
+def candidate_seconds(explored: Preset, device_type: str, backend: str) -> float | None:
+    """The estimated seconds of one candidate: its simulation (run/estimate.py, which errs long
+    for batches) and its own work (CANDIDATE_S, FRAME_S, FRAME_CELL_S); None for a machine the
+    estimate does not know."""
     seconds = render_seconds(explored, device_type, backend)
+    if seconds is None:
+        return None
+    cells = explored.canvas.width * explored.canvas.height * explored.species_count
+    return seconds + CANDIDATE_S + explored.frames * (FRAME_S + cells * FRAME_CELL_S)
+
+
+def cost_lines(explored: Preset, options: ExploreOptions, device_type: str, backend: str) -> list[str]:
+    """What the explore will cost: candidates, agent-steps, the estimated time (each candidate's
+    simulation and its own work, candidate_seconds)."""
+    agent_steps = options.candidates * explored.agents.count * explored.end_step
+    seconds = candidate_seconds(explored, device_type, backend)
     shown = "unknown" if seconds is None else _duration(seconds * options.candidates)
     return [
         f"explore {explored.name}: {options.rounds} rounds x {options.population} = "
@@ -134,7 +155,7 @@ def cost_lines(explored: Preset, options: ExploreOptions, device_type: str, back
 
 def check_cost(explored: Preset, options: ExploreOptions, device_type: str, backend: str) -> None:
     """RenderError for an explore estimated at CONFIRM_S or more without --yes."""
-    seconds = render_seconds(explored, device_type, backend)
+    seconds = candidate_seconds(explored, device_type, backend)
     if options.yes or seconds is None or seconds * options.candidates < CONFIRM_S:
         return
     raise RenderError(
