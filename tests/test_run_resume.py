@@ -110,6 +110,7 @@ def killed_after(command: list[str], folder: Path, after: int) -> int:
     return max(checkpoints(folder))
 
 
+@pytest.mark.slow
 def test_a_killed_render_resumed_twice_writes_the_uninterrupted_renders_bytes(tmp_path):
     seed = int(RNG.integers(1 << 31))
     data = slow_data(np.random.default_rng(seed))
@@ -259,3 +260,72 @@ def test_a_checkpoints_own_volume_section_is_never_obeyed(tmp_path, capsys):
     assert made == ["tiny-s3.gif", "tiny-s3.json", "tiny-s3.png"]
     assert main([*resume, "--out", str(tmp_path / "own"), "--set", "output.volume.formats=[npy]"]) == 0
     assert (tmp_path / "own" / "tiny" / "tiny-s3-spacetime.npy").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Looping renders resume to the uninterrupted render's files
+
+LOOPS = {
+    "crossfade": {"loop_mode": "crossfade", "loop_frames": 3},
+    "ping-pong": {"loop_mode": "ping-pong"},
+    "closest": {"loop_mode": "closest", "loop_frames": 2},
+}
+
+
+@pytest.mark.parametrize("mode", sorted(LOOPS))
+def test_a_looping_render_resumed_from_any_checkpoint_writes_the_uninterrupted_renders_bytes(tmp_path, mode):
+    data = tiny_data(output={"formats": FORMATS, **LOOPS[mode]}, checkpoint={"at": [6, 12, 18, 21]})
+    common = ["--quiet", "--backend", "torch", "--device", "cpu"]
+    assert main(["render", str(write_preset(tmp_path, data)), "--out", str(tmp_path / "whole"), *common]) == 0
+    whole = tmp_path / "whole" / "tiny"
+    for step, path in checkpoints(whole).items():  # in the kept frames, the shown ones, the blend
+        out = tmp_path / f"from-{step}"
+        assert main(["render", "--resume", str(path), "--out", str(out), *common]) == 0
+        for fmt in FORMATS:
+            made, wanted = out / "tiny" / f"tiny-s3.{fmt}", whole / f"tiny-s3.{fmt}"
+            assert made.read_bytes() == wanted.read_bytes(), f"{mode}: {fmt} differs resumed at step {step}"
+
+
+def test_a_looping_branch_keeps_its_run_and_loop():
+    stored = build_preset(tiny_data(output={"loop_mode": "crossfade", "loop_frames": 3}), "tiny.yaml")
+    longer = build_preset(
+        tiny_data(output={"loop_mode": "crossfade", "loop_frames": 3}), "t.yaml", ["run.steps=30"]
+    )
+    problems = branch_problems(stored, longer, step=6)
+    assert len(problems) == 1 and problems[0].startswith("run.steps:") and "loop_mode=none" in problems[0]
+    unlooped = build_preset(tiny_data(output={"loop_mode": "none"}), "t.yaml", ["run.steps=30"])
+    assert branch_problems(stored, unlooped, step=6) == []
+
+
+@pytest.mark.parametrize(
+    "mode, members, why",
+    [
+        ("crossfade", {"loop_taken": np.array(99, np.int64)}, "loop_taken 99"),
+        ("crossfade", {"loop_kept": np.zeros((1, 3, 3), np.float32)}, "loop_kept has shape"),
+        ("crossfade", {"loop_kept": np.full((2, 32, 48), np.nan, np.float32)}, "loop_kept is not"),
+        ("closest", {"loop_window": np.array([7, 99], np.int64)}, "loop_window 7..99"),
+        ("ping-pong", {"loop_window": np.array([1, 2], np.int64)}, "loop members or none"),
+    ],
+)
+def test_a_crafted_loop_member_is_one_message(tmp_path, capsys, mode, members, why):
+    data = tiny_data(output={"formats": ["gif"], **LOOPS[mode]}, checkpoint={"at": [9]})
+    command = ["render", str(write_preset(tmp_path, data)), "--out", str(tmp_path / "o"), "--quiet"]
+    assert main([*command, "--device", "cpu"]) == 0
+    path = rewritten(checkpoints(tmp_path / "o" / "tiny")[9], **members)
+    capsys.readouterr()
+    assert main(["render", "--resume", str(path), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = messages(capsys)
+    assert len(err) == 1 and why in err[0] and str(path) in err[0], err
+    assert not list((tmp_path / "r").rglob("*.gif"))
+
+
+def test_a_curated_presets_preview_resumes_to_its_files(tmp_path):
+    common = ["--preview", "--quiet", "--backend", "torch", "--device", "cpu"]
+    out = tmp_path / "whole"
+    assert main(["render", "quickstart", "--out", str(out), "--checkpoint-at", "150", *common]) == 0
+    whole = out / "previews" / "quickstart"
+    (made,) = whole.glob("*-checkpoint-150.npz")
+    assert main(["render", "--resume", str(made), "--out", str(tmp_path / "resumed"), *common[1:]]) == 0
+    (gif,) = whole.glob("quickstart-s1.gif")  # a preview writes its GIF
+    (resumed,) = (tmp_path / "resumed").rglob("quickstart-s1.gif")
+    assert resumed.read_bytes() == gif.read_bytes()

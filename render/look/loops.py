@@ -184,6 +184,7 @@ class TrailLoop:
         self.simulated = preset.frames
         self.window = window
         self.kept: list[torch.Tensor | None] = []
+        self.taken = 0  # simulated frames handed to take() so far
         if self.mode == "closest":
             if window is None:
                 raise ValueError("a closest loop needs its window (find_windows)")
@@ -193,6 +194,7 @@ class TrailLoop:
 
     def take(self, number: int, maps: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
         """The (shown frame number, maps) that simulated frame `number` gives: none, or one."""
+        self.taken = number + 1
         if self.mode == "crossfade":
             return self._crossfade(number, maps)
         if not self.first <= number < self.first + self.frames:
@@ -209,6 +211,37 @@ class TrailLoop:
         k = number - blended
         early, self.kept[k] = self.kept[k], None  # each early map is blended once
         return [(number - self.count, crossfade(maps, early, k, self.count))]
+
+    def shown_before(self, taken: int) -> int:
+        """The frames shown (handed to the outputs, before any replay) once `taken` simulated
+        frames were taken: what a frame journal holds then."""
+        return max(0, min(taken - self.first, self.frames))
+
+    def members(self) -> dict[str, np.ndarray]:
+        """What a checkpoint records of the loop now (render/sim/checkpoint.py LOOP_MEMBERS):
+        the frames taken, crossfade's early maps not yet blended, closest's window."""
+        if self.mode == "none":
+            return {}
+        out = {"loop_taken": np.array(self.taken, np.int64)}
+        if self.mode == "crossfade":
+            waiting = [m for m in self.kept if m is not None]
+            shape = (0,) if not waiting else waiting[0].shape
+            out["loop_kept"] = (
+                torch.stack(waiting).cpu().numpy() if waiting else np.zeros((0, *shape), np.float32)
+            )
+        elif self.mode == "closest":
+            w = self.window
+            out["loop_window"] = np.array([w.start, w.end], np.int64)
+            out["loop_window_scale"] = np.array([w.distance, w.step], np.float64)
+        return out
+
+    def restore(self, taken: int, kept: torch.Tensor | None, device: torch.device) -> None:
+        """Continue after a checkpoint (members' values): `taken` frames were taken; kept:
+        crossfade's early maps not yet blended [K, ...], onto `device`."""
+        self.taken = taken
+        if self.mode == "crossfade":
+            used = max(0, taken - (self.simulated - self.count))
+            self.kept = [None] * used + [m.to(device) for m in (kept if kept is not None else [])]
 
     def done(self, number: int) -> bool:
         """Whether no simulated frame after `number` is shown."""

@@ -2,7 +2,7 @@
 that `render --resume` finishes the files as if the render had never stopped
 (docs/checkpoints.md, "The frame journal").
 
-A render with checkpoints (and output.loop_mode none) appends each frame it hands to its writers,
+A render with checkpoints appends each frame it hands to its writers,
 up to the frames its last checkpoint covers, to `<stem>-journal-<token>.bin` in its output
 folder: only the arrays its writers read (the GIF's index frame and palette, the RGB frame),
 deflated at a fixed level. Before each checkpoint is written the journal is flushed, and the
@@ -114,8 +114,9 @@ def layout_of(preset: Preset, reads: set[str]) -> Layout:
 
 def journaled(preset: Preset, reads: set[str]) -> bool:
     """Whether a render with checkpoints keeps a journal: one of its writers reads frames before
-    the last, and its loop is none (other loops are not resumed)."""
-    return kinds_of(reads) != 0 and preset.loop[0] == "none"
+    the last. A loop's journal holds the frames it shows, in their order (not a ping-pong loop's
+    replay, which is made again from them)."""
+    return kinds_of(reads) != 0
 
 
 def journal_frames(preset: Preset, last_step: int) -> int:

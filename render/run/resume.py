@@ -31,6 +31,7 @@ from pathlib import Path
 from physarum.kernels import api
 from physarum.render.base.errors import RenderError
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.look.loops import shown_frames
 from physarum.render.out.journal import JournalLacks, JournalSource, layout_of, open_journal, render_reads
 from physarum.render.preset import Preset, PresetError
 from physarum.render.preset.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, version
@@ -118,8 +119,8 @@ def resume_journal(
     sound) and the note that says what the files hold; (None, "") for a render not resumed."""
     if resume is None:
         return None, ""
-    checkpoint, total = resume.checkpoint, preset.frames
-    first = frames_before(preset.run, checkpoint.step)
+    checkpoint, total = resume.checkpoint, shown_frames(preset)
+    first = journal_count(checkpoint, preset)
     start = f"{resume.how} from {shorten(checkpoint.path.name)} at step {checkpoint.step}"
     reads = render_reads(preset, frames_dir)
     layout = layout_of(preset, reads)
@@ -148,6 +149,25 @@ def resume_journal(
     )
 
 
+def journal_count(checkpoint: Checkpoint, preset: Preset) -> int:
+    """The frames the checkpoint's journal holds: those taken before it (or one less, at a
+    frame's step), or a loop's frames shown by then (look/loops.py TrailLoop.shown_before)."""
+    mode, count = preset.loop
+    taken = checkpoint.loop_taken
+    if mode == "none" or taken is None:
+        return frames_before(preset.run, checkpoint.step)
+    if mode == "crossfade":
+        return max(0, min(taken - count, preset.frames - count))
+    if mode == "closest":
+        start, end = checkpoint.loop_window[:2]
+        return max(0, min(taken - start, end - start))
+    return taken
+
+
+# The keys a looping render's branch keeps: its loop is made of the frames of its whole run.
+LOOP_KEYS = re.compile(r"run\.(steps|steps_per_frame|warmup)|output\.loop_(mode|frames)")
+
+
 def branch_problems(stored: Preset, branched: Preset, step: int) -> list[str]:
     """Why `branched` may not continue a checkpoint of `stored` at `step`: a key outside
     BRANCH_KEYS changed, or the run ends at or before the checkpoint."""
@@ -159,6 +179,14 @@ def branch_problems(stored: Preset, branched: Preset, step: int) -> list[str]:
         for key in sorted(set(before) | set(after))
         if before.get(key) != after.get(key) and not BRANCH_KEYS.fullmatch(key)
     ]
+    if stored.loop[0] != "none" and branched.loop[0] == stored.loop[0]:
+        problems += [
+            f"{key}: a looping render's branch keeps its run and loop (its loop is made of the whole "
+            f"run's frames); got {excerpt(before.get(key))} -> {excerpt(after.get(key))}: resume with "
+            "--set output.loop_mode=none to change it"
+            for key in sorted(set(before) | set(after))
+            if before.get(key) != after.get(key) and LOOP_KEYS.fullmatch(key)
+        ]
     if step >= branched.end_step:
         problems.append(
             f"the checkpoint is at step {step}, the run ends at step {branched.end_step} "

@@ -54,10 +54,10 @@ from physarum.render.run.machine import (
     resolve_device,
     share_cpu_with_encoders,
 )
-from physarum.render.run.resume import Resume, resume_journal
+from physarum.render.run.resume import Resume, journal_count, resume_journal
 from physarum.render.run.volume_checks import check_render
 from physarum.render.sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
-from physarum.render.sim.course import Course, frames_before
+from physarum.render.sim.course import Course
 from physarum.render.sim.simulation import (
     batch_key,
     make_batch_simulation,
@@ -154,10 +154,12 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
     paths = job_paths(presets, options.out_dir, options.frames_dir, held) if options.write_files else None
     paths = paths or [{} for _ in presets]
     simulation = make_batch_simulation(presets, backend, torch_device, start)
-    windows: list[Window | None] = [None] * len(presets)
-    if any(p.loop[0] == "closest" for p in presets):  # a first pass finds the loops; the render repeats it
+    windows: list[Window | None] = [_resumed_window(options)]
+    if windows[0] is None and any(p.loop[0] == "closest" for p in presets):
+        # a first pass finds the loops; the render repeats it (a resumed render's checkpoint has it)
         windows, simulation = find_windows(presets, simulation), None  # spawn_s counts this pass
         simulation = make_batch_simulation(presets, backend, torch_device)
+    windows += [None] * (len(presets) - len(windows))
     clock.append(time.perf_counter())
     if note:
         notes[0].extend([*options.resume.notes, note])
@@ -167,6 +169,7 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
     ]
     jobs[0].checkpoints = plan.record() if plan else None
     jobs[0].sinks = list(options.sinks)
+    _restore_loop(jobs[0], simulation, options, torch_device)
     try:
         for job in jobs:
             job.open(options.frames_dir, torch_device, len(jobs), encoder_cores(job.index, len(jobs)))
@@ -176,7 +179,7 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
         if source is not None:  # the frames before the checkpoint, as the killed render made them
             for frame in source.frames(layout_of(presets[0], _reads(jobs[0], options)).kinds):
                 jobs[0].pipeline.deliver(frame)
-        course = _course(presets, paths, jobs, options, None if source is None else source.mark.frames)
+        course = _course(presets, paths, jobs, options, _first_frame(options, source))
         course.advance_to(simulation, course.warmup_end, options.on_step)
         _frame_loop(presets[0], simulation, jobs, options, course)
         clock.append(time.perf_counter())
@@ -247,17 +250,44 @@ def _file_sections(preset: Preset) -> list[tuple[str, object]]:
 
 def _check_resume(presets: list[Preset], options: RenderOptions) -> None:
     """What a resumed render refuses from its preset alone, before its checkpoint's state is
-    read: a batch of several, a loop made from the whole run."""
-    if options.resume is None:
-        return
-    if len(presets) > 1:
+    read: a batch of several."""
+    if options.resume is not None and len(presets) > 1:
         raise ValueError("render_batch: a checkpoint resumes one render, not a batch of several")
-    if presets[0].loop[0] != "none":
-        raise RenderError(
-            f"{presets[0].name}: output.loop_mode {presets[0].loop[0]} is made from the whole run "
-            "(its first frames, or all of them); a render resumed from a checkpoint cannot make it: "
-            "render the whole run, or resume with --set output.loop_mode=none"
-        )
+
+
+def _looped(options: RenderOptions) -> bool:
+    """Whether a resumed render continues its checkpoint's loop (members of its loop mode)."""
+    resume = options.resume
+    return resume is not None and resume.preset.loop[0] != "none" and resume.checkpoint.loop_taken is not None
+
+
+def _resumed_window(options: RenderOptions) -> Window | None:
+    """closest's loop as the checkpoint records it (no first pass again), else None."""
+    if not _looped(options) or options.resume.checkpoint.loop_window is None:
+        return None
+    return Window(*options.resume.checkpoint.loop_window)
+
+
+def _restore_loop(job: Job, simulation, options: RenderOptions, device) -> None:
+    """A resumed render's loop as the checkpoint left it: the frames taken, crossfade's early
+    maps (read now, checked against the maps this render colours)."""
+    if not _looped(options):
+        return
+    checkpoint, preset = options.resume.checkpoint, job.preset
+    kept = None
+    if preset.loop[0] == "crossfade":
+        agents = simulation.agents if needs_agents([preset]) else None
+        shape = tuple(layer_map(preset, simulation.trail, agents, 0).shape)
+        kept = checkpoint.kept(preset, shape)
+    job.loop.restore(checkpoint.loop_taken, kept, device)
+
+
+def _first_frame(options: RenderOptions, source: JournalSource | None) -> int | None:
+    """The first frame a resumed render takes: after the frames its loop took (a looping
+    render's checkpoint records them), or the journal's count, or (None) the course's rule."""
+    if _looped(options):
+        return options.resume.checkpoint.loop_taken
+    return None if source is None else source.mark.frames
 
 
 def _start(options: RenderOptions):
@@ -273,7 +303,7 @@ def _whole(options: RenderOptions, source: JournalSource | None) -> bool:
     """Whether the render hands over every frame from the first (so that it may keep a journal):
     not resumed, resumed re-feeding a journal, or resumed before its first frame."""
     resume = options.resume
-    return resume is None or source is not None or frames_before(resume.preset.run, resume.step) == 0
+    return resume is None or source is not None or journal_count(resume.checkpoint, resume.preset) == 0
 
 
 def _keep_journal(
@@ -299,7 +329,8 @@ def _course(
     if not options.write_files:  # nothing to stop for: no checkpoint, field or volume is written
         return Course(presets[0].run, start, [], first)
     folder, stem = paths[0]["json"].parent, paths[0]["json"].stem
-    stops = [*checkpoint_stops(presets, folder, stem, jobs[0].mark), FieldsStop(jobs), VolumeStop(jobs)]
+    writers = checkpoint_stops(presets, folder, stem, jobs[0].mark, jobs[0].loop.members)
+    stops = [*writers, FieldsStop(jobs), VolumeStop(jobs)]
     return Course(presets[0].run, start, stops, first)
 
 

@@ -17,7 +17,14 @@ with fixed member times so that the same state gives the same bytes on every mac
 
 and, when the render keeps a frame journal (render/out/journal.py), the prefix of it the
 checkpoint covers (JournalMark): journal (its file name, beside the checkpoint), journal_frames,
-journal_bytes and journal_sha256.
+journal_bytes and journal_sha256. A render with a loop (output.loop_mode other than none)
+records what its loop holds (render/look/loops.py TrailLoop.members), so that a resumed render
+makes the loop of the uninterrupted one:
+
+    loop_taken      int64  frames the loop was handed before the checkpoint
+    loop_kept       float32 [K, G, *grid]: crossfade's early trail maps not yet blended
+    loop_window     int64  [2] closest's loop (first frame, end frame)
+    loop_window_scale float64 [2] its distance and mean step distance (what the sidecar says)
 
 Reading is for files from strangers: no pickles, every member's shape and dtype checked against
 the preset before its data is read, its stored size bounded by that shape, and the values
@@ -62,6 +69,11 @@ HEADER_MEMBERS = ("format", "format_version", "release", "output_version", "pres
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same state, the same bytes
 NPY_HEADER_MAX = 4096  # an .npy header of these arrays is about 128 bytes
 JOURNAL_MEMBERS = ("journal", "journal_frames", "journal_bytes", "journal_sha256")
+LOOP_MEMBERS = {  # each loop mode's members: all of them or none
+    "crossfade": ("loop_taken", "loop_kept"),
+    "closest": ("loop_taken", "loop_window", "loop_window_scale"),
+    "ping-pong": ("loop_taken",),
+}
 JOURNAL_NAME = re.compile(r"[A-Za-z0-9._+-]{1,200}-journal-[0-9a-f]{16}\.bin")
 MAX_DEFLATE_RATIO = 1100  # deflate makes at most about 1032 bytes of one: more is not deflate
 # What zipfile raises for a member it cannot read: damaged, and (NotImplementedError) another
@@ -129,10 +141,15 @@ class JournalMark:
 
 
 def save_checkpoint(
-    path: Path, preset: Preset, state: api.State, frames: int, journal: JournalMark | None = None
+    path: Path,
+    preset: Preset,
+    state: api.State,
+    frames: int,
+    journal: JournalMark | None = None,
+    loop: dict[str, np.ndarray] | None = None,
 ) -> None:
     """Write the checkpoint of one render's state (a batch of one: its G species groups), with
-    the journal prefix it covers when the render keeps one."""
+    the journal prefix it covers when the render keeps one and its loop's members (loop)."""
     members = {
         "format": np.array(FORMAT),
         "format_version": np.array(FORMAT_VERSION, np.int64),
@@ -143,6 +160,7 @@ def save_checkpoint(
         "frames": np.array(frames, np.int64),
         **state_members(state),
         **(journal.members() if journal is not None else {}),
+        **(loop or {}),
     }
     write_npz(path, members)
 
@@ -162,15 +180,57 @@ class Checkpoint:
     step: int
     frames: int
     journal: JournalMark | None = None
+    loop_mode: str = "none"  # the mode whose loop members it holds ("none": none)
+    loop_taken: int | None = None  # frames its loop was handed before it
+    loop_window: tuple[int, int, float, float] | None = None  # closest's (start, end, distance, step)
 
     def check_sizes(self, preset: Preset) -> None:
         """The state members' declared sizes in the zip bounded by `preset`'s shapes, and their
-        compression ratios by deflate's, before any of their data is read: CheckpointError."""
+        compression ratios by deflate's, before any of their data is read: CheckpointError.
+        Loop members must be those of the preset's loop mode, their counts within its frames."""
+        self._check_loop(preset)
         expected = expected_shapes(preset)
         with _open(self.path) as archive:
             for name, dtype in STATE_MEMBERS.items():
                 data = int(np.prod(expected[name], dtype=np.int64)) * np.dtype(dtype).itemsize
                 _check_declared(_member(archive, self.path, name), self.path, name, data)
+            if self.loop_mode == "crossfade" and self.loop_mode == preset.loop[0]:
+                data = self.kept_count(preset) * _map_bytes(preset)
+                _check_declared(_member(archive, self.path, "loop_kept"), self.path, "loop_kept", data)
+
+    def _check_loop(self, preset: Preset) -> None:
+        mode, count = preset.loop
+        if mode != "none" and self.loop_mode != mode:
+            held = "none" if self.loop_mode == "none" else f"loop_mode {self.loop_mode}'s"
+            raise CheckpointError(
+                f"{self.path}: holds {held} loop members; a render with output.loop_mode {mode} resumes "
+                "from a checkpoint written by one (resume with --set output.loop_mode=none to leave it out)"
+            )
+        if mode != "none" and not 0 <= self.loop_taken <= self.frames:
+            raise CheckpointError(f"{self.path}: loop_taken {self.loop_taken} is not within its {self.frames} frames")
+        if mode == "closest":
+            start, end, distance, step = self.loop_window
+            if not (0 <= start and start + count <= end <= preset.frames) or not (distance >= 0 and step >= 0):
+                raise CheckpointError(
+                    f"{self.path}: loop_window {start}..{end} is not a closest loop of {preset.frames} frames "
+                    f"at least {count} long"
+                )
+
+    def kept_count(self, preset: Preset) -> int:
+        """Crossfade's early maps a checkpoint holds: those taken and not yet blended."""
+        frames, count = preset.frames, preset.loop[1]
+        taken = self.loop_taken or 0
+        return max(0, min(taken, count) - max(0, taken - (frames - count)))
+
+    def kept(self, preset: Preset, map_shape: tuple[int, ...]) -> torch.Tensor:
+        """Crossfade's early maps [K, *map_shape] float32 (the maps a frame is coloured from:
+        look/layers.py layer_map), checked (shape first, then values), on the host."""
+        shape = (self.kept_count(preset), *map_shape)
+        with _open(self.path) as archive:
+            kept = _read_array(archive, self.path, "loop_kept", shape)
+        if kept.dtype != np.float32 or not np.isfinite(kept).all() or (kept < 0).any():
+            raise CheckpointError(f"{self.path}: loop_kept is not float32 trail maps (finite, not negative)")
+        return torch.from_numpy(kept)
 
     def state(self, preset: Preset) -> api.State:
         """The checkpoint's state, checked against `preset` (shapes and dtypes before any data is
@@ -194,7 +254,8 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
     with _open(path) as archive:
         names = sorted(info.filename for info in archive.infolist())
         wanted = sorted(f"{name}.npy" for name in (*HEADER_MEMBERS, *STATE_MEMBERS))
-        journaled = sorted([*wanted, *(f"{name}.npy" for name in JOURNAL_MEMBERS)])
+        journal = {f"{name}.npy" for name in JOURNAL_MEMBERS}
+        loops = {mode: {f"{name}.npy" for name in members} for mode, members in LOOP_MEMBERS.items()}
         if "format.npy" not in names or _read_text(archive, path, "format") != FORMAT:
             raise CheckpointError(f"{path}: not a physarum checkpoint (a zip without its format tag)")
         found = int(_read_scalar(archive, path, "format_version"))
@@ -203,10 +264,15 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                 f"{path}: checkpoint format {found}; this physarum {version()} reads format "
                 f"{FORMAT_VERSION} only"
             )
-        if names not in (wanted, journaled):
+        extra = set(names) - set(wanted)
+        loop_mode = next((mode for mode, members in loops.items() if extra - journal == members), "none")
+        if not set(wanted) <= set(names) or extra - journal - loops.get(loop_mode, set()) or (
+            extra & journal and not journal <= extra
+        ):
             raise CheckpointError(
                 f"{path}: a checkpoint holds exactly {', '.join(wanted)} (and journal, "
-                f"journal_frames, journal_bytes, journal_sha256 or none of them; got {excerpt(names)})"
+                f"journal_frames, journal_bytes, journal_sha256 or none of them, and one loop mode's "
+                f"loop members or none; got {excerpt(names)})"
             )
         header = Checkpoint(
             path=path,
@@ -215,11 +281,23 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
             output_version=int(_read_scalar(archive, path, "output_version")),
             step=int(_read_scalar(archive, path, "step")),
             frames=int(_read_scalar(archive, path, "frames")),
-            journal=_read_mark(archive, path) if names == journaled else None,
+            journal=_read_mark(archive, path) if journal <= extra else None,
+            loop_mode=loop_mode,
+            loop_taken=int(_read_scalar(archive, path, "loop_taken")) if loop_mode != "none" else None,
+            loop_window=_read_window(archive, path) if loop_mode == "closest" else None,
         )
     if not 1 <= header.step <= 20_000_000 or header.frames < 0:
         raise CheckpointError(f"{path}: step {header.step} and frames {header.frames} are not a render's")
     return header
+
+
+def _read_window(archive: zipfile.ZipFile, path: Path) -> tuple[int, int, float, float]:
+    """closest's loop as a checkpoint records it (checked against the preset: check_sizes)."""
+    window = _read_array(archive, path, "loop_window", (2,), limit=16)
+    scale = _read_array(archive, path, "loop_window_scale", (2,), limit=16)
+    if window.dtype != np.int64 or scale.dtype != np.float64 or not np.isfinite(scale).all():
+        raise CheckpointError(f"{path}: loop_window is not two int64 frames and two float64 distances")
+    return int(window[0]), int(window[1]), float(scale[0]), float(scale[1])
 
 
 def _read_mark(archive: zipfile.ZipFile, path: Path) -> JournalMark:
@@ -243,6 +321,13 @@ def expected_shapes(preset: Preset) -> dict[str, tuple[int, ...]]:
     groups, agents, dims = preset.species_count, preset.agents_per_species, preset.dims
     grid = _sides(preset)[::-1]  # (H, W), or (Z, H, W)
     return {"position": (groups, dims, agents), "heading": (groups, agents), "trail": (groups, *grid)}
+
+
+def _map_bytes(preset: Preset) -> int:
+    """The most bytes of one map a frame is coloured from (a species' trails, or a layer's two
+    maps): crossfade keeps them (look/loops.py)."""
+    grid = expected_shapes(preset)["trail"][1:]
+    return max(preset.species_count, 2) * int(np.prod(grid, dtype=np.int64)) * 4
 
 
 def _sides(preset: Preset) -> tuple[int, ...]:

@@ -60,16 +60,21 @@ class CheckpointWriter:
         stem: str,
         steps: frozenset[int],
         mark: Callable[[], JournalMark | None] | None = None,
+        loop: Callable[[], dict[str, np.ndarray]] | None = None,
     ):
+        """loop: what the render's loop holds now, as checkpoint members (look/loops.py
+        TrailLoop.members), called after mark."""
         self.preset, self.folder, self.stem, self.steps = preset, Path(folder), stem, steps
-        self.mark = mark
+        self.mark, self.loop = mark, loop
         self.written: list[Path] = []
         remove_stale_parts(self.folder, f"{stem}-checkpoint-*.npz")
 
     def __call__(self, simulation, step: int) -> None:
         path = checkpoint_path(self.folder, self.stem, step)
         journal = self.mark() if self.mark is not None else None
-        save_checkpoint(path, self.preset, simulation.state, frames_before(self.preset.run, step), journal)
+        loop = self.loop() if self.loop is not None else None
+        frames = frames_before(self.preset.run, step)
+        save_checkpoint(path, self.preset, simulation.state, frames, journal, loop)
         self.written.append(path)
 
 
@@ -88,13 +93,17 @@ def checkpointed(presets) -> Preset | None:
 
 
 def checkpoint_stops(
-    presets, folder: Path, stem: str, mark: Callable[[], JournalMark | None] | None = None
+    presets,
+    folder: Path,
+    stem: str,
+    mark: Callable[[], JournalMark | None] | None = None,
+    loop: Callable[[], dict[str, np.ndarray]] | None = None,
 ) -> list[CheckpointWriter]:
     """The checkpoint writer of a render (a batch of one), none without a checkpoint section."""
     preset = checkpointed(presets)
     if preset is None:
         return []
-    return [CheckpointWriter(preset, folder, stem, preset.checkpoint.steps(preset.end_step), mark)]
+    return [CheckpointWriter(preset, folder, stem, preset.checkpoint.steps(preset.end_step), mark, loop)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,8 +124,19 @@ def checkpoint_bytes(preset: Preset) -> int:
     state = [int(np.prod(shapes[n])) * np.dtype(t).itemsize for n, t in STATE_MEMBERS.items()]
     texts = [4 * len(text) for text in (FORMAT, version(), embedded_text(preset))]  # numpy's UCS-4
     scalars = [8] * (len(HEADER_MEMBERS) - len(texts))
-    members = (*state, *texts, *scalars)
+    members = (*state, *texts, *scalars, *loop_member_bytes(preset))
     return ARCHIVE_OVERHEAD + sum(deflate_bound(size) + MEMBER_OVERHEAD for size in members)
+
+
+def loop_member_bytes(preset: Preset) -> list[int]:
+    """The data bytes of a checkpoint's loop members at most (render/sim/checkpoint.py): the
+    frames taken, crossfade's early maps (all of them, at most), closest's window."""
+    mode, count = preset.loop
+    if mode == "none":
+        return []
+    grid = expected_shapes(preset)["trail"][1:]
+    kept = count * max(preset.species_count, 2) * int(np.prod(grid, dtype=np.int64)) * 4
+    return [8, *{"crossfade": [kept], "closest": [16, 16]}.get(mode, [])]
 
 
 def free_bytes(folder: Path) -> int:
