@@ -114,17 +114,30 @@ def images(preset: Preset, backend: str = "auto", device: str | None = None) -> 
     writes no file. Breaking out of the loop (or closing the iterator) stops the render at its
     next frame: no thread, file or lock is left. The frames are those of the preset's files (a
     ping-pong loop's replayed frames included); its checkpoints, fields and volume exports are
-    files, which a stream leaves out."""
+    files, which a stream leaves out. TypeError for an argument of the wrong type, at the call."""
     from PIL import Image
 
-    for frame in frames(preset, backend, device):
-        yield Image.fromarray(frame, "RGB")
+    return (Image.fromarray(frame, "RGB") for frame in _streamed(preset, backend, device, "physarum.images"))
 
 
 def frames(preset: Preset, backend: str = "auto", device: str | None = None) -> Iterator:
     """Each frame as a numpy array [height, width, 3] uint8 (a copy of its own), in order, as
     it is coloured (as images(): streamed from a worker thread, no file written, a broken loop
     stops the render)."""
+    return _streamed(preset, backend, device, "physarum.frames")
+
+
+def _streamed(preset, backend, device, call: str) -> Iterator:
+    """The arguments checked now (not at the first frame), then the frames' generator."""
+    from physarum.render.commands import arguments  # start-up: light, with the call
+
+    preset = arguments.preset_of(preset, call)
+    backend = arguments.text_of(backend, call, "backend", "auto, torch or triton")
+    device = arguments.text_of(device, call, "device", "cpu, cuda or cuda:N, or None", optional=True)
+    return _rgb_frames(preset, backend, device)
+
+
+def _rgb_frames(preset: Preset, backend: str, device: str | None) -> Iterator:
     from physarum.render.run.stream import FrameStream  # start-up: torch, for a render only
 
     with FrameStream(preset, backend, device) as stream:

@@ -132,3 +132,15 @@ def test_a_render_without_files_refuses_what_writes_files(tmp_path):
     with pytest.raises(ValueError, match="checkpoint"):
         runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path, write_files=False, quiet=True)
     assert not any(tmp_path.iterdir())
+
+
+def test_the_apis_streams_refuse_a_wrong_argument_at_the_call():
+    import physarum
+
+    for stream in (physarum.frames, physarum.images):
+        with pytest.raises(
+            TypeError, match=r"physarum\.(frames|images): preset must be a Preset.*physarum\.load"
+        ):
+            stream("quickstart")
+        with pytest.raises(TypeError, match="backend must be text"):
+            stream(_preset(), backend=3)
