@@ -59,6 +59,15 @@ class KeyframedSimulation:
         self._tuned = self._values(self._params(step), step)
         self.retunes = 0  # how many times the backend was handed new tables, weights or food
 
+    def follow(self, presets) -> None:
+        """Step from now on by these presets' schedules (the live studio's presets, whose
+        schedules grow as the page changes them: render/live/session.py). Their values before
+        the current step must be those already stepped with; the backend is retuned at the next
+        step where its values differ from what it steps with now."""
+        self.presets = list(presets)
+        self._schedules = self._of("")
+        self._mix_schedules, self._food_schedules = self._of("interaction"), self._of("world.food")
+
     def _of(self, prefix: str) -> list:
         """(the run's last step, schedule) of every schedule under a key prefix, preset by preset."""
         return [

@@ -1,0 +1,1 @@
+"""`physarum live`: the running simulation in a browser page, its changes recorded as a preset."""

@@ -1,0 +1,223 @@
+"""The live loop: a performance's simulation stepped frame by frame on a thread of its own, each
+frame coloured by the render's own pipeline and handed to a bounded queue for the page, changes
+applied at the next step, pause, step and restart.
+
+The loop steps as a render of the recorded preset does (render/live/record.py says why that is
+exact): the simulation is made by sim/simulation.py from the performance's preset and runs
+behind a KeyframedSimulation that follows the preset's schedules as they grow (follow), the
+frames are taken where sim/course.py takes them, their maps are look/layers.py's and they are
+coloured by out/frames.py's FramePipeline with the preset's own colourist. Only the frame number
+and the steps are the loop's: frame n is taken after step warmup + (n + 1) * steps_per_frame.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from physarum.render.base.errors import RenderError
+from physarum.render.formats.contract import Frame
+from physarum.render.live.record import Performance
+from physarum.render.look.colour import make_colourist
+from physarum.render.look.layers import layer_map, needs_agents
+from physarum.render.out.frames import FramePipeline
+from physarum.render.out.sinks import FrameQueue, StopRender
+from physarum.render.run.machine import check_memory, resolve_backend, resolve_device
+from physarum.render.sim.course import Course
+from physarum.render.sim.keyframes import KeyframedSimulation
+from physarum.render.sim.simulation import make_batch_simulation
+
+SHOWN_FRAMES = 2  # frames queued for the page: few, so that a change shows soon
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A frame for the page: its performance (segment), number, the step it was taken after and
+    its exact RGB frame [H, W, 3] uint8."""
+
+    segment: int
+    number: int
+    step: int
+    rgb: np.ndarray
+
+
+class ShownFrames(FrameQueue):
+    """The live loop's sink: each frame's RGB, with its segment and step, into a bounded queue for
+    the page's sender (out/sinks.py FrameQueue: the loop waits while it is full; stop() ends it)."""
+
+    def __init__(self, size: int = SHOWN_FRAMES):
+        super().__init__("rgb", size, replays=False)
+        self.segment, self.course = 0, None
+
+    def write(self, frame: Frame) -> None:
+        self._put(Shown(self.segment, frame.number, self.course.frame_end(frame.number), frame.rgb.copy()))
+
+
+class LiveSession:
+    """A performance played live. Thread-safe calls: change (validated at once, applied at the
+    next step), restart, pause, resume, step, close; `frames` gives the frames (get()).
+    on_event(dict) is called from the loop's thread: {"type": "applied", changes}, {"type":
+    "problem", problems}, {"type": "segment", ...} at each (re)start, {"type": "failed", message}."""
+
+    def __init__(
+        self,
+        performance: Performance,
+        backend: str = "auto",
+        device: str | None = None,
+        on_event: Callable[[dict], None] | None = None,
+        size: int = SHOWN_FRAMES,
+    ):
+        self.performance, self.backend, self.device = performance, backend, device
+        self.on_event = on_event or (lambda event: None)
+        self.frames = ShownFrames(size)
+        self.lock = threading.Condition()
+        self.pending: list[tuple[str, float]] = []
+        self.next_performance: Performance | None = None
+        self.paused, self.steps_wanted, self.stopping = False, 0, False
+        self.segment, self.number, self.step = 0, 0, 0
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="physarum-live", daemon=True)
+
+    def start(self) -> LiveSession:
+        self.thread.start()
+        return self
+
+    # ----------------------------------------------------------------------- calls of the page
+
+    def change(self, key: str, value) -> None:
+        """Queue a change for the next step; PresetError at once where it is refused."""
+        with self.lock:
+            self.performance.check(key, value, self.step, self.number)
+            self.pending.append((key, value))
+            self.lock.notify_all()
+
+    def restart(self, settings: dict) -> None:
+        """Start a new performance from step 0 with `settings` (restart keys, seed) over this one's
+        latest values; PresetError at once where refused."""
+        with self.lock:
+            self.pending.clear()
+            self.next_performance = self.performance.restarted(settings)
+            self.lock.notify_all()
+
+    def pause(self) -> None:
+        with self.lock:
+            self.paused, self.steps_wanted = True, 0
+
+    def resume(self) -> None:
+        with self.lock:
+            self.paused = False
+            self.lock.notify_all()
+
+    def step_once(self) -> None:
+        """While paused: take one more frame."""
+        with self.lock:
+            self.steps_wanted += 1
+            self.lock.notify_all()
+
+    def close(self) -> None:
+        """Stop the loop and wait for its thread."""
+        with self.lock:
+            self.stopping = True
+            self.lock.notify_all()
+        self.frames.stop()
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def snapshot(self) -> tuple[int, Performance]:
+        """(segment, performance) now, read together."""
+        with self.lock:
+            return self.segment, self.performance
+
+    # ----------------------------------------------------------------------- the loop's thread
+
+    def _run(self) -> None:
+        try:
+            while not self.stopping:
+                self._play()
+        except StopRender:
+            pass
+        except BaseException as error:  # the page says why the loop stopped
+            self.error = error
+            self.on_event({"type": "failed", "message": str(error) or type(error).__name__})
+        finally:
+            self.frames.close(None)
+
+    def _play(self) -> None:
+        """Play the current performance until a restart or the end."""
+        with self.lock:
+            if self.next_performance is not None:
+                self.performance, self.next_performance = self.next_performance, None
+                self.segment += 1
+            performance, segment = self.performance, self.segment
+            self.number = 0
+        preset = performance.preset
+        device = resolve_device(self.device)
+        backend = resolve_backend(self.backend, device)
+        check_memory(preset, backend, device)
+        simulation = make_batch_simulation([preset], backend, device)
+        if not isinstance(simulation, KeyframedSimulation):
+            simulation = KeyframedSimulation(simulation, [preset], 0)
+        course = Course(preset.run)
+        course.advance_to(simulation, course.warmup_end)
+        self.frames.segment, self.frames.course = segment, course
+        pipeline = FramePipeline(preset, make_colourist(preset), [self.frames], device, preset.frames)
+        agents = needs_agents([preset])
+        with self.lock:
+            self.step = course.step
+        self.on_event(self._segment_event(segment, performance))
+        number = 0
+        while True:
+            with self.lock:
+                while not self._may_step():
+                    self.lock.wait(0.5)
+                if self.stopping or self.next_performance is not None:
+                    return
+                if self.paused:
+                    self.steps_wanted -= 1
+                pending, self.pending = self.pending, []
+            if pending:
+                self._apply(performance, pending, simulation, pipeline, course.step, number)
+            if course.frame_end(number) <= course.step:
+                raise RenderError(f"{preset.name}: the live run reached its last step ({course.step})")
+            course.advance_to(simulation, course.frame_end(number))
+            pipeline.submit(
+                number, layer_map(preset, simulation.trail, simulation.agents if agents else None, 0)
+            )
+            pipeline.hand_over()
+            number += 1
+            with self.lock:
+                self.number, self.step = number, course.step
+
+    def _may_step(self) -> bool:
+        if self.stopping or self.next_performance is not None:
+            return True
+        return not self.paused or self.steps_wanted > 0
+
+    def _apply(self, performance: Performance, pending, simulation, pipeline, step: int, number: int) -> None:
+        """The changes made at `step` (before frame `number`'s steps): the simulation follows the
+        grown schedules; a look change recolours from this frame on."""
+        with self.lock:
+            made, problems = performance.apply(pending, step, number)
+        if made:
+            simulation.follow([performance.preset])
+            if any(change.key.startswith("look.") for change in made):
+                pipeline.colourist = make_colourist(performance.preset)
+            self.on_event({"type": "applied", "changes": [change.data() for change in made]})
+        if problems:
+            self.on_event({"type": "problem", "problems": problems})
+
+    def _segment_event(self, segment: int, performance: Performance) -> dict:
+        preset = performance.preset
+        return {
+            "type": "segment",
+            "segment": segment,
+            "name": preset.name,
+            "width": preset.canvas.width,
+            "height": preset.canvas.height,
+            "steps_per_frame": preset.run.steps_per_frame,
+            "warmup": preset.run.warmup,
+            "changes": [change.data() for change in performance.changes],
+        }
