@@ -3,8 +3,12 @@ background of an empty volume, the opacity table, the GIF's exact palette, CPU a
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -299,3 +303,42 @@ def test_a_signal_stops_the_march_between_chunks(monkeypatch):
     finally:
         interrupts.stop_requested.clear()
     assert len(marched) == 1  # of 12 samples in chunks of 1 (pixels 30: 40 // 30)
+
+
+_PEAK = """
+import resource, sys, torch
+from physarum.render.look.volume import VolumeColourist
+from physarum.render.preset import build_preset
+from support import tiny_3d
+side = int(sys.argv[1])
+torch.set_num_threads(1)
+camera = {"orbit": {}, "width": side, "height": side, "samples": 16}
+colourist = VolumeColourist(build_preset(tiny_3d(canvas={"width": 32, "height": 32, "depth": 32}, camera=camera), "t.yaml"))
+trail = torch.rand((32, 32, 32), generator=torch.Generator().manual_seed(1)) * 5
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+colourist.colour(trail, 0)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB is Linux's")
+def test_the_memory_check_counts_what_a_camera_pixel_takes():
+    """The peak memory of one frame grows by at most volume.PIXEL_BYTES a camera pixel (measured
+    in fresh processes on the CPU, where a chunk is one sample of every pixel: the largest share)."""
+    tests = Path(__file__).parent
+
+    def peak(side: int) -> int:
+        run = [sys.executable, "-c", _PEAK, str(side)]
+        done = subprocess.run(
+            run,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tests,
+            env={**os.environ, "PYTHONPATH": str(tests)},
+        )
+        return int(done.stdout.split()[-1])
+
+    small, large = 512, 896
+    slope = (peak(large) - peak(small)) / (large * large - small * small)
+    assert 200 < slope <= volume.PIXEL_BYTES, slope

@@ -165,3 +165,27 @@ def test_an_oversize_3d_render_is_refused_before_spawning(tmp_path, capsys, monk
     assert "canvas 512x512x512 with 67108864 agents needs about" in err and "8.0 GiB are free" in err
     assert err.count("error:") == 1 and "Traceback" not in err
     assert not out.exists() or not any(p.is_file() for p in out.rglob("*"))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_2d_space_time_stack_is_in_the_memory_check(monkeypatch, device):
+    """A 2D preset's output.volume keeps its shown frames on the host and writes them as one
+    stack (float32 copies; a mesh's marching cubes and OBJ lines at their worst): a 256^2 stack of
+    200 frames with a mesh takes up to ~10 GiB, and was not counted."""
+    import torch
+
+    from physarum.render.out.volume_export import stack_bytes
+
+    data = tiny_data(canvas={"width": 256, "height": 256}, run={"steps": 200, "steps_per_frame": 1})
+    plain = build_preset(data, "p")
+    stacked = build_preset({**data, "output": {**data["output"], "volume": {"formats": ["npz", "obj"]}}}, "p")
+    assert stack_bytes(plain) == 0 and stack_bytes(stacked) >= 200 * 256 * 256 * 700
+    room = machine.estimated_bytes(stacked, "torch") + 2**30  # room for all but the stack
+    monkeypatch.setattr(machine, "available_bytes", lambda where: room)
+    check_memory(plain, "torch", torch.device(device))
+    with pytest.raises(
+        RenderError, match=r"output.volume: the space-time stack of 200 frames .* GiB of host memory"
+    ):
+        check_memory(stacked, "torch", torch.device(device))
+    flat = build_preset({**data, "output": {**data["output"], "volume": {"formats": ["npz"]}}}, "p")
+    check_memory(flat, "torch", torch.device(device))  # 24 bytes a voxel: 0.3 GiB

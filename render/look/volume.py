@@ -52,13 +52,23 @@ CHUNK_ELEMENTS = 1 << 22  # samples x pixels gathered at once on a GPU
 CPU_CHUNK_ELEMENTS = 1 << 17  # ... on a CPU (small: the temporaries stay in cache, 4-8x faster)
 
 
+# Bytes a camera pixel takes while its frame is made: its ray, light and colour sums, a chunk's
+# int64 temporaries (on a CPU a chunk is one sample of every pixel from 2^17 pixels on), the
+# composited frame's int64 steps, the GIF's palette search (bins, inverse, lookup) and the frame's
+# copies. Measured as the slope of the peak resident memory of one frame (VolumeColourist.colour,
+# torch on the CPU, a 32^3 volume, 64 samples) against its pixels: 381 B/pixel from 256^2 to
+# 512^2, 415 from 640^2 to 768^2, 533 from 768^2 to 1024^2 (tests/test_look_volume.py measures it).
+PIXEL_BYTES = 576
+
+
 def working_bytes(preset: Preset) -> int:
     """Device bytes a 3D preset's frame takes beyond its trail (an upper estimate): the levels,
-    the index copy and the packed corners (packed_corners, about 24 a voxel), a chunk's int64 temporaries (about 16 a sample) and the frame's rays,
-    light and colour sums (about 12 int64 a pixel), the GIF's palette search (32768 x 256)."""
+    the index copy and the packed corners (packed_corners, about 24 a voxel), a chunk's int64
+    temporaries (about 16 a sample), PIXEL_BYTES a camera pixel, the GIF's palette search
+    (32768 x 256)."""
     width, height = preset.frame_size
     voxels = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1)
-    return voxels * 30 + CHUNK_ELEMENTS * 8 * 16 + width * height * 8 * 12 + (1 << 15) * 256 * 8 * 3
+    return voxels * 30 + CHUNK_ELEMENTS * 8 * 16 + width * height * PIXEL_BYTES + (1 << 15) * 256 * 8 * 3
 
 
 def alpha_table(camera: Camera) -> np.ndarray:

@@ -33,6 +33,8 @@ import torch
 from physarum.render.base.files import PartialFile, commit_together, remove_stale_parts, stage
 from physarum.render.formats.contract import Frame
 from physarum.render.look.colour import Colourist
+from physarum.render.look.loops import shown_frames
+from physarum.render.out.specs import gif_size
 from physarum.render.preset import Preset
 from physarum.render.preset.provenance import embedded_text
 from physarum.render.sim.checkpoint import write_members
@@ -144,6 +146,25 @@ class VolumeStop:
                 )
             except OSError as error:
                 job.fail(error)
+
+
+# Host bytes a 2D preset's space-time stack takes while it is written, a voxel (frame x pixel):
+# its frames, the stack, its float32 copies and the deflated members (measured with tracemalloc:
+# 20 for npz, 10 for npy, 128^2 x 100 frames); a mesh's marching cubes and its OBJ lines take
+# up to 743 more on a stack of noise (the most triangles a voxel), counted at their worst.
+STACK_BYTES = 24
+MESH_STACK_BYTES = 768
+
+
+def stack_bytes(preset: Preset) -> int:
+    """The host bytes a 2D preset's space-time stack (output.volume) takes at most while it is
+    kept and written (STACK_BYTES, MESH_STACK_BYTES a voxel of shown frames x GIF pixels); 0
+    without one."""
+    if preset.dims != 2 or preset.output.volume is None:
+        return 0
+    width, height = gif_size(preset)
+    mesh = any(fmt in preset.output.volume.formats for fmt in MESH_FORMATS)
+    return shown_frames(preset) * width * height * (STACK_BYTES + (MESH_STACK_BYTES if mesh else 0))
 
 
 class SpacetimeWriter:

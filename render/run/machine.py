@@ -15,6 +15,7 @@ from physarum.kernels import AUTO_ORDER, BACKENDS, BACKENDS_3D, backend_problem,
 from physarum.render.base.errors import RenderError
 from physarum.render.look.loops import check_closest, kept_maps, replay_bytes
 from physarum.render.look.volume import working_bytes
+from physarum.render.out.volume_export import stack_bytes
 from physarum.render.preset import Preset
 
 
@@ -117,9 +118,14 @@ def check_memory(
     """RenderError, before anything runs, where the render's device memory (estimated_bytes) or
     its ping-pong replay store (loops.replay_bytes, host memory: on a CPU the same memory, added
     to the device's; `rgb`: whether --frames-dir records RGB frames too, None: the formats say)
-    exceed what is free; and, since every render makes this check before it starts, the work of
-    a closest loop's search (loops.check_closest: quadratic in the frames, on the host)."""
+    exceed what is free, or a 2D preset's space-time stack (volume_export.stack_bytes, host memory)
+    does; and, since every render makes this check before it starts, the work of a closest
+    loop's search (loops.check_closest: quadratic in the frames, on the host)."""
     check_closest(preset)
+    stack = batch * stack_bytes(preset)  # a 2D preset's space-time stack, on the host
+    host = available_bytes(torch.device("cpu"))
+    if stack and stack > host - (estimated_bytes(preset, backend, batch) if device.type == "cpu" else 0):
+        raise RenderError(_stack_problem(preset, stack, host))
     needed, free = estimated_bytes(preset, backend, batch), available_bytes(device)
     replay = batch * replay_bytes(preset, rgb)
     gib = 2.0**30
@@ -142,6 +148,16 @@ def _canvas_text(preset: Preset) -> str:
     """W x H, or W x H x D for a 3D preset, as a memory message names the canvas."""
     sides = (preset.canvas.width, preset.canvas.height, preset.canvas.depth)
     return "x".join(str(side) for side in sides if side)
+
+
+def _stack_problem(preset: Preset, stack: int, free: int) -> str:
+    gib = 2.0**30
+    return (
+        f"{preset.name}: output.volume: the space-time stack of {preset.frames} frames keeps up to "
+        f"{stack / gib:.1f} GiB of host memory while it is written (obj and stl at their worst) but "
+        f"{max(0, free) / gib:.1f} GiB are free; fewer frames (a larger run.steps_per_frame), a smaller "
+        "canvas or output.gif_scale, or output.volume.formats without obj and stl"
+    )
 
 
 def _replay_problem(preset: Preset, replay: int, free: int) -> str:
