@@ -9,6 +9,10 @@ kept is a RenderError before anything is written. The render's frame journal (re
 whose bound the out stage gives as `journal`, is counted with them: stated, recorded and within
 the disk's free bytes. checkpoint_stops gives the render's course the CheckpointWriter that
 writes them (render/sim/checkpoint.py: the file itself), each with the journal prefix it covers.
+
+The plan checks the render's volume exports too (output.volume, render/out/volume_export.py):
+at most MAX_VOLUMES, and their files at their worst (volume_export_bytes) within the disk's free
+bytes beside the checkpoints, before anything is written.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from physarum.render.sim.checkpoint import (
 from physarum.render.sim.course import frames_before
 
 MAX_CHECKPOINTS = MAX_STOPS  # a render's, however scheduled (checkpoint.at's own limit)
+MAX_VOLUMES = 100  # a render's volume exports (output.volume), each a whole volume
 MEMBER_OVERHEAD = 512  # a member's .npy header (128 bytes) and zip records (zip64 included)
 ARCHIVE_OVERHEAD = 256  # the zip's end records (zip64 included)
 
@@ -221,17 +226,109 @@ def checkpoint_plan(
     checked before it starts: RenderError (nothing written) when they are too many or would not
     fit on the disk. None when it writes none. journal(last_step): the most bytes of the frame
     journal a render whose last checkpoint is at that step keeps (render/out/journal.py)."""
+    exports = volume_exports(presets, start)  # RenderError where one schedules too many
     preset = checkpointed(presets)
-    if preset is None:
-        return None
-    steps = tuple(sorted(s for s in preset.checkpoint.steps(preset.end_step) if s > start))
-    if not steps:
-        return None
-    journal_bytes = journal(steps[-1]) if journal is not None else 0
-    plan = CheckpointPlan(
-        preset.name, steps, checkpoint_bytes(preset), Path(folder), free_bytes(folder), journal_bytes
-    )
-    problem = plan.problem()
-    if problem:
-        raise RenderError(problem)
+    steps = ()
+    if preset is not None:
+        steps = tuple(sorted(s for s in preset.checkpoint.steps(preset.end_step) if s > start))
+    plan = None
+    if steps:
+        journal_bytes = journal(steps[-1]) if journal is not None else 0
+        plan = CheckpointPlan(
+            preset.name, steps, checkpoint_bytes(preset), Path(folder), free_bytes(folder), journal_bytes
+        )
+        problem = plan.problem()
+        if problem:
+            raise RenderError(problem)
+    if exports:
+        free = plan.free if plan is not None else free_bytes(folder)
+        _check_export_room(presets, exports, plan.total if plan is not None else 0, Path(folder), free)
     return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# Volume exports (output.volume): how many, at most how many bytes, whether they fit
+
+MESH_VERTEX_BYTES = 40  # an OBJ vertex line, 'v x y z' at 4 decimals
+MESH_FACE_BYTES = 36  # an OBJ face line, 'f a b c'
+STL_TRIANGLE_BYTES = 50
+
+
+def export_shape(preset: Preset) -> tuple[int, int, int]:
+    """The shape of a preset's exported volume: a 3D preset's [D, H, W]; a 2D preset's
+    space-time stack at most [frames, H, W] (its GIF's frames, never larger than the canvas)."""
+    if preset.dims == 3:
+        return preset.canvas.depth, preset.canvas.height, preset.canvas.width
+    return preset.frames, preset.canvas.height, preset.canvas.width
+
+
+def volume_export_bytes(preset: Preset) -> int:
+    """The most bytes one step's volume files take (output.volume.formats): the .npz's float32
+    volume and levels deflated at their worst with its texts, the bare .npy, and a mesh at its
+    worst (marching cubes: 5 triangles a cube, 3 vertices a voxel of the padded volume)."""
+    volume = preset.output.volume
+    if volume is None:
+        return 0
+    depth, height, width = export_shape(preset)
+    voxels = depth * height * width
+    cubes = (depth + 1) * (height + 1) * (width + 1)
+    corners = (depth + 2) * (height + 2) * (width + 2)
+    text = embedded_text(preset)
+    sizes = {
+        "npz": ARCHIVE_OVERHEAD
+        + sum(
+            deflate_bound(size) + MEMBER_OVERHEAD for size in (4 * voxels, voxels, 4 * len(text), 64, 8, 8)
+        ),
+        "npy": 4 * voxels + 128,
+        "obj": len(text.encode("utf-8")) * 2
+        + 64
+        + 3 * corners * MESH_VERTEX_BYTES
+        + 5 * cubes * MESH_FACE_BYTES,
+        "stl": 84 + 5 * cubes * STL_TRIANGLE_BYTES,
+    }
+    return sum(sizes[fmt] for fmt in volume.formats)
+
+
+def export_steps(preset: Preset, start: int = 0) -> tuple[int, ...]:
+    """The steps after `start` at which a render writes its volume files: a 3D preset's
+    output.volume steps, a 2D preset's space-time stack once at its last step."""
+    volume = preset.output.volume
+    if volume is None:
+        return ()
+    steps = volume.steps(preset.end_step) if preset.dims == 3 else {preset.end_step}
+    return tuple(sorted(s for s in steps if s > start))
+
+
+def volume_exports(presets, start: int = 0) -> list[tuple[Preset, int, int]]:
+    """(preset, count, bytes each) of every preset of a batch that exports volumes after `start`;
+    RenderError where one schedules more than MAX_VOLUMES."""
+    exports = []
+    for preset in presets:
+        count = len(export_steps(preset, start))
+        if not count:
+            continue
+        each = volume_export_bytes(preset)
+        if count > MAX_VOLUMES:
+            raise RenderError(
+                f"{preset.name}: output.volume: schedules {count} volumes (each up to {megabytes(each)}); "
+                f"a render writes at most {MAX_VOLUMES}: choose a larger output.volume.every or fewer "
+                "output.volume.at steps"
+            )
+        exports.append((preset, count, each))
+    return exports
+
+
+def _check_export_room(presets, exports, checkpoints: int, folder: Path, free: int) -> None:
+    """RenderError where the volume exports (with the render's checkpoints and journal, on the
+    same disk) need more bytes than the disk has free."""
+    total = sum(count * each for _, count, each in exports)
+    if total + checkpoints <= free:
+        return
+    preset, count, each = exports[0]
+    with_checkpoints = f", with its checkpoints {megabytes(total + checkpoints)}" if checkpoints else ""
+    raise RenderError(
+        f"{preset.name}: output.volume: {count} volume export{'s' * (count > 1)} (each up to "
+        f"{megabytes(each)}, {megabytes(total)} in all{with_checkpoints}) do not fit in the "
+        f"{megabytes(free)} free on the disk of {folder}: write fewer (output.volume.every, .at, "
+        ".formats: a mesh is counted at its worst) or render to another --out"
+    )
