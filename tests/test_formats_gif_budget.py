@@ -67,7 +67,8 @@ def test_choice_and_bytes_are_the_same_whatever_the_processes(tmp_path):
     full, _ = _write(tmp_path / "full.gif", frames, None)
     one, first = _write(tmp_path / "one.gif", frames, len(full) // 4, processes=1)
     two, second = _write(tmp_path / "two.gif", frames, len(full) // 4, processes=2)
-    assert one == two and first == second
+    cost = [report.pop("cost") for report in (first, second)]  # seconds and batches: this machine's
+    assert one == two and first == second and all(c["estimates"] >= 1 for c in cost)
     assert first["levels"] < 256 or first["downscale"] > 1 or first["stride"] > 1
 
 
@@ -180,3 +181,48 @@ def test_a_budgeted_3d_gif_keeps_its_background_where_levels_are_reduced(tmp_pat
         corner = budgeted.convert("RGB").getpixel((0, 0))
     assert whole.convert("RGB").getpixel((0, 0)) == (0, 0, 0) and sum(middle) > 0
     assert sum(corner) < sum(middle)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_gif_that_fits_is_written_from_the_blocks_made_while_its_frames_arrived(tmp_path, processes):
+    """The first candidate's blocks are made as the frames arrive: a GIF that fits its budget
+    costs no compression after its last frame (its estimate read from those blocks, the file
+    those blocks), and is the unbudgeted GIF byte for byte."""
+    frames = _frames(np.random.default_rng(6), 64, 48, 9)
+    full, _ = _write(tmp_path / "full.gif", frames, None)
+    budgeted, report = _write(tmp_path / "b.gif", frames, 2 * len(full), processes)
+    assert budgeted == full
+    cost = report["cost"]
+    assert cost["first_from_render"] and cost["estimates"] == 0 and cost["frames_compressed"] == 0
+    assert cost["seconds"] >= 0
+
+
+def test_a_budget_past_the_first_candidate_drops_its_blocks_and_chooses_as_before(tmp_path):
+    """Blocks past the budget are dropped as the frames arrive (the first candidate cannot fit):
+    the choice is then made from the kept frames, the estimates computed `ahead` at a time in one
+    batch, with the same bytes and report as one estimate at a time."""
+    from dataclasses import replace as with_budget
+
+    from physarum.render.formats.gif_budget import Budgeter
+    from physarum.render.formats.gif_pool import CompressPool
+
+    frames = _frames(np.random.default_rng(5), 96, 72, 17)
+    full, _ = _write(tmp_path / "full.gif", frames, None)
+    budget = len(full) // 5
+    data, report = _write(tmp_path / "b.gif", frames, budget, processes=2)
+    assert not report["cost"]["first_from_render"] and report["cost"]["estimates"] > 1
+    height, width = frames[0].shape
+    spec = GifSpec(tmp_path / "x.gif", width, height, 25, 0, "preset", PALETTES[0].tobytes(), budget, 17)
+    store = FrameStore()
+    for number, index in enumerate(frames):
+        store.append(index, PALETTES[(number // 4) % 2])
+    written = []
+    with CompressPool(2) as pool:
+        for ahead in (1, 4):
+            budgeter = Budgeter(store, with_budget(spec, max_bytes=budget), Digits(), pool)
+            budgeter.ahead = ahead
+            with open(tmp_path / f"ahead{ahead}.gif", "w+b") as file:
+                plan = budgeter.write(file)
+            written.append(((tmp_path / f"ahead{ahead}.gif").read_bytes(), plan.passed, plan.reduction))
+    store.close()
+    assert written[0] == written[1] and written[0][0] == data

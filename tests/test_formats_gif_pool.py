@@ -68,3 +68,17 @@ def test_weighted_tasks_travel_to_the_workers_and_colour_their_groups_by_their_p
     plain = [compress(replace(task, weighted=False)) for task in tasks]
     reduced = [task.reduction.levels < 256 for task in tasks]
     assert [a != b for a, b in zip(serial, plain)] == reduced
+
+
+def test_a_task_that_keeps_its_frame_gets_it_back_zlib_compressed_with_its_block():
+    """A budgeted GIF's frames are kept (zlib) and their first blocks made by the workers, not the
+    writer's thread: each answer is (block, the frame compressed), in order, serial or parallel;
+    a task that wants no block (the first candidate passed its budget) gets b"" and the frame."""
+    tasks = [replace(task, keep=True, block=n % 3 != 2) for n, task in enumerate(_tasks(9))]
+    with CompressPool(1) as serial_pool:
+        serial = list(serial_pool.map(tasks))
+    with CompressPool(2) as pool:
+        assert list(pool.map(tasks)) == serial
+    for task, (block, kept) in zip(tasks, serial):
+        assert block == (compress(task) if task.block else b"")
+        assert zlib.decompress(kept) == task.index.tobytes()

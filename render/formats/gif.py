@@ -4,7 +4,8 @@ preset in its comment; optionally fitted to a byte budget (render/formats/gif_bu
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -13,7 +14,7 @@ from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats import gif_file
 from physarum.render.formats.contract import Format, Frame, Shared
-from physarum.render.formats.gif_budget import Budgeter, FrameStore
+from physarum.render.formats.gif_budget import Blocks, Budgeter, FrameStore
 from physarum.render.formats.gif_file import Digits, Reduction, delay_ms
 from physarum.render.formats.gif_pool import CompressPool, FrameTask, pool_size
 
@@ -63,7 +64,10 @@ class GifWriter(PartialFile):
     Frames are compressed in spec.processes worker processes (render/formats/gif_pool.py) and
     written in order: the same bytes as one process. With spec.max_bytes the frames are kept
     (compressed, in a temporary file) and the file is written when they are all in, at the best
-    reduction that fits (render/formats/gif_budget.py); `report` then says what was chosen and why."""
+    reduction that fits (render/formats/gif_budget.py); `report` then says what was chosen and why.
+    A budgeted GIF's frames are kept and its first candidate's blocks made by the workers as the
+    frames arrive (gif_budget.Blocks), so this thread compresses nothing and a GIF that fits
+    is written at its end without compressing again."""
 
     def __init__(self, spec: GifSpec):
         super().__init__(spec.path)
@@ -76,18 +80,34 @@ class GifWriter(PartialFile):
         # the workers start now, so that they have imported what they need while the simulation
         # runs, also where a budgeted GIF compresses only once every frame is in
         self.pool = CompressPool(spec.processes)
+        head = gif_file.header(spec.width, spec.height, spec.palette, spec.loop, spec.comment)
         if self.store is None:
-            self.file.write(gif_file.header(spec.width, spec.height, spec.palette, spec.loop, spec.comment))
+            self.file.write(head)
+            self.first = None
+        else:
+            self.first = Blocks(head, spec.max_bytes)  # the first candidate's blocks (gif_budget)
+            self.pending: deque[tuple[bytes, tuple[int, int]]] = deque()  # palettes, shapes awaited
 
     def write(self, frame: Frame) -> None:
-        if self.store is not None:
-            self.store.append(frame.preview, frame.palette)
-            return
         palette = frame.palette.tobytes()
         local = palette != self.global_palette
+        # the caller reuses its buffers: hence the copy
         task = FrameTask(frame.preview.copy(), palette, Reduction(), Digits(), local, self.duration_ms)
-        for block in self.pool.submit(task):  # the caller reuses its buffers: hence the copy
-            self.file.write(block)
+        if self.store is None:
+            for block in self.pool.submit(task):
+                self.file.write(block)
+            return
+        self.pending.append((palette, frame.preview.shape))
+        for answer in self.pool.submit(replace(task, keep=True, block=not self.first.dropped)):
+            self._keep(answer)
+
+    def _keep(self, answer: tuple[bytes, bytes]) -> None:
+        """A budgeted GIF's answer, in frame order: the frame kept, its first block too."""
+        block, packed = answer
+        palette, shape = self.pending.popleft()
+        self.store.append_packed(packed, shape, palette)
+        if block:
+            self.first.add(block)
 
     def complete(self) -> list[PartialFile]:
         if self.store is None:
@@ -95,12 +115,15 @@ class GifWriter(PartialFile):
                 self.file.write(block)
             self.file.write(gif_file.TRAILER)
         else:
-            budgeter = Budgeter(self.store, self.spec, Digits(*self.spec.digits), self.pool)
+            for answer in self.pool.drain():
+                self._keep(answer)
+            budgeter = Budgeter(self.store, self.spec, Digits(*self.spec.digits), self.pool, self.first)
             try:
                 self.report = budgeter.write(self.file).report()
             except OverflowError as error:  # an OSError names the file, so the job fails alone
                 raise OSError(0, str(error), str(self.spec.path)) from None
             self.store.close()
+            self.first.close()
         self.pool.close()
         self.file.close()
         return [self]
@@ -112,6 +135,7 @@ class GifWriter(PartialFile):
         self.pool.kill()
         if self.store is not None:
             self.store.close()
+            self.first.close()
         with contextlib.suppress(OSError):  # its buffer cannot be flushed (a full disk): thrown away
             self.file.close()
         super().abort()

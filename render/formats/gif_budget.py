@@ -12,11 +12,21 @@ of the sample times the frames kept, plus the header. The first candidate whose 
 most MARGIN of the budget is written; if the file misses the budget, the estimates that follow
 are scaled by the miss (actual / estimate) and the first that then fits is written, from the
 kept frames, without simulating again.
+
+What that costs after the last frame is bounded and said (the sidecar's `gif_budget`: seconds,
+estimates, frames compressed). The first candidate (every frame, every level, full size: the
+unbudgeted GIF) is compressed while the frames arrive, each frame's block kept (`first`) until
+they pass the budget, so a GIF that fits needs no compression at its end: its estimate is read
+from the kept blocks and the file is those blocks. The estimates of later candidates are
+computed a few at a time in one batch of tasks over the pool (`ahead`), not one after another.
+Neither changes a byte: every estimate and block is what the candidate's tasks make.
 """
 
 from __future__ import annotations
 
+import math
 import tempfile
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,7 +45,7 @@ from physarum.render.formats.gif_file import (
     max_stride,
     reduced_size,
 )
-from physarum.render.formats.gif_pool import CompressPool, FrameTask
+from physarum.render.formats.gif_pool import KEEP_LEVEL, CompressPool, FrameTask
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")
@@ -78,17 +88,24 @@ class FrameStore:
         self.spans: list[tuple[int, int]] = []
         self.palettes: list[bytes] = []
         self.palette_of: list[int] = []
+        self.numbers: dict[bytes, int] = {}  # a palette's place in self.palettes
         self.shape: tuple[int, int] | None = None
 
     def append(self, index: np.ndarray, palette: np.ndarray) -> None:
-        data = zlib.compress(np.ascontiguousarray(index).tobytes(), 1)
+        data = zlib.compress(np.ascontiguousarray(index).tobytes(), KEEP_LEVEL)
+        self.append_packed(data, index.shape, palette.tobytes())
+
+    def append_packed(self, data: bytes, shape: tuple[int, int], table: bytes) -> None:
+        """Keep a frame already zlib-compressed (by a compression worker: gif_pool KEEP) of
+        `shape`, and its 768-byte palette."""
         self.spans.append((self.file.tell(), len(data)))
         self.file.write(data)
-        self.shape = index.shape
-        table = palette.tobytes()
-        if table not in self.palettes:
+        self.shape = shape
+        number = self.numbers.get(table)
+        if number is None:
+            number = self.numbers[table] = len(self.palettes)
             self.palettes.append(table)
-        self.palette_of.append(self.palettes.index(table))
+        self.palette_of.append(number)
 
     def __len__(self) -> int:
         return len(self.spans)
@@ -111,6 +128,43 @@ class FrameStore:
         self.file.close()
 
 
+class Blocks:
+    """Every frame's block of the first candidate (Reduction(): the unbudgeted GIF's), compressed
+    while the frames arrive and kept in a temporary file while their GIF stays within `budget`
+    bytes (header and trailer included): past it the first candidate cannot be written within the
+    budget, and the blocks are dropped (`dropped`) and no more are made."""
+
+    def __init__(self, head: bytes, budget: int):
+        self.file = tempfile.TemporaryFile()
+        self.lengths: list[int] = []
+        self.bytes = len(head) + len(TRAILER)
+        self.budget = budget
+        self.dropped = False
+
+    def add(self, block: bytes) -> None:
+        if self.dropped:
+            return
+        self.bytes += len(block)
+        if self.bytes > self.budget:
+            self.dropped, self.lengths = True, []
+            self.file.close()
+            return
+        self.file.write(block)
+        self.lengths.append(len(block))
+
+    def whole(self, frames: int) -> bool:
+        """Whether every one of `frames` frames has its block here."""
+        return not self.dropped and len(self.lengths) == frames
+
+    def copy_to(self, file) -> None:
+        self.file.seek(0)
+        while chunk := self.file.read(1 << 22):
+            file.write(chunk)
+
+    def close(self) -> None:
+        self.file.close()
+
+
 @dataclass
 class GifPlan:
     """What a budgeted GIF was written with, for the sidecar: the reduction, its estimate, the
@@ -121,6 +175,7 @@ class GifPlan:
     estimate: int
     size: int = 0
     passed: list[str] = field(default_factory=list)
+    cost: dict = field(default_factory=dict)  # the choice's cost after the frames (Budgeter.cost)
 
     def report(self) -> dict:
         r = self.reduction
@@ -133,28 +188,64 @@ class GifPlan:
             "bytes": self.size,
             "chosen": r.describe(),
             "why": self.passed or ["the first candidate fits"],
+            "cost": self.cost,
         }
 
 
 class Budgeter:
     """Chooses and writes a budgeted GIF from a FrameStore (the module's docstring)."""
 
-    def __init__(self, store: FrameStore, spec, digits: Digits, pool: CompressPool):
+    def __init__(
+        self, store: FrameStore, spec, digits: Digits, pool: CompressPool, first: Blocks | None = None
+    ):
         self.store, self.spec, self.digits, self.pool = store, spec, digits, pool
         self.sample = sample_frames(len(store))
         self.blocks: dict[tuple[int, int], float] = {}  # (levels, factor): mean block bytes
+        self.first = first if first is not None and first.whole(len(store)) else None
+        if self.first is not None:  # the first candidate's estimate, from its kept blocks
+            sizes = [self.first.lengths[number] for number in self.sample]
+            self.blocks[(256, 1)] = sum(sizes) / len(sizes)
+        # estimates computed at once: enough sample tasks to keep every worker busy twice over
+        self.ahead = 1 if pool.size <= 1 else max(1, math.ceil(2 * pool.size / max(1, len(self.sample))))
+        self.estimates = self.compressed = 0
+        self.seconds = 0.0
+
+    def cost(self) -> dict:
+        """What the choice cost after the last frame: its seconds, the estimates computed from
+        the sample, the frames compressed (estimates and files), and whether the first
+        candidate's blocks were made while the frames arrived."""
+        return {
+            "seconds": round(self.seconds, 3),
+            "estimates": self.estimates,
+            "frames_compressed": self.compressed,
+            "first_from_render": self.first is not None,
+        }
 
     def head(self, reduction: Reduction) -> bytes:
         width, height = reduced_size(self.spec.width, self.spec.height, reduction.factor)
         palette = level_palette(self.spec.palette, reduction.levels)
         return header(width, height, palette, self.spec.loop, self.spec.comment)
 
-    def estimate(self, reduction: Reduction) -> int:
-        """Bytes a GIF at `reduction` is estimated to take (from the sample)."""
+    def estimate(self, reduction: Reduction, order: list[Reduction] = ()) -> int:
+        """Bytes a GIF at `reduction` is estimated to take (from the sample). order: the
+        candidates from `reduction` on; the next `ahead` of their estimates not yet known are
+        computed with it, in one batch."""
         key = (reduction.levels, reduction.factor)
         if key not in self.blocks:
-            sizes = [len(block) for block in self.pool.map(self.tasks(reduction, self.sample))]
-            self.blocks[key] = sum(sizes) / len(sizes)
+            batch, known = [reduction], {*self.blocks, key}
+            for later in order:
+                if len(batch) >= self.ahead:
+                    break
+                if (later.levels, later.factor) not in known:
+                    batch.append(later)
+                    known.add((later.levels, later.factor))
+            tasks = [task for r in batch for task in self.tasks(r, self.sample)]
+            sizes = [len(block) for block in self.pool.map(tasks)]
+            for n, r in enumerate(batch):
+                part = sizes[n * len(self.sample) : (n + 1) * len(self.sample)]
+                self.blocks[(r.levels, r.factor)] = sum(part) / len(part)
+            self.estimates += len(batch)
+            self.compressed += len(tasks)
         kept = len(kept_frames(len(self.store), reduction.stride))
         return len(self.head(reduction)) + round(self.blocks[key] * kept) + len(TRAILER)
 
@@ -169,11 +260,12 @@ class Budgeter:
 
     def write(self, file) -> GifPlan:
         """Write the best GIF that fits into `file` (open for writing, empty); its plan."""
+        began = time.perf_counter()
         budget, scale, plan = self.spec.max_bytes, 1.0, None
         order = candidates(self.spec.width, self.spec.height, len(self.store), self.digits, self.spec.fps)
         passed: list[str] = []
-        for reduction in order:
-            estimate = self.estimate(reduction)
+        for place, reduction in enumerate(order):
+            estimate = self.estimate(reduction, order[place + 1 :])
             if estimate * scale > budget * MARGIN and reduction != order[-1]:
                 passed.append(f"{reduction.describe()}: estimated {round(estimate * scale)} bytes")
                 continue
@@ -182,6 +274,8 @@ class Budgeter:
             size = self._write_file(file, reduction)
             plan = GifPlan(budget, reduction, estimate, size, list(passed))
             if size <= budget:
+                self.seconds += time.perf_counter() - began
+                plan.cost = self.cost()
                 return plan
             passed.append(f"{reduction.describe()}: written, {size} bytes (estimated {estimate})")
             scale = max(scale, size / estimate)
@@ -192,7 +286,13 @@ class Budgeter:
 
     def _write_file(self, file, reduction: Reduction) -> int:
         file.write(self.head(reduction))
+        if reduction == Reduction() and self.first is not None:  # made while the frames arrived
+            self.first.copy_to(file)
+            file.write(TRAILER)
+            file.flush()
+            return file.tell()
         numbers = kept_frames(len(self.store), reduction.stride)
+        self.compressed += len(numbers)
         for block in self.pool.map(self.tasks(reduction, numbers)):
             file.write(block)
         file.write(TRAILER)

@@ -8,9 +8,13 @@ Each worker is `python -m physarum.render.formats.gif_pool`, which imports numpy
 only (no torch: it starts in a fraction of a second, and no process is forked from one that holds
 CUDA). It reads tasks from stdin and answers each on stdout, in order: a task is a header
 (struct TASK), the index frame (raw, or zlib-compressed as a FrameStore keeps it: the worker
-decompresses it, so the writer's process only copies bytes) and its 768-byte palette; an answer is the block's length (8 bytes)
-and the block. One thread per worker sends a task and reads its answer, so a full pipe never
-blocks the other side.
+decompresses it, so the writer's process only copies bytes) and its 768-byte palette; an answer is the lengths of the block
+and of the kept frame (8 bytes each), then the block and the kept frame. A task that keeps its
+frame (`keep`: a budgeted GIF's frame store, render/formats/gif_budget.py) has the worker
+zlib-compress it too, and one that wants no block (`block` False) has it do only that, so the
+writer's thread compresses nothing. One thread per worker sends a task and reads its answer, so
+a full pipe never blocks the other side. A worker imports numpy and Pillow as it starts, while
+the render's simulation runs, not at its first task.
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ np = lazy.module("numpy")
 
 # height, width, levels, factor, stride, digit base, flags, delay, packed bytes (0: a raw frame)
 TASK = struct.Struct("<IIHHHHBII")
+ANSWER = struct.Struct("<QQ")  # the block's bytes, the kept frame's bytes (0: not kept)
+KEEP_LEVEL = 1  # zlib level of a kept frame: fast, and index frames shrink many times
+# flags: the digit count (at most 4) in bits 0-3, then these
+NO_BLOCK, KEEP, WEIGHTED, LOCAL = 0x10, 0x20, 0x40, 0x80
 IN_FLIGHT = 2  # tasks per worker queued or being compressed: enough to keep each busy
 # Below this many pixels in all frames a GIF is compressed in one process: Pillow compresses about
 # 12 Mpixel/s per core (quickstart: 21 Mpixel in 1.7 s), and starting workers takes 0.1-1 s.
@@ -64,12 +72,23 @@ class FrameTask:
     delay: int
     shape: tuple[int, int] | None = None
     weighted: bool = False
+    keep: bool = False
+    block: bool = True
 
     def frame(self) -> np.ndarray:
         """The index frame [h, w] uint8 (decompressed where packed)."""
         if self.shape is None:
             return self.index
         return np.frombuffer(zlib.decompress(self.index), dtype=np.uint8).reshape(self.shape)
+
+
+def answer(task: FrameTask) -> bytes | tuple[bytes, bytes]:
+    """What a task is answered with: its block (compress), or for a task that keeps its frame
+    (block, frame zlib-compressed), the block b"" where none is wanted."""
+    if not task.keep:
+        return compress(task)
+    block = compress(task) if task.block else b""
+    return block, zlib.compress(np.ascontiguousarray(task.frame()).data, KEEP_LEVEL)
 
 
 def compress(task: FrameTask) -> bytes:
@@ -101,12 +120,13 @@ class _Worker:
             stdout=subprocess.PIPE,
         )
 
-    def compress(self, task: FrameTask) -> bytes:
+    def compress(self, task: FrameTask) -> bytes | tuple[bytes, bytes]:
         r = task.reduction
         packed = task.shape is not None
         height, width = task.shape if packed else task.index.shape
         data = task.index if packed else np.ascontiguousarray(task.index).data
-        flags = task.digits.count | (task.weighted << 6) | (task.local << 7)  # the count is at most 4
+        flags = task.digits.count | WEIGHTED * task.weighted | LOCAL * task.local
+        flags |= KEEP * task.keep | NO_BLOCK * (not task.block)
         head = TASK.pack(
             height,
             width,
@@ -123,8 +143,9 @@ class _Worker:
             self.process.stdin.write(data)
             self.process.stdin.write(task.palette)
             self.process.stdin.flush()
-            (length,) = struct.unpack("<Q", _read(self.process.stdout, 8))
-            return _read(self.process.stdout, length)
+            length, kept = ANSWER.unpack(_read(self.process.stdout, ANSWER.size))
+            block = _read(self.process.stdout, length)
+            return (block, _read(self.process.stdout, kept)) if task.keep else block
         except (OSError, ValueError) as error:
             raise OSError(f"a GIF compression worker stopped ({error})") from None
 
@@ -169,7 +190,7 @@ class CompressPool:
         """Queue one task; yields the blocks of earlier tasks that are done, oldest first, once
         the pool is full (so at most IN_FLIGHT * size tasks are held)."""
         if not self.workers:
-            yield compress(task)
+            yield answer(task)
             return
         future: Future = Future()
         self.pending.append(future)
@@ -231,7 +252,9 @@ def _read(stream, size: int) -> bytes:
 
 
 def main() -> int:
-    """A worker: answer every task on stdin until its end."""
+    """A worker: answer every task on stdin until its end (numpy and Pillow imported first, while
+    the writer waits for frames: an import at the first task would hold the file's end)."""
+    frame_block(np.zeros((1, 1), dtype=np.uint8), bytes(768), False, 10)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while head := stdin.read(TASK.size):
         height, width, levels, factor, stride, base, count, delay, packed = TASK.unpack(_pad(head))
@@ -245,14 +268,19 @@ def main() -> int:
             index,
             palette,
             Reduction(levels, factor, stride),
-            Digits(base, count & 0x3F),
-            bool(count >> 7),
+            Digits(base, count & 0x0F),
+            bool(count & LOCAL),
             delay,
             shape,
-            bool(count & 0x40),
+            bool(count & WEIGHTED),
+            bool(count & KEEP),
+            not count & NO_BLOCK,
         )
-        block = compress(task)
-        stdout.write(struct.pack("<Q", len(block)) + block)
+        done = answer(task)
+        block, kept = done if task.keep else (done, b"")
+        stdout.write(ANSWER.pack(len(block), len(kept)))
+        stdout.write(block)
+        stdout.write(kept)
         stdout.flush()
     return 0
 
