@@ -3,7 +3,7 @@
 Stages, in the order data flows through them:
 
     base < formats < preset < world < sim < look < out < run < tools < sweep, analysis, graph < explore
-    < commands < cli
+    < commands < live < cli
 
 A module may import its own stage and earlier ones, never a later one; sweep, analysis and graph
 are peers. formats/ (each output format's name, limits, spec and writer) stands on base/ alone,
@@ -41,7 +41,8 @@ STAGES = {
     "graph": 10,
     "explore": 11,  # after sweep: it reuses its gallery, contact sheet and batch sizes
     "commands": 12,  # under both faces: the one place a render and a sweep are checked and run
-    "cli": 13,
+    "live": 13,  # the live studio: a render's loop, its record and its web server
+    "cli": 14,
 }
 # physarum.render itself (its __init__: the version) stands under every stage
 ROOT_RANK = 1

@@ -295,6 +295,7 @@ def parser() -> argparse.ArgumentParser:
     graph.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     graph.add_argument("--quiet", action="store_true", help="print only the paths written")
     add_explore(commands)
+    add_live(commands)
     return parser
 
 
@@ -323,6 +324,33 @@ def add_explore(commands) -> None:
     )
     explore.add_argument("--yes", action="store_true", help="start even when estimated at 10 minutes or more")
     explore.add_argument("--quiet", action="store_true", help="the summary only")
+
+
+def add_live(commands) -> None:
+    """`physarum live`: the simulation in a browser page, its changes recorded (docs/live.md)."""
+    live = commands.add_parser(
+        "live", help="play a preset in a local web page: sliders, pause, record, save as a preset"
+    )
+    live.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
+    add_settings(live, "model.decay=0.05")
+    live.add_argument("--seed", type=int, default=None, help="override the preset's seed")
+    live.add_argument(
+        "--full", action="store_true", help="play the preset at its full size, not its --preview reduction"
+    )
+    live.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; any other requires the printed URL's token)",
+    )
+    live.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    live.add_argument(
+        "--shared", action="store_true", help="let every open page control the simulation, not just the first"
+    )
+    add_backend(live)
+    live.add_argument(
+        "--out", default="outputs", help="output folder; saves and renders go to OUT/<preset>-live/"
+    )
+    live.set_defaults(preview_side=PREVIEW_SIDE)
 
 
 def stop_settings(args) -> list[str]:

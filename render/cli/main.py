@@ -158,6 +158,12 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_live(args) -> int:
+    from physarum.render.live.command import run_live  # start-up: torch and aiohttp, for live only
+
+    return run_live(args)
+
+
 COMMANDS = {
     "render": cmd_render,
     "presets": cmd_presets,
@@ -169,6 +175,7 @@ COMMANDS = {
     "sensitivity": cmd_sensitivity,
     "graph": cmd_graph,
     "explore": cmd_explore,
+    "live": cmd_live,
 }
 
 

@@ -75,7 +75,7 @@ class LiveSession:
         self.frames = ShownFrames(size)
         self.lock = threading.Condition()
         self.pending: list[tuple[str, float]] = []
-        self.next_performance: Performance | None = None
+        self.restarting = False  # a restart asked for: the loop starts self.performance anew
         self.paused, self.steps_wanted, self.stopping = False, 0, False
         self.segment, self.number, self.step = 0, 0, 0
         self.error: BaseException | None = None
@@ -99,7 +99,9 @@ class LiveSession:
         latest values; PresetError at once where refused."""
         with self.lock:
             self.pending.clear()
-            self.next_performance = self.performance.restarted(settings)
+            self.performance = self.performance.restarted(settings)
+            self.segment += 1
+            self.restarting = True
             self.lock.notify_all()
 
     def pause(self) -> None:
@@ -148,9 +150,7 @@ class LiveSession:
     def _play(self) -> None:
         """Play the current performance until a restart or the end."""
         with self.lock:
-            if self.next_performance is not None:
-                self.performance, self.next_performance = self.next_performance, None
-                self.segment += 1
+            self.restarting = False
             performance, segment = self.performance, self.segment
             self.number = 0
         preset = performance.preset
@@ -173,7 +173,7 @@ class LiveSession:
             with self.lock:
                 while not self._may_step():
                     self.lock.wait(0.5)
-                if self.stopping or self.next_performance is not None:
+                if self.stopping or self.restarting:
                     return
                 if self.paused:
                     self.steps_wanted -= 1
@@ -192,7 +192,7 @@ class LiveSession:
                 self.number, self.step = number, course.step
 
     def _may_step(self) -> bool:
-        if self.stopping or self.next_performance is not None:
+        if self.stopping or self.restarting:
             return True
         return not self.paused or self.steps_wanted > 0
 

@@ -1,0 +1,406 @@
+"""The live page's server (aiohttp: HTTP and WebSocket in one asyncio server; docs/live.md says
+why): the page and its script, one WebSocket per page for frames and controls, and the files the
+server itself wrote.
+
+Frames go to every page as binary WebSocket messages: a 4-byte big-endian length, a JSON header
+(segment, frame, step, width, height, sha256 of the exact RGB frame) and the frame as JPEG. The
+pages send JSON commands: set, restart, pause, resume, step, save, render. The server:
+
+- binds 127.0.0.1 unless told otherwise; bound elsewhere it requires a random token in every
+  URL (`?token=`), and it refuses a WebSocket from a page of another origin everywhere;
+- never opens a path a page sends: a page names keys of the preset (checked against the controls)
+  and files by the number the server gave them; it writes only into its output folder;
+- gives control to one page at a time (the first; the others watch) unless `shared`;
+- stops on Ctrl-C or SIGTERM: the loop's and the render's threads are stopped and joined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import ipaddress
+import json
+import queue
+import re
+import secrets
+import signal
+import struct
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from aiohttp import WSMsgType, web
+from PIL import Image
+
+from physarum.render.base.errors import PresetError
+from physarum.render.base.files import stage, write_json
+from physarum.render.live.background import BackgroundRender
+from physarum.render.live.controls import controls
+from physarum.render.live.record import Performance
+from physarum.render.live.session import LiveSession, Shown
+
+MAX_MESSAGE = 64 * 1024  # bytes of one command from a page
+JPEG_QUALITY = 90
+CONTROL = {"set", "restart", "pause", "resume", "step", "save", "render"}
+PAGE_FILES = {"/": ("page.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
+
+
+def loopback(host: str) -> bool:
+    """Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def encoded(shown: Shown, quality: int = JPEG_QUALITY) -> tuple[dict, bytes]:
+    """(header, JPEG bytes) of a frame: the header carries the sha256 of its exact RGB frame."""
+    header = {
+        "segment": shown.segment,
+        "frame": shown.number,
+        "step": shown.step,
+        "height": int(shown.rgb.shape[0]),
+        "width": int(shown.rgb.shape[1]),
+        "sha256": hashlib.sha256(shown.rgb.tobytes()).hexdigest(),
+    }
+    jpeg = io.BytesIO()
+    Image.fromarray(shown.rgb).save(jpeg, "JPEG", quality=quality)
+    return header, jpeg.getvalue()
+
+
+def packed(header: dict, payload: bytes) -> bytes:
+    text = json.dumps(header).encode()
+    return struct.pack(">I", len(text)) + text + payload
+
+
+@dataclass
+class Studio:
+    """What the server serves: the live session, its pages, what it has shown and written."""
+
+    performance: Performance
+    out_dir: Path
+    backend: str = "auto"
+    device: str | None = None
+    shared: bool = False
+    token: str | None = None
+    quality: int = JPEG_QUALITY
+    clients: list = field(default_factory=list)
+    controller: object = None
+    shown: dict = field(default_factory=dict)  # segment -> [[frame, step, sha256], ...] sent
+    files: list[Path] = field(default_factory=list)  # what the page may fetch, by index
+    render_job: BackgroundRender | None = None
+
+    def __post_init__(self):
+        self.session: LiveSession | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.pool = ThreadPoolExecutor(2, thread_name_prefix="physarum-live-io")
+        self.pump_task: asyncio.Task | None = None
+        self.segment_info: dict = {}
+        self.recorded = None  # the preset saved last (what "render" renders)
+
+    # -------------------------------------------------------------------------- life
+
+    async def start(self, app: web.Application) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.session = LiveSession(self.performance, self.backend, self.device, self.event).start()
+        self.pump_task = asyncio.create_task(self.pump())
+
+    async def stop(self, app: web.Application) -> None:
+        """Stop the render and the loop (their threads joined), then the pages' sockets."""
+        await self.loop.run_in_executor(None, self._stop_threads)
+        if self.pump_task is not None:
+            self.pump_task.cancel()
+            try:
+                await self.pump_task
+            except asyncio.CancelledError:
+                pass
+        for ws in list(self.clients):
+            await ws.close()
+        self.pool.shutdown(wait=True)
+
+    def _stop_threads(self) -> None:
+        if self.render_job is not None:
+            self.render_job.stop()
+        if self.session is not None:
+            self.session.close()
+
+    def event(self, event: dict) -> None:
+        """From the loop's thread: an event for every page."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._event, event)
+
+    def _event(self, event: dict) -> None:
+        if event["type"] == "segment":
+            self.segment_info = event
+        asyncio.ensure_future(self.broadcast(event))
+
+    async def broadcast(self, message: dict) -> None:
+        for ws in list(self.clients):
+            await self.send(ws, message)
+
+    async def send(self, ws, message: dict) -> None:
+        if not ws.closed:
+            try:
+                await ws.send_json(message)
+            except ConnectionError:
+                pass
+
+    async def pump(self) -> None:
+        """Frames from the loop to every page, encoded on a pool thread. With no page open none
+        is taken: the loop waits (its queue full) until a page comes, so none is missed."""
+        while True:
+            if not self.clients:
+                await asyncio.sleep(0.05)
+                continue
+            item = await self.loop.run_in_executor(self.pool, self._next_frame)
+            if item is None:
+                continue
+            if item == "end":
+                return
+            header, jpeg = item
+            if header["segment"] not in self.shown:
+                self.shown = {header["segment"]: []}
+            self.shown[header["segment"]].append([header["frame"], header["step"], header["sha256"]])
+            message = packed(header, jpeg)
+            for ws in list(self.clients):
+                if not ws.closed:
+                    try:
+                        await ws.send_bytes(message)
+                    except ConnectionError:
+                        pass
+
+    def _next_frame(self):
+        try:
+            shown = self.session.frames.get(timeout=0.25)
+        except queue.Empty:
+            return None
+        except BaseException:
+            return "end"
+        if shown is None:
+            return "end"
+        return encoded(shown, self.quality)
+
+    # -------------------------------------------------------------------------- pages
+
+    def allowed(self, request: web.Request) -> bool:
+        """The token where one is required (compared in constant time)."""
+        if self.token is None:
+            return True
+        return secrets.compare_digest(request.query.get("token", ""), self.token)
+
+    async def page(self, request: web.Request) -> web.StreamResponse:
+        """The page (behind the token) and its script (code alone, the same for everyone)."""
+        if request.path == "/" and not self.allowed(request):
+            raise web.HTTPForbidden(text="a token is required: open the URL the server printed")
+        name, kind = PAGE_FILES[request.path]
+        text = resources.files("physarum.render.live").joinpath(name).read_text(encoding="utf-8")
+        return web.Response(text=text, content_type=kind, headers={"Cache-Control": "no-store"})
+
+    async def file(self, request: web.Request) -> web.StreamResponse:
+        """A file the server wrote, by the number it gave it (never a path from the page)."""
+        if not self.allowed(request):
+            raise web.HTTPForbidden(text="a token is required")
+        index = request.match_info["index"]
+        if not index.isdigit() or int(index) >= len(self.files):
+            raise web.HTTPNotFound()
+        path = self.files[int(index)]
+        return web.FileResponse(path, headers={"Content-Disposition": f'inline; filename="{path.name}"'})
+
+    async def socket(self, request: web.Request) -> web.StreamResponse:
+        if not self.allowed(request):
+            raise web.HTTPForbidden(text="a token is required")
+        origin = request.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc != request.host:
+            raise web.HTTPForbidden(text="a page of another origin may not connect")
+        ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE, heartbeat=30)
+        await ws.prepare(request)
+        if self.controller is None:
+            self.controller = ws
+        self.clients.append(ws)
+        await self.send(ws, self.hello(ws))
+        try:
+            async for message in ws:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                await self.command(ws, message.data)
+        finally:
+            self.clients.remove(ws)
+            if self.controller is ws:
+                self.controller = None
+        return ws
+
+    def hello(self, ws) -> dict:
+        _, performance = self.session.snapshot()
+        return {
+            "type": "hello",
+            "control": self.may_control(ws),
+            "shared": self.shared,
+            "controls": [c.data() for c in controls(performance.preset)],
+            "segment": self.segment_info,
+            "files": self.file_links(),
+        }
+
+    def may_control(self, ws) -> bool:
+        return self.shared or self.controller is ws
+
+    async def command(self, ws, text: str) -> None:
+        try:
+            data = json.loads(text)
+            kind = data.get("type") if isinstance(data, dict) else None
+        except ValueError:
+            kind = None
+        if kind not in CONTROL:
+            await self.send(ws, {"type": "problem", "problems": ["an unknown command"]})
+            return
+        if not self.may_control(ws):
+            message = "another page controls this session; watch here, or start physarum live with --shared"
+            await self.send(ws, {"type": "problem", "problems": [message]})
+            return
+        try:
+            reply = await self.run_command(kind, data)
+        except PresetError as error:
+            reply = {"type": "problem", "problems": error.problems}
+        except (TypeError, ValueError, KeyError) as error:
+            reply = {"type": "problem", "problems": [f"{kind}: {error}"]}
+        if reply is not None:
+            await self.send(ws, reply)
+
+    async def run_command(self, kind: str, data: dict) -> dict | None:
+        session = self.session
+        if kind == "set":
+            key, value = data["key"], data["value"]
+            if not isinstance(key, str):
+                raise ValueError("a key is a string")
+            await self.loop.run_in_executor(self.pool, session.change, key, value)
+            return None
+        if kind == "restart":
+            settings = self.restart_settings(data.get("settings") or {})
+            await self.loop.run_in_executor(self.pool, session.restart, settings)
+            await self.broadcast(self.hello_all())
+            return None
+        if kind in ("pause", "resume", "step"):
+            {"pause": session.pause, "resume": session.resume, "step": session.step_once}[kind]()
+            await self.broadcast({"type": "paused", "paused": kind != "resume"})
+            return None
+        if kind == "save":
+            return await self.loop.run_in_executor(self.pool, self.save)
+        return self.start_render()
+
+    def hello_all(self) -> dict:
+        _, performance = self.session.snapshot()
+        return {"type": "controls", "controls": [c.data() for c in controls(performance.preset)]}
+
+    def restart_settings(self, settings: dict) -> dict:
+        """The settings of a restart: only the restart keys the page shows, as values."""
+        if not isinstance(settings, dict):
+            raise ValueError("settings are a mapping of key to value")
+        _, performance = self.session.snapshot()
+        restart_keys = {c.key: c for c in controls(performance.preset) if not c.live}
+        out = {}
+        for key, value in settings.items():
+            if key not in restart_keys:
+                raise PresetError([f"{str(key)[:80]!r}: not a key a restart changes"])
+            if isinstance(value, dict | list):
+                raise PresetError([f"{key}: a single value is needed"])
+            out[key] = value
+        return out
+
+    # -------------------------------------------------------------------------- files
+
+    def next_name(self, base: str) -> str:
+        """base-live-N, N the first number whose preset file is not in the folder yet."""
+        stem = re.sub(r"-live-\d+$", "", base)[:50]
+        number = 1
+        while (self.out_dir / f"{stem}-live-{number}.yaml").exists():
+            number += 1
+        return f"{stem}-live-{number}"
+
+    def save(self) -> dict:
+        """The performance so far as a preset YAML (and the frames shown, with their sha256)."""
+        segment, performance = self.session.snapshot()
+        shown = list(self.shown.get(segment, []))
+        if not shown:
+            raise PresetError(["nothing to save yet: no frame of this performance was shown"])
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        name = self.next_name(performance.preset.name)
+        recorded = performance.recorded(len(shown), name)
+        path = self.out_dir / f"{name}.yaml"
+        text = recorded.to_yaml()
+        stage(path, lambda file: file.write(text), "w", encoding="utf-8").commit()
+        frames = self.out_dir / f"{name}.frames.json"
+        changes = [c.data() for c in performance.changes]
+        write_json(frames, {"preset": path.name, "changes": changes, "frames": shown})
+        self.recorded = recorded
+        return {
+            "type": "saved",
+            "name": name,
+            "frames": len(shown),
+            "files": self.register([path, frames]),
+        }
+
+    def register(self, paths: list[Path]) -> list[dict]:
+        links = []
+        for path in paths:
+            self.files.append(path)
+            links.append({"name": path.name, "index": len(self.files) - 1})
+        return links
+
+    def file_links(self) -> list[dict]:
+        return [{"name": path.name, "index": index} for index, path in enumerate(self.files)]
+
+    def start_render(self) -> dict:
+        """Save, then render the saved preset in the background (one render at a time)."""
+        if self.render_job is not None and self.render_job.running:
+            raise PresetError(["a render is running; wait until it ends"])
+        saved = self.save()
+        self.render_job = BackgroundRender(
+            self.recorded,
+            self.out_dir,
+            self.backend,
+            self.device,
+            lambda done, frames: self.event({"type": "progress", "done": done, "frames": frames}),
+            self.rendered,
+        )
+        return {**saved, "type": "rendering", "frames_total": self.recorded.frames}
+
+    def rendered(self, outputs: dict[str, Path], error: str | None) -> None:
+        """From the render's thread: its files (linked in the page) or why it failed."""
+        paths = [path for path in outputs.values() if Path(path).is_file()]
+        self.event({"type": "rendered", "error": error, "files": self.register(paths)})
+
+
+def make_app(studio: Studio) -> web.Application:
+    app = web.Application(client_max_size=MAX_MESSAGE)
+    app.router.add_get("/", studio.page)
+    app.router.add_get("/page.js", studio.page)
+    app.router.add_get("/ws", studio.socket)
+    app.router.add_get("/files/{index}", studio.file)
+    app.on_startup.append(studio.start)
+    app.on_shutdown.append(studio.stop)
+    return app
+
+
+async def serve(studio: Studio, host: str, port: int, say=print) -> None:
+    """Serve until Ctrl-C or SIGTERM; say(url) once listening (the port it bound: 0 picks one)."""
+    app = make_app(studio)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        bound = site._server.sockets[0].getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{bound}/" + (f"?token={studio.token}" if studio.token else "")
+        say(url)
+        stopped = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stopped.set)
+        await stopped.wait()
+    finally:
+        await runner.cleanup()

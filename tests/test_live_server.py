@@ -1,0 +1,170 @@
+"""The live server's refusals, through a real aiohttp client on loopback: the token, another
+origin's socket, a second page's control, keys and values the schema refuses, files by number
+only; and what it writes (only into its folder), and its threads stopped when it stops."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+import threading
+
+from aiohttp import WSMsgType
+from aiohttp.test_utils import TestClient, TestServer
+
+from physarum.render.live.record import Performance
+from physarum.render.live.server import Studio, loopback, make_app
+from physarum.render.preset import build_preset
+from support import tiny_data
+
+
+def studio(tmp_path, **options) -> Studio:
+    preset = build_preset(tiny_data(output={"formats": ["png"]}), "tiny.yaml")
+    return Studio(Performance.of(preset), tmp_path / "out", backend="torch", device="cpu", **options)
+
+
+def run(test, live: Studio):
+    """Run test(client) against the studio's app on a loopback port; afterwards no thread of the
+    studio is left."""
+
+    async def main():
+        async with TestClient(TestServer(make_app(live), host="127.0.0.1")) as client:
+            await test(client)
+
+    asyncio.run(main())
+    assert not any(t.name.startswith("physarum-live") for t in threading.enumerate())
+
+
+async def reply(ws, kind: str) -> dict:
+    """The next JSON message of `kind` (frames and other messages skipped)."""
+    while True:
+        message = await asyncio.wait_for(ws.receive(), 30)
+        assert message.type in (WSMsgType.TEXT, WSMsgType.BINARY), message
+        if message.type == WSMsgType.TEXT and json.loads(message.data)["type"] == kind:
+            return json.loads(message.data)
+
+
+async def frame(ws) -> dict:
+    while True:
+        message = await asyncio.wait_for(ws.receive(), 30)
+        if message.type == WSMsgType.BINARY:
+            length = struct.unpack(">I", message.data[:4])[0]
+            return json.loads(message.data[4 : 4 + length])
+
+
+def test_loopback_addresses():
+    assert loopback("127.0.0.1") and loopback("::1") and loopback("localhost") and loopback("127.2.3.4")
+    assert not loopback("0.0.0.0") and not loopback("192.168.1.2") and not loopback("example.org")
+
+
+def test_a_token_is_required_where_one_is_set(tmp_path):
+    async def test(client):
+        assert (await client.get("/")).status == 403
+        assert (await client.get("/?token=wrong")).status == 403
+        assert (await client.get("/ws")).status == 403
+        page = await client.get("/?token=s3cret")
+        assert page.status == 200 and "physarum live" in await page.text()
+        async with client.ws_connect("/ws?token=s3cret") as ws:
+            assert (await reply(ws, "hello"))["control"] is True
+
+    run(test, studio(tmp_path, token="s3cret"))
+
+
+def test_another_origins_socket_and_unknown_files_are_refused(tmp_path):
+    async def test(client):
+        response = await client.get("/ws", headers={"Origin": "http://evil.example"})
+        assert response.status == 403
+        for name in ("0", "..%2F..%2Fetc%2Fpasswd", "-1", "x"):
+            assert (await client.get(f"/files/{name}")).status == 404
+
+    run(test, studio(tmp_path))
+
+
+def test_the_second_page_watches_unless_shared(tmp_path):
+    async def test(client):
+        async with client.ws_connect("/ws") as first, client.ws_connect("/ws") as second:
+            assert (await reply(first, "hello"))["control"] is True
+            assert (await reply(second, "hello"))["control"] is False
+            await frame(second)  # it sees the frames
+            await second.send_json({"type": "set", "key": "model.decay", "value": 0.2})
+            assert "another page controls" in (await reply(second, "problem"))["problems"][0]
+            await second.send_json({"type": "save"})
+            assert "another page controls" in (await reply(second, "problem"))["problems"][0]
+            await first.send_json({"type": "set", "key": "model.decay", "value": 0.2})
+            assert (await reply(first, "applied"))["changes"][0]["key"] == "model.decay"
+
+    run(test, studio(tmp_path))
+
+    async def shared(client):
+        async with client.ws_connect("/ws") as first, client.ws_connect("/ws") as second:
+            assert (await reply(second, "hello"))["control"] is True
+            await second.send_json({"type": "set", "key": "model.decay", "value": 0.3})
+            assert (await reply(first, "applied"))["changes"][0]["value"] == 0.3
+
+    run(shared, studio(tmp_path, shared=True))
+
+
+def test_bad_commands_get_a_message_and_the_loop_goes_on(tmp_path):
+    async def test(client):
+        async with client.ws_connect("/ws") as ws:
+            before = (await frame(ws))["frame"]
+            commands = [
+                ({"type": "set", "key": "model.decay", "value": 2}, "less than 1"),
+                ({"type": "set", "key": "output.formats", "value": 1}, "not a key the page controls"),
+                ({"type": "set", "key": "world.walls.path", "value": "/etc/passwd"}, "not a key"),
+                ({"type": "set", "key": ["model", "decay"], "value": 1}, "a key is a string"),
+                ({"type": "set", "key": "model.decay", "value": "0.2"}, "a number is needed"),
+                ({"type": "restart", "settings": {"name": "../../x"}}, "not a key a restart changes"),
+                ({"type": "restart", "settings": {"seed": -4}}, "seed"),
+                ({"type": "shell", "command": "ls"}, "an unknown command"),
+            ]
+            for command, problem in commands:
+                await ws.send_json(command)
+                assert problem in " ".join((await reply(ws, "problem"))["problems"]), command
+            await ws.send_str("not json")
+            assert (await reply(ws, "problem"))["problems"] == ["an unknown command"]
+            assert (await frame(ws))["frame"] > before
+
+    run(test, studio(tmp_path))
+
+
+def test_save_writes_the_preset_and_its_frames_into_the_output_folder_only(tmp_path):
+    live = studio(tmp_path)
+
+    async def test(client):
+        async with client.ws_connect("/ws") as ws:
+            await frame(ws)
+            await ws.send_json({"type": "pause"})
+            await reply(ws, "paused")
+            await ws.send_json({"type": "save"})
+            saved = await reply(ws, "saved")
+            assert saved["name"] == "tiny-live-1" and saved["frames"] >= 1
+            files = {f["name"]: f["index"] for f in saved["files"]}
+            text = await (await client.get(f"/files/{files['tiny-live-1.yaml']}")).text()
+            assert "name: tiny-live-1" in text
+            shown = json.loads(await (await client.get(f"/files/{files['tiny-live-1.frames.json']}")).text())
+            assert len(shown["frames"]) == saved["frames"]
+            await ws.send_json({"type": "restart", "settings": {"seed": 9, "palette.names": "viridis"}})
+            await reply(ws, "controls")
+            await ws.send_json({"type": "save"})  # the new performance has shown nothing yet
+            assert "nothing to save yet" in (await reply(ws, "problem"))["problems"][0]
+
+    run(test, live)
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["out/tiny-live-1.frames.json", "out/tiny-live-1.yaml"]
+
+
+def test_render_renders_the_saved_preset_in_the_background(tmp_path):
+    async def test(client):
+        async with client.ws_connect("/ws") as ws:
+            await frame(ws)
+            await ws.send_json({"type": "render"})
+            started = await reply(ws, "rendering")
+            done = await reply(ws, "rendered")
+            assert done["error"] is None
+            names = [f["name"] for f in done["files"]]
+            assert names == [f"{started['name']}-s3.png", f"{started['name']}-s3.json"]
+            png = await client.get(f"/files/{done['files'][0]['index']}")
+            assert png.status == 200 and (await png.read())[:4] == b"\x89PNG"
+
+    run(test, studio(tmp_path))
