@@ -65,3 +65,27 @@ def test_a_journals_count_may_start_at_the_frame_taken_at_the_start_and_no_earli
             with pytest.raises(ValueError):
                 Course(run, start=start, first=first)
         assert len(ends_here) <= 1 and len(ends_here) + len(too_early) == course.first_frame
+
+
+def test_a_signal_stops_a_long_warmup_within_a_chunk(monkeypatch):
+    from physarum.render.base import interrupts
+    from physarum.render.sim.course import CHUNK_STEPS
+
+    course, simulation = Course(Run(steps=10, steps_per_frame=2, warmup=1000)), Recorder()
+    calls = []
+
+    def signalled():
+        calls.append(1)
+        if len(calls) == 3:  # a SIGTERM arrives during the second chunk
+            raise interrupts.Terminated(15)
+
+    monkeypatch.setattr("physarum.render.sim.course.stop_if_requested", signalled)
+    with pytest.raises(interrupts.Terminated):
+        course.advance_to(simulation, course.warmup_end)
+    assert simulation.advances == [CHUNK_STEPS, CHUNK_STEPS]  # not the whole warmup at once
+
+
+def test_chunks_leave_the_steps_taken_unchanged():
+    course, simulation = Course(Run(steps=10, steps_per_frame=2, warmup=250)), Recorder()
+    course.advance_to(simulation, course.frame_end(2))
+    assert sum(simulation.advances) == 256 and max(simulation.advances) <= 100

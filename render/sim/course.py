@@ -17,8 +17,11 @@ import bisect
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from physarum.render.base.interrupts import stop_if_requested
 from physarum.render.preset import Run
 from physarum.render.sim.simulation import advance
+
+CHUNK_STEPS = 100  # steps between looks for a signal in a long advance (a warmup): the same bits
 
 
 def frames_before(run: Run, step: int) -> int:
@@ -56,6 +59,11 @@ class Course:
         self.stop_steps = sorted(set().union(*(stop.steps for stop in self.stops)))
 
     @property
+    def chunk(self) -> int:
+        """The most steps advanced without looking for a signal: a frame's, or CHUNK_STEPS."""
+        return max(self.run.steps_per_frame, CHUNK_STEPS)
+
+    @property
     def warmup_end(self) -> int:
         return self.run.warmup
 
@@ -72,8 +80,9 @@ class Course:
         """Advance the simulation to `step`, stopping at every stop's steps on the way (after
         the step, before anything later)."""
         while self.step < step:
+            stop_if_requested()  # SIGTERM in a long warmup: within one chunk, not at the first frame
             later = bisect.bisect_right(self.stop_steps, self.step)
-            reach = min([step, *self.stop_steps[later : later + 1]])
+            reach = min([step, *self.stop_steps[later : later + 1], self.step + self.chunk])
             advance(simulation, reach - self.step, on_step)
             self.step = reach
             for stop in self.stops:
