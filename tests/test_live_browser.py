@@ -1,0 +1,144 @@
+"""`physarum live` as a person uses it: the command started on a tiny preset, its page opened in a
+real headless Chromium (Debian's, driven by Selenium through Debian's chromium-driver), a slider
+moved, the change seen in the frames and the record, the performance saved, the server stopped
+with Ctrl-C; then `physarum render` of the saved preset gives exactly the frames the page
+received (their sha256, sent with each frame)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:  # the test extra installs it
+    webdriver = None
+
+MISSING = (
+    "headless Chromium is not installed (apt-get install chromium)"
+    if CHROMIUM is None
+    else "chromium-driver is not installed (apt-get install chromium-driver)"
+    if DRIVER is None
+    else "selenium is not installed (pip install -e '.[test]')"
+    if webdriver is None
+    else None
+)
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+TINY = """name: tiny
+seed: 3
+canvas: {width: 48, height: 32}
+agents: {count: 400, spawn: random}
+model: {sensor_distance: 5.3, deposit: 5, diffuse: 0.5, decay: 0.1}
+run: {steps: 24, steps_per_frame: 3}
+palette: {names: [magma, ice], every: 3, gamma: 0.8}
+output: {formats: [gif], fps: 20}
+"""
+WAIT = 120  # seconds: the 2-core CPU is shared
+
+
+def physarum(*args: str, **options) -> subprocess.Popen:
+    command = [sys.executable, "-m", "physarum.render.cli", *args, "--backend", "torch", "--device", "cpu"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **options)
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(DRIVER), options=options)
+
+
+def rgb_sha(path) -> str:
+    return hashlib.sha256(np.asarray(Image.open(path).convert("RGB")).tobytes()).hexdigest()
+
+
+def test_a_slider_moved_in_the_page_is_recorded_and_renders_again_exactly(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    server = physarum("live", "tiny.yaml", "--port", "0", "--out", "out", cwd=tmp_path)
+    driver = None
+    try:
+        line = server.stdout.readline()
+        assert "http://127.0.0.1:" in line, line + server.stderr.read()
+        url = line.split(" at ")[1].split()[0]
+        driver = browser()
+        driver.get(url)
+        wait = WebDriverWait(driver, WAIT)
+        received = "return window.live ? window.live.received.length : 0"
+        wait.until(lambda d: d.execute_script(received) >= 4)
+        assert driver.find_element(By.ID, "role").text == "this page controls the simulation"
+        slider = driver.find_element(By.CSS_SELECTOR, "input[type=range][data-key='model.decay']")
+        before = float(slider.get_attribute("value"))
+        slider.send_keys(Keys.END)  # the slider to its end: decay just under 1
+        wait.until(lambda d: d.execute_script("return window.live.changes.length") == 1)
+        change = driver.execute_script("return window.live.changes[0]")
+        assert change["key"] == "model.decay" and change["value"] > before
+        # the frames after the change: nearly all the trail decays each step, the picture darkens
+        seen = lambda d: d.execute_script(received) >= change["frame"] + 4  # noqa: E731
+        wait.until(seen)
+        status = driver.find_element(By.ID, "status").text
+        assert status.startswith("frame ") and "48x32" in status
+        driver.find_element(By.ID, "save").click()
+        wait.until(lambda d: d.execute_script("return window.live.saved") is not None)
+        saved = driver.execute_script("return window.live.saved")
+        frames = driver.execute_script("return window.live.received")
+        driver.save_screenshot(str(tmp_path / "page.png"))
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.send_signal(signal.SIGINT)
+        try:
+            out, err = server.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+    assert server.returncode == 0, err
+    assert "stopped" in err
+    # every frame reached the page, in order, from the first
+    assert [f["frame"] for f in frames] == list(range(len(frames)))
+    assert saved["name"] == "tiny-live-1" and saved["frames"] <= len(frames)
+    preset = tmp_path / "out" / "tiny-live" / "tiny-live-1.yaml"
+    data = yaml.safe_load(preset.read_text())
+    assert data["run"]["steps"] == saved["frames"] * 3
+    assert data["model"]["decay"]["keys"] == {"0": 0.1, str(change["step"]): change["value"]}
+    render = physarum(
+        "render",
+        str(preset),
+        "--out",
+        str(tmp_path / "again"),
+        "--frames-dir",
+        str(tmp_path / "frames"),
+        "--quiet",
+    )
+    out, err = render.communicate(timeout=600)
+    assert render.returncode == 0, err
+    pngs = sorted((tmp_path / "frames").glob("*.png"))
+    assert len(pngs) == saved["frames"]
+    assert [rgb_sha(p) for p in pngs] == [f["sha256"] for f in frames[: len(pngs)]]
+    # the change showed: the same performance without it shows the same frames up to it, others after
+    data["model"]["decay"], data["name"] = 0.1, "plain"
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump(data))
+    render = physarum(
+        "render", str(plain), "--out", str(tmp_path / "p"), "--frames-dir", str(tmp_path / "pf"), "--quiet"
+    )
+    assert render.wait(timeout=600) == 0
+    unchanged = [rgb_sha(p) for p in sorted((tmp_path / "pf").glob("*.png"))]
+    shown = [f["sha256"] for f in frames[: len(pngs)]]
+    assert unchanged[: change["frame"]] == shown[: change["frame"]]
+    assert unchanged[change["frame"] :] != shown[change["frame"] :]
