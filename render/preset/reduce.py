@@ -17,19 +17,27 @@ it again). It keeps what the model's dynamics depend on, per unit of canvas:
   are scaled keyframe by keyframe; species' own models by their own units;
 - images (walls, trail, food, spawn) are resized onto the new canvas by the loader's exact box
   resize; food points, radii and spawn radii are canvas fractions already;
-- steps, warmup, decay, deposit, angles and the look stay: a step means the same at every size.
+- steps, warmup, decay, deposit, angles and the look stay: a step means the same at every size
+  (the look's bloom radius is a share of the canvas already; a 3D camera's opacity is raised so
+  that a ray through the smaller volume is as opaque: kept_opacity).
 
 The preset's description says how it was reduced (`note`), so its outputs and sidecar do too.
 
 A preview (kind 'preview') of one species' texture that is the same everywhere, in pixel units
-(random spawn, no world), whose sensor the reduction would bring under MIN_SENSOR_PIXELS pixels
-(is_window) is a window instead: the canvas and agents as above, the model kept. Such presets'
-look depends on the pixel grid (a scaled reduction of labyrinth, journey or cells came out a much
-finer network than the full render), and a window at full scale shows it as the full render does
-(docs/figures/previews.png). Another preset's preview size (preview_ratio) is the requested short
-side (256), made larger where that would bring a sensor under MIN_SENSOR_PIXELS pixels, as far as
-PREVIEW_WORK allows (a preview stays seconds on a 2-core CPU). The rules read
-the preset alone, in integers, so a preview is the same preset on every machine.
+(random spawn, no world; 2D or a volume), whose sensor the reduction would bring under
+MIN_SENSOR_PIXELS pixels (is_window) is a window instead: the canvas and agents as above, the
+model kept. Such presets' look depends on the pixel grid (a scaled reduction of labyrinth,
+journey or cells came out a much finer network than the full render; cosmos at 48 voxels a blur),
+and a window at full scale shows it as the full render does (docs/figures/previews.png). Another
+preset's preview size (preview_ratio) is the requested short side (256), made larger where that
+would bring a sensor under MIN_SENSOR_PIXELS pixels or, where a species spawns in a shape (a
+front that moves: rings, starburst, bloom, compass, tribes), its largest step under
+MIN_STEP_PIXELS (a front that moves less than a pixel a step stalls), as far as PREVIEW_WORK
+allows (a preview stays seconds on a 2-core CPU); a shaped preset that would pass PREVIEW_WORK
+keeps that size and thins its agents instead (thinning: count / k, deposit x k). A 3D reduction
+keeps the opacity of a ray across the volume (kept_opacity: fewer samples, each more opaque).
+Measured against the full renders: tests/test_preview_structure.py. The rules read the preset
+alone, in integers, so a preview is the same preset on every machine.
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ from physarum.render.preset.load import build_preset
 from physarum.render.preset.schedule import keyframe_values
 from physarum.render.preset.schema import Preset
 
+OPACITY_DEFAULT = 0.08  # camera.opacity's default (preset/camera.py)
+
 MIN_SIDE = 8  # Canvas's bound
 DISTANCE_KEYS = ("sensor_distance", "step_size")
 # A preview is not reduced below the side where its smallest sensor distance is this many pixels
@@ -52,6 +62,16 @@ MIN_SENSOR_PIXELS = Fraction(7, 2)
 # closest's passes): about 15 s of simulation with torch on the 2-core CPU (docs/presets.md,
 # "Previews"; a 256^2 preview of a 2,000,000-agent 1024^2 preset over 1500 steps is 2.9e8)
 PREVIEW_WORK = 450_000_000
+# ... and its largest step size this many pixels: agents that move less than a pixel a step stay
+# in their cell and feed their own trail, so a front stalls (rings' ring stood still at every
+# scaled size, 399 to 768, and moved at 1024; starburst's disc filled at 768, not at 256)
+MIN_STEP_PIXELS = Fraction(1)
+# A preview of a shaped spawn (SHAPED_SPAWNS, no world) whose floor costs more than PREVIEW_WORK
+# keeps its canvas and thins its agents (count / k, deposit * k: the same trail per pixel), k a
+# power of 2 up to MAX_THINNING: a front's look does not depend on how many agents draw it
+# (rings with 100,000 agents of its 800,000 at 1024: the same front radius and lit share)
+SHAPED_SPAWNS = ("center", "disk", "ring")
+MAX_THINNING = 64
 # A 3D preview's camera frame is at most this many pixels on its long side (the ray marcher's
 # cost is pixels x samples a frame: 160^2 is a 2D preview's 256^2 tenth of the work it would be)
 PREVIEW_FRAME_3D = 160
@@ -82,14 +102,55 @@ def sensor_pixels(preset: Preset) -> Fraction:
     )
 
 
-def reduced_work(preset: Preset, ratio: Fraction) -> int:
+def step_pixels(preset: Preset) -> Fraction:
+    """The step size that moves the preset, in pixels of its own canvas, exactly: each species'
+    largest (over its keyframes: bloom's step grows from 0.25 to 2), the smallest of those."""
+    short = min(preset.canvas.width, preset.canvas.height)
+    return min(
+        max(Fraction(model.to_pixels(value, short)) for value in keyframe_values(model.step_size))
+        for model in (preset.species_model(s) for s in range(preset.species_count))
+    )
+
+
+def floor_ratio(preset: Preset) -> Fraction:
+    """The smallest ratio that keeps the preset's sensors at MIN_SENSOR_PIXELS and, where a
+    species spawns in a shape (SHAPED_SPAWNS: a front that must move), its step at
+    MIN_STEP_PIXELS (at most 1). A texture's step is not floored: veins at 256 came out the
+    same with its step scaled to 0.25 pixels or kept at 1."""
+    ratio = MIN_SENSOR_PIXELS / sensor_pixels(preset)
+    if any(preset.species_agents(s).spawn in SHAPED_SPAWNS for s in range(preset.species_count)):
+        ratio = max(ratio, MIN_STEP_PIXELS / step_pixels(preset))
+    return min(Fraction(1), ratio)
+
+
+def is_shaped(preset: Preset) -> bool:
+    """Whether every species of a 2D preset without a world spawns in a shape (SHAPED_SPAWNS):
+    a front that moves, whose preview may be thinned (thinning)."""
+    return (
+        preset.dims == 2
+        and preset.world is None
+        and all(preset.species_agents(s).spawn in SHAPED_SPAWNS for s in range(preset.species_count))
+    )
+
+
+def reduced_work(preset: Preset, ratio: Fraction, thinned: int = 1) -> int:
     """Agent-steps plus cell-steps of the preset reduced by `ratio` (reduce_preset's sides and
-    agents), both passes of a closest loop counted."""
+    agents, the agents divided by `thinned`), both passes of a closest loop counted."""
     width, height = reduced_side(preset.canvas.width, ratio), reduced_side(preset.canvas.height, ratio)
     area = Fraction(width * height, preset.canvas.width * preset.canvas.height)
-    agents = max(preset.species_count, round(preset.agents.count * area))
+    agents = max(preset.species_count, round(preset.agents.count * area / thinned))
     passes = 2 if preset.loop[0] == "closest" else 1
     return passes * preset.end_step * (agents + width * height * preset.species_count)
+
+
+def thinning(preset: Preset, ratio: Fraction) -> int:
+    """k: a preview of a shaped spawn (is_shaped) by `ratio` keeps 1 / k of its agents, k the
+    smallest power of 2 (up to MAX_THINNING) that brings its work within PREVIEW_WORK; 1 for
+    other presets, and where the work fits already."""
+    k = 1
+    while is_shaped(preset) and k < MAX_THINNING and reduced_work(preset, ratio, k) > PREVIEW_WORK:
+        k *= 2
+    return k
 
 
 def preview_ratio(preset: Preset, short_side: int) -> Fraction:
@@ -101,9 +162,13 @@ def preview_ratio(preset: Preset, short_side: int) -> Fraction:
     base = side_ratio(preset, short_side)
     if is_window(preset, base):  # a window keeps its distances: no floor to keep
         return base
-    wanted = min(short, math.ceil(short * MIN_SENSOR_PIXELS / sensor_pixels(preset)))
-    side = wanted
-    while side > short_side and reduced_work(preset, Fraction(side, short)) > PREVIEW_WORK:
+    side = min(short, math.ceil(short * floor_ratio(preset)))
+
+    def work(side: int) -> int:
+        ratio = Fraction(side, short)
+        return reduced_work(preset, ratio, thinning(preset, ratio))
+
+    while side > short_side and work(side) > PREVIEW_WORK:
         side -= 1
     return Fraction(side, short) if side > short_side else base
 
@@ -130,12 +195,11 @@ def scale_model(model: dict, units: str, ratio: Fraction) -> dict:
 
 
 def is_window(preset: Preset, ratio: Fraction) -> bool:
-    """Whether the preset's preview by `ratio` is a window (reduce_preset): one species, a 2D
-    texture the same everywhere (random spawn, no world section) in pixel units, whose smallest
-    sensor would fall under MIN_SENSOR_PIXELS if scaled by `ratio`."""
+    """Whether the preset's preview by `ratio` is a window (reduce_preset): one species, a
+    texture the same everywhere (random spawn, no world section; 2D, or a volume: cosmos) in
+    pixel units, whose smallest sensor would fall under MIN_SENSOR_PIXELS if scaled by `ratio`."""
     return (
-        preset.dims == 2
-        and preset.species_count == 1
+        preset.species_count == 1
         and preset.agents.spawn == "random"
         and preset.world is None
         and preset.model.units == "pixels"
@@ -144,11 +208,17 @@ def is_window(preset: Preset, ratio: Fraction) -> bool:
 
 
 def reduced_data(
-    preset: Preset, width: int, height: int, window: bool = False, frame: int | None = None
+    preset: Preset,
+    width: int,
+    height: int,
+    window: bool = False,
+    frame: int | None = None,
+    thinned: int = 1,
 ) -> dict:
     """The preset's dump on a width x height canvas (see the module's rules); a `window` keeps
     the model (distances and diffuse) as it is; a 3D preset's camera frame is brought within
-    `frame` pixels on its long side where given (preview_frame)."""
+    `frame` pixels on its long side where given (preview_frame), a window's from its full
+    frame; `thinned` k keeps 1 / k of the agents, each depositing k times as much."""
     data = preset.model_dump()
     ratio = Fraction(min(width, height), min(preset.canvas.width, preset.canvas.height))
     area = Fraction(width * height, preset.canvas.width * preset.canvas.height)
@@ -156,15 +226,27 @@ def reduced_data(
     if preset.dims == 3:  # a volume: its depth too, the agents per voxel, the camera's image
         data["canvas"]["depth"] = reduced_side(preset.canvas.depth, ratio)
         area *= Fraction(data["canvas"]["depth"], preset.canvas.depth)
-        data["camera"] = reduced_camera(data.get("camera") or {}, ratio)
+        camera = data.get("camera") or {}
+        data["camera"] = reduced_camera(camera, ratio, frame_too=not window)
+        sides = (preset.canvas.width, preset.canvas.height, preset.canvas.depth)
+        data["camera"]["opacity"] = kept_opacity(
+            camera, sides, data["camera"], tuple(data["canvas"].values())
+        )
         if frame is not None:
-            data["camera"] = preview_frame(data["camera"], width, height, frame)
+            data["camera"] = preview_frame(
+                data["camera"], width, height, frame, sides[:2] if window else None
+            )
             stride = preview_stride(preset)
             if stride > 1:
                 data.update(strided(data, stride))
     agents = {k: v for k, v in data["agents"].items() if k != "density"}
-    agents["count"] = max(preset.species_count, round(preset.agents.count * area))
+    agents["count"] = max(preset.species_count, round(preset.agents.count * area / thinned))
     data["agents"] = agents
+    if thinned > 1:
+        data["model"]["deposit"] = scaled(data["model"]["deposit"], Fraction(thinned))
+        for species in data.get("species") or []:
+            if (species.get("model") or {}).get("deposit") is not None:
+                species["model"]["deposit"] = scaled(species["model"]["deposit"], Fraction(thinned))
     if window:
         return data
     units = preset.model.units
@@ -176,10 +258,31 @@ def reduced_data(
     return data
 
 
-def reduced_camera(camera: dict, ratio: Fraction) -> dict:
-    """A 3D preset's camera dump with its frame's sides and samples (where set) times `ratio`."""
+def ray_samples(camera: dict, sides: tuple[int, ...]) -> int:
+    """Samples along each ray of a camera dump on a volume of `sides`: its own, or the volume's
+    diagonal in voxels, rounded up (look/camera.py: default_samples)."""
+    return camera.get("samples") or math.isqrt(sum(side * side for side in sides) - 1) + 1
+
+
+def kept_opacity(
+    camera: dict, sides: tuple[int, ...], reduced: dict, reduced_sides: tuple[int, ...]
+) -> float:
+    """The opacity of a sample that keeps a ray's opacity across the volume when the ray takes
+    fewer samples (n full, n' reduced): 1 - (1 - opacity) ** (n / n'), at most 1, so that a
+    reduced volume is as dense to the eye as the full one (cosmos's 0.05 over 887 samples; at 83
+    it showed a nearly black frame). Unchanged where the samples are."""
+    opacity = camera.get("opacity") if camera.get("opacity") is not None else OPACITY_DEFAULT
+    full, fewer = ray_samples(camera, sides), ray_samples(reduced, reduced_sides)
+    if full == fewer:
+        return opacity
+    return min(1.0, 1.0 - (1.0 - opacity) ** (full / fewer))
+
+
+def reduced_camera(camera: dict, ratio: Fraction, frame_too: bool = True) -> dict:
+    """A 3D preset's camera dump with its frame's sides (unless not `frame_too`: a window's) and
+    samples (where set) times `ratio`."""
     camera = dict(camera)
-    for key in ("width", "height"):
+    for key in ("width", "height") if frame_too else ():
         if camera.get(key) is not None:
             camera[key] = reduced_side(camera[key], ratio)
     if camera.get("samples") is not None:
@@ -187,11 +290,14 @@ def reduced_camera(camera: dict, ratio: Fraction) -> dict:
     return camera
 
 
-def preview_frame(camera: dict, width: int, height: int, longest: int) -> dict:
+def preview_frame(
+    camera: dict, width: int, height: int, longest: int, full: tuple[int, int] | None = None
+) -> dict:
     """A 3D camera dump whose frame (its width and height, each unset side the canvas's width
-    x height) is brought to `longest` pixels on its long side, the aspect kept (each side
-    round(side * longest / long), at least MIN_SIDE); unchanged where it is within already.
-    Samples stay: they follow the volume's side, not the frame's."""
+    x height, or the `full` canvas's for a window) is brought to `longest` pixels on its long
+    side, the aspect kept (each side round(side * longest / long), at least MIN_SIDE);
+    unchanged where it is within already. Samples stay: they follow the volume's side."""
+    width, height = full or (width, height)
     sides = (camera.get("width") or width, camera.get("height") or height)
     if max(sides) <= longest:
         return camera
@@ -220,10 +326,13 @@ def strided(data: dict, stride: int) -> dict:
     return {"run": run, "palette": palette, "output": output}
 
 
-def note(preset: Preset, reduced: Preset, kind: str = "preview", window: bool = False) -> str:
+def note(
+    preset: Preset, reduced: Preset, kind: str = "preview", window: bool = False, thinned: int = 1
+) -> str:
     """How a preset was reduced, e.g. 'preview: 1024x1024 -> 256x256, 2,000,000 -> 125,000
-    agents, distances / 4' (a window: '..., distances kept (a window)'; a 3D preset: its
-    volume WxHxD and, where it changed, ', frame 400x400 -> 160x160' and ', every 4th frame
+    agents, distances / 4' (a window: '..., distances kept (a window)'; thinned agents:
+    '... agents (thinned / 4, deposit x 4), ...'; a 3D preset: its volume WxHxD and, where they
+    changed, ', frame 400x400 -> 160x160', ', opacity 0.15 -> 0.353' and ', every 4th frame
     (625 -> 157)')."""
     before, after = preset.canvas, reduced.canvas
     ratio = Fraction(min(before.width, before.height), min(after.width, after.height))
@@ -232,11 +341,16 @@ def note(preset: Preset, reduced: Preset, kind: str = "preview", window: bool = 
     frames = [p.frame_size for p in (preset, reduced)]
     stride = reduced.run.steps_per_frame // preset.run.steps_per_frame
     framed = f", frame {frames[0][0]}x{frames[0][1]} -> {frames[1][0]}x{frames[1][1]}"
+    opacity = (
+        f", opacity {preset.camera.opacity:.3g} -> {reduced.camera.opacity:.3g}" if preset.dims == 3 else ""
+    )
     return (
         f"{kind}: {sides[0]} -> {sides[1]}, "
-        f"{preset.agents.count:,} -> {reduced.agents.count:,} agents, "
-        + ("distances kept (a window)" if window else f"distances / {shown}")
+        f"{preset.agents.count:,} -> {reduced.agents.count:,} agents"
+        + (f" (thinned / {thinned}, deposit x {thinned})" if thinned > 1 else "")
+        + (", distances kept (a window)" if window else f", distances / {shown}")
         + (framed if preset.dims == 3 and frames[0] != frames[1] else "")
+        + (opacity if preset.dims == 3 and preset.camera.opacity != reduced.camera.opacity else "")
         + (f", every {ordinal(stride)} frame ({preset.frames} -> {reduced.frames})" if stride > 1 else "")
     )
 
@@ -254,12 +368,15 @@ def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tup
     window = kind == "preview" and is_window(preset, ratio)
     width = reduced_side(preset.canvas.width, ratio)
     height = reduced_side(preset.canvas.height, ratio)
-    if (width, height) == (preset.canvas.width, preset.canvas.height):
+    if (width, height) == (preset.canvas.width, preset.canvas.height) and (
+        kind != "preview" or thinning(preset, ratio) == 1
+    ):
         return preset, ""
     frame = PREVIEW_FRAME_3D if kind == "preview" and preset.dims == 3 else None
-    data = reduced_data(preset, width, height, window, frame)
+    thinned = thinning(preset, ratio) if kind == "preview" else 1
+    data = reduced_data(preset, width, height, window, frame, thinned)
     reduced = build_preset(data, f"--{kind}", base=".", carried=preset.carried)
-    text = note(preset, reduced, kind, window)
+    text = note(preset, reduced, kind, window, thinned)
     description = f"{preset.description} ({text})" if preset.description else f"({text})"
     updates = {"description": description, "checkpoint": preset.checkpoint}
     output = reduced.output.model_copy(update={"fields": preset.output.fields})
