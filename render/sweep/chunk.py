@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from physarum.render.base.errors import RenderError, machine_problem, out_of_memory
-from physarum.render.preset import Preset, PresetError
+from physarum.render.preset import Preset, PresetError, carried
 from physarum.render.run import machine, runner
 from physarum.render.sweep.manifest import now
 from physarum.render.sweep.plan import batch_limit
@@ -27,7 +27,7 @@ def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str, quie
     """
     torch_device = machine.resolve_device(device)
     backend = machine.resolve_backend(backend, torch_device)
-    presets = [Preset.model_validate(item["preset"]) for item in chunk]
+    presets = [payload_preset(item) for item in chunk]
     limit = batch_limit(presets[0], backend, torch_device)
     outcomes = []
     for start in range(0, len(chunk), limit):
@@ -42,6 +42,18 @@ def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str, quie
             )
         )
     return outcomes
+
+
+def payload_preset(item: dict) -> Preset:
+    """A job's preset from its payload: {"preset": its dump} read as it is (its image paths are
+    files here), or with {"images": a carried block} (render/preset/carried.py: what a Ray task
+    gets, so that a worker needs no shared folder) the portable dump rendered with the images
+    the block carries, under the paths the dump names: the same bytes as the driver's render."""
+    block = item.get("images")
+    if block is None:
+        return Preset.model_validate(item["preset"])
+    images = carried.read_block(block)
+    return Preset.model_validate(item["preset"], context={"base": Path.cwd(), "carried": images})
 
 
 def chunk_outcomes(chunk: list[dict], sweep_dir: str, device: str, backend: str, quiet: bool) -> list[dict]:

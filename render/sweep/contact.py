@@ -1,8 +1,10 @@
 """The contact sheet of a sweep: contact.png, every job's last frame in a grid, labelled with its
-name and parameter values."""
+name and parameter values. The frames are read from the sweep's folder or its store (object
+storage: base/storage.py), and the sheet is written there whole."""
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -10,7 +12,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from physarum.render.base.files import written_whole
+from physarum.render.base.storage import LocalStore, Store
 from physarum.render.sweep.labels import format_value
 from physarum.render.sweep.manifest import local_path
 
@@ -24,26 +26,40 @@ TEXT = (225, 225, 230)
 FAILED = (200, 70, 70)
 
 
-def _last_frame(sweep_dir: Path, record: dict) -> Image.Image | None:
+MAX_STILL_BYTES = 256 << 20  # a still read from a store is read up to this size
+
+
+def _store(sweep_dir: Path | Store) -> Store:
+    return sweep_dir if isinstance(sweep_dir, Store) else LocalStore(Path(sweep_dir))
+
+
+def _open(store: Store, rel: str):
+    """A file of the sweep to decode: opened in place on a local disk, read whole from a store."""
+    if store.local:
+        return store.open_read(rel)
+    return io.BytesIO(store.read_bytes(rel, MAX_STILL_BYTES))
+
+
+def _last_frame(store: Store, record: dict) -> Image.Image | None:
     """The job's last frame: its PNG still, else the GIF's last frame."""
     outputs = record.get("outputs") or {}
     if record.get("status") != "done":
         return None
     try:
         if local_path(outputs.get("png")):
-            with Image.open(sweep_dir / outputs["png"]) as image:
+            with _open(store, outputs["png"]) as file, Image.open(file) as image:
                 return image.convert("RGB")
         if local_path(outputs.get("gif")):
-            with Image.open(sweep_dir / outputs["gif"]) as image:
+            with _open(store, outputs["gif"]) as file, Image.open(file) as image:
                 image.seek(image.n_frames - 1)
                 return image.convert("RGB")
-    except OSError:
+    except (OSError, ValueError):
         return None
     return None
 
 
-def _tile(sweep_dir: Path, record: dict, side: int) -> Image.Image | None:
-    frame = _last_frame(sweep_dir, record)
+def _tile(store: Store, record: dict, side: int) -> Image.Image | None:
+    frame = _last_frame(store, record)
     return None if frame is None else _fit(frame, side)
 
 
@@ -59,8 +75,9 @@ def _clip(text: str, font, width: int) -> str:
     return text
 
 
-def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
+def contact_sheet(sweep_dir: Path | Store, records: list[dict]) -> Image.Image:
     """Every job's last frame in a grid, each labelled with its name and parameter values."""
+    store = _store(sweep_dir)
     side = TILE if len(records) <= MANY_JOBS else TILE_SMALL
     font = ImageFont.load_default(size=LABEL_FONT_SIZE)
     line = LABEL_FONT_SIZE + 3
@@ -74,7 +91,7 @@ def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
     # Decoding and shrinking the stills is most of the sheet's work (docs/benchmarks.md), and
     # Pillow releases the interpreter lock for both: threads do them side by side.
     with ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1)) as pool:
-        tiles = pool.map(lambda record: _tile(sweep_dir, record, side), records)
+        tiles = pool.map(lambda record: _tile(store, record, side), records)
     for number, (record, tile) in enumerate(zip(records, tiles)):
         x, y = (number % columns) * cell_w + pad, (number // columns) * cell_h + pad
         if tile is None:
@@ -90,10 +107,12 @@ def contact_sheet(sweep_dir: Path, records: list[dict]) -> Image.Image:
     return sheet
 
 
-def write_contact_sheet(sweep_dir: Path, records: list[dict]) -> Path:
-    """Write sweep_dir/contact.png (whole or not at all); returns its path."""
-    path = Path(sweep_dir) / "contact.png"
-    image = contact_sheet(Path(sweep_dir), records)
-    with written_whole(path) as temporary:
-        image.save(temporary, format="PNG", optimize=False)
-    return path
+def write_contact_sheet(sweep_dir: Path | Store, records: list[dict]):
+    """Write contact.png in the sweep's folder or store (whole or not at all); returns its path
+    (or URL)."""
+    store = _store(sweep_dir)
+    image = contact_sheet(store, records)
+    data = io.BytesIO()
+    image.save(data, format="PNG", optimize=False)
+    store.write_bytes("contact.png", data.getvalue())
+    return store.location / "contact.png"

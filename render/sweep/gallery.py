@@ -23,7 +23,7 @@ from urllib.parse import quote
 import yaml
 
 from physarum.render.base.errors import printable
-from physarum.render.base.files import written_whole
+from physarum.render.base.storage import LocalStore, Store
 from physarum.render.formats.gif_file import preview_size
 from physarum.render.sweep.contact import write_contact_sheet
 from physarum.render.sweep.gallery_page import PAGE, SCRIPT, STYLE
@@ -33,14 +33,13 @@ from physarum.render.sweep.manifest import local_path
 SELECT_VALUES = 24  # a parameter with at most this many distinct values is filtered by a list
 
 
-def write_gallery(sweep_dir: Path, records: list[dict]) -> Path:
-    """Write sweep_dir/index.html and sweep_dir/contact.png for these job records; returns the page."""
-    sweep_dir = Path(sweep_dir)
-    page = sweep_dir / "index.html"
-    with written_whole(page) as temporary:
-        temporary.write_text(gallery_html(sweep_dir, records), encoding="utf-8")
-    write_contact_sheet(sweep_dir, records)
-    return page
+def write_gallery(sweep_dir: Path | Store, records: list[dict]):
+    """Write index.html and contact.png for these job records in the sweep's folder or its store
+    (object storage: the stills are read from the stored files); returns the page's path (or URL)."""
+    store = sweep_dir if isinstance(sweep_dir, Store) else LocalStore(Path(sweep_dir))
+    store.write_bytes("index.html", gallery_html(store.location, records).encode("utf-8"))
+    write_contact_sheet(store, records)
+    return store.location / "index.html"
 
 
 def _href(path: str) -> str:

@@ -1,5 +1,10 @@
 """The manifest: outputs/<sweep>/manifest.jsonl, one JSON record per change of a job's status,
-so that a sweep killed at any moment finishes when the same command runs again."""
+so that a sweep killed at any moment finishes when the same command runs again.
+
+On a local disk the file is appended to and synced record by record (Manifest). In object
+storage (base/storage.py) an object cannot be appended to: StoredManifest keeps the lines and
+stores the whole object again (one PUT) each time records are added, after the files they name
+are stored, so the manifest is always the last thing written."""
 
 from __future__ import annotations
 
@@ -10,9 +15,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from physarum.render.base.errors import name_file, printable
+from physarum.render.base.errors import RenderError, name_file, printable
 from physarum.render.base.files import parse_json
 from physarum.render.base.inputs import MAX_TEXT_BYTES, read_text
+from physarum.render.base.storage import LocalStore, Store, is_url, open_store, restored
 from physarum.render.preset.carried import MAX_CARRIED_BYTES
 from physarum.render.sweep.expand import Job, Sweep
 
@@ -29,7 +35,11 @@ FIELD_TYPES = {
     "seconds": (int, float, type(None)),
     "device": (str, type(None)),
     "time": str,
+    "files": (dict, type(None)),
+    "attempt": int,
+    "max_attempts": int,
 }
+MAX_MANIFEST_BYTES = 1 << 30  # a stored manifest is read up to this size
 
 
 def record_problem(record) -> str | None:
@@ -46,6 +56,14 @@ def record_problem(record) -> str | None:
     outputs = record.get("outputs") or {}
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()):
         return "'outputs' is not an object of paths"
+    files = record.get("files") or {}
+    for value in files.values():
+        if not (
+            isinstance(value, dict)
+            and isinstance(value.get("bytes"), int)
+            and isinstance(value.get("sha256"), str)
+        ):
+            return "'files' is not an object of sizes and sha256 digests"
     return None
 
 
@@ -71,19 +89,7 @@ class Manifest:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
-        records = []
-        for number, line in enumerate(text.splitlines(), 1):
-            try:
-                record = parse_json(line)
-            except ValueError:  # JSONDecodeError, or nested beyond files.MAX_JSON_DEPTH
-                continue  # torn by a kill while it was written: its job runs again
-            problem = record_problem(record)
-            if problem is None:
-                records.append(record)
-            elif number not in self._warned:
-                self._warned.add(number)
-                self.warn(f"warning: {self.path}:{number}: record skipped ({problem}); its job runs again")
-        return records
+        return _parse(text, self.path, self.warn, self._warned)
 
     def latest(self) -> dict[str, dict]:
         """The last record of every job id."""
@@ -104,6 +110,73 @@ class Manifest:
                 os.fsync(file.fileno())
         except OSError as error:  # a full disk names no file: name the manifest
             raise name_file(error, self.path) from None
+
+    def extend(self, records: list[dict]) -> None:
+        for record in records:
+            self.append(record)
+
+
+def _parse(text: str, where, warn, warned: set[int]) -> list[dict]:
+    """The usable records of a manifest's text; a torn line is skipped, a wrong-typed record
+    too with one warning (once per line number in `warned`)."""
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            record = parse_json(line)
+        except ValueError:  # JSONDecodeError, or nested beyond files.MAX_JSON_DEPTH
+            continue  # torn by a kill while it was written: its job runs again
+        problem = record_problem(record)
+        if problem is None:
+            records.append(record)
+        elif number not in warned:
+            warned.add(number)
+            warn(f"warning: {where}:{number}: record skipped ({problem}); its job runs again")
+    return records
+
+
+class StoredManifest:
+    """manifest.jsonl in object storage: read once, kept here, and stored whole (one PUT) by
+    every append or extend. A write the store refuses is a RenderError naming its URL."""
+
+    def __init__(self, store: Store, warn: Callable[[str], None] | None = None):
+        self.store = store
+        self.path = store.location / "manifest.jsonl"
+        self.warn = warn or _warn
+        self._warned: set[int] = set()
+        try:
+            data = store.read_bytes("manifest.jsonl", MAX_MANIFEST_BYTES)
+        except FileNotFoundError:
+            data = b""
+        except (OSError, ValueError) as error:
+            raise RenderError(f"{self.path}: cannot read the sweep's manifest: {error}") from None
+        self._text = data.decode("utf-8", errors="replace")
+        if self._text and not self._text.endswith("\n"):
+            self._text += "\n"  # a torn last line stays torn: the next record starts afresh
+
+    def records(self) -> list[dict]:
+        return _parse(self._text, self.path, self.warn, self._warned)
+
+    def latest(self) -> dict[str, dict]:
+        return {record["id"]: record for record in self.records()}
+
+    def append(self, record: dict) -> None:
+        self.extend([record])
+
+    def extend(self, records: list[dict]) -> None:
+        if not records:
+            return
+        text = self._text + "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+        self.store.write_bytes("manifest.jsonl", text.encode("utf-8"))
+        self._text = text
+
+
+def sweep_store(out_dir: str | Path, name: str) -> Store:
+    """The store of a sweep's folder OUT/<name>: a LocalStore, or in object storage where `out_dir`
+    is a URL (base/storage.py; a URL that pathlib collapsed is put back)."""
+    out = restored(out_dir)
+    if is_url(out):
+        return open_store(f"{out.rstrip('/')}/{name}")
+    return LocalStore(Path(out) / name)
 
 
 def local_path(path) -> str | None:
@@ -146,13 +219,16 @@ def job_record(job: Job, status: str, **fields) -> dict:
 SIDECAR_BYTES = 2 * (MAX_TEXT_BYTES + MAX_CARRIED_BYTES) + MAX_TEXT_BYTES
 
 
-def outputs_complete(sweep_dir: Path, record: dict | None, job: Job) -> bool:
-    """A done record whose files all exist, with the sidecar carrying this job's preset."""
+def outputs_complete(sweep_dir: Path | Store, record: dict | None, job: Job) -> bool:
+    """A done record whose files all exist, with the sidecar carrying this job's preset; in
+    object storage (a Store), each file also of the size and sha256 the record names."""
     if not record or record.get("status") != "done":
         return False
     outputs = record.get("outputs") or {}
     if set(outputs) != {*job.preset.output.formats, "json"}:
         return False
+    if isinstance(sweep_dir, Store):
+        return _stored_complete(sweep_dir, record, job)
     if not all(local_path(path) and (sweep_dir / path).is_file() for path in outputs.values()):
         return False
     try:  # a file in the folder: bounded in size and nesting (inputs.read_text, files.parse_json)
@@ -162,9 +238,35 @@ def outputs_complete(sweep_dir: Path, record: dict | None, job: Job) -> bool:
     return isinstance(sidecar, dict) and sidecar.get("preset") == job.preset.portable_dump()
 
 
-def job_states(sweep: Sweep, sweep_dir: Path, manifest: Manifest | None = None) -> dict[str, str]:
-    """What a run would do with each job: done, failed, or pending (read only)."""
-    latest = (manifest or Manifest(sweep_dir / "manifest.jsonl")).latest()
+def _stored_complete(store: Store, record: dict, job: Job) -> bool:
+    """outputs_complete in a store: every output named with its size and sha256 in the record's
+    `files`, there and whole (read back and hashed), the sidecar carrying the job's preset."""
+    outputs, files = record["outputs"], record.get("files") or {}
+    if not all(local_path(path) and path in files for path in outputs.values()):
+        return False
+    if not all(store.whole(path, files[path]["bytes"], files[path]["sha256"]) for path in outputs.values()):
+        return False
+    try:
+        sidecar = parse_json(store.read_bytes(outputs["json"], SIDECAR_BYTES).decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(sidecar, dict) and sidecar.get("preset") == job.preset.portable_dump()
+
+
+def job_states(
+    sweep: Sweep, sweep_dir: Path | Store, manifest: Manifest | StoredManifest | None = None
+) -> dict[str, str]:
+    """What a run would do with each job: done, failed, or pending (read only). `sweep_dir`: the
+    sweep's folder, or its Store."""
+    if manifest is None:
+        manifest = (
+            StoredManifest(sweep_dir)
+            if isinstance(sweep_dir, Store) and not sweep_dir.local
+            else Manifest(Path(getattr(sweep_dir, "root", sweep_dir)) / "manifest.jsonl")
+        )
+    if isinstance(sweep_dir, Store) and sweep_dir.local:
+        sweep_dir = sweep_dir.root
+    latest = manifest.latest()
     states = {}
     for job in sweep.jobs:
         record = latest.get(job.id)

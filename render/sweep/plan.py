@@ -14,7 +14,7 @@ from physarum.render.base.errors import RenderError
 from physarum.render.preset import Preset
 from physarum.render.sweep.expand import Job, Sweep
 from physarum.render.sweep.labels import format_params
-from physarum.render.sweep.manifest import job_states
+from physarum.render.sweep.manifest import job_states, sweep_store
 from physarum.render.world.shape import batch_key
 
 if TYPE_CHECKING:
@@ -48,10 +48,19 @@ def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[
     return sorted(chunks, key=lambda chunk: -len(chunk) * _job_cost(chunk[0].preset))
 
 
-def dry_run_lines(sweep: Sweep, out_dir: Path, max_batch: int = DEFAULT_MAX_BATCH) -> list[str]:
-    """`physarum sweep FILE --dry-run`: every job with its id, values and state; writes nothing."""
-    sweep_dir = Path(out_dir) / sweep.name
-    states = job_states(sweep, sweep_dir)
+def dry_run_lines(sweep: Sweep, out_dir: Path | str, max_batch: int = DEFAULT_MAX_BATCH) -> list[str]:
+    """`physarum sweep FILE --dry-run`: every job with its id, values and state; writes nothing.
+    `out_dir` may be a URL of object storage: its manifest and files are read from there."""
+    store = sweep_store(out_dir, sweep.name)
+    if store.local:
+        sweep_dir = Path(out_dir) / sweep.name
+        states = job_states(sweep, sweep_dir)
+    else:
+        sweep_dir = store.location
+        try:
+            states = job_states(sweep, store)
+        finally:
+            store.close()
     batches = len(plan_chunks(sweep.jobs, max_batch))
     counts = {s: sum(1 for v in states.values() if v == s) for s in ("done", "failed", "pending")}
     lines = [

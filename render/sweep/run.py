@@ -1,11 +1,20 @@
 """The sweep: every job not already done rendered on one device, several, or a Ray cluster,
-with the manifest written as it goes and the gallery at the end (the dry run: plan.py)."""
+with the manifest written as it goes and the gallery at the end (the dry run: plan.py).
+
+The sweep's folder is a store (base/storage.py): a local folder (locked, appended to, as
+always), or a folder in object storage (`out_dir` an fsspec URL), where each job's files are
+uploaded whole before the manifest (stored whole after each change) says the job is done, and
+a resumed sweep checks each stored file's size and sha256. Jobs that render on this host render
+into a local staging folder first; Ray tasks send their files back (cluster.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,11 +22,12 @@ from pathlib import Path
 
 from physarum.render.base.errors import RenderError, printable
 from physarum.render.base.files import remove_stale_parts
-from physarum.render.sweep.cluster import ray_connect, ray_workers, run_ray
+from physarum.render.base.storage import Location, Store, described
+from physarum.render.sweep.cluster import FILES, MAX_ATTEMPTS, ray_connect, ray_payloads, ray_workers, run_ray
 from physarum.render.sweep.expand import Sweep
 from physarum.render.sweep.gallery import write_gallery
 from physarum.render.sweep.labels import format_params
-from physarum.render.sweep.manifest import Manifest, job_record, job_states
+from physarum.render.sweep.manifest import Manifest, StoredManifest, job_record, job_states, sweep_store
 from physarum.render.sweep.plan import DEFAULT_MAX_BATCH, check_fits, plan_chunks
 from physarum.render.sweep.workers import WorkerPool, parse_devices, run_here
 
@@ -29,7 +39,11 @@ class SweepOptions:
     backend: str = "auto"
     devices: str | None = None  # --devices; None: every GPU, else the CPU
     ray: str | None = None  # --ray auto|local|ADDRESS
-    out_dir: Path = Path("outputs")
+    out_dir: Path | str = Path("outputs")  # a folder, or an fsspec URL (s3://bucket/prefix)
+    # with ray: how files reach out_dir: "driver" (back through Ray's object store) or "workers"
+    # (each task stores them: a shared folder, or object storage); None: PHYSARUM_SWEEP_FILES or "driver"
+    files: str | None = None
+    max_attempts: int = MAX_ATTEMPTS  # with ray: runs of a chunk's task at most (a dead worker's)
     retry_failed: bool = False
     max_batch: int = DEFAULT_MAX_BATCH
     quiet: bool = False
@@ -41,12 +55,12 @@ class SweepSummary:
     """What a run did, and the final record of every job."""
 
     sweep: Sweep
-    sweep_dir: Path
+    sweep_dir: Path | Location  # the sweep's folder, or its URL
     records: list[dict]  # the final record of every job, in job order
     ran: int = 0  # jobs run by this call (done or failed)
     skipped: int = 0  # jobs done before, with complete outputs
     seconds: float = 0.0
-    gallery: Path | None = None
+    gallery: Path | Location | None = None
 
     @property
     def failed(self) -> list[dict]:
@@ -93,45 +107,63 @@ def run_sweep(
     log = log or (lambda line: print(printable(line), file=sys.stderr, flush=True))
     if options.max_batch < 1:
         raise RenderError(f"--batch must be at least 1, got {options.max_batch}")
+    if options.max_attempts < 1:
+        raise RenderError(f"max_attempts must be at least 1, got {options.max_attempts}")
+    files = options.files or os.environ.get("PHYSARUM_SWEEP_FILES") or "driver"
+    if files not in FILES:
+        raise RenderError(f"files (PHYSARUM_SWEEP_FILES): one of {', '.join(FILES)}, not {files!r}")
     devices = parse_devices(options.devices) if options.ray is None else []
-    sweep_dir = (Path(options.out_dir) / sweep.name).resolve()
+    store = sweep_store(options.out_dir, sweep.name)
     began = time.perf_counter()
     with contextlib.ExitStack() as stack:
+        if store.local:
+            sweep_dir = store.root
+            work_dir = sweep_dir
+        else:  # jobs render here into a staging folder; their files are uploaded from it
+            stack.callback(store.close)
+            sweep_dir = store.location
+            work_dir = Path(tempfile.mkdtemp(prefix="physarum-sweep-")).resolve()
+            stack.callback(shutil.rmtree, work_dir, True)
         pool = (
-            stack.enter_context(WorkerPool(devices, str(sweep_dir), options.backend))
+            stack.enter_context(WorkerPool(devices, str(work_dir), options.backend))
             if len(devices) > 1
             else None
         )
         if devices:
             check_fits(sweep, devices, options.backend)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        stack.enter_context(SweepLock(sweep_dir))
-        _remove_stale_parts(sweep_dir)
-        manifest = Manifest(sweep_dir / "manifest.jsonl", log)
-        summary = _run_jobs(sweep, sweep_dir, manifest, devices, options, log, pool)
+        if store.local:
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(SweepLock(sweep_dir))
+            _remove_stale_parts(sweep_dir)
+            manifest = Manifest(sweep_dir / "manifest.jsonl", log)
+        else:
+            manifest = StoredManifest(store, log)
+        summary = _run_jobs(sweep, store, work_dir, manifest, devices, options, files, log, pool)
         latest = manifest.latest()
         summary.records = [
             latest.get(job.id) or job_record(job, "failed", error="no record") for job in sweep.jobs
         ]
         summary.seconds = time.perf_counter() - began
         if options.gallery:
-            summary.gallery = write_gallery(sweep_dir, summary.records)
+            summary.gallery = write_gallery(sweep_dir if store.local else store, summary.records)
     return summary
 
 
 def _run_jobs(
     sweep: Sweep,
-    sweep_dir: Path,
-    manifest: Manifest,
+    store: Store,
+    work_dir: Path,
+    manifest: Manifest | StoredManifest,
     devices: list[str],
     options: SweepOptions,
+    files: str,
     log,
     pool: WorkerPool | None = None,
 ) -> SweepSummary:
     """Plan and run every job that is pending (and failed, with retry_failed), recording each
     chunk's start and each job's outcome in the manifest, from this thread only."""
-    summary = SweepSummary(sweep, sweep_dir, [])
-    states = job_states(sweep, sweep_dir, manifest)
+    summary = SweepSummary(sweep, store.location, [])
+    states = job_states(sweep, store.root if store.local else store, manifest)
     summary.skipped = sum(1 for state in states.values() if state == "done")
     runs = ("pending", "failed") if options.retry_failed else ("pending",)  # failed jobs stay failed
     todo = [job for job in sweep.jobs if states[job.id] in runs]
@@ -141,36 +173,62 @@ def _run_jobs(
     workers = ray_workers(ray) if ray else len(devices)
     chunks = plan_chunks(todo, options.max_batch, workers)
     by_id = {job.id: job for job in todo}
-    payloads = [
-        [{"id": job.id, "preset": job.preset.model_dump(mode="json")} for job in chunk] for chunk in chunks
-    ]
     where = f"Ray ({options.ray})" if options.ray else ", ".join(devices)
     log(
         f"{sweep.name}: {len(todo)} jobs to render in {len(chunks)} batches on {where}"
         + (f" ({summary.skipped} already done)" if summary.skipped else "")
+        + ("" if store.local else f" -> {store.url}")
     )
 
     def on_start(number: int) -> None:
-        for job in chunks[number]:
-            manifest.append(job_record(job, "running"))
+        manifest.extend([job_record(job, "running") for job in chunks[number]])
 
     def on_done(number: int, outcomes: list[dict]) -> None:
+        records, lines = [], []
         for outcome in outcomes:
             job = by_id[outcome.pop("id")]
-            manifest.append(job_record(job, outcome.pop("status"), **outcome))
+            records.append(job_record(job, outcome.pop("status"), **outcome))
             summary.ran += 1
             failed = "error" in outcome
             if not options.quiet or failed:
-                log(
+                lines.append(
                     f"[{summary.ran}/{len(todo)}] {'FAILED' if failed else 'done'} {job.name} {job.id} "
-                    f"({format_params(job.params)})" + (f": {outcome['error']}" if failed else "")
+                    f"({format_params(job.params)})"
+                    + (f" on {outcome['node'][:8]}" if outcome.get("node") else "")
+                    + (f": {outcome['error']}" if failed else "")
                 )
+        manifest.extend(records)  # after the files they name are stored: the manifest is last
+        for line in lines:
+            log(line)
 
-    backend, folder = options.backend, str(sweep_dir)
+    def delivered(number: int, outcomes: list[dict]) -> None:
+        """Jobs rendered in the staging folder: each done job's files stored, then recorded."""
+        for outcome in outcomes:
+            if outcome["status"] != "done":
+                continue
+            rels = list(outcome["outputs"].values())
+            outcome["files"] = described(work_dir, rels)
+            for rel in rels:
+                store.put_file(work_dir / rel, rel)  # RenderError where the store refuses
+                (work_dir / rel).unlink()
+        on_done(number, outcomes)
+
+    backend, folder = options.backend, str(work_dir)
+    finish = on_done if store.local else delivered
     if ray:
-        run_ray(ray, payloads, folder, backend, on_start, on_done)
+        if files == "workers" and store.local:
+            log(f"{sweep.name}: the workers write into {store.url}: every machine must mount it there")
+        run_ray(
+            ray, ray_payloads(chunks), store, backend, on_start, on_done, files, options.max_attempts, log
+        )
     elif len(devices) == 1:
-        run_here(payloads, devices[0], folder, backend, options.quiet, on_start, on_done)
+        payloads = [
+            [{"id": job.id, "preset": job.preset.model_dump(mode="json")} for job in c] for c in chunks
+        ]
+        run_here(payloads, devices[0], folder, backend, options.quiet, on_start, finish)
     else:
-        pool.run(payloads, on_start, on_done)
+        payloads = [
+            [{"id": job.id, "preset": job.preset.model_dump(mode="json")} for job in c] for c in chunks
+        ]
+        pool.run(payloads, on_start, finish)
     return summary

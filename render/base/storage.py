@@ -1,0 +1,407 @@
+"""Where a sweep's files go: a local folder, or an fsspec URL (s3://bucket/prefix, gs://...,
+memory:// in tests), each file made visible whole or not at all.
+
+A `Store` is one destination folder; its files are named by paths relative to it
+("s-0001/s-0001-s1.gif"). Both kinds keep the promise of files.py, that no reader ever sees a
+truncated file under a final name:
+
+- `LocalStore` (a path, or a file:// URL) is the local disk as files.py writes it: each file under
+  its exclusive temporary name beside its target (.NAME.PID.part), a job's files renamed together
+  (commit_together), the same bytes and the same behaviour as before there were stores.
+- `ObjectStore` (any other URL, through fsspec) uploads each finished file from a local staging
+  file. On an object store where one PUT is atomic (S3 and what speaks its API, GCS, Azure,
+  memory://) the file is one PUT of the finished file: the object appears whole when the upload
+  completes, never in part (s3fs sends a file under 100 MiB as one put_object and a larger one as
+  a multipart upload, which S3 likewise shows only when it completes). Elsewhere (sftp, ...) the
+  file is uploaded under a temporary name (.NAME.TOKEN.part) and then moved to its name.
+
+A job's files are several objects, and an object store has no rename of several at once: a
+sweep's manifest says a job is done only after all of its files are stored (the manifest is
+written last), and a resumed sweep checks each stored file's size and sha256 against the
+manifest.
+
+Credentials come only from the environment and fsspec's own configuration (for S3: the AWS
+variables, ~/.aws, FSSPEC_S3_* or AWS_ENDPOINT_URL_S3 for an S3-compatible server); a URL that
+carries them (user:secret@, a query) is refused, so that no credential reaches a manifest,
+sidecar, message or log. fsspec and the S3 driver are the optional extra `cloud`
+(pip install 'physarum[cloud]'), imported at first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import IO
+from urllib.parse import urlsplit
+
+from physarum.render.base.errors import RenderError, name_file
+from physarum.render.base.files import PartialFile, commit_together, written_whole
+
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+# a URL that pathlib.Path collapsed ('s3://b/p' -> 's3:/b/p'): a scheme of two characters or more
+COLLAPSED = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")
+# object stores where one PUT is atomic: an object appears whole or not at all
+ATOMIC_PUT = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "memory"})
+READ_CHUNK = 1 << 20
+
+
+def is_url(destination) -> bool:
+    """Whether `destination` (a str) is a URL with a scheme (s3://...), not a local path."""
+    return isinstance(destination, str) and SCHEME.match(destination) is not None
+
+
+def restored(destination: str | Path) -> str | Path:
+    """`destination` with a URL that pathlib collapsed put back (Path('s3://b/p') is 's3:/b/p'),
+    where its scheme is one fsspec knows; anything else as it is."""
+    if not isinstance(destination, Path):
+        return destination
+    text = str(destination)
+    match = COLLAPSED.match(text)
+    if match is None or not _known_protocol(match.group(1)):
+        return destination
+    scheme, rest = match.group(1), text[match.end() :]
+    return f"{scheme}:///{rest}" if scheme.lower() in ("file", "local") else f"{scheme}://{rest}"
+
+
+def _known_protocol(scheme: str) -> bool:
+    try:
+        import fsspec  # start-up: fsspec, where a destination looks like a URL
+    except ImportError:
+        return scheme.lower() in ATOMIC_PUT | {"file"}
+    return scheme.lower() in fsspec.available_protocols()
+
+
+def check_url(url: str) -> None:
+    """RenderError where a URL carries credentials or a query: they come from the environment."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc or parts.query or parts.fragment:
+        raise RenderError(
+            f"--out {_redacted(url)}: a URL may not carry credentials or options (user@, ?, #): "
+            "give them in the environment (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL_S3, ...) or fsspec's "
+            "configuration, so that no output, manifest or message holds them"
+        )
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return f"{parts.scheme}://{host}{parts.path}"
+
+
+def open_store(destination: str | Path) -> Store:
+    """The store of a destination folder: a LocalStore for a path or file:// URL, else an
+    ObjectStore through fsspec (RenderError where fsspec or the protocol's driver is missing)."""
+    destination = restored(destination)
+    if not is_url(destination):
+        return LocalStore(Path(destination))
+    check_url(destination)
+    scheme = SCHEME.match(destination).group(1).lower()
+    if scheme in ("file", "local"):
+        return LocalStore(Path(urlsplit(destination).path))
+    try:
+        import fsspec  # start-up: fsspec, for a sweep into object storage
+    except ImportError:
+        raise RenderError(
+            f"--out {destination}: object storage needs fsspec: pip install 'physarum[cloud]'"
+        ) from None
+    try:
+        fs, root = fsspec.core.url_to_fs(destination)
+    except (ImportError, ValueError) as error:
+        raise RenderError(
+            f"--out {destination}: {error} (S3 needs s3fs: pip install 'physarum[cloud]')"
+        ) from None
+    return ObjectStore(destination.rstrip("/"), fs, root.rstrip("/"), scheme)
+
+
+class Location(str):
+    """A store's URL that joins like a Path (`location / 'manifest.jsonl'`) and has a `name`, so
+    that what prints a sweep's folder prints a URL the same way."""
+
+    def __truediv__(self, other) -> Location:
+        return Location(f"{self.rstrip('/')}/{other}")
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(urlsplit(self).path).name or urlsplit(self).netloc
+
+
+def check_relative(rel: str) -> str:
+    """A file's path inside a store: relative, '/'-separated, no '..' (ValueError otherwise)."""
+    parts = PurePosixPath(rel).parts
+    if not rel or rel.startswith("/") or "\\" in rel or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{rel!r} is no path inside the store")
+    return rel
+
+
+class Staged:
+    """One file on its way into a store: written at `path` (a local file, opened exclusively by
+    `open()`), made visible at `rel` by Store.commit."""
+
+    def __init__(self, rel: str, path: Path, partial: PartialFile | None = None):
+        self.rel, self.path, self.partial = rel, path, partial
+
+    def open(self) -> IO[bytes]:
+        """The local file to write the bytes into (created exclusively where it is a PartialFile)."""
+        if self.partial is not None:
+            return os.fdopen(self.partial.create(), "wb")
+        return open(self.path, "xb")
+
+    def discard(self) -> None:
+        if self.partial is not None:
+            self.partial.abort()
+        else:
+            self.path.unlink(missing_ok=True)
+
+
+class Store:
+    """A destination folder (see the module's text); `url` is what messages name, `location`
+    what a summary prints."""
+
+    url: str
+    location: Path | Location
+    local: bool
+
+    def stage(self, rel: str) -> Staged:
+        raise NotImplementedError
+
+    def commit(self, staged: Sequence[Staged]) -> None:
+        """Make every staged file visible under its name (see the module's text)."""
+        raise NotImplementedError
+
+    def put_file(self, source: Path, rel: str) -> None:
+        """A local file's bytes stored whole at `rel` (copied; the source is left)."""
+        staged = self.stage(rel)
+        try:
+            with staged.open() as target, open(source, "rb") as file:
+                shutil.copyfileobj(file, target, READ_CHUNK)
+            self.commit([staged])
+        except BaseException:
+            staged.discard()
+            raise
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def open_read(self, rel: str) -> IO[bytes]:
+        raise NotImplementedError
+
+    def size(self, rel: str) -> int | None:
+        """The stored file's size, or None where there is no file at `rel`."""
+        raise NotImplementedError
+
+    def read_bytes(self, rel: str, limit: int) -> bytes:
+        """The stored file, at most `limit` bytes (ValueError beyond; OSError where missing)."""
+        with self.open_read(rel) as file:
+            data = file.read(limit + 1)
+        if len(data) > limit:
+            raise ValueError(f"{self.url}/{rel} is larger than {limit} bytes")
+        return data
+
+    def sha256(self, rel: str) -> str:
+        digest = hashlib.sha256()
+        with self.open_read(rel) as file:
+            while block := file.read(READ_CHUNK):
+                digest.update(block)
+        return digest.hexdigest()
+
+    def whole(self, rel: str, size: int, sha256: str) -> bool:
+        """Whether the file at `rel` is there with this size and sha256."""
+        try:
+            return self.size(rel) == size and self.sha256(rel) == sha256
+        except (OSError, ValueError):
+            return False
+
+
+class LocalStore(Store):
+    """A local folder, written as files.py writes (see the module's text)."""
+
+    local = True
+
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self.url = str(self.root)
+        self.location = self.root
+
+    def path(self, rel: str) -> Path:
+        return self.root / check_relative(rel)
+
+    def stage(self, rel: str) -> Staged:
+        target = self.path(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = PartialFile(target)
+        return Staged(rel, partial.temporary, partial)
+
+    def commit(self, staged: Sequence[Staged]) -> None:
+        commit_together([item.partial for item in staged])
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        target = self.path(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with written_whole(target) as temporary:
+            temporary.write_bytes(data)
+
+    def open_read(self, rel: str) -> IO[bytes]:
+        return open(self.path(rel), "rb")
+
+    def size(self, rel: str) -> int | None:
+        path = self.path(rel)
+        return path.stat().st_size if path.is_file() else None
+
+
+class ObjectStore(Store):
+    """A folder of an fsspec file system (see the module's text). Staging files live in a local
+    temporary folder of this process, removed with `close()`."""
+
+    local = False
+
+    def __init__(self, url: str, fs, root: str, scheme: str):
+        self.url, self.fs, self.root, self.scheme = url, fs, root, scheme
+        self.location = Location(url)
+        self.atomic_put = scheme in ATOMIC_PUT
+        self._staging: Path | None = None
+
+    def key(self, rel: str) -> str:
+        return f"{self.root}/{check_relative(rel)}"
+
+    def staging(self) -> Path:
+        if self._staging is None:
+            self._staging = Path(tempfile.mkdtemp(prefix="physarum-staging-"))
+        return self._staging
+
+    def close(self) -> None:
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._staging = None
+
+    def stage(self, rel: str) -> Staged:
+        check_relative(rel)
+        return Staged(rel, self.staging() / f"{secrets.token_hex(8)}-{PurePosixPath(rel).name}")
+
+    def commit(self, staged: Sequence[Staged]) -> None:
+        try:
+            for item in staged:
+                self._upload(item.path, item.rel)
+        finally:
+            for item in staged:
+                item.discard()
+
+    def put_file(self, source: Path, rel: str) -> None:
+        self._upload(Path(source), rel)
+
+    def _upload(self, source: Path, rel: str) -> None:
+        key = self.key(rel)
+        with self.refusals(rel):
+            if self.atomic_put:  # one PUT (or a multipart upload): visible only when complete
+                self.fs.put_file(str(source), key)
+            else:
+                hidden = f"{key.rsplit('/', 1)[0]}/.{PurePosixPath(rel).name}.{secrets.token_hex(6)}.part"
+                self.fs.put_file(str(source), hidden)
+                try:
+                    self.fs.mv(hidden, key)
+                except BaseException:
+                    self.fs.rm_file(hidden)
+                    raise
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        if self.atomic_put:
+            with self.refusals(rel):
+                self.fs.pipe_file(self.key(rel), data)
+            return
+        staged = self.stage(rel)
+        try:
+            staged.path.write_bytes(data)
+            self.commit([staged])
+        finally:
+            staged.discard()
+
+    def open_read(self, rel: str) -> IO[bytes]:
+        try:
+            return self.fs.open(self.key(rel), "rb")
+        except FileNotFoundError:
+            raise
+        except Exception as error:
+            raise OSError(f"{self.url}/{rel}: {type(error).__name__}: {error}") from None
+
+    def read_bytes(self, rel: str, limit: int) -> bytes:
+        size = self.size(rel)
+        if size is None:
+            raise FileNotFoundError(f"{self.url}/{rel}")
+        if size > limit:
+            raise ValueError(f"{self.url}/{rel} is larger than {limit} bytes")
+        with self.refusals(rel, reading=True):
+            return self.fs.cat_file(self.key(rel))
+
+    def size(self, rel: str) -> int | None:
+        try:
+            info = self.fs.info(self.key(rel))
+        except FileNotFoundError:
+            return None
+        except Exception as error:
+            raise RenderError(f"{self.url}/{rel}: the store refused to read: {_reason(error)}") from None
+        return int(info["size"]) if info.get("type", "file") == "file" else None
+
+    def forget_listings(self) -> None:
+        """Drop fsspec's cached listings (another process may have written since)."""
+        invalidate = getattr(self.fs, "invalidate_cache", None)
+        if invalidate is not None:
+            invalidate()
+
+    @contextmanager
+    def refusals(self, rel: str, reading: bool = False) -> Iterator[None]:
+        """Any error of the store as one RenderError naming the URL of the file."""
+        try:
+            yield
+        except RenderError:
+            raise
+        except Exception as error:
+            verb = "read" if reading else "write"
+            raise RenderError(f"{self.url}/{rel}: the store refused to {verb} it: {_reason(error)}") from None
+
+
+def _reason(error: BaseException) -> str:
+    """An fsspec or driver error's text, one line."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while block := file.read(READ_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def described(folder: Path, rels: Sequence[str]) -> dict[str, dict]:
+    """{rel: {"bytes", "sha256"}} of files under a local folder (what a manifest records)."""
+    out = {}
+    for rel in rels:
+        path = Path(folder) / rel
+        try:
+            out[rel] = {"bytes": path.stat().st_size, "sha256": sha256_of(path)}
+        except OSError as error:
+            raise name_file(error, path) from None
+    return out
+
+
+__all__ = [
+    "ATOMIC_PUT",
+    "Location",
+    "LocalStore",
+    "ObjectStore",
+    "Staged",
+    "Store",
+    "check_url",
+    "described",
+    "is_url",
+    "open_store",
+    "restored",
+    "sha256_of",
+]
