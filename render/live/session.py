@@ -25,7 +25,7 @@ from physarum.render.look.colour import make_colourist
 from physarum.render.look.layers import layer_map, needs_agents
 from physarum.render.out.frames import FramePipeline
 from physarum.render.out.sinks import FrameQueue, StopRender
-from physarum.render.run.machine import check_memory, resolve_backend, resolve_device
+from physarum.render.run.machine import check_memory, resolve_backend, resolve_device, share_cpu_with_encoders
 from physarum.render.sim.course import Course
 from physarum.render.sim.keyframes import KeyframedSimulation
 from physarum.render.sim.simulation import make_batch_simulation
@@ -155,6 +155,8 @@ class LiveSession:
             self.number = 0
         preset = performance.preset
         device = resolve_device(self.device)
+        if device.type == "cpu":  # as a render does: half the cores left to the frames' encoding
+            share_cpu_with_encoders()
         backend = resolve_backend(self.backend, device)
         check_memory(preset, backend, device)
         simulation = make_batch_simulation([preset], backend, device)
