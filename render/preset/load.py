@@ -327,6 +327,7 @@ def build_preset(
     except ValidationError as error:
         problems.extend(f"{source}: {_describe(e)}" for e in error.errors())
         raise PresetError(problems) from None
+    problems.extend(f"{source}: {p}" for p in preset.audio_problems)  # the soundtrack (preset/audio.py)
     problems.extend(f"{source}: {p}" for p in _relations(preset))
     problems.extend(f"{source}: {p}" for p in image_problems(preset))  # the images on this canvas
     if problems:

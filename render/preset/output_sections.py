@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.formats.alpha import ALPHA_MODES
 from physarum.render.formats.gif_targets import GIF_TARGETS  # named budgets, re-exported here
 from physarum.render.formats.mp4 import MP4_SETTINGS as MP4_SETTING_TABLE
 from physarum.render.formats.registry import ALL_FORMATS, DEFAULT_FORMATS
@@ -222,8 +223,17 @@ class Output(OptionalSection):
             raise ValueError(f"must be {allowed} (got {value!r})")
         return value
 
+    sound: bool | None = Field(
+        None, description="the MP4 carries the audio section's sound file (unset: yes); false: silent"
+    )
     mp4: Literal[MP4_SETTINGS] | None = Field(
         None, description="the MP4's encoding: browser (unset), browser-sharp or master (lossless)"
+    )
+
+    alpha: Literal[ALPHA_MODES] | None = Field(
+        None,
+        description="a transparent background, the trail's light as the alpha: straight or "
+        "premultiplied colour (mov, webm, apng, webp, png and --frames-dir keep it; docs/outputs.md)",
     )
 
     @field_validator("gif_max_bytes", mode="before")

@@ -24,11 +24,10 @@ it again). It keeps what the model's dynamics depend on, per unit of canvas:
 The preset's description says how it was reduced (`note`), so its outputs and sidecar do too.
 
 A preview (kind 'preview') of one species' texture that is the same everywhere, in pixel units
-(random spawn, no world; 2D or a volume), whose sensor the reduction would bring under
+(random spawn, no world; 2D), whose sensor the reduction would bring under
 MIN_SENSOR_PIXELS pixels (is_window) is a window instead: the canvas and agents as above, the
 model kept. Such presets' look depends on the pixel grid (a scaled reduction of labyrinth,
-journey or cells came out a much finer network than the full render; cosmos at 48 voxels a blur),
-and a window at full scale shows it as the full render does (docs/figures/previews.png). Another
+journey or cells came out a much finer network than the full render), and a window at full scale shows it as the full render does (docs/figures/previews.png). Another
 preset's preview size (preview_ratio) is the requested short side (256), made larger where that
 would bring a sensor under MIN_SENSOR_PIXELS pixels or, where a species spawns in a shape (a
 front that moves: rings, starburst, bloom, compass, tribes), its largest step under
@@ -174,7 +173,10 @@ def preview_ratio(preset: Preset, short_side: int) -> Fraction:
 
 
 def scaled(value, factor: Fraction):
-    """A number, or each keyframe value of a schedule's dump, times `factor` (one rounding)."""
+    """A number, or each keyframe value of a schedule's dump (a followed value's range), times
+    `factor` (one rounding)."""
+    if isinstance(value, dict) and "range" in value:  # a followed or periodic value (docs/audio.md)
+        return {**value, "range": [float(Fraction(v) * factor) for v in value["range"]]}
     if isinstance(value, dict):
         return {**value, "keys": {k: float(Fraction(v) * factor) for k, v in value["keys"].items()}}
     return float(Fraction(value) * factor)
@@ -195,11 +197,13 @@ def scale_model(model: dict, units: str, ratio: Fraction) -> dict:
 
 
 def is_window(preset: Preset, ratio: Fraction) -> bool:
-    """Whether the preset's preview by `ratio` is a window (reduce_preset): one species, a
-    texture the same everywhere (random spawn, no world section; 2D, or a volume: cosmos) in
-    pixel units, whose smallest sensor would fall under MIN_SENSOR_PIXELS if scaled by `ratio`."""
+    """Whether the preset's preview by `ratio` is a window (reduce_preset): one species, a 2D
+    texture the same everywhere (random spawn, no world section) in pixel units, whose smallest
+    sensor would fall under MIN_SENSOR_PIXELS if scaled by `ratio`. Not a volume: a 48^3 window
+    of cosmos's model condensed into two tubes, where its scaled preview shows its web."""
     return (
-        preset.species_count == 1
+        preset.dims == 2
+        and preset.species_count == 1
         and preset.agents.spawn == "random"
         and preset.world is None
         and preset.model.units == "pixels"

@@ -17,15 +17,22 @@ it, and between keyframes k0 <= s < k1, with t = (s - k0) / (k1 - k0):
 Everything is computed in exact fractions and rounded once, where the value is used (one float,
 or one float32), so a schedule gives the same bits on every machine. Both easings stay between
 their two keyframes' values, so a schedule's keyframes bound all of its values.
+
+Two more forms are resolved into a value a frame before the render (docs/audio.md): a key that
+follows an audio feature (Follow: `{audio: bass, range: [2, 9], attack: 10ms, release: 250ms}`)
+and a periodic shape (Wave: `{wave: sine, period: 4 beats, range: [2, 9]}`). The preset's
+validation (render/preset/audio.py) gives each its curve, hold keyframes (step, exact value), one a
+frame; from then on they are schedules like any other, their range bounding their values.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from fractions import Fraction
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -33,19 +40,26 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     TypeAdapter,
     ValidationError,
     field_validator,
 )
 
+from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt
+from physarum.render.preset.audio_features import FEATURES
 
 MAX_KEYS = 1000
 PERCENT = re.compile(r"(\d{1,3}(?:\.\d{1,6})?)%")
-# The tags of a scheduled value's two forms: error paths drop them (model.decay.keys.0, not
+# The tags of a scheduled value's forms: error paths drop them (model.decay.keys.0, not
 # model.decay.schedule.keys.0)
-TAGS = ("number", "schedule")
+TAGS = ("number", "schedule", "audio", "wave")
+MAX_MS = 60_000  # an attack or release: at most a minute
+DURATION = re.compile(r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*(ms|s)\s*")
+PERIOD = re.compile(r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*(beats?|bars?|steps?)\s*")
+DECIMALS = 4  # a resolved value a frame is rounded to this many decimals
 
 
 class Schedule(BaseModel):
@@ -78,6 +92,129 @@ class Schedule(BaseModel):
         before a percentage at the same place. Keys after `end` are kept: the run never reaches
         them (a longer run of the same preset does)."""
         return _resolve(tuple(self.keys.items()), end)
+
+
+def milliseconds(value: Any) -> Fraction:
+    """An attack or release: a number of milliseconds, or text like '10ms' or '0.25s'; 0 to
+    MAX_MS ms. ValueError naming what is allowed."""
+    allowed = f"milliseconds from 0 to {MAX_MS}: a number, or text like '10ms' or '0.25s'"
+    if isinstance(value, str):
+        match = DURATION.fullmatch(value)
+        if match is None:
+            raise ValueError(f"must be {allowed} (got {excerpt(value)})")
+        ms = Fraction(match[1]) * (1000 if match[2] == "s" else 1)
+    elif isinstance(value, int | float) and not isinstance(value, bool) and value == value:
+        ms = Fraction(value)
+    else:
+        raise ValueError(f"must be {allowed} (got {excerpt(value)})")
+    if not 0 <= ms <= MAX_MS:
+        raise ValueError(f"must be {allowed} (got {excerpt(value)})")
+    return ms
+
+
+class Resolved(BaseModel):
+    """A value resolved per frame when the preset is validated (Follow, Wave): `range` (the
+    values at 0 and at 1 of the feature or shape) and, once resolved, its curve: hold keyframes
+    (step, exact value), read like a Schedule's (`ease` is hold)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    _curve: tuple = PrivateAttr(default=())
+    _steps: list = PrivateAttr(default_factory=list)
+    ease: ClassVar[str] = "hold"
+
+    def set_curve(self, curve: list[tuple[int, Fraction]]) -> None:
+        """Its hold keyframes (steps increasing), set once the preset's frames are known."""
+        self._curve = tuple(curve)
+        self._steps = [step for step, _ in curve]
+
+    @property
+    def is_resolved(self) -> bool:
+        return bool(self._curve)
+
+    @property
+    def keys(self) -> dict:
+        """Its range as keyframes (the live studio shows its last value)."""
+        return {"0%": self.range[0], "100%": self.range[1]}
+
+    def resolved(self, end: int) -> tuple[tuple[int, Fraction], ...]:
+        """Its curve (unresolved: the range's first value throughout)."""
+        return self._curve or ((0, Fraction(self.range[0])),)
+
+    def at(self, step: int) -> Fraction:
+        curve = self.resolved(0)
+        return curve[max(0, bisect.bisect_right(self._steps, step) - 1)][1]
+
+    def change_after(self, step: int) -> int | None:
+        at = bisect.bisect_right(self._steps, step)
+        return self._steps[at] if at < len(self._steps) else None
+
+    def value(self, share: Fraction) -> Fraction:
+        """The value at `share` (0 .. 1) of the range, rounded half to even to DECIMALS decimals
+        and kept within the range (so within the key's bounds)."""
+        low, high = Fraction(self.range[0]), Fraction(self.range[1])
+        scale = 10**DECIMALS
+        value = Fraction(round((low + (high - low) * share) * scale), scale)
+        return min(max(value, min(low, high)), max(low, high))
+
+
+class Follow(Resolved):
+    """A key that follows an audio feature (render/preset/audio_features.py FEATURES): its range's
+    first value at 0, its second at 1 (the track's 99th percentile), smoothed by a one-pole
+    follower with attack and release times."""
+
+    audio: str
+    range: list[float] = Field(min_length=2, max_length=2)
+    attack: int | float | str = 0
+    release: int | float | str = 0
+
+    @field_validator("audio")
+    @classmethod
+    def _feature(cls, name: str) -> str:
+        if name not in FEATURES:
+            raise ValueError(
+                f"no audio feature {excerpt(name)}; {did_you_mean(name, FEATURES)}"
+                f"the features: {', '.join(FEATURES)}"
+            )
+        return name
+
+    @field_validator("attack", "release")
+    @classmethod
+    def _duration(cls, value):
+        milliseconds(value)
+        return value
+
+
+class Wave(Resolved):
+    """A periodic shape: sine, triangle, saw or square, over a period in beats, bars or steps
+    ('4 beats', '2 bars', '120 steps', or a number of steps), from `phase` (a share of the
+    period) on."""
+
+    wave: Literal["sine", "triangle", "saw", "square"]
+    period: int | str
+    range: list[float] = Field(min_length=2, max_length=2)
+    phase: float = Field(0.0, ge=0, lt=1)
+
+    @field_validator("period")
+    @classmethod
+    def _period(cls, value):
+        period_of(value)
+        return value
+
+
+def period_of(value: Any) -> tuple[Fraction, str]:
+    """(length, unit) of a wave's period: unit 'beats', 'bars' or 'steps'; ValueError otherwise."""
+    allowed = "a period like '4 beats', '2 bars' or '120 steps' (a number: steps), more than 0"
+    if isinstance(value, int) and not isinstance(value, bool):
+        length, unit = Fraction(value), "steps"
+    else:
+        match = PERIOD.fullmatch(value) if isinstance(value, str) else None
+        if match is None:
+            raise ValueError(f"must be {allowed} (got {excerpt(value)})")
+        length, unit = Fraction(match[1]), match[2].rstrip("s") + "s"
+    if length <= 0:
+        raise ValueError(f"must be {allowed} (got {excerpt(value)})")
+    return length, unit
 
 
 @lru_cache(maxsize=256)  # asked at every step of a ramp
@@ -124,6 +261,8 @@ def ease(kind: str, t: Fraction) -> Fraction:
 
 def value_at(value: float | Schedule, step: int, end: int) -> Fraction:
     """The exact value of a number or a schedule at `step` of a run whose last step is `end`."""
+    if isinstance(value, Resolved):
+        return value.at(step)
     if not isinstance(value, Schedule):
         return Fraction(value)
     keys = value.resolved(end)
@@ -137,6 +276,8 @@ def value_at(value: float | Schedule, step: int, end: int) -> Fraction:
 
 def next_change(value: float | Schedule, step: int, end: int) -> int | None:
     """The first step after `step` whose value may differ from the value at `step`; None if none."""
+    if isinstance(value, Resolved):
+        return value.change_after(step)
     if not isinstance(value, Schedule):
         return None
     keys = value.resolved(end)
@@ -150,17 +291,21 @@ def next_change(value: float | Schedule, step: int, end: int) -> int | None:
 
 
 def keyframe_values(value: float | Schedule) -> list[float]:
-    """Every value a number or schedule takes at a keyframe: they bound all of its values."""
+    """Every value a number or schedule takes at a keyframe: they bound all of its values (a
+    followed or periodic value's range bounds its values)."""
+    if isinstance(value, Resolved):
+        return list(value.range)
     return list(value.keys.values()) if isinstance(value, Schedule) else [value]
 
 
 def is_scheduled(value: Any) -> bool:
-    return isinstance(value, Schedule)
+    return isinstance(value, Schedule | Resolved)
 
 
-def schedules_in(node: Any, path: str = "") -> Iterator[tuple[str, Schedule]]:
-    """(dotted key path, schedule) of every schedule in a section, list or value, depth first."""
-    if isinstance(node, Schedule):
+def schedules_in(node: Any, path: str = "") -> Iterator[tuple[str, Schedule | Resolved]]:
+    """(dotted key path, schedule) of every schedule in a section, list or value, depth first
+    (followed and periodic values too)."""
+    if isinstance(node, Schedule | Resolved):
         yield path, node
     elif isinstance(node, BaseModel):
         for key in type(node).model_fields:
@@ -171,6 +316,10 @@ def schedules_in(node: Any, path: str = "") -> Iterator[tuple[str, Schedule]]:
 
 
 def _form(value: Any) -> str:
+    if isinstance(value, Follow) or (isinstance(value, dict) and "audio" in value):
+        return "audio"
+    if isinstance(value, Wave) or (isinstance(value, dict) and "wave" in value):
+        return "wave"
     return "schedule" if isinstance(value, dict | Schedule) else "number"
 
 
@@ -190,6 +339,15 @@ def scheduled(optional: bool = False, **bounds) -> Any:
     adapter = TypeAdapter(number, config={"strict": True, "allow_inf_nan": False})
 
     def within(value):
+        if isinstance(value, Resolved):
+            for index, end in enumerate(value.range):
+                try:
+                    adapter.validate_python(end)
+                except ValidationError as error:
+                    message = error.errors()[0]["msg"]
+                    raise ValueError(
+                        f"range {index}: {message}, not {excerpt(end)} (a range lies within the key's bounds)"
+                    ) from None
         if isinstance(value, Schedule):
             for key, keyframe in value.keys.items():
                 try:
@@ -199,7 +357,12 @@ def scheduled(optional: bool = False, **bounds) -> Any:
                     raise ValueError(f"keyframe {excerpt(key)}: {message}, not {excerpt(keyframe)}") from None
         return value
 
-    forms = Annotated[number, Tag(TAGS[0])] | Annotated[Schedule, Tag(TAGS[1])]
+    forms = (
+        Annotated[number, Tag(TAGS[0])]
+        | Annotated[Schedule, Tag(TAGS[1])]
+        | Annotated[Follow, Tag(TAGS[2])]
+        | Annotated[Wave, Tag(TAGS[3])]
+    )
     if optional:
         forms = forms | Annotated[None, Tag("none")]
     form = _optional_form if optional else _form

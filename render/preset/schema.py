@@ -22,10 +22,13 @@ from pydantic import (
 from physarum.kernels.limits import MAX_SPECIES, ONE, ModelParams
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.preset import audio as soundtrack
+from physarum.render.preset.audio import Audio
 from physarum.render.preset.camera import Camera
 from physarum.render.preset.look_section import Look
 from physarum.render.preset.output_sections import Checkpoint, Output, Palette
 from physarum.render.preset.schedule import (
+    Resolved,
     Schedule,
     is_scheduled,
     key_fraction,
@@ -68,8 +71,10 @@ class Preset(Section):
     )
     checkpoint: Checkpoint | None = Field(None, description="the simulation state written at chosen steps")
     camera: Camera | None = Field(None, description="3D presets: how the trail volume is seen (docs/3d.md)")
+    audio: Audio | None = Field(None, description="the soundtrack schedules follow (docs/audio.md)")
 
     _carried: dict = PrivateAttr(default_factory=dict)  # path -> image: what `render --from` reads
+    _audio_problems: list = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _keep_carried(self, info: ValidationInfo) -> Preset:
@@ -91,9 +96,28 @@ class Preset(Section):
         return {
             k: v
             for k, v in handler(self).items()
-            if (v is not None or k not in ("world", "species", "interaction", "camera", "look"))
+            if (v is not None or k not in ("world", "species", "interaction", "camera", "look", "audio"))
             and k != "checkpoint"
         }
+
+    @model_validator(mode="after")
+    def _follow_audio(self, info: ValidationInfo) -> Preset:
+        """Followed and periodic keys get their curves, run.steps: audio its steps
+        (render/preset/audio.py); what cannot be resolved is kept for load.py to report."""
+        self._carried = dict((info.context or {}).get("carried", {}))
+        self._audio_problems = soundtrack.resolve(self, info.context)
+        return self
+
+    @property
+    def audio_problems(self) -> list[str]:
+        """Why the preset's audio section or followed keys cannot be resolved (empty: resolved)."""
+        return self._audio_problems
+
+    @property
+    def sound(self) -> bool:
+        """Whether the MP4 carries the soundtrack: a sound file is there (a file, or carried) and
+        output.sound is not false."""
+        return self.audio is not None and self.audio.path is not None and self.output.sound is not False
 
     @model_validator(mode="after")
     def _look_of_one_map(self) -> Preset:
@@ -198,7 +222,15 @@ class Preset(Section):
         """The model of species s: the top-level model with the species' overrides."""
         if not self.species:
             return self.model
-        override = self.species[s].model.model_dump(exclude_none=True)
+        species = self.species[s].model
+        if any(
+            isinstance(getattr(m, key), Resolved) for m in (self.model, species) for key in Model.model_fields
+        ):
+            # the values themselves (a followed key's curve is no part of its dump), checked already
+            values = {key: getattr(self.model, key) for key in Model.model_fields}
+            values.update({k: v for k in Model.model_fields if (v := getattr(species, k)) is not None})
+            return Model.model_construct(**values)
+        override = species.model_dump(exclude_none=True)
         return Model.model_validate({**self.model.model_dump(), "units": self.model.units, **override})
 
     def species_agents(self, s: int) -> Agents:

@@ -13,12 +13,14 @@ import os
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationInfo,
     create_model,
     field_validator,
@@ -225,7 +227,15 @@ def all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
 ModelOverride = all_optional(Model, "ModelOverride")
 
 
+# run.steps: a count, or `audio` (the soundtrack's frames: render/preset/audio.py); the tags are
+# schedule.TAGS, which error paths drop (run.steps, not run.steps.number)
+Steps = Annotated[
+    Annotated[int, Field(ge=1, le=10_000_000), Tag("number")] | Annotated[Literal["audio"], Tag("audio")],
+    Discriminator(lambda value: "audio" if isinstance(value, str) else "number"),
+]
+
+
 class Run(Section):
-    steps: int = Field(500, ge=1, le=10_000_000)
+    steps: Steps = Field(500, description="steps recorded; audio: the soundtrack's frames (docs/audio.md)")
     steps_per_frame: int = Field(5, ge=1, le=100_000)
     warmup: int = Field(0, ge=0, le=10_000_000, description="steps simulated before the first frame")

@@ -1,0 +1,531 @@
+"""A preset's soundtrack (the `audio` section, docs/audio.md): the sound file read under the
+input rules, decoded by the pinned PyAV, mixed and resampled exactly, its features
+(render/preset/audio_features.py) turned into the curves of the keys that follow them.
+
+A sound file is a regular file of at most MAX_SOUND_BYTES, decoded by PyAV (WAV, FLAC, MP3,
+M4A/AAC, OGG Vorbis or Opus, ...): its first audio stream, at a rate from MIN_RATE to MAX_RATE
+with at most MAX_CHANNELS channels, at most MAX_SECONDS long (refused from the header's duration
+where it has one, and while decoding). Every decoded sample becomes a 16-bit integer (integer
+formats by shifts rounded half up, float formats as floor(x * 32768 + 1/2) in float64, which is
+exact for float32 samples; clipped), the channels are mixed to their rounded mean, and the mono
+track is resampled to audio_features.RATE by an exact area average (each output sample the mean
+of the source samples it covers, weighted by the covered time, rounded half up, in integers: the
+1D form of images.box_resize). A track whose loudest sample is below MIN_PEAK is silent and
+refused; so is one of no samples.
+
+The preset's validation (schema.Preset) calls `resolve`: it fixes `run.steps: audio` to the
+track's frames, and gives every followed key (schedule.Follow) and periodic shape
+(schedule.Wave) its curve: frame f's value holds from step warmup + f * steps_per_frame + 1 to
+the frame's own step (the steps that make the frame and the step its look is valued at), frame
+0's from step 0. A `render --from` file carries the feature table (carried.py), so it renders
+again without the sound file; the file itself only with `audio.carry: true`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from physarum.render.base import lazy
+from physarum.render.base.errors import printable
+from physarum.render.base.inputs import file_problem
+from physarum.render.preset import audio_features as features
+from physarum.render.preset.audio_features import FEATURES, FULL, NEEDS_SOUND, RATE, Analysis
+from physarum.render.preset.images import remember
+from physarum.render.preset.schedule import Follow, Resolved, Wave, milliseconds, period_of
+from physarum.render.preset.sections import OptionalSection
+
+# start-up: loaded at first use (base/lazy.py)
+av = lazy.module("av")
+np = lazy.module("numpy")
+
+MAX_SOUND_BYTES = 256 << 20  # a sound file: at most 256 MiB
+MAX_SECONDS = 20 * 60  # a track: at most 20 minutes
+MIN_RATE, MAX_RATE = 8000, 192_000  # samples per second
+MAX_CHANNELS = 8
+MIN_PEAK = 33  # a track whose loudest sample is below this (-60 dBFS) is silent
+MAX_CARRIED_SOUND = 16 << 20  # audio.carry: a sound file of at most 16 MiB travels in outputs
+SOUND_KINDS = "WAV, FLAC, MP3, M4A/AAC, OGG"
+BLOCK = 1 << 20  # output samples resampled at a time
+
+_TRACKS: dict[tuple, Track] = {}
+_ANALYSES: dict[tuple, Analysis] = {}
+
+
+def sound_path(path: str | None, info: ValidationInfo) -> str | None:
+    """A sound file's path made absolute against the preset file's folder (the validation
+    context's `base`), as image paths are (sections.image_path), and checked: a regular file of
+    at most MAX_SOUND_BYTES. A path the context's `carried` entries hold is kept as it is."""
+    if path is None:
+        return None
+    if not path.strip():
+        raise ValueError("a sound file path is required")
+    if path in (info.context or {}).get("carried", {}):
+        return path
+    base = (info.context or {}).get("base")
+    resolved = Path(path).expanduser()
+    if not resolved.is_absolute():
+        resolved = Path(base or ".") / resolved
+    resolved = os.path.abspath(resolved)
+    problem = sound_file_problem(resolved)
+    if problem:
+        raise ValueError(printable(problem))
+    return resolved
+
+
+def sound_file_problem(path: str) -> str | None:
+    """Why `path` cannot be a sound file (missing, no regular file, over MAX_SOUND_BYTES); None."""
+    problem = file_problem(path)
+    if problem == "no such file":
+        return f"no such sound file: {path}"
+    if problem:
+        return f"{path} {problem}, not a sound file"
+    size = os.stat(path).st_size
+    if size > MAX_SOUND_BYTES:
+        return (
+            f"{path} is {size} bytes; a sound file may have at most {MAX_SOUND_BYTES} "
+            f"({MAX_SOUND_BYTES >> 20} MiB): cut or compress it ({SOUND_KINDS})"
+        )
+    return None
+
+
+class Audio(OptionalSection):
+    """The soundtrack: a sound file whose features schedules follow (docs/audio.md); without a
+    path, a tempo alone (bpm) for periodic shapes in beats and bars."""
+
+    path: str | None = Field(None, description=f"a sound file ({SOUND_KINDS})")
+    bpm: float | None = Field(None, ge=20, le=400, description="the tempo; unset: detected from the track")
+    offset: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_SECONDS,
+        description="seconds to the first beat; unset: detected (0 without a track)",
+    )
+    carry: bool | None = Field(
+        None, description=f"outputs carry the sound file itself (at most {MAX_CARRIED_SOUND >> 20} MiB)"
+    )
+
+    _path = field_validator("path")(sound_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+
+
+@dataclass(frozen=True)
+class Track:
+    """A decoded track: `pcm` int16 mono at RATE, the source's rate, channels and codec, and the
+    sha256 of the PCM (little-endian 16-bit)."""
+
+    pcm: np.ndarray
+    rate: int
+    channels: int
+    codec: str
+    sha256: str
+
+    @property
+    def seconds(self) -> Fraction:
+        return Fraction(len(self.pcm), RATE)
+
+
+def to_int16(samples: np.ndarray, kind: str) -> np.ndarray:
+    """int64 16-bit values of decoded samples of sample format `kind` (PyAV's name without 'p'):
+    u8, s16, s32, s64 by shifts rounded half up; flt and dbl as floor(x * 32768 + 1/2)
+    (non-finite values as 0); clipped to -32768 .. 32767."""
+    if kind == "u8":
+        values = (samples.astype(np.int64) - 128) << 8
+    elif kind == "s16":
+        values = samples.astype(np.int64)
+    elif kind == "s32":
+        values = (samples.astype(np.int64) + (1 << 15)) >> 16
+    elif kind == "s64":
+        values = (samples.astype(np.int64) >> 32) + (1 << 15) >> 16
+    elif kind in ("flt", "dbl"):
+        wide = samples.astype(np.float64)
+        wide = np.where(np.isfinite(wide), wide, 0.0)
+        values = np.floor(np.clip(wide, -2.0, 2.0) * 32768 + 0.5).astype(np.int64)
+    else:
+        raise ValueError(f"samples of format {kind!r}, which are not read")
+    return np.clip(values, -32768, 32767)
+
+
+def mix(channels: np.ndarray) -> np.ndarray:
+    """[C, N] int64 -> [N] int16: the channels' mean, rounded half up."""
+    count = channels.shape[0]
+    return ((2 * channels.sum(axis=0) + count) // (2 * count)).astype(np.int16)
+
+
+def resample(mono: np.ndarray, rate: int) -> np.ndarray:
+    """int16 mono at `rate` -> int16 at RATE: output sample j is the mean of the source over
+    [j rate / RATE, (j + 1) rate / RATE) seconds times RATE (source sample i covering [i, i + 1)),
+    weighted by the time covered, rounded half up; exact in integers, block by block. Output
+    samples whose span passes the source's end are dropped."""
+    if rate == RATE:
+        return mono.astype(np.int16)
+    n = len(mono)
+    count = n * RATE // rate
+    out = np.empty(count, dtype=np.int16)
+    for j0 in range(0, count, BLOCK):
+        j1 = min(count, j0 + BLOCK)
+        i0 = j0 * rate // RATE
+        i1 = min(n, -(-j1 * rate // RATE) + 1)
+        local = mono[i0:i1].astype(np.int64)
+        prefix = np.concatenate(([0], np.cumsum(local))) * RATE  # integral at i0 + k, in 1/RATE units
+
+        def integral(x: np.ndarray) -> np.ndarray:
+            i, rem = np.divmod(x, RATE)  # x: time in 1/RATE source samples
+            k = i - i0
+            inside = np.minimum(k, len(local) - 1)
+            return prefix[k] + np.where(rem > 0, local[inside] * rem, 0)
+
+        j = np.arange(j0, j1 + 1, dtype=np.int64)
+        area = np.diff(integral(j * rate))
+        out[j0:j1] = ((2 * area + rate) // (2 * rate)).astype(np.int16)
+    return out
+
+
+def decode(source, name: str) -> Track:
+    """The track of a sound file (a path, or its bytes); ValueError naming the problem."""
+    opened = io.BytesIO(source) if isinstance(source, bytes) else source
+    try:
+        container = av.open(opened, mode="r")
+    except (av.error.FFmpegError, OSError, ValueError, UnicodeDecodeError) as error:
+        raise ValueError(
+            f"{name} is not a sound file PyAV can read ({SOUND_KINDS}): {type(error).__name__}: {error}"
+        ) from None
+    with container:
+        if not container.streams.audio:
+            raise ValueError(f"{name} holds no audio stream (a sound file: {SOUND_KINDS})")
+        stream = container.streams.audio[0]
+        context = stream.codec_context
+        rate, channels = context.sample_rate or 0, context.channels or 0
+        _check_rate(name, rate, channels)
+        if container.duration is not None and container.duration > MAX_SECONDS * 1_000_000:
+            raise _too_long(name, Fraction(container.duration, 1_000_000))
+        parts, total = [], 0
+        try:
+            for frame in container.decode(stream):
+                if frame.sample_rate != rate:
+                    raise ValueError(
+                        f"{name} changes its sample rate from {rate} to {frame.sample_rate} Hz "
+                        "within the track: convert it to one rate"
+                    )
+                data = frame.to_ndarray()
+                kind, planar = frame.format.name.rstrip("p"), frame.format.is_planar
+                count = frame.layout.nb_channels
+                data = data if planar else data.reshape(-1, count).T
+                if count != channels:
+                    raise ValueError(
+                        f"{name} changes its channels from {channels} to {count} within the track"
+                    )
+                parts.append(mix(to_int16(data, kind)))
+                total += data.shape[1]
+                if total > MAX_SECONDS * rate:
+                    raise _too_long(name, None)
+        except av.error.FFmpegError as error:
+            raise ValueError(
+                f"{name}: the sound cannot be decoded ({type(error).__name__}: {error}): the file is "
+                f"damaged or no {SOUND_KINDS}"
+            ) from None
+        codec = context.name
+    if total == 0:
+        raise ValueError(f"{name} holds no sound (0 samples decoded): give a track of at least a frame")
+    pcm = resample(np.concatenate(parts), rate)
+    if len(pcm) == 0:
+        raise ValueError(f"{name} holds no sound (less than one sample at {RATE} Hz)")
+    peak = int(np.abs(pcm.astype(np.int64)).max())
+    if peak < MIN_PEAK:
+        raise ValueError(
+            f"{name} is silent (its loudest sample is {peak} of 32767, below {MIN_PEAK}: -60 dBFS): "
+            "nothing to follow; give a track with sound"
+        )
+    digest = hashlib.sha256(pcm.astype("<i2").tobytes()).hexdigest()
+    return Track(pcm, rate, channels, codec, digest)
+
+
+def _check_rate(name: str, rate: int, channels: int) -> None:
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise ValueError(
+            f"{name} has a sample rate of {rate} Hz; a sound file has {MIN_RATE} to {MAX_RATE} Hz "
+            "(44100 or 48000 are usual): convert it"
+        )
+    if not 1 <= channels <= MAX_CHANNELS:
+        raise ValueError(f"{name} has {channels} channels; a sound file has 1 to {MAX_CHANNELS}")
+
+
+def _too_long(name: str, seconds: Fraction | None) -> ValueError:
+    length = f" is {float(seconds):.1f} seconds long;" if seconds is not None else " is longer than allowed:"
+    return ValueError(
+        f"{name}{length} a track may last at most {MAX_SECONDS} seconds ({MAX_SECONDS // 60} minutes): cut it"
+    )
+
+
+def read_track(path: str) -> Track:
+    """The track of a sound file, decoded once per (path, modification time, size)."""
+    problem = sound_file_problem(path)
+    if problem:
+        raise ValueError(problem)
+    stat = os.stat(path)
+    key = ("file", path, stat.st_mtime_ns, stat.st_size)
+    if key not in _TRACKS:
+        remember(_TRACKS, key, decode(path, path))
+    return _TRACKS[key]
+
+
+def sound_bytes(preset) -> bytes | None:
+    """The sound file's bytes the preset renders with: those a --from file carries, or the
+    file's; None without a sound file."""
+    audio = preset.audio
+    if audio is None or audio.path is None:
+        return None
+    entry = preset.carried.get(audio.path)
+    if entry is not None and getattr(entry, "sound", None) is not None:
+        return entry.sound
+    if entry is not None:
+        return None
+    return Path(audio.path).read_bytes()
+
+
+def track_of(preset) -> Track | None:
+    """The preset's decoded track (the carried sound where a --from file carries it); None
+    where it has none or only a carried feature table."""
+    audio = preset.audio
+    if audio is None or audio.path is None:
+        return None
+    entry = preset.carried.get(audio.path)
+    if entry is not None:
+        if getattr(entry, "sound", None) is None:
+            return None
+        key = ("carried", hashlib.sha256(entry.sound).hexdigest())
+        if key not in _TRACKS:
+            remember(_TRACKS, key, decode(entry.sound, f"the sound {audio.path} the file carries"))
+        return _TRACKS[key]
+    return read_track(audio.path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Features and curves
+
+
+def analysis_of(preset) -> Analysis | None:
+    """The features of the preset's audio at its fps: a carried table (render --from), the
+    track's, or a tempo's alone; None without an audio section. ValueError naming a problem."""
+    audio = preset.audio
+    if audio is None:
+        return None
+    fps = preset.output.fps
+    bpm = None if audio.bpm is None else Fraction(str(audio.bpm))
+    offset = None if audio.offset is None else Fraction(str(audio.offset))
+    if audio.path is None:
+        if bpm is None:
+            raise ValueError("audio: give a sound file (path) or a tempo (bpm)")
+        return features.tempo_only(preset.frames, fps, bpm, offset or Fraction(0))
+    entry = preset.carried.get(audio.path)
+    table = getattr(entry, "analysis", None)
+    if table is not None and getattr(entry, "sound", None) is None:
+        if table.fps != fps or (bpm is not None and table.bpm != bpm):
+            raise ValueError(
+                f"audio.path: the file carries the features of {audio.path} at {table.fps} fps"
+                f"{'' if table.bpm is None else f' and {float(table.bpm):g} bpm'}, not for "
+                f"{fps} fps{'' if bpm is None else f' and {float(bpm):g} bpm'}: give the sound file "
+                "(--set audio.path=FILE) to change them"
+            )
+        return table
+    track = track_of(preset)
+    key = (track.sha256, fps, bpm, offset)
+    if key not in _ANALYSES:
+        remember(_ANALYSES, key, features.analyse(track.pcm, fps, bpm, offset))
+    return _ANALYSES[key]
+
+
+def frame_steps(run) -> list[int]:
+    """The step each frame's value starts at: 0 for frame 0, warmup + f * steps_per_frame + 1
+    for frame f >= 1 (its value holds through the frame's own step, where its look is valued)."""
+    frames = -(-run.steps // run.steps_per_frame)
+    return [0] + [run.warmup + f * run.steps_per_frame + 1 for f in range(1, frames)]
+
+
+def shape(kind: str, turn: Fraction) -> Fraction:
+    """A wave's share (0 .. 1) at `turn` (0 .. 1) of its period: sine (1 + sin) / 2 from the
+    unit circle of 4096 steps (the turn rounded half to even to a step), triangle 0 -> 1 -> 0,
+    saw 0 -> 1, square 1 then 0."""
+    if kind == "sine":
+        _, sin = features.unit_circle(4096)
+        step = round(turn * 4096) % 4096
+        return (1 + Fraction(int(sin[step]), 1 << features.TWIDDLE_BITS)) / 2
+    if kind == "triangle":
+        return 2 * turn if turn < Fraction(1, 2) else 2 - 2 * turn
+    if kind == "saw":
+        return turn
+    return Fraction(1) if turn < Fraction(1, 2) else Fraction(0)
+
+
+def follow_shares(value: Follow, analysis: Analysis, frames: int) -> list[Fraction]:
+    """Frame by frame, the smoothed share (0 .. 1) of the feature a key follows (0 past the
+    track's end)."""
+    column = analysis.column(value.audio)[:frames]
+    if len(column) < frames:
+        column = np.concatenate((column, np.zeros(frames - len(column), dtype=np.int64)))
+    return features.smooth(column, analysis.fps, milliseconds(value.attack), milliseconds(value.release))
+
+
+def wave_shares(value: Wave, preset, analysis: Analysis | None) -> list[Fraction]:
+    """Frame by frame, a wave's share (0 .. 1): its turn at the frame's step (a period in steps)
+    or at the frame's start in time (in beats or bars of the audio section's tempo)."""
+    length, unit = period_of(value.period)
+    run, fps = preset.run, preset.output.fps
+    shares = []
+    for f in range(preset.frames):
+        if unit == "steps":
+            at = Fraction(run.warmup + min((f + 1) * run.steps_per_frame, run.steps)) / length
+        else:
+            beats = (Fraction(f, fps) - analysis.offset) * analysis.bpm / 60
+            at = beats / (length * (features.BEATS_PER_BAR if unit == "bars" else 1))
+        shares.append(shape(value.wave, (at + Fraction(str(value.phase))) % 1))
+    return shares
+
+
+def resolve(preset, context: dict | None) -> list[str]:
+    """Give the preset's followed and periodic keys their curves, and `run.steps: audio` its
+    steps (the track's frames times steps_per_frame); the problems found, each naming its key.
+    Without any, nothing is read."""
+    keys = [(path, value) for path, value in preset.schedules if isinstance(value, Resolved)]
+    wants_length = preset.run.steps == "audio"
+    if preset.audio is None and not keys and not wants_length:
+        return []
+    problems = []
+    if preset.audio is None:
+        for path, value in keys:
+            if isinstance(value, Follow) or period_of(value.period)[1] != "steps":
+                problems.append(
+                    f"{path}: follows the soundtrack, but the preset has no audio section: add "
+                    "audio: {path: FILE} (or audio: {bpm: N} for a period in beats or bars)"
+                )
+        if wants_length:
+            problems.append("run.steps: audio takes the steps from the track: add audio: {path: FILE}")
+    if wants_length and preset.audio is not None and preset.audio.path is None:
+        problems.append("run.steps: audio takes the steps from the track: give audio.path")
+    analysis = None
+    if preset.audio is not None and not problems:
+        try:
+            analysis = analysis_of(preset) if not wants_length else _length_analysis(preset)
+        except ValueError as error:
+            problems.append(f"audio.path: {printable(error)}" if preset.audio.path else str(error))
+    if wants_length:
+        steps = (analysis.frames if analysis is not None else 1) * preset.run.steps_per_frame
+        object.__setattr__(preset.run, "steps", steps)
+        if analysis is not None and steps + preset.run.warmup > 10_000_000:
+            problems.append(
+                f"run.steps: audio gives {analysis.frames} frames x {preset.run.steps_per_frame} steps "
+                f"= {steps} steps; at most 10000000 with the warmup: lower run.steps_per_frame"
+            )
+    if problems:
+        return problems
+    if analysis is not None and analysis.samples == 0 and analysis.pcm_sha256 is None and preset.audio.path:
+        pass  # a carried table: its features are those of the track it was computed from
+    for path, value in keys:
+        if isinstance(value, Follow):
+            if analysis.pcm_sha256 is None and analysis.samples == 0 and value.audio in NEEDS_SOUND:
+                problems.append(
+                    f"{path}: the feature {value.audio!r} needs a sound file (audio.path); a tempo "
+                    "alone gives beat and bar"
+                )
+                continue
+            if value.audio in ("beat", "bar") and analysis.bpm is None:
+                problems.append(
+                    f"{path}: the track has no tempo to find beats in (no onsets): give audio.bpm"
+                )
+                continue
+            shares = follow_shares(value, analysis, preset.frames)
+        else:
+            if period_of(value.period)[1] != "steps" and (analysis is None or analysis.bpm is None):
+                problems.append(f"{path}: a period in beats or bars needs a tempo: give audio.bpm")
+                continue
+            shares = wave_shares(value, preset, analysis)
+        value.set_curve(curve(value, shares, frame_steps(preset.run)))
+    return problems
+
+
+def _length_analysis(preset) -> Analysis:
+    """The analysis that fixes run.steps: audio: frames are counted before the run's steps are
+    known, so it is made with the track's own frame count."""
+    return analysis_of(preset)
+
+
+def curve(value: Resolved, shares: list[Fraction], starts: list[int]) -> list[tuple[int, Fraction]]:
+    """Hold keyframes (step, value) of a frame's shares: one where the value changes."""
+    keys: list[tuple[int, Fraction]] = []
+    for step, share in zip(starts, shares):
+        v = value.value(share)
+        if not keys or keys[-1][1] != v:
+            keys.append((step, v))
+    return keys
+
+
+def describe(preset) -> dict | None:
+    """The sidecar's `audio`: the sound file, its PCM's sha256 and length, the tempo and first
+    beat, and each followed key's curve summary; None without an audio section."""
+    audio = preset.audio
+    if audio is None:
+        return None
+    try:
+        analysis = analysis_of(preset)
+    except ValueError:
+        return None
+    out = {
+        "path": preset.portable_path(audio.path) if audio.path else None,
+        "pcm": None
+        if analysis.pcm_sha256 is None
+        else {
+            "sha256": analysis.pcm_sha256,
+            "rate": RATE,
+            "samples": analysis.samples,
+            "seconds": round(analysis.samples / RATE, 3),
+            "format": "16-bit mono",
+        },
+        "bpm": None if analysis.bpm is None else float(analysis.bpm),
+        "first_beat": float(analysis.offset),
+        "fps": analysis.fps,
+        "keys": {path: summary(value) for path, value in preset.schedules if isinstance(value, Resolved)},
+    }
+    return out
+
+
+def summary(value: Resolved) -> dict:
+    """A resolved key's curve in brief: its source, range, changes, least, mean and most values."""
+    curve_ = value.resolved(0)
+    values = [v for _, v in curve_]
+    source = f"audio {value.audio}" if isinstance(value, Follow) else f"{value.wave} every {value.period}"
+    return {
+        "follows": source,
+        "range": list(value.range),
+        "changes": len(curve_),
+        "least": float(min(values)),
+        "mean": round(float(sum(values) / len(values)), 4),
+        "most": float(max(values)),
+    }
+
+
+SPARK = " .:-=+*#%@"
+
+
+def sparkline(value: Resolved, end: int, width: int = 60) -> str:
+    """The curve in `width` characters (each the value at its step, from the range's first to
+    its second value), for `physarum validate`."""
+    low, high = sorted(Fraction(v) for v in value.range)
+    span = (high - low) or Fraction(1)
+    chars = []
+    for i in range(width):
+        step = i * end // max(1, width - 1)
+        share = (value.at(step) - low) / span
+        chars.append(SPARK[min(len(SPARK) - 1, int(share * (len(SPARK) - 1) + Fraction(1, 2)))])
+    return "".join(chars)
+
+
+__all__ = ["FEATURES", "FULL", "Audio", "Track", "analysis_of", "decode", "describe", "resolve"]
