@@ -40,6 +40,7 @@ def test_plane_points_run_batched_like_single_runs():
 
 
 @pytest.mark.interpreter(cpu=True)
+@pytest.mark.slow
 def test_triton_twins_match_the_reference(monkeypatch):
     """The Triton backend sorts its agents by cell (at once, then every SORT_EVERY steps); twins
     still compare same-index agents, in spawn order."""

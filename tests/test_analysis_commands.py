@@ -11,6 +11,7 @@ from physarum.render.cli.main import main
 from support import tiny_data
 
 
+@pytest.mark.slow
 def test_cli_sensitivity_writes_csv_plot_and_summary(tmp_path, write_yaml, capsys):
     import json
 

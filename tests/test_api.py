@@ -90,6 +90,7 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)
 
 
+@pytest.mark.slow
 def test_the_docs_examples_run(tmp_path, monkeypatch, capsys):
     blocks = python_blocks((ROOT / "docs" / "api.md").read_text(encoding="utf-8"))
     assert len(blocks) >= 5

@@ -47,6 +47,8 @@ from physarum.render.formats.registry import ALL_FORMATS
 from physarum.render.preset import build_preset, load_preset
 from support import CURATED, ROOT, save_image
 
+pytestmark = pytest.mark.slow  # hundreds of hostile commands, about 20 s in all
+
 SEED = int(os.environ.get("PHYSARUM_FUZZ_SEED", "15"))
 SCALE = float(os.environ.get("PHYSARUM_FUZZ_CASES", "1"))
 FLAGS = ["--quiet", "--backend", "torch", "--device", "cpu"]

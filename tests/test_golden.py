@@ -44,7 +44,7 @@ BACKENDS = [
     "torch",
     pytest.param(
         "triton",
-        marks=pytest.mark.interpreter,
+        marks=[pytest.mark.interpreter, pytest.mark.slow],
     ),
 ]
 

@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("triton")
 
+pytestmark = pytest.mark.slow  # about 30 s: every specialisation compiled
+
 
 def test_every_kernel_specialisation_compiles_for_sm90():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

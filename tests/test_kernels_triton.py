@@ -84,6 +84,7 @@ def test_single_steps_match_on_odd_canvas():
     _run_and_compare(state, exact.build_tables([VEINS]), steps=3, every_step=True)
 
 
+@pytest.mark.slow
 def test_thirty_steps_match_batch_with_varied_parameters():
     seeds = [p.seed for p in VARIED]
     state = spawn(seeds, 700, 61, 45, "random")
@@ -101,7 +102,9 @@ def test_trail_values_below_the_floor_flush_to_zero():
     assert flushed.any() and not flushed.all(), "the test should flush some cells, not all"
 
 
-@pytest.mark.parametrize("pattern", SPAWNS)
+@pytest.mark.parametrize(  # the fast tier (pytest -m "not slow") runs the image spawn
+    "pattern", [pytest.param(p, marks=[pytest.mark.slow] * (p != "image")) for p in SPAWNS]
+)
 def test_spawn_patterns_match(pattern):
     params = [VEINS, VARIED[1]]
     extra = dict(density=(torch.arange(23 * 37).reshape(23, 37) * 7919) % 11) if pattern == "image" else {}
@@ -117,7 +120,7 @@ def test_agent_counts_not_a_multiple_of_the_block(agents, sort_every):
     _run_and_compare(state, exact.build_tables([VEINS]), steps=8, sort_every=sort_every)
 
 
-@pytest.mark.parametrize("tile", ["tuned", (4, 32)])
+@pytest.mark.parametrize("tile", ["tuned", pytest.param((4, 32), marks=pytest.mark.slow)])
 def test_canvas_wider_than_a_diffuse_tile(monkeypatch, tile):
     # With 4 x 32 tiles, 131 columns span five column tiles, the last of 3 columns, and 11 rows
     # three row tiles, the last of 3 rows; the tuned tiles are rows of 512 columns.
@@ -170,6 +173,7 @@ def test_agents_on_the_edges():
     _run_and_compare(state, exact.build_tables([params]), steps=4, every_step=True)
 
 
+@pytest.mark.slow
 def test_nonzero_initial_trail_exercises_random_turns():
     params = [VEINS, VARIED[2]]
     state = spawn([p.seed for p in params], 1000, 37, 23, "random")
@@ -282,6 +286,7 @@ def _recorded(launch):
     return run_or_record
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sort_every", [0, 5])
 def test_graph_chunks_keep_buffer_parity_and_sort_schedule(monkeypatch, sort_every):
     # The graph bookkeeping (chunk lengths, start parities, remainders, chunks cut at sorts)
@@ -344,6 +349,7 @@ def test_graphs_are_off_in_the_interpreter_by_default_and_when_asked(monkeypatch
 # Spatial sorting: agents change lanes, the results do not change.
 
 
+@pytest.mark.slow
 def test_sorted_runs_match_reference_and_resume_from_snapshots():
     # Three simulations, an odd canvas, agents spanning two blocks, a trail with ties so that
     # many agents take the random turn (whose hash must follow the agent, not its lane).
@@ -393,6 +399,7 @@ def test_rejects_bad_tables():
         TritonSimulation(state, tables)
 
 
+@pytest.mark.slow
 def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
     # Large runs sort in segments and keep one count map cleared by a memset, to save memory;
     # both must leave results unchanged. Segments of 700 lanes over 1500 agents: three, the
@@ -425,7 +432,7 @@ def test_segmented_sort_and_single_count_map_match_reference(monkeypatch):
 # Worlds: the test worlds of tests/support.py, sorted and unsorted.
 
 
-@pytest.mark.parametrize("sort_every", [0, 3])
+@pytest.mark.parametrize("sort_every", [0, pytest.param(3, marks=pytest.mark.slow)])  # fast tier: unsorted
 @pytest.mark.parametrize("name,boundary", WORLD_CASES)
 def test_triton_matches_the_reference_in_every_world(name, boundary, sort_every):
     from physarum.kernels.triton_backend import TritonSimulation

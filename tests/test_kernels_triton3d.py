@@ -41,7 +41,14 @@ def _compare(state, tables, world, steps, device="cpu", **options) -> None:
 
 
 @pytest.mark.interpreter(cpu=True)
-@pytest.mark.parametrize("boundary, spawn", [("wrap", "random"), ("reflect", "ball"), ("clamp", "sphere")])
+@pytest.mark.parametrize(
+    "boundary, spawn",
+    [  # the fast tier (pytest -m "not slow") runs one of the three
+        pytest.param("wrap", "random", marks=pytest.mark.slow),
+        pytest.param("reflect", "ball", marks=pytest.mark.slow),
+        ("clamp", "sphere"),
+    ],
+)
 def test_triton_matches_the_reference_in_the_interpreter(boundary, spawn, monkeypatch):
     """Diffuse programs march 5 slices (16 = 5 + 5 + 5 + 1: chunk edges and a short last one)."""
     from physarum.kernels import triton3d_kernels

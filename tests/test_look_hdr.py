@@ -220,6 +220,7 @@ def test_a_look_preset_renders_the_same_bytes_twice(tmp_path):
 
 
 @pytest.mark.interpreter
+@pytest.mark.slow
 def test_a_look_preset_is_the_same_bytes_on_each_backend(tmp_path):
     preset = build_preset(tiny_data(look=LOOK_SECTION, output={"formats": ["gif", "png"]}), "tiny.yaml")
     found = {}

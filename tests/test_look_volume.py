@@ -321,6 +321,7 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
 """
 
 
+@pytest.mark.slow  # two fresh processes render a camera frame each
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB is Linux's")
 def test_the_memory_check_counts_what_a_camera_pixel_takes():
     """The peak memory of one frame grows by at most volume.PIXEL_BYTES a camera pixel (measured

@@ -77,6 +77,7 @@ def test_kernel_on_cuda_equals_the_torch_renderer_on_the_cpu(mode):
         assert torch.equal(cpu, cuda.cpu())
 
 
+@pytest.mark.slow
 def test_the_kernel_compiles_for_sm90():
     """Ahead of time on the CPU, in a process without TRITON_INTERPRET (which replaces the compiler)."""
     pytest.importorskip("triton")

@@ -59,6 +59,7 @@ def _palettes(folder: Path, stem: str) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow
 def test_a_second_render_of_a_name_being_rendered_is_refused_and_the_first_writes_all_its_files(tmp_path):
     seed = random.randrange(1, 1_000_000)
     folder, stem = tmp_path / "out" / "tiny", f"tiny-s{seed}"
@@ -82,6 +83,7 @@ def test_a_second_render_of_a_name_being_rendered_is_refused_and_the_first_write
     assert not (folder / f".{stem}.lock").exists()  # released and removed with the render
 
 
+@pytest.mark.slow
 def test_the_lock_of_a_killed_render_blocks_no_later_render(tmp_path):
     seed = random.randrange(1, 1_000_000)
     folder, stem = tmp_path / "out" / "tiny", f"tiny-s{seed}"

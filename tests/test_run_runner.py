@@ -107,6 +107,7 @@ def test_encoder_failure_stops_the_render_and_removes_partial_files(tmp_path, mo
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
+@pytest.mark.slow
 def test_killed_render_leaves_no_truncated_file(tmp_path):
     preset = tmp_path / "slow.yaml"
     preset.write_text(
@@ -206,7 +207,14 @@ def test_webp_and_mp4_settings_render_from_the_preset(tmp_path):
     assert read_embedded(result.outputs["webp"]) == read_embedded(result.outputs["mp4"])
 
 
-@pytest.mark.parametrize("path", CURATED, ids=[p.stem for p in CURATED])
+# The curated presets of about 6 s each on a 2-core CPU; the fast tier (pytest -m "not slow")
+# renders the others.
+SLOW_CURATED = {"cocoon", "panorama", "tangle"}
+
+
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=p.stem, marks=[pytest.mark.slow] * (p.stem in SLOW_CURATED)) for p in CURATED]
+)
 def test_curated_presets_render_a_few_steps(path: Path, tmp_path):
     from fractions import Fraction
 
@@ -271,6 +279,7 @@ def test_a_batch_of_world_presets_renders_each_as_alone(images):
 
 
 @pytest.mark.interpreter(cpu=True)
+@pytest.mark.slow
 def test_triton_in_the_interpreter_renders_a_world_preset_byte_for_byte(images):
     preset = build_preset(world_data(), str(images / "p.yaml"))
     outputs = {
@@ -303,6 +312,7 @@ def test_one_species_with_a_palette_shows_the_plain_render(tmp_path):
 # encoder failing only its job, every job's input ended before any is waited for.
 
 
+@pytest.mark.slow
 def test_a_batch_renders_each_job_byte_for_byte_as_physarum_render_alone(tmp_path):
     # Compared with `physarum render --from` in fresh processes: the bytes x264 writes in a
     # process that already ran other encoders can differ (render/out/encoder_process.py), so the
@@ -471,7 +481,9 @@ def test_replacing_earlier_files_is_reported(tmp_path):
     assert sorted(p.name for p in again.replaced) == [f"tiny-s3.{f}" for f in ("gif", "json", "mp4", "png")]
 
 
-@pytest.mark.parametrize("kind", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "kind", [signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.slow)], ids=lambda s: s.name
+)
 def test_sigterm_and_sighup_end_a_render_cleanly(tmp_path, kind):
     preset = tmp_path / "slow.yaml"
     preset.write_text(

@@ -432,6 +432,7 @@ def refused(tmp_path: Path, capsys, *flags: str) -> str:
     return err[0]
 
 
+@pytest.mark.slow
 def test_more_checkpoints_than_a_render_writes_are_refused_before_it_starts(tmp_path, capsys):
     line = refused(tmp_path, capsys, "--set", "run.steps=1100", "--checkpoint-every", "1")
     assert "schedules 1102 checkpoints" in line and f"at most {cp.MAX_CHECKPOINTS}" in line
@@ -486,6 +487,7 @@ VOLUME = tiny_3d(  # the tiny volume's model, larger and longer
 )
 
 
+@pytest.mark.slow
 def test_a_killed_3d_render_resumed_writes_the_uninterrupted_renders_bytes(tmp_path):
     """A 3D render (about 4 s on a 2-core CPU) killed after a checkpoint, resumed from it: the
     same GIF, MP4, PNG and WebP bytes, and the same last checkpoint, as the render not killed."""

@@ -8,6 +8,8 @@ from PIL import Image
 from physarum.render import sweep as sweeps
 from support import write_sweep
 
+pytestmark = pytest.mark.slow  # starts a Ray cluster
+
 
 def test_ray_runs_the_batches_as_tasks_on_the_cpu(tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'physarum[ray]'")

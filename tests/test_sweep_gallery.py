@@ -101,6 +101,7 @@ def chromium_dom(url: str, tmp_path: Path) -> str:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
+@pytest.mark.slow
 def test_gallery_in_headless_chromium_loads_filters_and_copies(tmp_path):
     sweep_dir, records = sweep_records(tmp_path)
     page = write_gallery(sweep_dir, records)

@@ -12,6 +12,7 @@ import sys
 import time
 
 import av
+import pytest
 import yaml
 from PIL import Image
 
@@ -96,6 +97,7 @@ def test_failures_are_listed_kept_and_retried_on_request(tmp_path, capsys):
     assert statuses.count(("s-0001", "failed")) == 1 and statuses.count(("s-0001", "done")) == 1
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_finishes_every_job_once(tmp_path):
     base = {
         **SWEEP_BASE,

@@ -19,6 +19,7 @@ from physarum.render.sweep import workers
 from support import SWEEP_BASE, read_manifest, write_sweep
 
 
+@pytest.mark.slow
 def test_two_worker_processes_share_the_jobs(tmp_path, capsys):
     path = write_sweep(tmp_path, grid={"model.decay": [0.1, 0.2, 0.3, 0.4]})
     out = tmp_path / "out"
@@ -59,6 +60,7 @@ def test_workers_fork_for_gpus_spawn_for_the_cpu_and_the_choice_can_be_forced(mo
         sweeps.start_method(["cuda:0"])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers are used on Linux only")
 def test_forked_workers_render_what_spawned_ones_do(tmp_path):
     """Forked as GPU workers are (forced here on the CPU, from a fresh process that has run no
