@@ -35,6 +35,9 @@ RUN = {
 
 # command as written -> why it is not run here
 SKIPPED = {
+    "physarum live quickstart": "a server that runs until Ctrl-C (tests/test_live_browser.py drives one)",
+    "physarum live mine.yaml --set model.decay=0.05 --seed 7": "a server until Ctrl-C; mine.yaml is the reader's",
+    "physarum live quickstart --full": "a server until Ctrl-C, at full size",
     "physarum render veins --checkpoint-every 500": "long render: veins, 2000 steps (about a minute on 2 cores)",
     "physarum render veins --checkpoint-at 250,1500": "long render: veins, 2000 steps",
     "physarum render --resume outputs/veins/veins-s7-checkpoint-1500.npz": "resumes the long veins render above",
