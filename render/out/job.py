@@ -32,6 +32,7 @@ from physarum.render.out.sinks import Sink
 from physarum.render.out.specs import output_paths, output_specs, output_stem
 from physarum.render.out.volume_export import SpacetimeWriter
 from physarum.render.preset import Preset
+from physarum.render.preset import audio as soundtrack
 from physarum.render.preset.provenance import embedded_text, encoder_builds, version
 from physarum.render.sim import keyframes
 from physarum.render.sim.checkpoint import JournalMark
@@ -75,6 +76,8 @@ def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: d
         out["loop"] = loop
     if preset.schedules:
         out["schedules"] = keyframes.describe(preset)
+    if preset.audio is not None:  # the soundtrack: its PCM's sha256, tempo, followed keys (docs/audio.md)
+        out["audio"] = soundtrack.describe(preset)
     return out
 
 

@@ -9,7 +9,18 @@ then this block, every line a YAML comment, so that the whole text is still the 
     # QlpoOTFBWSZTWf...                 (base64 of the data, 76 characters a line)
     # end
 
-`1` is the block's format. One `image` entry per distinct path the preset names, in the order
+`1` is the block's format; a preset with a soundtrack (docs/audio.md) writes format 2, whose
+entries may also be
+
+    # audio {"path": "beat.flac", "fps": 30, "frames": 90, "features": [...], "bpm": "120",
+    #        "offset": "1/4", "pcm_sha256": "<64 hex>", "samples": 66150, "sha256": "<64 hex>", "bytes": 321}
+    # sound {"path": "beat.flac", "sha256": "<64 hex>", "bytes": 52000}
+
+`audio`: the track's feature table (audio_features.Analysis: frames x features, 0 .. FULL) as
+little-endian uint16, row by row, compressed by bzip2 (sha256 of the uncompressed table), so
+that `render --from` follows the soundtrack without the sound file; `sound`: the sound file's
+own bytes (not compressed), carried only with `audio.carry: true`, at most
+audio.MAX_CARRIED_SOUND bytes, so that the MP4 carries the soundtrack again. One `image` entry per distinct path the preset names, in the order
 images.preset_images names them; `path` is the path as the preset text names it. The image
 itself is its canonical content: the 8-bit grey pixels the model reads from the file
 (images.read_grey, before resizing to the canvas) as a binary PGM (`P5\\n<w> <h>\\n255\\n` and the
@@ -31,16 +42,20 @@ import bz2
 import hashlib
 import json
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from physarum.render.base import lazy
 from physarum.render.base.files import parse_json
 from physarum.render.base.inputs import excerpt
+from physarum.render.preset.audio_features import FEATURES, FULL, Analysis
 from physarum.render.preset.images import MAX_IMAGE_PIXELS, image_size, read_grey, remember
 
 np = lazy.module("numpy")  # start-up: loaded at first use (base/lazy.py)
 
 FORMAT = 1
+AUDIO_FORMAT = 2  # a block that carries a soundtrack's features (and perhaps its sound)
+MAX_TABLE_FRAMES = 200_000  # a carried feature table: at most this many frames
 MARK = "# physarum images "  # at the start of a line: nothing in a YAML dump starts so at column 0
 END = "# end"
 MAX_CARRIED_BYTES = 32 << 20  # the block, in characters: 32 MiB
@@ -61,12 +76,12 @@ def _pgm_header(width: int, height: int) -> bytes:
     return f"P5\n{width} {height}\n255\n".encode("ascii")
 
 
-def block(images: list[tuple[str, np.ndarray]]) -> str:
-    """The carried block of (path as embedded, [H, W] uint8 grey) images; "" for none. ValueError
-    when it would be longer than MAX_CARRIED_BYTES."""
-    if not images:
+def block(images: list[tuple[str, np.ndarray]], sounds: list[CarriedAudio] = ()) -> str:
+    """The carried block of (path as embedded, [H, W] uint8 grey) images and of a soundtrack's
+    features (and sound); "" for none. ValueError when it would be longer than MAX_CARRIED_BYTES."""
+    if not images and not sounds:
         return ""
-    lines = [f"{MARK}{FORMAT}"]
+    lines = [f"{MARK}{AUDIO_FORMAT if sounds else FORMAT}"]
     for path, grey in images:
         content = pgm(grey)
         digest = hashlib.sha256(content).hexdigest()
@@ -79,8 +94,15 @@ def block(images: list[tuple[str, np.ndarray]]) -> str:
         lines.append(f"# image {json.dumps(header)}")
         text = base64.b64encode(data).decode("ascii")
         lines.extend(f"# {text[i : i + LINE_CHARS]}" for i in range(0, len(text), LINE_CHARS))
+    for sound in sounds:
+        lines.extend(sound.lines())
     lines.append(END)
     text = "\n".join(lines) + "\n"
+    if len(text) > MAX_CARRIED_BYTES and sounds:
+        raise ValueError(
+            f"the world images and the soundtrack would take {len(text)} bytes in every output (in "
+            f"base64); at most {MAX_CARRIED_BYTES} are carried: leave out audio.carry or shrink the images"
+        )
     if len(text) > MAX_CARRIED_BYTES:
         raise ValueError(
             f"the world images would take {len(text)} bytes in every output (compressed, in base64); "
@@ -170,7 +192,48 @@ class FolderImage:
         return ("folder", str(self.file), self.width, self.height)
 
 
-def read_block(text: str) -> dict[str, CarriedImage]:
+def _base64_lines(data: bytes) -> list[str]:
+    text = base64.b64encode(data).decode("ascii")
+    return [f"# {text[i : i + LINE_CHARS]}" for i in range(0, len(text), LINE_CHARS)]
+
+
+@dataclass(frozen=True)
+class CarriedAudio:
+    """A soundtrack an output carries: its path as the preset names it, its feature table
+    (audio_features.Analysis) and, with audio.carry, the sound file's bytes."""
+
+    path: str
+    analysis: Analysis = field(repr=False)
+    sound: bytes | None = field(default=None, repr=False)
+
+    def lines(self) -> list[str]:
+        table = np.ascontiguousarray(self.analysis.table, dtype="<u2").tobytes()
+        data = bz2.compress(table, BZIP2_LEVEL)
+        a = self.analysis
+        header = {
+            "path": self.path,
+            "fps": a.fps,
+            "frames": a.frames,
+            "features": list(FEATURES),
+            "bpm": None if a.bpm is None else str(a.bpm),
+            "offset": str(a.offset),
+            "pcm_sha256": a.pcm_sha256,
+            "samples": a.samples,
+            "sha256": hashlib.sha256(table).hexdigest(),
+            "bytes": len(data),
+        }
+        lines = [f"# audio {json.dumps(header)}", *_base64_lines(data)]
+        if self.sound is not None:
+            sound = {
+                "path": self.path,
+                "sha256": hashlib.sha256(self.sound).hexdigest(),
+                "bytes": len(self.sound),
+            }
+            lines += [f"# sound {json.dumps(sound)}", *_base64_lines(self.sound)]
+        return lines
+
+
+def read_block(text: str) -> dict[str, CarriedImage | CarriedAudio]:
     """The images a carried block holds, by path; ValueError naming what is wrong (line numbers
     count from the block's first line). Nothing is decompressed here."""
     if len(text) > MAX_CARRIED_BYTES:
@@ -181,7 +244,7 @@ def read_block(text: str) -> dict[str, CarriedImage]:
     if not lines or not lines[0].startswith(MARK):
         raise ValueError(f"the carried images start with {MARK!r}")
     version = lines[0][len(MARK) :]
-    if version != str(FORMAT):
+    if version not in (str(FORMAT), str(AUDIO_FORMAT)):
         raise ValueError(
             f"the carried images are in format {excerpt(version)}; this physarum reads format {FORMAT}: "
             "render it with the release that wrote it, or give their folder with --images DIR"
@@ -189,12 +252,17 @@ def read_block(text: str) -> dict[str, CarriedImage]:
     if len(lines) < 2 or lines[-1] != END:
         raise ValueError(f"the carried images end before their last line {END!r}: the file was cut short")
     images: dict[str, CarriedImage] = {}
+    sounds: dict[str, CarriedAudio] = {}
     at = 1
     while at < len(lines) - 1:
-        header = _entry_header(lines[at], at + 1)
         end = at + 1
-        while end < len(lines) - 1 and not lines[end].startswith("# image "):
+        while end < len(lines) - 1 and not lines[end].startswith(ENTRY_STARTS):
             end += 1
+        if version == str(AUDIO_FORMAT) and lines[at].startswith(("# audio ", "# sound ")):
+            _read_audio_entry(lines, at, end, sounds)
+            at = end
+            continue
+        header = _entry_header(lines[at], at + 1)
         data = _entry_data(lines[at + 1 : end], at + 2, header)
         if header["path"] in images:
             raise ValueError(f"line {at + 1}: the image {excerpt(header['path'])} is carried twice")
@@ -202,7 +270,90 @@ def read_block(text: str) -> dict[str, CarriedImage]:
             header["path"], header["width"], header["height"], header["sha256"], data
         )
         at = end
-    return images
+    return {**images, **sounds}
+
+
+ENTRY_STARTS = ("# image ", "# audio ", "# sound ")
+AUDIO_KINDS = {
+    "path": str,
+    "fps": int,
+    "frames": int,
+    "features": list,
+    "bpm": (str, type(None)),
+    "offset": str,
+    "pcm_sha256": (str, type(None)),
+    "samples": int,
+    "sha256": str,
+    "bytes": int,
+}
+SOUND_KINDS = {"path": str, "sha256": str, "bytes": int}
+
+
+def _read_audio_entry(lines: list[str], at: int, end: int, sounds: dict) -> None:
+    """One `# audio` (feature table) or `# sound` (the sound file) entry into `sounds`, by path;
+    ValueError naming the line and what is wrong."""
+    number = at + 1
+    kind = lines[at][2:7]
+    kinds = AUDIO_KINDS if kind == "audio" else SOUND_KINDS
+    try:
+        header = parse_json(lines[at][len("# audio ") :])
+    except ValueError as error:
+        raise ValueError(f"line {number}: the {kind} header is not JSON ({error})") from None
+    if not isinstance(header, dict) or set(header) != set(kinds):
+        raise ValueError(
+            f"line {number}: a {kind} header has the keys {sorted(kinds)}, got {excerpt(header)}"
+        )
+    for key, types in kinds.items():
+        if not isinstance(header[key], types) or isinstance(header[key], bool):
+            raise ValueError(
+                f"line {number}: the {kind} header's {key} is of the wrong type: {excerpt(header)}"
+            )
+    path = header["path"]
+    if not path or len(path) > MAX_PATH_CHARS or "\0" in path:
+        raise ValueError(f"line {number}: a sound path has 1 to {MAX_PATH_CHARS} characters and no NUL")
+    data = _entry_data(lines[at + 1 : end], number + 1, header)
+    if kind == "sound":
+        if hashlib.sha256(data).hexdigest() != header["sha256"] or path not in sounds:
+            raise ValueError(
+                f"line {number}: the sound {excerpt(path)} does not match its sha256, or comes before its features"
+            )
+        sounds[path] = CarriedAudio(path, sounds[path].analysis, data)
+        return
+    if header["features"] != list(FEATURES):
+        raise ValueError(
+            f"line {number}: the soundtrack's features are {excerpt(header['features'])}; this physarum "
+            f"reads {list(FEATURES)}: give the sound file (--set audio.path=FILE)"
+        )
+    frames = header["frames"]
+    if not 1 <= frames <= MAX_TABLE_FRAMES or not 1 <= header["fps"] <= 100:
+        raise ValueError(f"line {number}: a feature table has 1 to {MAX_TABLE_FRAMES} frames at 1 to 100 fps")
+    size = frames * len(FEATURES) * 2
+    decompressor = bz2.BZ2Decompressor()
+    try:
+        table = decompressor.decompress(data, max_length=size + 1)
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(
+            f"line {number}: the feature table of {excerpt(path)} is not bzip2 ({error})"
+        ) from None
+    if len(table) != size or not decompressor.eof or hashlib.sha256(table).hexdigest() != header["sha256"]:
+        raise ValueError(
+            f"line {number}: the feature table of {excerpt(path)} is not the one its header names: "
+            "the file was altered or damaged"
+        )
+    values = np.frombuffer(table, dtype="<u2").reshape(frames, len(FEATURES)).astype(np.int64)
+    if values.max() > FULL:
+        raise ValueError(f"line {number}: the feature table of {excerpt(path)} has values above {FULL}")
+    try:
+        bpm = None if header["bpm"] is None else Fraction(header["bpm"])
+        offset = Fraction(header["offset"])
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"line {number}: the soundtrack's bpm or offset is not a number") from None
+    if (bpm is not None and not 1 <= bpm <= 1000) or not 0 <= offset <= 100_000:
+        raise ValueError(f"line {number}: the soundtrack's bpm or offset is out of bounds")
+    if path in sounds:
+        raise ValueError(f"line {number}: the soundtrack {excerpt(path)} is carried twice")
+    analysis = Analysis(header["fps"], values, bpm, offset, header["pcm_sha256"], header["samples"])
+    sounds[path] = CarriedAudio(path, analysis)
 
 
 def _entry_header(line: str, number: int) -> dict:

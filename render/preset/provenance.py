@@ -30,6 +30,7 @@ from physarum.render.base import lazy
 from physarum.render.base.errors import PresetError, RenderError, printable
 from physarum.render.base.inputs import excerpt, shorten
 from physarum.render.preset import Preset, carried, parse_yaml
+from physarum.render.preset import audio as soundtrack
 from physarum.render.preset.catalog import PRESETS
 from physarum.render.preset.images import preset_images, source_pixels
 from physarum.render.preset.sections import IMAGE_KEYS
@@ -78,9 +79,30 @@ def embedded_text(preset: Preset) -> str:
     preset text back (check_readable)."""
     text = check_readable(preset)
     try:
-        return text + carried.block(carried_images(preset))
+        return text + carried.block(carried_images(preset), carried_sounds(preset))
     except ValueError as error:
         raise RenderError(f"{preset.name}: {error}") from None
+
+
+def carried_sounds(preset: Preset) -> list[carried.CarriedAudio]:
+    """The soundtrack a preset's outputs carry (docs/audio.md): the feature table of its sound
+    file, and with audio.carry the file's bytes (at most audio.MAX_CARRIED_SOUND); none without
+    a sound file. RenderError where the features cannot be read or the file is too large."""
+    audio = preset.audio
+    if audio is None or audio.path is None:
+        return []
+    try:
+        analysis = soundtrack.analysis_of(preset)
+        sound = soundtrack.sound_bytes(preset) if audio.carry else None
+    except (ValueError, OSError) as error:
+        raise RenderError(f"{preset.name}: audio.path: {printable(error)}") from None
+    if sound is not None and len(sound) > soundtrack.MAX_CARRIED_SOUND:
+        raise RenderError(
+            f"{preset.name}: audio.carry: the sound file is {len(sound)} bytes; outputs carry at most "
+            f"{soundtrack.MAX_CARRIED_SOUND} ({soundtrack.MAX_CARRIED_SOUND >> 20} MiB): leave out "
+            "audio.carry (outputs carry the features, which render --from follows) or shorten the file"
+        )
+    return [carried.CarriedAudio(preset.portable_path(audio.path), analysis, sound)]
 
 
 def check_readable(preset: Preset) -> str:
