@@ -37,7 +37,7 @@ MISSING = (
     if webdriver is None
     else None
 )
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
 
 TINY = """name: tiny
 seed: 3
