@@ -1,5 +1,6 @@
 """MP4: H.264 in one of three settings (the one place they are defined), faststart, the preset
-in the container's comment tag. Odd sides are padded (H.264 needs even sizes)."""
+in the container's comment tag, and a preset's soundtrack as its audio stream (mp4_audio.py).
+Odd sides are padded (H.264 needs even sizes)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from physarum.render.base import lazy
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats.contract import Format, Frame, Shared
+from physarum.render.formats.mp4_audio import Soundtrack, open_sound
 
 # start-up: loaded at first use (base/lazy.py)
 av = lazy.module("av")
@@ -87,6 +89,7 @@ class Mp4Spec:
     fps: int
     comment: str
     setting: str = DEFAULT_SETTING
+    sound: Soundtrack | None = None  # the audio stream: the preset's sound file (docs/audio.md)
 
     format: ClassVar[str] = "mp4"
     reads: ClassVar[str] = "rgb"
@@ -124,6 +127,7 @@ class Mp4Writer(PartialFile):
             super().abort()
             raise
         self.container.metadata["comment"] = spec.comment
+        self.fps, self.frames, self.sound = spec.fps, 0, None
         stream = self.container.add_stream(self.setting.codec, rate=Fraction(spec.fps))
         stream.width, stream.height = self.size
         stream.pix_fmt = self.setting.pix_fmt
@@ -131,6 +135,16 @@ class Mp4Writer(PartialFile):
         stream.codec_context.thread_count = MP4_THREADS
         stream.codec_context.thread_type = "SLICE" if MP4_SLICED_THREADS else "FRAME"
         self.stream = stream
+        if spec.sound is not None:
+            try:
+                self.sound = open_sound(spec.sound)
+                self.sound.add(self.container)
+            except ValueError as error:
+                self.abort()
+                raise RenderError(str(error)) from None
+            except BaseException:
+                self.abort()
+                raise
 
     def write(self, frame: Frame) -> None:
         rgb = frame.rgb
@@ -144,11 +158,17 @@ class Mp4Writer(PartialFile):
         with self._naming_the_file():
             for packet in self.stream.encode(video):
                 self.container.mux(packet)
+            self.frames += 1
+            if self.sound is not None:  # the sound of the frames so far, interleaved
+                self.sound.until(self.container, Fraction(self.frames, self.fps))
 
     def complete(self) -> list[PartialFile]:
         with self._naming_the_file():
             for packet in self.stream.encode():
                 self.container.mux(packet)
+            if self.sound is not None:  # ends with the video
+                self.sound.until(self.container, Fraction(self.frames, self.fps))
+                self.sound.close()
             self.container.close()
         self._close_descriptor()
         return [self]
@@ -168,6 +188,8 @@ class Mp4Writer(PartialFile):
         commit_together(self.complete())
 
     def abort(self) -> None:
+        if self.sound is not None:
+            self.sound.close()
         try:
             self.container.close()
         except Exception:  # a broken container is being thrown away anyway
@@ -184,7 +206,8 @@ class Mp4Writer(PartialFile):
 def make_spec(preset, path: Path, shared: Shared) -> Mp4Spec:
     """The MP4 of a validated preset: the whole canvas, output.fps, output.mp4's setting."""
     width, height = preset.frame_size  # the canvas, or a 3D preset's camera image
-    return Mp4Spec(path, width, height, preset.output.fps, shared.text, mp4_setting(preset))
+    sound = getattr(preset, "soundtrack", None)  # the preset's sound file, where it has one and wants it
+    return Mp4Spec(path, width, height, preset.output.fps, shared.text, mp4_setting(preset), sound)
 
 
 def check(preset) -> list[str]:

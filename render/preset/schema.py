@@ -22,6 +22,7 @@ from pydantic import (
 from physarum.kernels.limits import MAX_SPECIES, ONE, ModelParams
 from physarum.render.base.errors import did_you_mean
 from physarum.render.base.inputs import excerpt, shorten
+from physarum.render.formats.mp4_audio import Soundtrack
 from physarum.render.preset import audio as soundtrack
 from physarum.render.preset.audio import Audio
 from physarum.render.preset.camera import Camera
@@ -118,6 +119,19 @@ class Preset(Section):
         """Whether the MP4 carries the soundtrack: a sound file is there (a file, or carried) and
         output.sound is not false."""
         return self.audio is not None and self.audio.path is not None and self.output.sound is not False
+
+    @property
+    def soundtrack(self) -> Soundtrack | None:
+        """What the MP4 carries as its audio stream (render/formats/mp4_audio.py): the sound file,
+        or the bytes a --from file carries (audio.carry); None where the preset has no sound file
+        or output.sound is false, and where a --from file carries only the features."""
+        if not self.sound:
+            return None
+        entry = self._carried.get(self.audio.path)
+        if entry is not None:
+            sound = getattr(entry, "sound", None)
+            return None if sound is None else Soundtrack(sound, self.audio.path)
+        return Soundtrack(self.audio.path, self.audio.path)
 
     @model_validator(mode="after")
     def _look_of_one_map(self) -> Preset:
