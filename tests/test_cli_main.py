@@ -702,3 +702,12 @@ def test_the_listing_shows_a_volume_as_three_sides():
     lines = {line.split()[0]: line for line in show.preset_lines()}
     assert lines["cosmos"].split()[1:3] == ["512x512x512", "30720000"], lines["cosmos"]
     assert lines["quickstart"].split()[1] == "512x512"
+
+
+def test_warmup_says_what_it_compiled_and_refuses_an_unknown_preset(capsys):
+    """`physarum warmup`: the torch backend has nothing to cache (said, exit 0, no simulation
+    made); an unknown preset is one message and exit 2, before torch."""
+    assert main(["warmup", "quickstart", "--device", "cpu", "--backend", "torch"]) == 0
+    assert "nothing to compile" in capsys.readouterr().out
+    assert main(["warmup", "no-such-preset"]) == 2
+    assert "no-such-preset" in capsys.readouterr().err

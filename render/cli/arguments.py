@@ -296,6 +296,7 @@ def parser() -> argparse.ArgumentParser:
     graph.add_argument("--quiet", action="store_true", help="print only the paths written")
     add_explore(commands)
     add_live(commands)
+    add_warmup(commands)
     return parser
 
 
@@ -351,6 +352,24 @@ def add_live(commands) -> None:
         "--out", default="outputs", help="output folder; saves and renders go to OUT/<preset>-live/"
     )
     live.set_defaults(preview_side=PREVIEW_SIDE)
+
+
+def add_warmup(commands) -> None:
+    """`physarum warmup`: Triton's kernel cache filled for presets before their first render."""
+    warmup = commands.add_parser(
+        "warmup",
+        help="compile the Triton kernels presets need (in parallel) into Triton's cache, "
+        "so that a first render on this machine starts at once",
+    )
+    warmup.add_argument(
+        "presets",
+        nargs="*",
+        metavar="PRESET",
+        help="preset files or curated names (default: every curated preset)",
+    )
+    add_backend(warmup)
+    warmup.add_argument("--threads", type=int, default=None, help="compile threads (default: the cores)")
+    warmup.add_argument("--quiet", action="store_true", help="no line per preset")
 
 
 def stop_settings(args) -> list[str]:

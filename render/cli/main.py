@@ -164,6 +164,54 @@ def cmd_live(args) -> int:
     return run_live(args)
 
 
+def cmd_warmup(args) -> int:
+    """Triton's kernel cache filled for presets (default: every curated one): each preset's
+    simulation made at its size, the launches of its first step compiled at once on threads
+    (kernels/warmup.py), then two frames of it simulated and coloured, which builds what
+    compiling alone does not (Triton's launchers, the colouring's kernels). A line per preset."""
+    from physarum.render.preset import load_preset  # start-up: the preset schema
+    from physarum.render.preset.catalog import preset_files  # start-up: the same
+
+    presets = [load_preset(resolve_preset_path(name)) for name in args.presets or preset_files()]
+    show.status(args.quiet, "loading torch")
+    import time
+
+    import torch  # start-up: torch
+
+    from physarum.kernels import warmup  # start-up: torch, triton
+    from physarum.render.look.colour import make_colourist  # start-up: torch
+    from physarum.render.look.layers import layer_map, needs_agents  # start-up: torch
+    from physarum.render.look.volume import VolumeColourist  # start-up: torch
+    from physarum.render.run.machine import resolve_backend, resolve_device  # start-up: torch
+    from physarum.render.sim.simulation import make_batch_simulation  # start-up: torch
+
+    device = resolve_device(args.device)
+    backend = resolve_backend(args.backend, device)
+    if backend != "triton":  # the other backends compile nothing ahead
+        print(printable(f"nothing to compile: the {backend} backend on {device} has no kernels to cache"))
+        return 0
+    for preset in presets:
+        began = time.perf_counter()
+        simulation = make_batch_simulation([preset], backend, device)
+        done = warmup.compile_all(warmup.launches(simulation), args.threads)
+        simulation.advance(2 * preset.run.steps_per_frame)
+        agents = simulation.agents if needs_agents([preset]) else None
+        colourist = VolumeColourist(preset) if preset.dims == 3 else make_colourist(preset)
+        colourist.colour(layer_map(preset, simulation.trail, agents, 0), 0)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if not args.quiet:
+            how = "at once" if done["parallel"] else "one after another"
+            print(
+                printable(
+                    f"{preset.name}: {len(done['kernels'])} kernels compiled {how} in {done['seconds']:.1f} s, "
+                    f"ready in {time.perf_counter() - began:.1f} s ({backend} on {device})"
+                )
+            )
+        del simulation
+    return 0
+
+
 COMMANDS = {
     "render": cmd_render,
     "presets": cmd_presets,
@@ -176,6 +224,7 @@ COMMANDS = {
     "graph": cmd_graph,
     "explore": cmd_explore,
     "live": cmd_live,
+    "warmup": cmd_warmup,
 }
 
 
