@@ -55,7 +55,7 @@ MAX_KEYS = 1000
 PERCENT = re.compile(r"(\d{1,3}(?:\.\d{1,6})?)%")
 # The tags of a scheduled value's forms: error paths drop them (model.decay.keys.0, not
 # model.decay.schedule.keys.0)
-TAGS = ("number", "schedule", "audio", "wave")
+TAGS = ("number", "schedule", "follow", "wave", "track")  # track: run.steps: audio (sections.Steps)
 MAX_MS = 60_000  # an attack or release: at most a minute
 DURATION = re.compile(r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*(ms|s)\s*")
 PERIOD = re.compile(r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*(beats?|bars?|steps?)\s*")
@@ -317,7 +317,7 @@ def schedules_in(node: Any, path: str = "") -> Iterator[tuple[str, Schedule | Re
 
 def _form(value: Any) -> str:
     if isinstance(value, Follow) or (isinstance(value, dict) and "audio" in value):
-        return "audio"
+        return "follow"
     if isinstance(value, Wave) or (isinstance(value, dict) and "wave" in value):
         return "wave"
     return "schedule" if isinstance(value, dict | Schedule) else "number"

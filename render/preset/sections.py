@@ -230,8 +230,8 @@ ModelOverride = all_optional(Model, "ModelOverride")
 # run.steps: a count, or `audio` (the soundtrack's frames: render/preset/audio.py); the tags are
 # schedule.TAGS, which error paths drop (run.steps, not run.steps.number)
 Steps = Annotated[
-    Annotated[int, Field(ge=1, le=10_000_000), Tag("number")] | Annotated[Literal["audio"], Tag("audio")],
-    Discriminator(lambda value: "audio" if isinstance(value, str) else "number"),
+    Annotated[int, Field(ge=1, le=10_000_000), Tag("number")] | Annotated[Literal["audio"], Tag("track")],
+    Discriminator(lambda value: "track" if isinstance(value, str) else "number"),
 ]
 
 

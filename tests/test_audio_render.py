@@ -1,0 +1,313 @@
+"""Audio-driven presets end to end (render/preset/audio.py, render/formats/mp4_audio.py): the same
+bytes twice, `render --from` without the sound file, the MP4's audio stream in sync with its
+frames, `run.steps: audio`, `output.sound: false`, and every bad input one message, exit 2,
+nothing written."""
+
+from __future__ import annotations
+
+import json
+import wave
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from physarum.render.cli.main import main
+from physarum.render.preset import audio as soundtrack
+from physarum.render.preset import build_preset
+from support import problems_of, tiny_data, write_preset
+
+RATE = 44100
+
+
+def write_wav(path: Path, samples: np.ndarray, rate: int = RATE, channels: int = 1, width: int = 2) -> Path:
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(channels)
+        out.setsampwidth(width)
+        out.setframerate(rate)
+        out.writeframes(samples.tobytes())
+    return path
+
+
+def beat_track(seconds: float = 2.0, bpm: float = 120, rate: int = RATE) -> np.ndarray:
+    """Int16 mono: a kick every beat over a 55 Hz bass line."""
+    t = np.arange(int(rate * seconds))
+    x = 0.25 * np.sin(2 * np.pi * 55 * t / rate)
+    kick = np.exp(-np.arange(rate // 10) / (rate / 60)) * np.sin(
+        2 * np.pi * 70 * np.arange(rate // 10) / rate
+    )
+    at = 0.0
+    while at * rate < len(t):
+        start = int(at * rate)
+        end = min(len(t), start + len(kick))
+        x[start:end] += 0.7 * kick[: end - start]
+        at += 60 / bpm
+    return np.round(x * 20000).astype(np.int16)
+
+
+def audio_data(sound: Path, **sections) -> dict:
+    model = {
+        "sensor_distance": 5,
+        "deposit": {"audio": "beat", "range": [2, 9], "release": "150ms"},
+        "diffuse": 0.5,
+        "decay": {"audio": "bass", "range": [0.05, 0.2], "attack": 10, "release": "250ms"},
+    }
+    data = tiny_data(
+        audio={"path": str(sound)},
+        model=model,
+        run={"steps": "audio", "steps_per_frame": 2},
+        look={"exposure": {"audio": "loudness", "range": [0.8, 1.6]}},
+    )
+    data.update(sections)
+    return data
+
+
+def render(preset_file: Path, out: Path, *extra: str) -> int:
+    return main(["render", str(preset_file), "--out", str(out), "--quiet", "--backend", "torch", *extra])
+
+
+@pytest.fixture
+def track(tmp_path) -> Path:
+    return write_wav(tmp_path / "beat.wav", beat_track())
+
+
+def test_run_steps_follow_the_track_and_keys_follow_features(track):
+    preset = build_preset(audio_data(track), "p.yaml")
+    assert preset.frames == 40  # 2 s at 20 fps
+    assert preset.run.steps == 80
+    deposit = preset.model.deposit.resolved(preset.end_step)
+    assert deposit[0] == (0, 9)  # a beat at the first frame
+    assert all(2 <= value <= 9 for _, value in deposit)
+    assert [step for step, _ in deposit] == sorted({step for step, _ in deposit})
+    # frame f's value from step f * steps_per_frame + 1: every key a frame start
+    assert all(step == 0 or (step - 1) % 2 == 0 for step, _ in deposit)
+    assert all(10**4 % value.denominator == 0 for _, value in deposit)  # 4 decimals
+
+
+def test_a_preset_following_audio_renders_the_same_bytes_twice_and_from_its_files(tmp_path, track):
+    preset_file = write_preset(tmp_path, audio_data(track, name="pulse"))
+    assert render(preset_file, tmp_path / "a") == 0
+    assert render(preset_file, tmp_path / "b") == 0
+    first, second = tmp_path / "a" / "pulse", tmp_path / "b" / "pulse"
+    for fmt in ("gif", "mp4", "png"):
+        assert (first / f"pulse-s3.{fmt}").read_bytes() == (second / f"pulse-s3.{fmt}").read_bytes()
+    sidecar = json.loads((first / "pulse-s3.json").read_text())
+    assert sidecar["audio"]["pcm"]["sha256"] == soundtrack.read_track(str(track)).sha256
+    assert set(sidecar["audio"]["keys"]) == {"model.deposit", "model.decay", "look.exposure"}
+    track.rename(tmp_path / "gone.wav")  # --from needs no sound file: the outputs carry the features
+    for fmt in ("png", "gif", "mp4"):
+        out = tmp_path / f"from-{fmt}"
+        code = main(
+            [
+                "render",
+                "--from",
+                str(first / f"pulse-s3.{fmt}"),
+                "--out",
+                str(out),
+                "--quiet",
+                "--backend",
+                "torch",
+            ]
+        )
+        assert code == 0
+        for kind in ("gif", "png"):
+            assert (out / "pulse" / f"pulse-s3.{kind}").read_bytes() == (
+                first / f"pulse-s3.{kind}"
+            ).read_bytes()
+        with av.open(str(out / "pulse" / "pulse-s3.mp4")) as again:
+            assert not again.streams.audio  # the sound itself is carried only with audio.carry
+
+
+def test_audio_carry_renders_the_mp4_with_its_sound_from_its_files(tmp_path, track):
+    data = audio_data(track, name="carried")
+    data["audio"]["carry"] = True
+    assert render(write_preset(tmp_path, data), tmp_path / "a") == 0
+    first = tmp_path / "a" / "carried"
+    track.unlink()
+    out = tmp_path / "b"
+    assert (
+        main(
+            [
+                "render",
+                "--from",
+                str(first / "carried-s3.mp4"),
+                "--out",
+                str(out),
+                "--quiet",
+                "--backend",
+                "torch",
+            ]
+        )
+        == 0
+    )
+    for fmt in ("gif", "mp4", "png"):
+        assert (out / "carried" / f"carried-s3.{fmt}").read_bytes() == (
+            first / f"carried-s3.{fmt}"
+        ).read_bytes()
+
+
+def decoded_seconds(path: Path) -> tuple[float, float, str]:
+    """(video seconds, decoded audio seconds, audio codec) of an MP4."""
+    with av.open(str(path)) as container:
+        video = container.streams.video[0]
+        frames = sum(1 for _ in container.decode(video))
+        fps = float(video.average_rate)
+    with av.open(str(path)) as container:
+        audio = container.streams.audio[0]
+        samples = sum(frame.samples for frame in container.decode(audio))
+        return frames / fps, samples / audio.rate, audio.codec_context.name
+
+
+@pytest.mark.parametrize("kind", ["wav", "m4a", "mp3"])
+def test_the_mp4_carries_the_soundtrack_in_sync(tmp_path, kind):
+    wav = write_wav(tmp_path / "beat.wav", beat_track(3.0))
+    sound = wav if kind == "wav" else encode(wav, tmp_path / f"beat.{kind}")
+    data = audio_data(sound, name="sync")
+    data["output"] = {**data["output"], "formats": ["mp4", "gif"]}
+    assert render(write_preset(tmp_path, data), tmp_path / "o") == 0
+    video, audio, codec = decoded_seconds(tmp_path / "o" / "sync" / "sync-s3.mp4")
+    assert abs(video - audio) <= 1 / 20  # within a frame at 20 fps
+    assert codec == {"wav": "aac", "m4a": "aac", "mp3": "mp3float"}[kind]  # m4a and mp3 copied
+    assert b"soun" not in (tmp_path / "o" / "sync" / "sync-s3.gif").read_bytes()[:64]
+
+
+def encode(wav: Path, path: Path) -> Path:
+    """The WAV encoded by PyAV (AAC in M4A, MP3), as a user's file would be."""
+    codec, fmt = {".m4a": ("aac", "mp4"), ".mp3": ("libmp3lame", "mp3")}[path.suffix]
+    with av.open(str(path), "w", format=fmt) as out:
+        stream = out.add_stream(codec, rate=RATE)
+        stream.layout = "mono"
+        size = stream.codec_context.frame_size or 1152
+        resampler = av.AudioResampler(
+            format=stream.codec_context.format.name, layout="mono", rate=RATE, frame_size=size
+        )
+        with av.open(str(wav)) as source:
+            frames = [*source.decode(audio=0), None]
+        for frame in frames:
+            for chunk in resampler.resample(frame):
+                out.mux(stream.encode(chunk))
+        out.mux(stream.encode(None))
+    return path
+
+
+def test_sound_false_leaves_the_mp4_silent(tmp_path, track):
+    data = audio_data(track, name="quiet")
+    data["output"] = {**data["output"], "formats": ["mp4"], "sound": False}
+    assert render(write_preset(tmp_path, data), tmp_path / "o") == 0
+    with av.open(str(tmp_path / "o" / "quiet" / "quiet-s3.mp4")) as container:
+        assert not container.streams.audio and container.streams.video
+
+
+def test_a_preset_without_audio_dumps_as_before():
+    preset = build_preset(tiny_data(), "p.yaml")
+    assert "audio" not in preset.portable_dump() and "sound" not in preset.portable_dump()["output"]
+    assert preset.soundtrack is None
+
+
+def test_periodic_shapes_without_audio():
+    data = tiny_data(
+        model={**tiny_data()["model"], "deposit": {"wave": "square", "period": "6 steps", "range": [2, 8]}}
+    )
+    preset = build_preset(data, "p.yaml")
+    values = [preset.model_params(0, step).deposit for step in range(0, 13)]
+    # frames of 3 steps; frame f shown at step 3 (f + 1): square high for the first half-period
+    assert values[:4] == [2, 2, 2, 2] and values[4:7] == [8, 8, 8] and values[7:10] == [2, 2, 2]
+    beats = tiny_data(
+        audio={"bpm": 120},
+        model={**tiny_data()["model"], "decay": {"wave": "saw", "period": "1 beat", "range": [0.1, 0.3]}},
+    )
+    preset = build_preset(beats, "p.yaml")
+    curve = preset.model.decay.resolved(preset.end_step)
+    # 20 fps, 120 bpm: a beat every 10 frames, the saw rising 0.02 a frame
+    assert [float(v) for _, v in curve[:3]] == [0.1, 0.12, 0.14]
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: one message each, exit 2, nothing written
+
+
+def refused(tmp_path: Path, capsys, data: dict) -> str:
+    out = tmp_path / "out"
+    assert render(write_preset(tmp_path, data), out) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err  # one message
+    return err
+
+
+def test_a_missing_sound_file(tmp_path, capsys):
+    err = refused(tmp_path, capsys, audio_data(tmp_path / "nowhere.wav"))
+    assert f"audio.path: no such sound file: {tmp_path / 'nowhere.wav'}" in err
+
+
+def test_a_corrupt_sound_file(tmp_path, capsys):
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt garbage" + bytes(range(256)) * 4)
+    err = refused(tmp_path, capsys, audio_data(bad))
+    assert "bad.wav" in err and ("cannot be decoded" in err or "not a sound file" in err)
+
+
+def test_a_file_that_is_no_sound(tmp_path, capsys):
+    text = tmp_path / "notes.wav"
+    text.write_text("these are not samples\n" * 40)
+    err = refused(tmp_path, capsys, audio_data(text))
+    assert "not a sound file PyAV can read" in err
+
+
+def test_a_huge_sound_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(soundtrack, "MAX_SOUND_BYTES", 1000)
+    err = refused(tmp_path, capsys, audio_data(write_wav(tmp_path / "big.wav", beat_track(0.5))))
+    assert "bytes; a sound file may have at most 1000" in err
+
+
+def test_a_silent_sound_file(tmp_path, capsys):
+    err = refused(tmp_path, capsys, audio_data(write_wav(tmp_path / "hush.wav", np.zeros(RATE, np.int16))))
+    assert "is silent" in err
+
+
+def test_a_zero_length_sound_file(tmp_path, capsys):
+    err = refused(tmp_path, capsys, audio_data(write_wav(tmp_path / "empty.wav", np.zeros(0, np.int16))))
+    assert "holds no sound" in err
+
+
+def test_a_very_long_sound_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(soundtrack, "MAX_SECONDS", 1)
+    err = refused(tmp_path, capsys, audio_data(write_wav(tmp_path / "long.wav", beat_track(2.0))))
+    assert "a track may last at most 1 seconds" in err
+
+
+def test_an_odd_rate_sound_file(tmp_path, capsys):
+    err = refused(
+        tmp_path, capsys, audio_data(write_wav(tmp_path / "odd.wav", beat_track(1.0, rate=4000), rate=4000))
+    )
+    assert "sample rate of 4000 Hz" in err and "8000 to 192000" in err
+
+
+def test_an_unknown_feature(tmp_path, capsys, track):
+    data = audio_data(track)
+    data["model"]["deposit"] = {"audio": "bas", "range": [2, 9]}
+    err = refused(tmp_path, capsys, data)
+    assert "model.deposit.audio: no audio feature 'bas'; did you mean 'bass'? the features: loudness," in err
+    assert err.count("error") == 1
+
+
+def test_a_range_outside_the_keys_bounds(tmp_path, capsys, track):
+    data = audio_data(track)
+    data["model"]["decay"] = {"audio": "bass", "range": [0.05, 1.5]}
+    err = refused(tmp_path, capsys, data)
+    assert "model.decay: range 1: Input should be less than 1, not 1.5" in err
+
+
+def test_following_audio_without_an_audio_section():
+    data = tiny_data(model={**tiny_data()["model"], "deposit": {"audio": "bass", "range": [2, 9]}})
+    (problem,) = problems_of(data)
+    assert "model.deposit: follows the soundtrack, but the preset has no audio section" in problem
+
+
+def test_the_resampler_is_exact():
+    mono = np.array([0, 100, 200, 300, -400, 32767, -32768, 5], dtype=np.int16)
+    assert soundtrack.resample(mono, 2 * soundtrack.RATE).tolist() == [50, 250, 16184, -16381]  # half up
+    # from 8000 Hz: each output the time-weighted mean of the samples it covers
+    up = soundtrack.resample(np.array([0, 8000], dtype=np.int16), 8000)
+    assert up.tolist() == [0, 0, 1950, 8000, 8000]
