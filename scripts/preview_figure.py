@@ -9,13 +9,22 @@ makes them from full renders). Each pair is the full render's still (left) and t
 (right), both fitted into tiles of one size (Lanczos), labelled with the name and the preview's
 size; `columns` pairs a row. A preset without a preview or a thumbnail is left out and named on
 stderr (exit status 2 if none is left).
+
+    python scripts/preview_figure.py stats OUT.json [--full] [--backend B] [NAME ...]
+
+measures the structure of every curated preset's preview (or with --full, of its full render:
+on the GPU host) and writes it as JSON: `structure` below, at FRACTIONS of the run's steps.
+tests/test_preview_structure.py holds the full renders' numbers and checks the previews' against
+them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont, ImageSequence
@@ -74,7 +83,134 @@ def figure(
     smallest_png(canvas, out)
 
 
+FRACTIONS = (0.25, 0.5, 1.0)  # where in the run (of its end step, warmup included) it is measured
+LIT_LEVEL = 0.25  # a cell is lit above this share of the trail's 99th percentile
+
+
+def structure(trail) -> dict:
+    """The structure of one trail map (2D [H, W], or 3D [Z, Y, X]; species summed before), as
+    numbers that do not depend on the canvas's size or the deposit's scale:
+
+    - wavelength: the dominant wavelength of the trail (render/tools/stats.py: the ring of most
+      power in its spectrum) as a fraction of the short side; in 3D the median over z slices;
+    - lit: the share of cells above LIT_LEVEL of the trail's 99th percentile (its maximum where
+      that is 0): how much of the picture is drawn;
+    - r50, r90: the radius from the canvas's centre holding 50% and 90% of the trail, as a
+      fraction of the short side: where an expanding (or contracting) front is;
+    - reach: the radius holding 90% of the lit cells, as a fraction of the short side: how far
+      the drawn shape reaches (bloom's petals, which hold little of its trail)."""
+    import torch
+
+    from physarum.render.tools.stats import SpectrumRings
+
+    trail = torch.as_tensor(trail).to(torch.float64)
+    short = min(trail.shape[-2:])
+    slices = trail if trail.dim() == 3 else trail[None]
+    rings = SpectrumRings(slices.shape[-2], slices.shape[-1], slices.device)
+    waves = rings.dominant(slices) / short
+    waves = waves[~torch.isnan(waves)]
+    wavelength = float(waves.median()) if waves.numel() else math.nan
+    flat = trail.reshape(-1)
+    level = float(torch.quantile(flat[:: max(1, flat.numel() // 4_000_000)], 0.99))
+    level = level if level > 0 else float(flat.max())
+    lit = float((flat > LIT_LEVEL * level).to(torch.float64).mean()) if level > 0 else 0.0
+    axes = [
+        (torch.arange(n, dtype=torch.float64, device=trail.device) + 0.5 - n / 2) / short for n in trail.shape
+    ]
+    grids = torch.meshgrid(*axes, indexing="ij")
+    radius = torch.sqrt(sum(g * g for g in grids)).reshape(-1)
+    order = torch.argsort(radius)
+    mass = torch.cumsum(flat[order], 0)
+    total = float(mass[-1]) if mass.numel() else 0.0
+    fronts = {}
+    for share in (50, 90):
+        wanted = torch.tensor([total * share / 100], dtype=torch.float64, device=trail.device)
+        at = int(torch.searchsorted(mass, wanted)[0])
+        fronts[f"r{share}"] = float(radius[order[min(at, len(order) - 1)]]) if total > 0 else math.nan
+    lit_radius = radius[flat > LIT_LEVEL * level] if level > 0 else radius[:0]
+    reach = (
+        float(torch.quantile(lit_radius[:: max(1, lit_radius.numel() // 4_000_000)], 0.9))
+        if lit_radius.numel()
+        else math.nan
+    )
+    return {"wavelength": wavelength, "lit": lit, **fronts, "reach": reach}
+
+
+def measure(preset, backend: str = "torch", device: str = "cpu") -> dict:
+    """The preset's structure (`structure`) at each of FRACTIONS of its end step, its
+    simulation alone (no colour, no files), keyed by the fraction; and the seconds it took."""
+    import torch
+
+    from physarum.render.sim.simulation import make_simulation
+
+    start = time.perf_counter()
+    simulation = make_simulation(preset, backend, torch.device(device))
+    rows, done = {}, 0
+    for fraction in FRACTIONS:
+        step = max(1, round(fraction * preset.end_step))
+        simulation.advance(step - done)
+        done = step
+        trail = simulation.trail
+        trail = trail.sum(dim=0) if preset.dims == 2 else trail[0]
+        rows[str(fraction)] = structure(trail)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return {"steps": preset.end_step, "seconds": round(time.perf_counter() - start, 2), "at": rows}
+
+
+def preview_of(preset):
+    """The preset `physarum render --preview` renders (render/cli/arguments.py: reduction)."""
+    from physarum.render.cli.arguments import reduction
+
+    return reduction(argparse.Namespace(preview=True, reduce=None), preset)[0]
+
+
+def stats(argv: list[str]) -> int:
+    """The `stats` command (the module's doc): JSON of each preset's structure."""
+    import torch
+
+    from physarum.render.preset.catalog import preset_files
+    from physarum.render.preset.load import load_preset
+
+    parser = argparse.ArgumentParser(prog="preview_figure.py stats")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--full", action="store_true", help="the full renders (else the previews)")
+    parser.add_argument("--backend", default="torch")
+    parser.add_argument("--reduce", type=int, default=None, help="the preset reduced by K instead")
+    args = parser.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    results = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    paths = {path.stem: path for path in preset_files()}
+    for name in args.names or list(paths):
+        path = paths[name]
+        preset = load_preset(path)
+        if args.reduce:
+            from fractions import Fraction
+
+            from physarum.render.preset.reduce import reduce_preset
+
+            preset = reduce_preset(preset, Fraction(1, args.reduce), "reduce")[0]
+        elif not args.full:
+            preset = preview_of(preset)
+        try:
+            row = measure(preset, args.backend, device)
+        except Exception as error:  # a backend that cannot run it: the reference then
+            print(f"{name}: {args.backend}: {error!r}; torch instead", flush=True)
+            row = measure(preset, "torch", device)
+        row["canvas"] = [preset.canvas.width, preset.canvas.height] + (
+            [preset.canvas.depth] if preset.dims == 3 else []
+        )
+        results[name] = row
+        print(name, json.dumps(row), flush=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["stats"]:
+        return stats(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="the --preview --out folder")
     parser.add_argument("out", type=Path, nargs="?", default=OUT)

@@ -225,7 +225,7 @@ def test_a_3d_preview_keeps_agents_per_voxel_and_brings_the_frame_within_its_bou
     voxels = (before.width * before.height * before.depth, after.width * after.height * after.depth)
     assert abs(reduced.agents.count / voxels[1] - preset.agents.count / voxels[0]) < 1e-3
     (width, height), (full_w, full_h) = reduced.frame_size, preset.frame_size
-    assert max(width, height) == min(PREVIEW_FRAME_3D, round(max(full_w, full_h) * ratio))
+    assert max(width, height) == min(PREVIEW_FRAME_3D, max(full_w, full_h))  # from the full frame
     assert abs(width / height - full_w / full_h) < 0.02
     assert reduced.camera.samples is None  # the reduced volume's diagonal
     assert f"x{after.depth}" in note and f"frame {full_w}x{full_h} -> {width}x{height}" in note

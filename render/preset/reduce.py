@@ -6,8 +6,8 @@ it again). It keeps what the model's dynamics depend on, per unit of canvas:
 
 - canvas: each side round(side * r) (at least 8); r is then exactly short' / short (of width and
   height; a 3D preset's depth is reduced by r too, and its camera's frame sides and samples where
-  set; its agents are kept per voxel; a 3D preview's frame is then at most PREVIEW_FRAME_3D
-  pixels on its long side, its samples the reduced volume's diagonal unless set);
+  set; its agents are kept per voxel; a 3D preview's frame is its full frame brought to at most
+  PREVIEW_FRAME_3D pixels on its long side, its samples the reduced volume's diagonal unless set);
 - agents: the same agents per pixel, count' = round(count * W'H' / WH) (at least one per species),
   written as a count (a density is dropped), so the trail a pixel receives a step is the same and
   levels, deposits, food amounts and trail images mean what they meant;
@@ -220,9 +220,10 @@ def reduced_data(
     thinned: int = 1,
 ) -> dict:
     """The preset's dump on a width x height canvas (see the module's rules); a `window` keeps
-    the model (distances and diffuse) as it is; a 3D preset's camera frame is brought within
-    `frame` pixels on its long side where given (preview_frame), a window's from its full
-    frame; `thinned` k keeps 1 / k of the agents, each depositing k times as much."""
+    the model (distances and diffuse) as it is; a 3D preset's camera frame is scaled with the
+    volume, or where `frame` is given (a preview) brought from its full size to `frame` pixels
+    on its long side (preview_frame: cosmos's 1024 -> 160, not the 96 of 1024 x 48 / 512);
+    `thinned` k keeps 1 / k of the agents, each depositing k times as much."""
     data = preset.model_dump()
     ratio = Fraction(min(width, height), min(preset.canvas.width, preset.canvas.height))
     area = Fraction(width * height, preset.canvas.width * preset.canvas.height)
@@ -231,15 +232,13 @@ def reduced_data(
         data["canvas"]["depth"] = reduced_side(preset.canvas.depth, ratio)
         area *= Fraction(data["canvas"]["depth"], preset.canvas.depth)
         camera = data.get("camera") or {}
-        data["camera"] = reduced_camera(camera, ratio, frame_too=not window)
+        data["camera"] = reduced_camera(camera, ratio, frame_too=frame is None)
         sides = (preset.canvas.width, preset.canvas.height, preset.canvas.depth)
         data["camera"]["opacity"] = kept_opacity(
             camera, sides, data["camera"], tuple(data["canvas"].values())
         )
         if frame is not None:
-            data["camera"] = preview_frame(
-                data["camera"], width, height, frame, sides[:2] if window else None
-            )
+            data["camera"] = preview_frame(data["camera"], width, height, frame, sides[:2])
             stride = preview_stride(preset)
             if stride > 1:
                 data.update(strided(data, stride))
