@@ -79,9 +79,13 @@ def cmd_render(args) -> int:
         show.print_budget(outputs["json"], gif_size(preset))
         t = result.timings
         encoders = ", ".join(f"{k[7:-2]} {v:.1f} s" for k, v in t.items() if k.startswith("encode_"))
+        held = ""
+        if result.bound:  # the stage that held it, and its seconds (out/stages.py)
+            key = f"stage_{'wait_' + result.bound[8:] if result.bound.startswith('encoder ') else result.bound}_s"
+            held = f", bound by {result.bound} ({t.get(key, 0.0):.1f} s)"
         print(
             printable(
-                f"{result.backend} on {result.device}: {t['total_s']:.1f} s (encoder busy: {encoders})"
+                f"{result.backend} on {result.device}: {t['total_s']:.1f} s{held} (encoder busy: {encoders})"
             ),
             file=sys.stderr,
         )

@@ -27,6 +27,7 @@ from physarum.render.look.colour import Colourist, downscale, gif_resample, prev
 from physarum.render.look.loops import PingPong
 from physarum.render.out.encoder_process import EncoderProcess
 from physarum.render.out.sinks import Sink
+from physarum.render.out.stages import StageClock
 from physarum.render.preset import Preset
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
@@ -65,6 +66,7 @@ class EncoderWorker:
         self.error: BaseException | None = None
         self.seconds = 0.0
         self.frames = 0
+        self.waited = [0.0, 0.0]  # the render's thread waiting for it: in the frame loop, at the end
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -82,7 +84,9 @@ class EncoderWorker:
 
     def write(self, frame: Frame) -> None:
         self.raise_error()
+        began = time.perf_counter()
         self.queue.put(frame)
+        self.waited[0] += time.perf_counter() - began
 
     def close(self, error: BaseException | None = None) -> None:
         """No frame follows: the files are finished (end_input) or, after an error, aborted."""
@@ -99,8 +103,10 @@ class EncoderWorker:
         """Hand over the frames still queued and tell the writer that no more follow (a child
         process starts writing its files then); commit() waits for the files."""
         if self.thread.is_alive():
+            began = time.perf_counter()
             self.queue.put(None)
             self.thread.join()
+            self.waited[1] += time.perf_counter() - began
         self.raise_error()
         if hasattr(self.writer, "end_input"):
             self.writer.end_input()
@@ -115,6 +121,7 @@ class EncoderWorker:
             return self.writer.complete()
         finally:
             self.seconds += time.perf_counter() - started
+            self.waited[1] += time.perf_counter() - started
 
     def finish(self) -> None:
         self.end_input()
@@ -161,6 +168,7 @@ class FramePipeline:
         self.ring = HostRing(device, QUEUE_FRAMES + 3)
         self.pending: list[tuple[Frame, torch.cuda.Event | None]] = []
         self.device = device
+        self.clock = StageClock(device)  # colouring and device time, for the stage that bound it
         self.last = (preset.frames if frames is None else frames) - 1
         self.ping_pong = PingPong(self.last) if preset.loop[0] == "ping-pong" else None
         if self.ping_pong is not None:
@@ -174,6 +182,7 @@ class FramePipeline:
 
     def submit(self, number: int, trail: torch.Tensor) -> None:
         """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
+        mark = self.clock.start()
         want_rgb = "rgb" in self.reads or ("last_rgb" in self.reads and number == self.last)
         index, rgb = self.colourist.colour(trail, number, want_rgb)
         preview = palette = None
@@ -183,10 +192,7 @@ class FramePipeline:
         # a colourist may make the RGB frame anyway (a 3D frame is RGB first): only a wanted one is
         # copied to the host, the rest is dropped on the device
         rgb = self.ring.copy("rgb", number, rgb) if want_rgb else None
-        event = None
-        if self.device.type == "cuda":
-            event = torch.cuda.Event()
-            event.record(torch.cuda.current_stream(self.device))  # the copies' device, not device 0
+        event = self.clock.stop(mark)  # CUDA: recorded after the copies, on their device
         # the frame's arrays are host tensors, perhaps still being copied, until handed over
         self.pending.append((Frame(number, preview, palette, rgb), event))
 
@@ -195,7 +201,7 @@ class FramePipeline:
         while len(self.pending) > keep:
             frame, event = self.pending.pop(0)
             if event is not None:
-                event.synchronize()
+                self.clock.wait(event)
             self.deliver(dataclasses.replace(frame, preview=_numpy(frame.preview), rgb=_numpy(frame.rgb)))
 
     def deliver(self, frame: Frame) -> None:

@@ -30,6 +30,7 @@ from physarum.render.out.frames import EncoderWorker, FramePipeline, open_worker
 from physarum.render.out.journal import JournalWriter
 from physarum.render.out.sinks import Sink
 from physarum.render.out.specs import output_paths, output_specs, output_stem
+from physarum.render.out.stages import bound, stage_timings
 from physarum.render.out.volume_export import SpacetimeWriter
 from physarum.render.preset import Preset
 from physarum.render.preset import audio as soundtrack
@@ -47,6 +48,7 @@ class RenderResult:
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # render_batch: why this job failed (earlier files left as they were)
     replaced: list[Path] = field(default_factory=list)  # earlier files these outputs replaced
+    bound: str | None = None  # the stage that bound the render (out/stages.py)
 
 
 def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: dict | None = None) -> dict:
@@ -67,6 +69,7 @@ def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: d
         "frames": preset.frames,
         "steps": preset.run.steps,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
+        "bound": result.bound,
         "notes": result.notes,
         "outputs": {
             fmt: {"file": p.name, "bytes": sizes[fmt]} for fmt, p in result.outputs.items() if fmt != "json"
@@ -182,7 +185,13 @@ class Job:
 
     def commit(self, result: RenderResult, extra_files: Callable[[], dict[str, PartialFile]] | None) -> None:
         """Write the sidecar beside the completed files (and the extra files, which the sidecar
-        does not list) and rename them all together; a job without files commits nothing."""
+        does not list) and rename them all together; a job without files commits nothing. The
+        result's timings gain each stage's seconds and the stage that bound it (out/stages.py)."""
+        clock = self.pipeline.clock if self.pipeline is not None else None
+        result.timings.update(
+            stage_timings(clock, {w.name: tuple(w.waited) for w in self.workers}, result.timings)
+        )
+        result.bound = bound(result.timings)
         if not self.paths:
             return
         try:
