@@ -1,0 +1,300 @@
+"""Cases of the simulation step: the 3D step (3d), its tuning variants (tune-3d), the 2D Triton
+step's tuning variants (tune-batch) and the cost of keyframed parameters (keyframes).
+
+    python -m physarum.render.tools.harness case 3d            # H200: about 1-2 minutes
+    python -m physarum.render.tools.harness case keyframes --preset veins --steps 1000
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+
+from physarum.render.tools.harness import Skip, case
+
+HBM = 4.8e12  # bytes per second, the H200's HBM3e
+CONFIGS_3D = {"256^3/16M": (256, 1 << 24), "512^3/64M": (512, 1 << 26)}
+
+
+def _params3d():
+    from physarum.kernels.api import ModelParams
+
+    return ModelParams(22.5, 9.0, 45.0, 1.0, 5.0, 1.0, 0.1, 1)  # veins-like, in voxels
+
+
+def phase_ms(simulation, steps: int = 32) -> dict:
+    """ms per step of each launch of a CUDA simulation (and of a sort, per sort), from eager
+    steps timed by CUDA events."""
+    import torch
+
+    pending = []
+
+    @contextmanager
+    def phase(name: str):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        yield
+        end.record()
+        pending.append((name, start, end))
+
+    simulation._steps_since_sort = simulation._sort_every  # one sort among the timed steps
+    for _ in range(steps):
+        simulation.profiled_step(phase)
+    torch.cuda.synchronize()
+    totals, counts = defaultdict(float), defaultdict(int)
+    for name, start, end in pending:
+        totals[name] += start.elapsed_time(end)
+        counts[name] += 1
+    return {name: round(totals[name] / counts[name], 4) for name in totals}
+
+
+def same_state(a, b) -> bool:
+    import torch
+
+    return (
+        torch.equal(a.position, b.position)
+        and torch.equal(a.heading, b.heading)
+        and torch.equal(a.trail.view(torch.int32), b.trail.view(torch.int32))
+    )
+
+
+@case("3d", needs="cuda", configs=",".join(CONFIGS_3D), steps=128, develop=192, identity="96,1000000,100")
+def step_3d(run) -> None:
+    """The 3D step (issue 27): ms/step and agent-steps/s of the Triton backend at 256^3 with 16M
+    agents and 512^3 with 64M, against the memory floor (agent state, 14 bytes, and the float32
+    trail, each read and written once, over 4.8 TB/s and over the copy bandwidth measured here),
+    per launch, peak memory; Triton = the torch reference on CUDA at a medium size, every boundary.
+
+    Protocol: spawn, develop DEVELOP steps (compiles, captures the CUDA graphs, sorts), then
+    repeats of STEPS steps (each with two agent sorts, every 64 steps) timed by CUDA events."""
+    import torch
+
+    from physarum.kernels import exact3d
+    from physarum.kernels.api import ModelParams, World
+    from physarum.kernels.reference3d import TorchSimulation3D
+    from physarum.kernels.spawn3d import spawn3d
+    from physarum.kernels.triton3d import TritonSimulation3D
+    from physarum.render.tools.bench import copy_bandwidth
+
+    params = _params3d()
+    bandwidth = copy_bandwidth(torch.device("cuda"))
+    side, agents, steps = (int(v) for v in run.identity.split(","))
+    for boundary in ("wrap", "reflect", "clamp"):
+        state = spawn3d([5, 6], agents, (side, side + 8, side + 16), "ball", radius=0.45, device="cuda")
+        both = [params, ModelParams(40.0, 6.5, 30.0, 1.7, 2.0, 0.6, 0.05, 6)]
+        tables = exact3d.build_tables3d(both, device="cuda")
+        world = World(boundary=boundary)
+        reference = TorchSimulation3D(state.clone(), tables, world)
+        triton = TritonSimulation3D(state.clone(), tables, world, sort_every=32)
+        reference.advance(steps)
+        triton.advance(steps)
+        same = same_state(reference.state, triton.state)
+        run.record(f"identity {side}^3-ish x2 {steps} steps {boundary}", same_bytes=same, failed=not same)
+        del reference, triton
+    for name in run.configs.split(","):
+        side, agents = CONFIGS_3D[name]
+        torch.cuda.empty_cache()
+        began = time.perf_counter()
+        state = spawn3d([params.seed], agents, (side,) * 3, "ball", radius=0.45, device="cuda")
+        tables = exact3d.build_tables3d([params], device="cuda")
+        simulation = TritonSimulation3D(state, tables, World(), device="cuda")
+        del state
+        simulation.advance(run.develop)
+        torch.cuda.synchronize()
+        ready = time.perf_counter() - began
+        torch.cuda.reset_peak_memory_stats()
+        timing = run.measure(
+            f"{name} timed",
+            lambda s=simulation: s.advance(run.steps),
+            per=run.steps,
+            warmup=0,
+            repeats=5,
+        )
+        ms = timing.median
+        floor = 2 * (agents * 14 + side**3 * 4)
+        per_agent, per_cell = TritonSimulation3D.device_bytes(agents)
+        run.record(
+            f"{name} summary",
+            agent_steps_per_s=agents / (ms / 1e3),
+            x_floor_hbm=round(ms / (floor / HBM * 1e3), 3),
+            x_floor_copy=round(ms / (floor / bandwidth * 1e3), 3),
+            copy_bandwidth=bandwidth,
+            peak_gib_with_spawn=torch.cuda.max_memory_allocated() / 2**30,
+            estimate_gib=(per_agent * agents + per_cell * side**3) / 2**30,
+            seconds_to_develop=round(ready, 1),
+            phase_ms=phase_ms(simulation),
+            trail_mass=float(simulation.trail.double().sum()),
+        )
+        del simulation
+
+
+VARIANTS_3D = [
+    ("baseline", {}, 64),
+    ("sort 128", {}, 128),
+    ("agent block 128", {"AGENT_BLOCK": 128}, 64),
+    ("agent block 512", {"AGENT_BLOCK": 512}, 64),
+    ("agent block 256, 2 warps", {"AGENT_WARPS": 2}, 64),
+    ("diffuse 1x512", {"DIFFUSE_BLOCK_W": 512}, 64),
+    ("diffuse 1x512, 8 warps", {"DIFFUSE_BLOCK_W": 512, "DIFFUSE_WARPS": 8}, 64),
+    ("diffuse 1x128", {"DIFFUSE_BLOCK_W": 128}, 64),
+    ("diffuse 2x256", {"DIFFUSE_BLOCK_H": 2}, 64),
+    ("diffuse 1x256, 2 warps", {"DIFFUSE_WARPS": 2}, 64),
+    ("diffuse z 32", {"DIFFUSE_BLOCK_Z": 32}, 64),
+    ("diffuse z 64", {"DIFFUSE_BLOCK_Z": 64}, 64),
+]
+
+
+@contextmanager
+def constants_set(module, constants: dict):
+    """A kernel module's tuning constants set for the block, put back after."""
+    saved = {name: getattr(module, name) for name in constants}
+    try:
+        for name, value in constants.items():
+            setattr(module, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+@case("tune-3d", needs="cuda", side=256, agents=1 << 24, steps=128)
+def tune_3d(run) -> None:
+    """Tuning variants of the 3D Triton step (kernels/triton3d_kernels.py's constants, the sort
+    interval) at one size, each checked to give the first variant's bytes: tuning changes speed
+    only. About a minute on an H200 at 256^3 with 16M agents."""
+    from physarum.kernels import exact3d
+    from physarum.kernels import triton3d_kernels as kernels
+    from physarum.kernels.api import World
+    from physarum.kernels.spawn3d import spawn3d
+    from physarum.kernels.triton3d import TritonSimulation3D
+
+    params = _params3d()
+    state = spawn3d([params.seed], run.agents, (run.side,) * 3, "ball", radius=0.45, device="cuda")
+    tables = exact3d.build_tables3d([params], device="cuda")
+    developed = TritonSimulation3D(state, tables, World())
+    developed.advance(256)
+    state = developed.state
+    del developed
+    first = None
+    for name, constants, sort_every in VARIANTS_3D:
+        with constants_set(kernels, constants):
+            simulation = TritonSimulation3D(state, tables, World(), sort_every=sort_every)
+            simulation.advance(run.steps)  # compile, capture
+            timing_args = dict(per=run.steps, warmup=0, repeats=3)
+            timing = run.measure(name, lambda s=simulation: s.advance(run.steps), **timing_args)
+            phases = phase_ms(simulation)
+            check = TritonSimulation3D(state, tables, World(), sort_every=sort_every)
+            check.advance(run.steps)
+            result = check.state
+        first = result if first is None else first
+        same = same_state(first, result)
+        run.record(
+            f"{name} check", ms_per_step=timing.median, phase_ms=phases, same_bytes=same, failed=not same
+        )
+        del simulation, check
+
+
+VARIANTS_2D = [
+    ("baseline", {}, 128),
+    ("sort 64", {}, 64),
+    ("sort 32", {}, 32),
+    ("sort 256", {}, 256),
+    ("agent block 512", {"AGENT_BLOCK": 512}, 128),
+    ("agent block 256", {"AGENT_BLOCK": 256}, 128),
+    ("agent block 2048, 8 warps", {"AGENT_BLOCK": 2048, "AGENT_WARPS": 8}, 128),
+    ("agent 8 warps", {"AGENT_WARPS": 8}, 128),
+    ("diffuse 1024-cell tiles", {"DIFFUSE_BLOCK_W": 1024}, 128),
+    ("diffuse 2048-cell tiles, 8 warps", {"DIFFUSE_BLOCK_W": 2048, "DIFFUSE_WARPS": 8}, 128),
+    ("diffuse 256-cell tiles", {"DIFFUSE_BLOCK_W": 256}, 128),
+    ("no warp-merged deposits", {"WARP_AGGREGATED_DEPOSITS": False}, 128),
+]
+
+
+@case("tune-batch", needs="cuda", config="X", develop=500, steps=512)
+def tune_batch(run) -> None:
+    """Tuning variants of the 2D Triton step on a batched configuration (the bench's X: 64
+    simulations of 65,536 agents on 256x256; or B,N,W,H), each timed from one developed state
+    (render/tools/bench.py's protocol, graphs on) and its state after the timed steps checked
+    byte-identical to the first variant's."""
+    import torch
+
+    from physarum.kernels import triton_kernels as kernels
+    from physarum.kernels.triton_backend import TritonSimulation
+    from physarum.render.tools.bench import CONFIGS, Config, develop
+
+    device = torch.device("cuda")
+    config = CONFIGS.get(run.config) or Config("custom", *map(int, run.config.split(",")))
+    state, tables = develop(config, device, run.develop)
+    expected = None
+    for name, constants, sort_every in VARIANTS_2D:
+        with constants_set(kernels, constants):
+            simulation = TritonSimulation(state, tables, sort_every=sort_every, device=device)
+            simulation.advance(run.steps)  # compile, capture the graphs
+            run.measure(name, lambda s=simulation: s.advance(run.steps), per=run.steps, warmup=0)
+            check = TritonSimulation(state, tables, sort_every=sort_every, device=device)
+            check.advance(run.steps)
+            final = check.state.to("cpu")
+        expected = final if expected is None else expected
+        same = same_state(final, expected)
+        run.record(
+            f"{name} check", constants=constants, sort_every=sort_every, same_bytes=same, failed=not same
+        )
+
+
+KEYFRAMES = {
+    "fixed": [],
+    "hold": ["model.decay={ease: hold, keys: {0: 0.05, 25%: 0.1, 50%: 0.05, 75%: 0.1}}"],
+    "angle ramp": ["model.sensor_angle={keys: {0: 15, 100%: 60}}"],
+    "distance ramp": ["model.sensor_distance={keys: {0: 9, 100%: 25}}"],
+}
+
+
+@case(
+    "keyframes",
+    preset="veins",
+    steps=1000,
+    device="",
+    set="",
+    small={
+        "preset": "quickstart",
+        "steps": 60,
+        "set": "canvas.width=128,canvas.height=128,agents.count=4000",
+    },
+)
+def keyframes(run) -> None:
+    """Keyframed parameters against fixed ones, the simulation alone on one preset's canvas and
+    agents (docs/presets.md, "Schedules"): the model as written ("fixed"), a hold schedule of
+    decay, a linear ramp of sensor_angle (new sensor_turn every few steps), a linear ramp of
+    sensor_distance (new vector tables every step). Each: STEPS steps from a fresh spawn (the
+    spawn untimed), after a warm-up run; the retunes and the slowdown against fixed."""
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.run.machine import resolve_backend, resolve_device
+    from physarum.render.sim.simulation import make_simulation
+
+    device = resolve_device(run.device)
+    backend = resolve_backend("auto", device)
+    extra = [s for s in run.set.split(",") if s]
+    fixed = None
+    for name, settings in KEYFRAMES.items():
+        preset = load_preset(resolve_preset_path(run.preset), [*extra, f"run.steps={run.steps}", *settings])
+        make_simulation(preset, backend, device).advance(run.steps)  # warm-up: compiles, graphs
+        # spawned before the clock: each repeat times a fresh simulation's steps
+        fresh = [
+            make_simulation(preset, backend, device) for _ in range((run.repeats or 3) + (run.warmup or 0))
+        ]
+        retunes = []
+
+        def step_one():
+            simulation = fresh.pop()
+            simulation.advance(run.steps)
+            retunes.append(getattr(simulation, "retunes", 0))
+
+        timing = run.measure(
+            name, step_one, per=run.steps, warmup=0, repeats=3, device=device, backend=backend
+        )
+        fixed = fixed or timing.median
+        run.record(f"{name} summary", retunes=retunes[0], slowdown=round(timing.median / fixed, 3))
+    if fixed is None:
+        raise Skip("no case ran")
