@@ -16,7 +16,7 @@ import pytest
 from physarum.render.cli.main import main
 from physarum.render.preset import audio as soundtrack
 from physarum.render.preset import build_preset
-from support import problems_of, tiny_data, write_preset
+from support import gif_png_and_loop_on_each_backend, problems_of, tiny_data, write_preset
 
 RATE = 44100
 
@@ -117,6 +117,17 @@ def test_a_preset_following_audio_renders_the_same_bytes_twice_and_from_its_file
             ).read_bytes()
         with av.open(str(out / "pulse" / "pulse-s3.mp4")) as again:
             assert not again.streams.audio  # the sound itself is carried only with audio.carry
+
+
+@pytest.mark.interpreter
+def test_an_audio_preset_renders_the_same_bytes_on_each_backend(tmp_path, track):
+    """Values that change every frame (three keys and the look) give the reference's GIF and PNG
+    on the Triton backend (on CUDA where present, else in the interpreter)."""
+    data = audio_data(track, name="backends")
+    data["run"] = {"steps": 24, "steps_per_frame": 2}
+    found = gif_png_and_loop_on_each_backend(build_preset(data, "p.yaml"), tmp_path)
+    assert found["torch"]["gif"] == found["triton"]["gif"]
+    assert found["torch"]["png"] == found["triton"]["png"]
 
 
 def test_audio_carry_renders_the_mp4_with_its_sound_from_its_files(tmp_path, track):
@@ -311,3 +322,13 @@ def test_the_resampler_is_exact():
     # from 8000 Hz: each output the time-weighted mean of the samples it covers
     up = soundtrack.resample(np.array([0, 8000], dtype=np.int16), 8000)
     assert up.tolist() == [0, 0, 1950, 8000, 8000]
+
+
+def test_validate_shows_the_resolved_curves(tmp_path, track, capsys):
+    assert main(["validate", str(write_preset(tmp_path, audio_data(track, name="shown")))]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("ok  ") and "(shown: 40 frames, 48x32)" in out[0]
+    assert out[1].startswith("    audio: ") and "2 s, " in out[1] and "bpm (detected)" in out[1]
+    assert out[2].startswith("    model.deposit: audio beat in [2.0, 9.0]: ") and "most 9" in out[2]
+    assert out[3].startswith("      |") and out[3].endswith("|") and len(out[3]) == 6 + 62
+    assert any(line.startswith("    look.exposure: audio loudness") for line in out)

@@ -145,6 +145,7 @@ def cmd_sweeps(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from physarum.render.preset import audio as soundtrack  # start-up: the preset schema
     from physarum.render.preset import load_preset  # start-up: the preset schema
 
     problems = []
@@ -155,6 +156,8 @@ def cmd_validate(args) -> int:
             if preset.dims == 3:  # a volume, seen in frames of the camera's size
                 size += f"x{preset.canvas.depth}, frames {'x'.join(map(str, preset.frame_size))}"
             print(printable(f"ok  {name}  ({preset.name}: {preset.frames} frames, {size})"))
+            for line in soundtrack.validate_lines(preset):  # the soundtrack's resolved curves (docs/audio.md)
+                print(printable(line))
         except PresetError as error:
             problems.extend(error.problems)
     if problems:

@@ -512,6 +512,32 @@ def summary(value: Resolved) -> dict:
     }
 
 
+def validate_lines(preset) -> list[str]:
+    """What `physarum validate` shows of a preset's soundtrack and resolved keys: the track (its
+    length, tempo and first beat), then each followed or periodic key's curve in brief and as a
+    line of characters over the run (least value ' ', most '@')."""
+    keys = [(path, value) for path, value in preset.schedules if isinstance(value, Resolved)]
+    lines = []
+    described = describe(preset)
+    if described is not None:
+        tempo = "no tempo" if described["bpm"] is None else f"{described['bpm']:g} bpm"
+        given = preset.audio.bpm is not None
+        length = "" if described["pcm"] is None else f"{described['pcm']['seconds']:g} s, "
+        source = described["path"] or "no sound file"
+        lines.append(
+            f"    audio: {source}: {length}{tempo}{' (given)' if given else ' (detected)'}, "
+            f"first beat at {described['first_beat']:.3f} s"
+        )
+    for path, value in keys:
+        brief = summary(value)
+        lines.append(
+            f"    {path}: {brief['follows']} in {brief['range']}: {brief['changes']} values, "
+            f"least {brief['least']:g}, mean {brief['mean']:g}, most {brief['most']:g}"
+        )
+        lines.append(f"      |{sparkline(value, preset.end_step)}|")
+    return lines
+
+
 SPARK = " .:-=+*#%@"
 
 

@@ -18,7 +18,8 @@ Python ints where a sum could pass 2^63); no float is rounded anywhere a result 
 - tempo: a given bpm, or the lag of the largest autocorrelation of the onset envelope (its
   mean removed, exact in Python ints) between MIN_BPM and MAX_BPM, refined by the parabola
   through its neighbours (exact fractions) and rounded to 1/100 bpm; the beats' phase: the
-  offset (a whole window) whose beats gather the most onset strength;
+  offset (a whole window) whose beats gather the most onset strength, a beat earlier where that
+  lies less than half a window before the track's start (a centred window hears a beat early);
 - beat, bar: FULL on each frame that holds a beat (a bar's first beat: every BEATS_PER_BAR-th
   from the first), else 0.
 
@@ -30,6 +31,7 @@ Smoothing (attack, release) is applied per key when a schedule follows a feature
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
@@ -48,6 +50,7 @@ FULL = 1000  # a normalised feature's largest value (1 = FULL / FULL)
 PERCENTILE = 99
 MIN_BPM, MAX_BPM = 70, 180  # the detected tempo's range (one octave and a little)
 BEATS_PER_BAR = 4
+EARLY = Fraction(WINDOW // 2, RATE)  # a detected first beat may lie this much before 0 (the frame 0)
 CHUNK = 512  # window pairs per FFT batch (bounds memory: 512 x 2048 complex int64)
 # The bands, in Hz (lower edge included, upper excluded); brilliance ends at the analysed PCM's
 # Nyquist frequency
@@ -309,7 +312,7 @@ def beat_frames(frames: Frames, bpm: Fraction, offset: Fraction, seconds: Fracti
         at = offset + k * period
         if seconds is not None and at >= seconds:
             break
-        f = int(at * frames.fps)  # floor: the frame whose time holds the beat
+        f = max(0, math.floor(at * frames.fps))  # the frame whose time holds the beat (0: before it)
         if f >= frames.count:
             break
         out[f, 0] = FULL
@@ -364,6 +367,8 @@ def analyse(
     else:
         if offset is None:
             start = Fraction(beat_phase(onset, Fraction(60 * RATE, HOP) / tempo) * HOP, RATE)
+            if start - 60 / tempo >= -EARLY:  # a beat the centred windows heard just before 0
+                start -= 60 / tempo
         else:
             start = offset
         beats = beat_frames(frames, tempo, start, seconds)

@@ -348,7 +348,7 @@ def _read_audio_entry(lines: list[str], at: int, end: int, sounds: dict) -> None
         offset = Fraction(header["offset"])
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"line {number}: the soundtrack's bpm or offset is not a number") from None
-    if (bpm is not None and not 1 <= bpm <= 1000) or not 0 <= offset <= 100_000:
+    if (bpm is not None and not 1 <= bpm <= 1000) or not -1 <= offset <= 100_000:
         raise ValueError(f"line {number}: the soundtrack's bpm or offset is out of bounds")
     if path in sounds:
         raise ValueError(f"line {number}: the soundtrack {excerpt(path)} is carried twice")
