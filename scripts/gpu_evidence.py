@@ -12,10 +12,13 @@ Subcommands, each a list of parts (--parts chooses some; the default in brackets
 - art: the animation presets at full size, timed on the GPU first (after a warm-up), then
   rendered on the CPU and compared [renders]; `tests` adds the keyframe, GPU and golden tests.
 - bench: GPU tests, `physarum profile`, `physarum bench` [tests,profile,configs,xl]; also
-  pipeline (the 4K pipeline), keyframes (cost of schedules), sweeps (scripts/sweep_bench.py),
-  sweep-profile (scripts/sweep_timeline.py and bench64 with fewer formats).
-- outputs: time to each file and sizes (scripts/bench_outputs.py), the MP4 threads, GIF encoding
-  (scripts/bench_gif.py) [times,mp4-threads,gif].
+  pipeline (the 4K pipeline), keyframes (cost of schedules), sweeps (the harness's case sweep),
+  sweep-profile (the case sweep-profile and bench64 with fewer formats).
+- outputs: time to each file and sizes (the case outputs), the MP4 threads, GIF encoding (the
+  case gif) [times,mp4-threads,gif].
+
+The measurements are cases of the benchmark harness (render/tools/harness.py, scripts/cases/):
+each appends its rows to OUT/table-MACHINE.csv.
 - research: checkpoint resumes compared with the uninterrupted render, `physarum graph` of the
   curated presets beside them [checkpoint,graphs]; also sensitivity and resolution.
 
@@ -351,6 +354,11 @@ def tests(args: argparse.Namespace, files: list[str]) -> None:
     say(f"tests: exit {rc}, {seconds:.0f} s", log)
 
 
+def harness_case(out: Path, name: str, *options: str) -> list[str]:
+    """The command of one case of the benchmark harness, its rows appended to OUT's table."""
+    return [sys.executable, "-m", "physarum.render.tools.harness", "--out", str(out), "case", name, *options]
+
+
 def step(args: argparse.Namespace, log_name: str, argv: list[str], timeout_s: float | None = None) -> int:
     """One command of a part, its output in OUT/LOG_NAME, its seconds and exit status there too."""
     log = args.out / log_name
@@ -415,7 +423,7 @@ def cmd_art(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
-    py, out = sys.executable, args.out
+    out = args.out
     if "tests" in args.parts:
         tests(args, args.tests or ["tests/test_kernels_gpu.py"])
     side = ["--backend", args.gpu.backend, "--device", args.gpu.device]
@@ -441,18 +449,26 @@ def cmd_bench(args: argparse.Namespace) -> None:
         ]
         step(args, "bench.log", argv)
     if "pipeline" in args.parts:
-        argv = [py, "scripts/pipeline_bench.py", "--frames", str(args.frames), "--skip", "fps,8k"]
-        step(args, "pipeline.log", [*argv, "--out", str(out / "pipeline.json")])
+        step(
+            args, "pipeline.log", harness_case(out, "pipeline", "--frames", str(args.frames), "--parts", "4k")
+        )
     if "keyframes" in args.parts:
-        argv = [py, "scripts/bench_keyframes.py", "veins", "--steps", "1000", "--device", args.gpu.device]
-        step(args, "keyframes.log", [*argv, "--out", str(out / "keyframes-veins.json")])
+        argv = harness_case(
+            out, "keyframes", "--preset", "veins", "--steps", "1000", "--device", args.gpu.device
+        )
+        step(args, "keyframes.log", argv)
     if "sweeps" in args.parts:
-        argv = [py, "scripts/sweep_bench.py", "--alone", "16", "--work", str(args.work / "sweep-bench")]
-        step(args, "sweeps.log", [*argv, "--out", str(out / "sweeps.json")])
+        step(
+            args,
+            "sweeps.log",
+            harness_case(out, "sweep", "--alone", "16", "--work", str(args.work / "sweep-bench")),
+        )
     if "sweep-profile" in args.parts:
         # where a batched sweep spends its time, then the same sweep with fewer formats
-        argv = [py, "scripts/sweep_timeline.py", "sweeps/bench64.yaml", "--devices", args.gpu.device]
-        step(args, "sweep-profile.log", [*argv, "--out", str(out), "--work", str(args.work / "timeline")])
+        argv = harness_case(
+            out, "sweep-profile", "--devices", args.gpu.device, "--work", str(args.work / "timeline")
+        )
+        step(args, "sweep-profile.log", argv)
         text = (ROOT / "sweeps" / "bench64.yaml").read_text()
         for formats, tag in (("png", "png"), ("gif, png", "gif")):
             variant = args.work / f"bench64-{tag}.yaml"
@@ -469,28 +485,25 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_outputs(args: argparse.Namespace) -> None:
-    py = sys.executable
     if "times" in args.parts:
         presets = [p for p in expand_presets(args.presets, ["all"]) if preset_name(p) not in SLOW]
-        argv = [py, "scripts/bench_outputs.py", "--label", args.label, "--device", args.gpu.device]
-        step(args, "times.log", [*argv, "--presets", *map(preset_name, presets)])
-    if "mp4-threads" in args.parts:
-        argv = [
-            py,
-            "scripts/bench_outputs.py",
-            "--label",
-            f"{args.label}-mp4-threads",
-            "--device",
-            args.gpu.device,
-        ]
+        names = ",".join(map(preset_name, presets))
         step(
             args,
-            "mp4-threads.log",
-            [*argv, "--presets", "labyrinth", "panorama", "--x264", "4:slice", "16:frame"],
+            "times.log",
+            harness_case(args.out, "outputs", "--device", args.gpu.device, "--presets", names),
         )
+    if "mp4-threads" in args.parts:
+        argv = harness_case(
+            args.out, "outputs", "--device", args.gpu.device, "--presets", "labyrinth,panorama"
+        )
+        step(args, "mp4-threads.log", [*argv, "--x264", "4:slice,16:frame"])
     if "gif" in args.parts:
-        argv = [py, "scripts/bench_gif.py", "labyrinth", "--renders", "--device", args.gpu.device]
-        step(args, "gif.log", [*argv, "--out", str(args.out / f"gif-{args.label}-labyrinth.json")])
+        step(
+            args,
+            "gif.log",
+            harness_case(args.out, "gif", "--preset", "labyrinth", "--renders", "--device", args.gpu.device),
+        )
 
 
 # ---- research -------------------------------------------------------------------------------
@@ -601,18 +614,18 @@ def cmd_research(args: argparse.Namespace) -> None:
         results = args.out / "resolution"
         results.mkdir(exist_ok=True)
         for name, values in RESOLUTION_VARIANTS.items():
-            argv = [
-                sys.executable,
-                "scripts/resolution_check.py",
-                "presets/anywhere.yaml",
-                "--sizes",
-                *args.sizes,
+            argv = harness_case(
+                results, "resolution", "--preset", "presets/anywhere.yaml", "--sizes", ",".join(args.sizes)
+            )
+            argv += [
+                "--checkpoints",
+                "10",
+                "--seeds",
+                str(args.seeds),
+                "--set",
+                ",".join([*args.set, *values]),
             ]
-            argv += ["--checkpoints", "10", "--seeds", str(args.seeds)]
-            for value in [*args.set, *values]:
-                argv += ["--set", value]
-            argv += ["--out", str(results / f"{name}.json"), "--figure", str(results / f"{name}.png")]
-            step(args, "resolution.log", argv)
+            step(args, "resolution.log", [*argv, "--figure", str(results / f"{name}.png")])
     if graphs is not None:
         finished = graphs.wait(args.step_s)
         say(

@@ -3,7 +3,8 @@
 #   bash scripts/gpu_look.sh [OUT]        (about 3-4 minutes; OUT defaults to /tmp/look-evidence)
 # 1. tests/test_look_hdr.py: CPU and CUDA index frames of five looks (-m gpu), and a look preset's
 #    GIF and PNG the same bytes from Triton on CUDA and torch on the CPU;
-# 2. scripts/bench_look.py: colouring ms/frame, flat against the look, 1024^2 and 3840x2160;
+# 2. the harness's case look: colouring ms/frame, flat against the look, 1024^2 and 3840x2160
+#    (rows in OUT/table-MACHINE.csv);
 # 3. the four look presets at full size on the GPU (wall time each, the files' sha256), and each
 #    reduced 8x on the CPU (torch) and on the GPU (Triton): the same GIF and PNG bytes.
 set -euo pipefail
@@ -11,8 +12,8 @@ OUT=${1:-/tmp/look-evidence}
 mkdir -p "$OUT"
 source scripts/gpu_env.sh > /dev/null
 python3 -m pytest tests/test_look_hdr.py tests/test_preset_look_section.py -q -p no:cacheprovider 2>&1 | tail -3
-python3 scripts/bench_look.py --device cuda --out "$OUT/bench_look_cuda.json"
-python3 scripts/bench_look.py --device cpu --repeats 3 --out "$OUT/bench_look_cpu.json"
+python3 -m physarum.render.tools.harness --out "$OUT" case look --device cuda
+python3 -m physarum.render.tools.harness --out "$OUT" --repeats 3 case look --device cpu
 for preset in veins-glow aurora-night filaments-static embers; do
   TIMEFORMAT="$preset full size on the GPU: %R s (process wall)"
   time physarum render "$preset" --quiet --out "$OUT/full" > /dev/null

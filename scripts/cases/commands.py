@@ -349,7 +349,7 @@ def startup(run) -> None:
                 str(out),
                 "--quiet",
             ]
-            args += [part for s in run.set.split(",") if s for part in ("--set", s)]
+            args += [part for s in run.set.split(";") if s for part in ("--set", s)]
             for kind in ("cold", "warm"):
                 wall = timed(args, {**env, "TRITON_CACHE_DIR": str(cache)})
                 inside = json.loads(next((out / preset).glob("*.json")).read_text())["timings"]["total_s"]
@@ -392,7 +392,7 @@ def resolution(run) -> None:
     first, frames = None, []
     for size in run.sizes.split(","):
         width, height = (int(v) for v in size.split("x"))
-        settings = [s for s in run.set.split(",") if s]
+        settings = [s for s in run.set.split(";") if s]
         base = load_preset(run.preset, [*settings, f"canvas.width={width}", f"canvas.height={height}"])
         presets = [base.model_copy(update={"seed": base.seed + k}) for k in range(run.seeds)]
         steps = base.run.steps

@@ -1,5 +1,6 @@
 """Cases of the simulation step: the 3D step (3d), its tuning variants (tune-3d), the 2D Triton
-step's tuning variants (tune-batch) and the cost of keyframed parameters (keyframes).
+step's tuning variants (tune-batch), the cost of keyframed parameters (keyframes) and of a
+soundtrack's features and the values that follow them (audio).
 
     python -m physarum.render.tools.harness case 3d            # H200: about 1-2 minutes
     python -m physarum.render.tools.harness case keyframes --preset veins --steps 1000
@@ -259,7 +260,7 @@ KEYFRAMES = {
     small={
         "preset": "quickstart",
         "steps": 60,
-        "set": "canvas.width=128,canvas.height=128,agents.count=4000",
+        "set": "canvas.width=128;canvas.height=128;agents.count=4000",
     },
 )
 def keyframes(run) -> None:
@@ -275,7 +276,7 @@ def keyframes(run) -> None:
 
     device = resolve_device(run.device)
     backend = resolve_backend("auto", device)
-    extra = [s for s in run.set.split(",") if s]
+    extra = [s for s in run.set.split(";") if s]
     fixed = None
     for name, settings in KEYFRAMES.items():
         preset = load_preset(resolve_preset_path(run.preset), [*extra, f"run.steps={run.steps}", *settings])
@@ -298,3 +299,116 @@ def keyframes(run) -> None:
         run.record(f"{name} summary", retunes=retunes[0], slowdown=round(timing.median / fixed, 3))
     if fixed is None:
         raise Skip("no case ran")
+
+
+AUDIO_FOLLOWING = [
+    "model.deposit={audio: bass, range: [3, 7], attack: 10ms, release: 200ms}",
+    "model.decay={audio: onset, range: [0.03, 0.08], release: 150ms}",
+    "model.sensor_angle={audio: loudness, range: [40, 80], release: 300ms}",
+]
+
+
+def write_track(path, seconds: int):
+    """scripts/make_soundtracks.py's pulse pattern, repeated to `seconds`, as stereo 44100 Hz FLAC."""
+    import sys
+    from pathlib import Path
+
+    import av
+    import numpy as np
+
+    from physarum.render.preset import audio_features
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: make_soundtracks
+    from make_soundtracks import TRACKS, pattern
+
+    loop = pattern(**TRACKS["pulse"]).astype(np.int64)
+    mono = np.resize(loop, seconds * audio_features.RATE)
+    stereo = np.repeat(mono, 2)  # 22050 -> 44100 by repetition, two equal channels
+    samples = np.stack((stereo, stereo), axis=1).reshape(1, -1).astype(np.int16)  # interleaved
+    with av.open(str(path), "w", format="flac") as out:
+        stream = out.add_stream("flac", rate=44100)
+        stream.layout, stream.format = "stereo", "s16"
+        for start in range(0, samples.shape[1] // 2, 8192):
+            chunk = samples[:, 2 * start : 2 * (start + 8192)].copy()
+            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
+            frame.sample_rate, frame.pts = 44100, start
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return path
+
+
+@case(
+    "audio",
+    seconds=180,
+    preset="veins",
+    steps=2000,
+    device="",
+    set="",
+    small={
+        "seconds": 20,
+        "preset": "quickstart",
+        "steps": 60,
+        "set": "canvas.width=128;canvas.height=128;agents.count=4000",
+    },
+)
+def audio_cost(run) -> None:
+    """The soundtrack's cost (docs/audio.md, "Cost"; issue 36): the feature extraction of a
+    SECONDS track (decoding, mixing, resampling and every feature, at 30 fps; the first repeat
+    cold, the median of three), and STEPS steps of PRESET whose deposit, decay and sensor_angle
+    follow bass, onset and loudness (new tables every frame) against the same preset with fixed
+    values (a fresh spawn each, untimed; warmed up once)."""
+    import tempfile
+    from pathlib import Path
+
+    from physarum.render.preset import audio, audio_features, load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.run.machine import resolve_backend, resolve_device
+    from physarum.render.sim.simulation import make_simulation
+
+    with tempfile.TemporaryDirectory() as folder:
+        track = write_track(Path(folder) / "track.flac", run.seconds)
+
+        def extract():
+            audio._TRACKS.clear()
+            audio_features.analyse(audio.read_track(str(track)).pcm, 30)
+
+        run.measure(
+            f"extraction of a {run.seconds} s track (stereo 44100 Hz FLAC), 30 fps",
+            extract,
+            repeats=3,
+            warmup=0,
+            device="cpu",
+        )
+        if not run.steps:
+            return
+        device = resolve_device(run.device)
+        backend = resolve_backend("auto", device)
+        base = [*[s for s in run.set.split(";") if s], f"run.steps={run.steps}", f"audio.path={track}"]
+        fixed = None
+        for name, settings in (("fixed", []), ("following", AUDIO_FOLLOWING)):
+            preset = load_preset(resolve_preset_path(run.preset), [*base, *settings])
+            make_simulation(preset, backend, device).advance(run.steps)  # warm-up
+            fresh = [
+                make_simulation(preset, backend, device)
+                for _ in range((run.repeats or 3) + (run.warmup or 0))
+            ]
+            retunes = []
+
+            def step_one():
+                simulation = fresh.pop()
+                simulation.advance(run.steps)
+                retunes.append(getattr(simulation, "retunes", 0))
+
+            timing = run.measure(
+                f"{run.preset} {name}",
+                step_one,
+                per=run.steps,
+                warmup=0,
+                repeats=3,
+                device=device,
+                backend=backend,
+            )
+            fixed = fixed or timing.median
+            run.record(
+                f"{run.preset} {name} summary", retunes=retunes[0], slowdown=round(timing.median / fixed, 3)
+            )
