@@ -378,18 +378,17 @@ def skip_reason(needs: str | None) -> str | None:
 
 
 def load_cases(folder: Path) -> None:
-    """Import every case module of folder (its own folder on the path, so that they share
-    helpers by plain imports)."""
+    """Import every case module of folder (each under the name `cases_STEM`; one already
+    imported is not imported again)."""
     if not folder.is_dir():
         return
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
     for path in sorted(folder.glob("*.py")):
-        if path.stem in sys.modules:
+        name = f"cases_{path.stem}"
+        if name in sys.modules:
             continue
-        spec = importlib.util.spec_from_file_location(path.stem, path)
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
+        sys.modules[name] = module
         spec.loader.exec_module(module)
 
 

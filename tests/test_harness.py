@@ -1,0 +1,175 @@
+"""The benchmark harness (render/tools/harness.py): cases by name, timed alike, one table per machine."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from physarum.render.tools import harness
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """An empty registry of cases for the test (the project's cases left alone)."""
+    monkeypatch.setattr(harness, "CASES", {})
+    return harness.CASES
+
+
+def test_quantiles_interpolate_between_the_sorted_values():
+    values = [4.0, 1.0, 3.0, 2.0, 5.0]
+    assert harness.quantile(values, 0.5) == 3.0
+    assert harness.quantile(values, 0.1) == pytest.approx(1.4)
+    assert harness.quantile(values, 0.9) == pytest.approx(4.6)
+    assert harness.quantile([7.0], 0.9) == 7.0
+
+
+def test_time_repeats_warms_up_then_times_each_repeat_with_the_peak_memory():
+    calls = []
+    timing = harness.time_repeats(lambda: calls.append(1), "cpu", repeats=4, warmup=2, per=10)
+    assert len(calls) == 6  # two warm-up calls, four timed
+    assert len(timing.ms) == 4 and all(ms >= 0 for ms in timing.ms)
+    assert timing.peak_kind == "rss" and timing.peak_mib > 0
+    traced = harness.time_repeats(
+        lambda: bytearray(4 << 20), "cpu", repeats=2, warmup=0, memory="tracemalloc"
+    )
+    assert traced.peak_kind == "tracemalloc" and traced.peak_mib >= 4
+
+
+def test_a_case_appends_one_stamped_row_per_measure_to_the_machines_table(registry, tmp_path, capsys):
+    @harness.case("toy", size=8, small={"size": 2})
+    def toy(run):
+        """A toy case: sums SIZE numbers."""
+        run.measure(f"sum of {run.size}", lambda: sum(range(run.size)), repeats=3, warmup=1, size=run.size)
+        run.record("once", 0.25, note="timed by the case")
+        run.record("facts only", same_bytes=True)
+
+    assert (
+        harness.main(
+            [
+                "--cases",
+                str(tmp_path / "none"),
+                "--out",
+                str(tmp_path),
+                "--machine",
+                "box",
+                "case",
+                "toy",
+                "--small",
+            ]
+        )
+        == 0
+    )
+    assert (
+        harness.main(
+            [
+                "--cases",
+                str(tmp_path / "none"),
+                "--out",
+                str(tmp_path),
+                "--machine",
+                "box",
+                "case",
+                "toy",
+                "--size",
+                "5",
+            ]
+        )
+        == 0
+    )
+    table = tmp_path / "table-box.csv"
+    with table.open(newline="") as file:
+        header = next(csv.reader(file))
+    assert tuple(header) == harness.COLUMNS  # one header, rows appended under it
+    rows = harness.read_table(table)
+    assert [r["variant"] for r in rows] == [
+        "sum of 2",
+        "once",
+        "facts only",
+        "sum of 5",
+        "once",
+        "facts only",
+    ]
+    first = rows[0]
+    assert first["case"] == "toy" and first["repeats"] == "3" and first["warmup"] == "1"
+    assert float(first["p10_ms"]) <= float(first["median_ms"]) <= float(first["p90_ms"])
+    assert first["params"] == {"size": 2} and first["extra"] == {"size": 2}
+    assert rows[3]["params"] == {"size": 5}
+    assert float(rows[1]["median_ms"]) == pytest.approx(250.0)
+    assert rows[2]["median_ms"] == "" and rows[2]["extra"] == {"same_bytes": True}
+    for key in ("machine", "commit", "python", "torch", "numpy", "when"):
+        assert key in first
+    assert first["python"].count(".") == 2
+    assert "table:" in capsys.readouterr().out
+
+
+def test_a_case_that_needs_cuda_is_skipped_with_its_reason(registry, monkeypatch, tmp_path, capsys):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    ran = []
+    harness.case("gpu-only", needs="cuda")(lambda run: ran.append(run))
+    assert harness.main(["--cases", str(tmp_path / "none"), "--out", str(tmp_path / "out"), "all"]) == 0
+    assert not ran and not (tmp_path / "out").exists()
+    assert "skipped: needs a CUDA GPU (none here)" in capsys.readouterr().out
+
+
+def test_options_are_typed_by_their_defaults_and_unknown_ones_refused(registry):
+    chosen = harness.Case(
+        "c", lambda run: None, None, {"n": 1, "x": 0.5, "name": "a", "flag": False}, {"n": 2}, ""
+    )
+    assert harness.parse_params(chosen, True, ["--x", "2", "--flag", "--name", "b"]) == {
+        "n": 2,
+        "x": 2.0,
+        "name": "b",
+        "flag": True,
+    }
+    with pytest.raises(SystemExit, match="no option --size"):
+        harness.parse_params(chosen, False, ["--size", "3"])
+    with pytest.raises(ValueError, match="small names unknown options"):
+        harness.case("bad", n=1, small={"m": 2})(lambda run: None)
+
+
+def test_a_table_of_other_columns_is_refused_not_mixed(tmp_path):
+    table = tmp_path / "table-x.csv"
+    table.write_text("a,b\n1,2\n")
+    with pytest.raises(SystemExit, match="columns are not the harness's"):
+        harness.append_rows(table, [{"case": "c"}])
+
+
+def test_the_projects_cases_load_and_each_says_what_it_measures(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(harness, "CASES", {})
+    for path in (ROOT / "scripts" / "cases").glob("*.py"):
+        monkeypatch.delitem(sys.modules, f"cases_{path.stem}", raising=False)
+    harness.load_cases(ROOT / "scripts" / "cases")
+    expected = {
+        "3d",
+        "tune-3d",
+        "tune-batch",
+        "keyframes",
+        "audio",
+        "colour",
+        "look",
+        "volume",
+        "outputs",
+        "gif",
+    }
+    expected |= {"mp4-colour", "pipeline", "stream", "explore", "live", "sweep", "sweep-profile", "startup"}
+    assert expected | {"resolution"} <= set(harness.CASES)
+    for chosen in harness.CASES.values():
+        assert chosen.doc, chosen.name
+        assert chosen.needs in (None, "cuda", "2 gpus")
+
+
+def test_the_committed_table_holds_the_cpu_cases_rows():
+    """benchmarks/unreleased/table-cpu-2core.csv: `all --small` on the 2-core CPU, every row stamped."""
+    rows = harness.read_table(ROOT / "benchmarks" / "unreleased" / "table-cpu-2core.csv")
+    assert {"look", "colour", "outputs", "gif", "stream", "keyframes"} <= {r["case"] for r in rows}
+    assert all(r["commit"] and r["machine"].startswith("cpu-2core") for r in rows)
+    assert all(json.dumps(r["extra"]) for r in rows)
