@@ -42,6 +42,9 @@ def test_pool_size_shares_the_cores_and_is_at_least_one():
     assert pool_size(1) >= pool_size(2) >= 1
     assert pool_size(10_000) == 1
     assert pool_size(1, pixels=1000) == 1  # a small GIF is not worth starting workers
+    # past that, no more workers than the GIF's pixels keep busy (and no more than the cores)
+    assert pool_size(1, pixels=21_000_000) == min(pool_size(1), 6)
+    assert pool_size(1, pixels=10**12) == pool_size(1)
 
 
 def test_kept_frames_are_decompressed_by_the_workers_to_the_same_blocks():

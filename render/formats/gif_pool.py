@@ -55,6 +55,10 @@ IN_FLIGHT = 2  # tasks per worker queued or being compressed: enough to keep eac
 # Below this many pixels in all frames a GIF is compressed in one process: Pillow compresses about
 # 12 Mpixel/s per core (quickstart: 21 Mpixel in 1.7 s), and starting workers takes 0.1-1 s.
 PARALLEL_PIXELS = 8_000_000
+# Each worker gets at least this many of a GIF's pixels (about 0.3 s of compression): a worker
+# costs a process start and its imports (0.1-0.3 s of a core), so a small GIF starts a few, not one
+# per core (quickstart's 21 Mpixel: 6 workers, not 16, beside the simulation's frame loop).
+PIXELS_PER_WORKER = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -105,11 +109,13 @@ def compress(task: FrameTask) -> bytes:
 def pool_size(jobs: int = 1, pixels: int | None = None) -> int:
     """Workers for one GIF when `jobs` GIFs are written at once: the cores this process may run
     on, shared between them (1: compress in this process). pixels: the GIF's frames' pixels in
-    all; below PARALLEL_PIXELS, 1 (starting workers would cost more than it saves)."""
+    all; below PARALLEL_PIXELS, 1 (starting workers would cost more than it saves), else at most
+    one per PIXELS_PER_WORKER of them. The bytes are the same whatever the count."""
     if pixels is not None and pixels < PARALLEL_PIXELS:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores // max(1, jobs))
+    share = max(1, cores // max(1, jobs))
+    return share if pixels is None else max(1, min(share, -(-pixels // PIXELS_PER_WORKER)))
 
 
 class _Worker:
