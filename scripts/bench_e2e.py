@@ -1,0 +1,440 @@
+"""The time a user waits (issue 34): process walls of whole renders, warm and cold Triton cache,
+each render's stage shares, what the main thread and the encoder threads spend their time on,
+what a render imports before its first step, and the sha256 of quickstart's reduced outputs.
+
+    python3 scripts/bench_e2e.py --label LABEL --out DIR [--presets quickstart,labyrinth,cosmos]
+        [--parts walls,formats,inner,importtime,hashes] [--backend triton --device cuda]
+
+Parts (each writes DIR/LABEL-PART.json and prints its table):
+
+- walls: `physarum render PRESET` as its own process, timed from the shell's side (process
+  wall), first with an empty TRITON_CACHE_DIR (cold: every kernel compiled), then again (warm);
+  beside each, the sidecar's timings (spawn, open, frames, finish, each encoder's busy seconds,
+  and the stage that bound the render where the sidecar says it).
+- formats: quickstart warm with output.formats [gif], [mp4], [png] alone and unbudgeted GIF: the
+  frame loop (frames_s) with and without the GIF.
+- inner: quickstart (and --inner-presets) rendered in this process with stage timers wrapped
+  around the pipeline's functions (simulation steps, colouring, hand-over, the GIF store, the
+  budget's estimates and writes), and a sampler of every thread's Python stack each millisecond:
+  where the main thread and the encoder threads spend their time.
+- importtime: `python -X importtime -m physarum.render.cli render quickstart` (warm): the
+  modules imported by a render, largest first, ours marked.
+- hashes: sha256 of quickstart's GIF, MP4 and PNG at --reduce 4 (same bytes before and after).
+
+On the GPU host: source scripts/gpu_env.sh > /dev/null && python3 scripts/bench_e2e.py --label
+before --out $OUT. On a CPU (a smoke test): --backend torch --device cpu --presets quickstart
+--set run.steps=40.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+PROCESS_START = time.time()  # near enough the interpreter's start (this script imports little)
+CLI = [sys.executable, "-m", "physarum.render.cli"]
+
+
+def run_cli(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """Process wall of one command and its stderr; a failing command stops the script."""
+    start = time.perf_counter()
+    done = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    return wall, done.stderr
+
+
+def sidecar(out: Path, preset: str) -> dict:
+    return json.loads(next((out / preset).glob("*.json")).read_text())
+
+
+def render_args(preset: str, opts, out: Path, extra: list[str] = ()) -> list[str]:
+    args = ["render", preset, "--backend", opts.backend, "--device", opts.device, "--out", str(out)]
+    return [*args, *[part for s in [*opts.set, *extra] for part in ("--set", s)]]
+
+
+def row_of(command: str, cache: str, wall: float, record: dict, stderr: str) -> dict:
+    t = record["timings"]
+    budget = record.get("gif_budget") or {}
+    return {
+        "command": command,
+        "cache": cache,
+        "wall_s": round(wall, 3),
+        **{k: t[k] for k in t},
+        "bound": record.get("bound"),
+        "gif_budget_s": (budget.get("cost") or {}).get("seconds"),
+        "gif_estimates": (budget.get("cost") or {}).get("estimates"),
+        "summary": [line for line in stderr.splitlines() if " on " in line and " s" in line][-1:],
+    }
+
+
+def walls(opts, env: dict[str, str], work: Path) -> list[dict]:
+    rows = []
+    for preset in opts.presets.split(","):
+        cache = work / f"triton-{preset}"
+        shutil.rmtree(cache, ignore_errors=True)
+        run_env = {**env, "TRITON_CACHE_DIR": str(cache)}
+        out = work / f"out-{preset}"
+        for run in ("cold", "warm"):
+            wall, stderr = run_cli(render_args(preset, opts, out), run_env)
+            rows.append(row_of(f"render {preset}", run, wall, sidecar(out, preset), stderr))
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def formats(opts, env: dict[str, str], work: Path) -> list[dict]:
+    cache = work / "triton-quickstart"
+    run_env = {**env, "TRITON_CACHE_DIR": str(cache)}
+    rows = []
+    for label, extra in (
+        ("all", []),
+        ("[gif]", ["output.formats=[gif]"]),
+        ("[gif] unbudgeted", ["output.formats=[gif]", "output.gif_max_bytes=null"]),
+        ("[mp4]", ["output.formats=[mp4]"]),
+        ("[png]", ["output.formats=[png]"]),
+    ):
+        out = work / "out-formats"
+        wall, stderr = run_cli(render_args("quickstart", opts, out, extra), run_env)
+        rows.append(row_of(f"render quickstart {label}", "warm", wall, sidecar(out, "quickstart"), stderr))
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def importtime(opts, env: dict[str, str], work: Path) -> dict:
+    run_env = {**env, "TRITON_CACHE_DIR": str(work / "triton-quickstart")}
+    out = work / "out-importtime"
+    command = [sys.executable, "-X", "importtime", "-m", "physarum.render.cli"]
+    start = time.perf_counter()
+    done = subprocess.run(
+        [*command, *render_args("quickstart", opts, out), "--quiet"],
+        env=run_env,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - start
+    rows = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        parts = line[len("import time:") :].split("|")
+        try:
+            own, cumulative = int(parts[0]), int(parts[1])
+        except ValueError:
+            continue
+        name = parts[2].rstrip()
+        rows.append(
+            {
+                "module": name.strip(),
+                "depth": (len(name) - len(name.lstrip())) // 2,
+                "own_us": own,
+                "cum_us": cumulative,
+            }
+        )
+    top = [r for r in rows if r["depth"] == 0]
+    top.sort(key=lambda r: -r["cum_us"])
+    ours = [r for r in rows if r["module"].startswith("physarum")]
+    ours.sort(key=lambda r: -r["own_us"])
+    # the tree, in import order, of every module taking over 15 ms with what it imported
+    big = [f"{'  ' * r['depth']}{r['module']} {r['cum_us'] / 1e6:.3f}" for r in rows if r["cum_us"] > 15000]
+    return {
+        "wall_s": round(wall, 3),
+        "imports_s": round(sum(r["cum_us"] for r in top) / 1e6, 3),
+        "tree_over_15ms": big[::-1],
+        "top": top[:25],
+        "ours_by_own_time": ours[:25],
+    }
+
+
+def hashes(opts, env: dict[str, str], work: Path) -> dict:
+    run_env = {**env, "TRITON_CACHE_DIR": str(work / "triton-quickstart")}
+    out = work / "out-hashes"
+    run_cli([*render_args("quickstart", opts, out), "--reduce", "4", "--quiet"], run_env)
+    found = {}
+    for path in sorted((out / "quickstart").iterdir()):
+        if path.suffix in (".gif", ".mp4", ".png", ".webp"):
+            found[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# inner: one render in this process, timed by stage and sampled by thread
+
+
+class Stages:
+    """Seconds spent in wrapped functions, by (thread name, stage), and calls."""
+
+    def __init__(self):
+        self.seconds: dict[tuple[str, str], float] = collections.defaultdict(float)
+        self.calls: dict[tuple[str, str], int] = collections.defaultdict(int)
+        self.lock = threading.Lock()
+
+    def wrap(self, owner, name: str, stage: str) -> None:
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                key = (threading.current_thread().name, stage)
+                with self.lock:
+                    self.seconds[key] += time.perf_counter() - start
+                    self.calls[key] += 1
+
+        setattr(owner, name, timed)
+
+    def rows(self) -> list[dict]:
+        return [
+            {"thread": t, "stage": s, "seconds": round(v, 4), "calls": self.calls[(t, s)]}
+            for (t, s), v in sorted(self.seconds.items(), key=lambda kv: -kv[1])
+        ]
+
+
+class Sampler:
+    """Every `interval` seconds, each thread's innermost frame in this project's code (and the
+    innermost frame at all): counts by thread."""
+
+    def __init__(self, interval: float = 0.001):
+        self.interval = interval
+        self.counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        self.samples: collections.Counter = collections.Counter()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+
+    def start(self) -> Sampler:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        me = threading.get_ident()
+        while not self.stop.wait(self.interval):
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                if ident == me:
+                    continue
+                name = names.get(ident, str(ident))
+                inner = f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}"
+                ours = None
+                walk = frame
+                while walk is not None:
+                    file = walk.f_code.co_filename
+                    if "/render/" in file or "/kernels/" in file:
+                        ours = f"{'/'.join(Path(file).parts[-2:])}:{walk.f_code.co_name}:{walk.f_lineno}"
+                        break
+                    walk = walk.f_back
+                self.counts[name][f"{ours} <- {inner}"] += 1
+                self.samples[name] += 1
+
+    def report(self, top: int = 14) -> dict:
+        self.stop.set()
+        self.thread.join()
+        return {
+            name: {
+                "samples": self.samples[name],
+                "top": [
+                    {"where": where, "share": round(count / self.samples[name], 3)}
+                    for where, count in counter.most_common(top)
+                ],
+            }
+            for name, counter in self.counts.items()
+        }
+
+
+def inner(preset_name: str, opts) -> dict:
+    """One render in this process, its stages timed and its threads sampled."""
+    from physarum.render.formats import gif, gif_budget, gif_pool
+    from physarum.render.formats import mp4 as mp4_format
+    from physarum.render.out import frames as frames_module
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.run import runner
+    from physarum.render.sim import course as course_module
+
+    stages = Stages()
+    stages.wrap(course_module.Course, "advance_to", "simulation (advance_to)")
+    stages.wrap(frames_module.FramePipeline, "submit", "colour + copy (submit)")
+    stages.wrap(frames_module.FramePipeline, "hand_over", "hand over (sync + sinks)")
+    stages.wrap(frames_module.EncoderWorker, "write", "queue put to an encoder")
+    stages.wrap(frames_module.EncoderWorker, "complete", "encoder complete")
+    stages.wrap(gif.GifWriter, "write", "gif write")
+    stages.wrap(gif.GifWriter, "complete", "gif complete")
+    stages.wrap(gif.GifWriter, "__init__", "gif open (workers started)")
+    stages.wrap(gif_budget.FrameStore, "append", "gif store append")
+    stages.wrap(gif_budget.Budgeter, "estimate", "gif budget estimate")
+    stages.wrap(gif_budget.Budgeter, "_write_file", "gif budget write file")
+    stages.wrap(gif_pool.CompressPool, "__init__", "gif pool start")
+    stages.wrap(mp4_format.Mp4Writer, "write", "mp4 write")
+    stages.wrap(runner, "make_batch_simulation", "make simulation")
+    if opts.child_encoders:  # the writers in a child process, as a batch's are (out/encoder_process.py)
+        from physarum.render.out import job as job_module
+
+        opened = job_module.open_workers
+        job_module.open_workers = lambda specs, job, own, cores: opened(specs, job, True, cores)
+    preset = load_preset(resolve_preset_path(preset_name), opts.set)
+    with tempfile.TemporaryDirectory() as out:
+        options = runner.RenderOptions(
+            backend=opts.backend, device=opts.device, out_dir=Path(out), quiet=True
+        )
+        runner.render(preset, options)  # first: compiles, starts what a second render reuses
+        sampler = Sampler().start()
+        began = time.perf_counter()
+        stages.seconds.clear()
+        stages.calls.clear()
+        result = runner.render(preset, options)
+        wall = time.perf_counter() - began
+        report = sampler.report()
+    return {
+        "preset": preset_name,
+        "set": opts.set,
+        "child_encoders": opts.child_encoders,
+        "wall_s": round(wall, 3),
+        "timings": result.timings,
+        "stages": stages.rows(),
+        "threads": report,
+    }
+
+
+def startup_timeline(preset_name: str, opts) -> dict:
+    """A render's start, step by step, in this fresh process: the imports, CUDA, the preset, the
+    simulation made (spawn, tables) and its first frame's steps (the kernels compiled or loaded
+    from the Triton cache), the colouring's first frame. Seconds from this process's start."""
+    marks = {"python_start": 0.0}
+    began = time.perf_counter() - (time.time() - PROCESS_START)
+
+    def mark(name: str) -> None:
+        marks[name] = round(time.perf_counter() - began, 3)
+
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+
+    mark("import preset stage")
+    preset = load_preset(resolve_preset_path(preset_name), opts.set)
+    mark("preset loaded")
+    import torch
+
+    mark("import torch")
+    device = torch.device(opts.device)
+    if device.type == "cuda":
+        torch.zeros(1, device=device)
+        torch.cuda.synchronize()
+    mark("device initialised")
+    from physarum.render.look.colour import make_colourist
+    from physarum.render.run import runner
+    from physarum.render.sim.simulation import advance, make_batch_simulation, simulation_maps
+
+    mark("import runner")
+    simulation = make_batch_simulation([preset], opts.backend, device)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    mark("simulation made")
+    advance(simulation, preset.run.steps_per_frame)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    mark("first frame's steps (kernels)")
+    advance(simulation, preset.run.steps_per_frame)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    mark("second frame's steps")
+    colourist = make_colourist(preset)
+    colourist.colour(simulation_maps(preset, simulation.trail, 0), 0)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    mark("first frame coloured")
+    del runner
+    return marks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", default="run")
+    parser.add_argument("--out", default=".")
+    parser.add_argument("--presets", default="quickstart,labyrinth,cosmos")
+    parser.add_argument("--parts", default="walls,formats,startup,importtime,inner,hashes")
+    parser.add_argument(
+        "--inner-presets",
+        default="quickstart;quickstart:output.formats=[gif];quickstart:child",
+        help="PRESET[:KEY=VALUE...][:child] entries, separated by ';' (child: encoders in a child process)",
+    )
+    parser.add_argument("--startup-presets", default="quickstart")
+    parser.add_argument("--backend", default="triton")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--set", action="append", default=[], help="KEY=VALUE for every render")
+    parser.add_argument("--inner", help=argparse.SUPPRESS)  # one inner render, as a child
+    parser.add_argument("--child-encoders", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--startup", help=argparse.SUPPRESS)  # one start-up timeline, as a child
+    opts = parser.parse_args()
+    if opts.startup:
+        print("STARTUP " + json.dumps(startup_timeline(opts.startup, opts)))
+        return
+    if opts.inner:
+        print("INNER " + json.dumps(inner(opts.inner, opts)))
+        return
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as folder:
+        work = Path(folder)
+        for part in opts.parts.split(","):
+            began = time.perf_counter()
+            if part == "walls":
+                data = walls(opts, env, work)
+            elif part == "formats":
+                data = formats(opts, env, work)
+            elif part == "importtime":
+                data = importtime(opts, env, work)
+            elif part == "startup":
+                data = []
+                for preset in opts.startup_presets.split(","):
+                    cache = work / f"triton-startup-{preset}"
+                    shutil.rmtree(cache, ignore_errors=True)
+                    for run in ("cold", "warm"):
+                        args = [sys.executable, __file__, "--startup", preset, "--backend", opts.backend]
+                        args += ["--device", opts.device, *[p for s in opts.set for p in ("--set", s)]]
+                        run_env = {**env, "TRITON_CACHE_DIR": str(cache)}
+                        done = subprocess.run(args, env=run_env, capture_output=True, text=True)
+                        line = [x for x in done.stdout.splitlines() if x.startswith("STARTUP ")]
+                        if not line:
+                            print(done.stderr[-3000:], file=sys.stderr)
+                            continue
+                        data.append({"preset": preset, "cache": run, **json.loads(line[0][8:])})
+            elif part == "hashes":
+                data = hashes(opts, env, work)
+            elif part == "inner":
+                data = []
+                for entry in opts.inner_presets.split(";"):
+                    preset, *extra = entry.split(":")
+                    args = [sys.executable, __file__, "--inner", preset, "--backend", opts.backend]
+                    if "child" in extra:  # PRESET:child: the encoders in a child process
+                        extra.remove("child")
+                        args.append("--child-encoders")
+                    sets = [*opts.set, *extra]
+                    args += ["--device", opts.device, *[p for s in sets for p in ("--set", s)]]
+                    run_env = {**env, "TRITON_CACHE_DIR": str(work / f"triton-{preset}")}
+                    done = subprocess.run(args, env=run_env, capture_output=True, text=True)
+                    line = [x for x in done.stdout.splitlines() if x.startswith("INNER ")]
+                    if not line:
+                        print(done.stderr[-3000:], file=sys.stderr)
+                        continue
+                    data.append(json.loads(line[0][6:]))
+            else:
+                sys.exit(f"unknown part {part}")
+            (out / f"{opts.label}-{part}.json").write_text(json.dumps(data, indent=1) + "\n")
+            print(f"== {part} ({time.perf_counter() - began:.1f} s)", flush=True)
+            print(json.dumps(data, indent=1)[:6000], flush=True)
+
+
+if __name__ == "__main__":
+    main()
