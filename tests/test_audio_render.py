@@ -332,3 +332,17 @@ def test_validate_shows_the_resolved_curves(tmp_path, track, capsys):
     assert out[2].startswith("    model.deposit: audio beat in [2.0, 9.0]: ") and "most 9" in out[2]
     assert out[3].startswith("      |") and out[3].endswith("|") and len(out[3]) == 6 + 62
     assert any(line.startswith("    look.exposure: audio loudness") for line in out)
+
+
+def test_settings_reach_into_a_followed_value(track):
+    data = audio_data(track)
+    preset = build_preset(
+        data, "p.yaml", ["model.deposit.range.1=5", "model.decay.audio=mid", "model.deposit.release=50ms"]
+    )
+    assert preset.model.deposit.range == [2.0, 5.0] and preset.model.decay.audio == "mid"
+    assert max(v for _, v in preset.model.deposit.resolved(preset.end_step)) == 5
+    (problem,) = problems_of(data, ["model.deposit.rang=4"])
+    assert (
+        "model.deposit.rang: unknown key; did you mean 'range'? allowed here: audio, range, attack, release"
+        in problem
+    )

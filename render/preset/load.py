@@ -21,9 +21,11 @@ from physarum.render.base.inputs import excerpt, read_text, shorten
 from physarum.render.preset.images import image_problems
 from physarum.render.preset.safe_yaml import parse_yaml
 from physarum.render.preset.schedule import TAGS as SCHEDULE_TAGS
-from physarum.render.preset.schedule import keyframe_values
+from physarum.render.preset.schedule import Follow, Wave, keyframe_values
 from physarum.render.preset.schema import Preset, section_at
 from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
+
+FORMS = {"follow": Follow, "wave": Wave}  # the tags of the forms a scheduled value may take (schedule.TAGS)
 
 
 def _describe(error: dict) -> str:
@@ -31,6 +33,8 @@ def _describe(error: dict) -> str:
     path = ".".join(shorten(str(part)) for part in loc) or "(top level)"
     if error["type"] == "extra_forbidden":
         section = section_at(loc[:-1])
+        if FORMS.get(error["loc"][-2] if len(error["loc"]) > 1 else None):  # in a followed or periodic value
+            section = FORMS[error["loc"][-2]]
         allowed = list(section.model_fields) if section else []
         hint = did_you_mean(shorten(str(loc[-1])), allowed)
         return f"{path}: unknown key; {hint}allowed here: {', '.join(allowed)}"
@@ -272,6 +276,11 @@ def set_dotted(data: dict, key: str, value) -> None:
     for depth, part in enumerate(sections):
         if node.get(part) is None:
             node[part] = {}
+        if depth == len(sections) - 1 and isinstance(node[part], list) and last.isdigit():
+            if int(last) >= len(node[part]):  # an entry of a list (a followed value's range.1)
+                raise ValueError(f"{excerpt(part)} has {len(node[part])} entries, no entry {last}")
+            node[part][int(last)] = copy.deepcopy(value)
+            return
         if not isinstance(node[part], dict):
             if sections[depth + 1 :] + [last] in (["ease"], ["keys", last]):
                 raise ValueError(

@@ -376,8 +376,11 @@ def scheduled_field(field) -> bool:
 
 def schedule_key_problem(where: str, rest: list[str]) -> str | None:
     """Why the parts after a scheduled value name nothing in a schedule: `ease`, or `keys.K`
-    with K a step or a percentage."""
-    if rest == ["ease"]:
+    with K a step or a percentage; or in a followed or periodic value (docs/audio.md): `audio`,
+    `attack`, `release`, `wave`, `period`, `phase`, `range` or `range.0` / `range.1`."""
+    if rest == ["ease"] or (len(rest) == 1 and rest[0] in RESOLVED_KEYS):
+        return None
+    if len(rest) == 2 and rest[0] == "range" and rest[1] in ("0", "1"):
         return None
     if len(rest) == 2 and rest[0] == "keys":
         try:
@@ -385,7 +388,14 @@ def schedule_key_problem(where: str, rest: list[str]) -> str | None:
         except ValueError as error:
             return f"{where}.keys: {error}"
         return None
-    return f"{where} is a number or a schedule: below it only ease and keys.STEP (or keys.P%) may be set"
+    return (
+        f"{where} is a number or a schedule: below it only ease and keys.STEP (or keys.P%) may be set "
+        f"(or, where it follows audio or a wave, {', '.join(RESOLVED_KEYS)} and range.0 or range.1)"
+    )
+
+
+# the keys of a followed (Follow) or periodic (Wave) value that --set and sweeps may reach
+RESOLVED_KEYS = ("audio", "range", "attack", "release", "wave", "period", "phase")
 
 
 def key_annotation(key: str) -> Any:
@@ -399,7 +409,7 @@ def key_annotation(key: str) -> Any:
     for part in sections:
         field = model.model_fields[part]
         if scheduled_field(field):
-            return str if last == "ease" else float
+            return str if last in ("ease", "audio", "attack", "release", "wave", "period") else float
         model = section_type(field.annotation)
     if scheduled_field(model.model_fields[last]):
         return float  # a number, or a schedule of numbers
