@@ -346,3 +346,23 @@ def test_settings_reach_into_a_followed_value(track):
         "model.deposit.rang: unknown key; did you mean 'range'? allowed here: audio, range, attack, release"
         in problem
     )
+
+
+def test_the_carried_feature_table_reads_back_and_refuses_damage(track):
+    from physarum.render.preset import carried
+    from physarum.render.preset.provenance import embedded_text
+
+    preset = build_preset(audio_data(track), "p.yaml")
+    text, block = carried.split(embedded_text(preset))
+    assert block.startswith("# physarum images 2\n# audio {")
+    (entry,) = carried.read_block(block).values()
+    assert np.array_equal(entry.analysis.table, soundtrack.analysis_of(preset).table)
+    assert entry.analysis.bpm == soundtrack.analysis_of(preset).bpm and entry.sound is None
+    lines = block.split("\n")
+    data = next(i for i, line in enumerate(lines) if line.startswith("# audio ")) + 1
+    lines[data] = "# " + ("A" if lines[data][2] != "A" else "B") + lines[data][3:]
+    with pytest.raises(ValueError, match="feature table of .* is not"):
+        carried.read_block("\n".join(lines))
+    # a block of format 1 (images only) never holds audio entries
+    with pytest.raises(ValueError, match="expected '# image"):
+        carried.read_block(block.replace("# physarum images 2", "# physarum images 1", 1))
