@@ -24,7 +24,7 @@ from physarum.kernels.triton_backend import (
 from physarum.kernels.triton_kernels import MAX_GRID_YZ
 
 BRICK_BITS = 3  # agents are sorted by bricks of 2^3 cells a side, then by cell within a brick
-# Steps between sorts: measured on an H200 (scripts/tune_3d.py), every 64 steps beats 128 by 10%
+# Steps between sorts: measured on an H200 (the harness's case tune-3d), every 64 steps beats 128 by 10%
 # at 256^3/16M (0.50 against 0.56 ms a step) and 5% at 512^3/64M (2.52 against 2.65), a sort
 # costing 2.3 and 8.3 ms.
 SORT_EVERY_3D = 64

@@ -31,7 +31,7 @@ _DIRECTIONS = tl.constexpr(DIRECTIONS)
 _SENSORS = tl.constexpr(SENSORS)
 assert AROUND == 4, "the agent kernel reads the cone's four sensors by name"
 
-# Tuning constants (none changes a result), measured with scripts/tune_3d.py on an H200 at
+# Tuning constants (none changes a result), measured with the harness's case tune-3d on an H200 at
 # 256^3 with 16M agents: agent blocks of 256 (0.36 ms a launch against 0.41 for 1024), diffuse
 # tiles of one 256-wide row (0.13 ms against 0.23 for 4 x 128; 8 x 64 0.33); 8 or 32 slices a
 # program within 4% of 16; without warp-merged deposits the agent launch takes 1.38 ms.

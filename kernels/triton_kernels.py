@@ -41,7 +41,7 @@ _HEADINGS = tl.constexpr(HEADINGS)
 _TRAIL_FLOOR = tl.constexpr(TRAIL_FLOOR)
 
 # Tuning constants: none changes a result. Their timings are in docs/benchmarks.md
-# ("Measurements behind the code: kernels"); re-tune with scripts/tune_batch.py.
+# ("Measurements behind the code: kernels"); re-tune with the harness's case tune-batch.
 AGENT_BLOCK = 1024  # agents per program of the agent kernel
 AGENT_WARPS = 4
 # Diffuse tiles of single long rows load whole lines per neighbour.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 2-core CPU's side of scripts/gpu_evidence.py check's formats part and of its quickstart renders: quickstart
 # rendered with torch on the CPU in each MP4 setting with a WebP, and once with its own formats;
-# the sha256 of every file into benchmarks/unreleased/formats-cpu-2core.txt (0.3.0's: benchmarks/0.3.0/),
+# the sha256 of every file into benchmarks/unreleased/formats-cpu-2core.txt (0.3.0's: benchmarks/0.3.0/outputs.txt),
 # for the GPU host's
 # renders to be compared with (docs/benchmarks.md).
 set -eu

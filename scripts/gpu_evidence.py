@@ -383,7 +383,7 @@ def cmd_check(args: argparse.Namespace) -> None:
         )
     if "formats" in args.parts:
         # quickstart's MP4 in every output.mp4 setting and its WebP: x264 and libwebp on this
-        # host's cores against the CPU side (benchmarks/0.3.0/formats-cpu-2core.txt holds the
+        # host's cores against the CPU side (benchmarks/0.3.0/outputs.txt, section formats-cpu-2core.txt, holds the
         # 2-core CPU's sha256, from scripts/cpu_formats.sh)
         lines = []
         for setting in MP4_SETTINGS:

@@ -1,6 +1,6 @@
 """GPU checks of the exactness contract: Triton on CUDA and the reference on CUDA against the
 reference on the CPU, byte for byte. Skipped (with the reason) where no CUDA GPU is present;
-results on an H200 are recorded in benchmarks/evidence/."""
+results on an H200 are recorded in benchmarks/ (benchmarks/README.md)."""
 
 from __future__ import annotations
 

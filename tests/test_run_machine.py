@@ -132,7 +132,7 @@ def _cube(side: int, agents: int):
 
 @pytest.mark.parametrize("side, agents, peak_gib", [(256, 1 << 24, 1.44), (512, 1 << 26, 5.75)])
 def test_a_3d_preset_is_sized_by_the_3d_backend(side, agents, peak_gib):
-    """The 3D Triton step's peak measured on an H200 (benchmarks/unreleased/3d/bench_3d-h200.json):
+    """The 3D Triton step's peak measured on an H200 (benchmarks/unreleased/3d.json):
     1.44 GiB at 256^3/16M, 5.75 GiB at 512^3/64M; the estimate covers it, within 1.5x. The 2D
     class's estimate (4.5 GiB at 512^3) was below the peak."""
     estimate = machine.simulation_bytes(_cube(side, agents), "triton") / 2**30

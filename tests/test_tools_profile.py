@@ -148,7 +148,7 @@ def test_profile_refuses_an_oversize_3d_preset_before_spawning(tmp_path, capsys,
 
 def test_bench_takes_no_preset_and_says_so(tmp_path, capsys):
     """`physarum bench` times fixed configurations (2D); a preset, 3D or not, is refused by the
-    parser with exit 2 (scripts/bench_3d.py times the 3D step)."""
+    parser with exit 2 (the harness's case 3d times the 3D step)."""
     import pytest
     import yaml
 

@@ -12,7 +12,7 @@ an H200) and on a CPU a slow quickselect:
 - on the CPU, numpy's introselect (np.partition) on a copy, every rank in one call.
 
 Integer histograms (radix select by torch.bincount over bit fields of the float32 pattern) were
-measured and are slower on both (scripts/bench_colour.py shows all the candidates); they stay in
+measured and are slower on both (the harness's case colour shows all the candidates); they stay in
 the bench script, not here. quantile_rank is the rank of a quantile, as the colouring has always
 taken it.
 """
