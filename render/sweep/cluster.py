@@ -4,7 +4,8 @@ needs nothing on a worker but the installed package.
 - Each task's payload carries its jobs' presets as their portable dumps and the world images
   they read as a carried block (render/preset/carried.py, what outputs carry for `--from`), so
   that no worker reads a file of the driver's (chunk.payload_preset).
-- A task renders into a temporary folder of its own worker and removes it when it ends.
+- A task renders into a temporary folder of its own worker (physarum-sweep-PID-*) and removes it
+  when it ends; those of killed workers are removed by the next task on their machine.
 - Its committed files reach the sweep's store (base/storage.py) one of two ways (`files`):
   "driver" (the default): the task is a Ray generator that yields each job's outcome (with each
   file's size and sha256) and then its files in pieces of FILE_PIECE bytes; the driver writes
@@ -26,6 +27,7 @@ needs nothing on a worker but the installed package.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -87,6 +89,26 @@ def ray_payloads(chunks) -> list[list[dict]]:
     return payloads
 
 
+def _work_folder() -> Path:
+    """A new temporary folder of this worker process (physarum-sweep-PID-*), after removing those
+    of worker processes that are gone (a worker killed mid-task leaves its folder behind)."""
+    for folder in Path(tempfile.gettempdir()).glob("physarum-sweep-*-*"):
+        pid = folder.name.split("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"physarum-sweep-{os.getpid()}-")).resolve()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _node() -> str:
     import ray  # start-up: in a Ray task, where Ray is imported
 
@@ -97,7 +119,7 @@ def _stream_chunk(chunk: list[dict], device: str, backend: str):
     """A Ray task (a generator): the chunk rendered into a temporary folder of this worker; for
     each job its outcome (with `files`: size and sha256 of each), then its files' bytes in
     order, in pieces of FILE_PIECE."""
-    folder = Path(tempfile.mkdtemp(prefix="physarum-sweep-")).resolve()
+    folder = _work_folder()
     try:
         node = _node()
         for outcome in chunk_outcomes(chunk, str(folder), device, backend, True):
@@ -126,7 +148,7 @@ def _store_chunk(chunk: list[dict], destination: str, device: str, backend: str)
     if store.local:  # a shared folder every machine mounts: written in place
         outcomes = chunk_outcomes(chunk, str(store.root), device, backend, True)
         return [{**outcome, "node": node} for outcome in outcomes]
-    folder = Path(tempfile.mkdtemp(prefix="physarum-sweep-")).resolve()
+    folder = _work_folder()
     try:
         outcomes = chunk_outcomes(chunk, str(folder), device, backend, True)
         for outcome in outcomes:

@@ -122,7 +122,7 @@ def run_sweep(
         else:  # jobs render here into a staging folder; their files are uploaded from it
             stack.callback(store.close)
             sweep_dir = store.location
-            work_dir = Path(tempfile.mkdtemp(prefix="physarum-sweep-")).resolve()
+            work_dir = Path(tempfile.mkdtemp(prefix=f"physarum-sweep-{os.getpid()}-")).resolve()
             stack.callback(shutil.rmtree, work_dir, True)
         pool = (
             stack.enter_context(WorkerPool(devices, str(work_dir), options.backend))
