@@ -366,3 +366,15 @@ def test_the_carried_feature_table_reads_back_and_refuses_damage(track):
     # a block of format 1 (images only) never holds audio entries
     with pytest.raises(ValueError, match="expected '# image"):
         carried.read_block(block.replace("# physarum images 2", "# physarum images 1", 1))
+
+
+def test_from_a_file_at_another_fps_asks_for_the_sound_file(tmp_path, track, capsys):
+    assert render(write_preset(tmp_path, audio_data(track, name="fps")), tmp_path / "a") == 0
+    track.unlink()
+    png = tmp_path / "a" / "fps" / "fps-s3.png"
+    code = main(
+        ["render", "--from", str(png), "--out", str(tmp_path / "b"), "--quiet", "--set", "output.fps=10"]
+    )
+    assert code == 2 and not (tmp_path / "b").exists()
+    err = capsys.readouterr().err
+    assert "audio.path: the file carries the features of" in err and "at 20 fps, not for 10 fps" in err

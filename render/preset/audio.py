@@ -331,10 +331,11 @@ def analysis_of(preset) -> Analysis | None:
     if table is not None and getattr(entry, "sound", None) is None:
         if table.fps != fps or (bpm is not None and table.bpm != bpm):
             raise ValueError(
-                f"audio.path: the file carries the features of {audio.path} at {table.fps} fps"
-                f"{'' if table.bpm is None else f' and {float(table.bpm):g} bpm'}, not for "
-                f"{fps} fps{'' if bpm is None else f' and {float(bpm):g} bpm'}: give the sound file "
-                "(--set audio.path=FILE) to change them"
+                f"the file carries the features of {audio.path} at {table.fps} fps"
+                + ("" if bpm is None else f" and {float(table.bpm or 0):g} bpm")
+                + f", not for {fps} fps"
+                + ("" if bpm is None else f" and {float(bpm):g} bpm")
+                + ": give the sound file (--set audio.path=FILE) to change them"
             )
         return table
     track = track_of(preset)
@@ -414,7 +415,7 @@ def resolve(preset, context: dict | None) -> list[str]:
     analysis = None
     if preset.audio is not None and not problems:
         try:
-            analysis = analysis_of(preset) if not wants_length else _length_analysis(preset)
+            analysis = analysis_of(preset)
         except ValueError as error:
             problems.append(f"audio.path: {printable(error)}" if preset.audio.path else str(error))
     if wants_length:
@@ -427,8 +428,6 @@ def resolve(preset, context: dict | None) -> list[str]:
             )
     if problems:
         return problems
-    if analysis is not None and analysis.samples == 0 and analysis.pcm_sha256 is None and preset.audio.path:
-        pass  # a carried table: its features are those of the track it was computed from
     for path, value in keys:
         if isinstance(value, Follow):
             if analysis.pcm_sha256 is None and analysis.samples == 0 and value.audio in NEEDS_SOUND:
@@ -450,12 +449,6 @@ def resolve(preset, context: dict | None) -> list[str]:
             shares = wave_shares(value, preset, analysis)
         value.set_curve(curve(value, shares, frame_steps(preset.run)))
     return problems
-
-
-def _length_analysis(preset) -> Analysis:
-    """The analysis that fixes run.steps: audio: frames are counted before the run's steps are
-    known, so it is made with the track's own frame count."""
-    return analysis_of(preset)
 
 
 def curve(value: Resolved, shares: list[Fraction], starts: list[int]) -> list[tuple[int, Fraction]]:
