@@ -2,10 +2,15 @@
 each render's stage shares, what the main thread and the encoder threads spend their time on,
 what a render imports before its first step, and the sha256 of quickstart's reduced outputs.
 
-    python3 scripts/bench_e2e.py --label LABEL --out DIR [--presets quickstart,labyrinth,cosmos]
-        [--parts walls,formats,inner,importtime,hashes] [--backend triton --device cuda]
+    python -m physarum.render.tools.harness case e2e --label LABEL --json-out DIR
+        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,inner,importtime,hashes]
+        [--backend triton --device cuda]
+    python3 scripts/cases/e2e.py --label LABEL --out DIR ...     (the same, without the table)
 
-Parts (each writes DIR/LABEL-PART.json and prints its table):
+A case of the benchmark harness (render/tools/harness.py): each part appends its rows to the
+machine's table (walls and formats: one row per render, its process wall and sidecar timings;
+the other parts: one row each, their data in the row's extra column), and with --json-out DIR
+(--out run as a script) writes DIR/LABEL-PART.json as before. Parts:
 
 - walls: `physarum render PRESET` as its own process, timed from the shell's side (process
   wall), first with an empty TRITON_CACHE_DIR (cold: every kernel compiled), then again (warm);
@@ -21,9 +26,8 @@ Parts (each writes DIR/LABEL-PART.json and prints its table):
   modules imported by a render, largest first, ours marked.
 - hashes: sha256 of quickstart's GIF, MP4 and PNG at --reduce 4 (same bytes before and after).
 
-On the GPU host: source scripts/gpu_env.sh > /dev/null && python3 scripts/bench_e2e.py --label
-before --out $OUT. On a CPU (a smoke test): --backend torch --device cpu --presets quickstart
---set run.steps=40.
+On the GPU host: source scripts/gpu_env.sh > /dev/null && python3 -m physarum.render.tools.harness
+--out $OUT case e2e --label before --json-out $OUT. On a CPU (a smoke test): --small.
 """
 
 from __future__ import annotations
@@ -357,7 +361,7 @@ def startup_timeline(preset_name: str, opts) -> dict:
     return marks
 
 
-def main() -> None:
+def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", default="run")
     parser.add_argument("--out", default=".")
@@ -375,16 +379,15 @@ def main() -> None:
     parser.add_argument("--inner", help=argparse.SUPPRESS)  # one inner render, as a child
     parser.add_argument("--child-encoders", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--startup", help=argparse.SUPPRESS)  # one start-up timeline, as a child
-    opts = parser.parse_args()
-    if opts.startup:
-        print("STARTUP " + json.dumps(startup_timeline(opts.startup, opts)))
-        return
-    if opts.inner:
-        print("INNER " + json.dumps(inner(opts.inner, opts)))
-        return
-    out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
+    return parser.parse_args(argv)
+
+
+def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
+    """Each part's data, by part; written to OUT/LABEL-PART.json when out is given."""
     env = dict(os.environ)
+    found = {}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-e2e-") as folder:
         work = Path(folder)
         for part in opts.parts.split(","):
@@ -431,9 +434,69 @@ def main() -> None:
                     data.append(json.loads(line[0][6:]))
             else:
                 sys.exit(f"unknown part {part}")
-            (out / f"{opts.label}-{part}.json").write_text(json.dumps(data, indent=1) + "\n")
+            found[part] = data
+            if out is not None:
+                (out / f"{opts.label}-{part}.json").write_text(json.dumps(data, indent=1) + "\n")
             print(f"== {part} ({time.perf_counter() - began:.1f} s)", flush=True)
             print(json.dumps(data, indent=1)[:6000], flush=True)
+    return found
+
+
+def main() -> None:
+    opts = options()
+    if opts.startup:
+        print("STARTUP " + json.dumps(startup_timeline(opts.startup, opts)))
+        return
+    if opts.inner:
+        print("INNER " + json.dumps(inner(opts.inner, opts)))
+        return
+    run_parts(opts, Path(opts.out))
+
+
+if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the harness
+    from physarum.render.tools.harness import Skip, case
+
+    @case(
+        "e2e",
+        label="run",
+        json_out="",
+        presets="quickstart,labyrinth,cosmos",
+        parts="walls,formats,startup,importtime,inner,hashes",
+        inner_presets="quickstart;quickstart:output.formats=[gif];quickstart:child",
+        startup_presets="quickstart",
+        backend="triton",
+        device="cuda",
+        set="",
+        small={
+            "presets": "quickstart",
+            "parts": "walls,formats",
+            "backend": "torch",
+            "device": "cpu",
+            "set": "run.steps=40",
+        },
+    )
+    def e2e(run) -> None:
+        """The time a user waits (issue 34): process walls of whole renders with a cold and a warm
+        Triton cache beside their sidecar timings and bound stage; quickstart's formats alone; a
+        render's start step by step; -X importtime's tree; in-process stage timers and a stack
+        sampler; sha256 of quickstart's reduced outputs (scripts/cases/e2e.py's docstring)."""
+        if run.device.startswith("cuda"):
+            import torch
+
+            if not torch.cuda.is_available():
+                raise Skip("--device cuda: no CUDA GPU here (--small: torch on the CPU)")
+        argv = ["--label", run.label, "--presets", run.presets, "--parts", run.parts]
+        argv += ["--inner-presets", run.inner_presets, "--startup-presets", run.startup_presets]
+        argv += ["--backend", run.backend, "--device", run.device]
+        argv += [p for s in run.set.split(";") if s for p in ("--set", s)]
+        found = run_parts(options(argv), Path(run.json_out) if run.json_out else None)
+        for part, data in found.items():
+            if part in ("walls", "formats"):
+                for row in data:
+                    row = dict(row)
+                    run.record(f"{row.pop('command')}, {row.pop('cache')} cache", row.pop("wall_s"), **row)
+            else:
+                run.record(part, data=data)
 
 
 if __name__ == "__main__":
