@@ -161,7 +161,7 @@ def test_the_projects_cases_load_and_each_says_what_it_measures(monkeypatch):
         "gif",
     }
     expected |= {"mp4-colour", "pipeline", "stream", "explore", "live", "sweep", "sweep-profile", "startup"}
-    assert expected | {"resolution"} <= set(harness.CASES)
+    assert expected | {"resolution", "e2e"} <= set(harness.CASES)
     for chosen in harness.CASES.values():
         assert chosen.doc, chosen.name
         assert chosen.needs in (None, "cuda", "2 gpus")

@@ -97,8 +97,8 @@ async def _live_measure(url: str, run) -> dict:
     import aiohttp
 
     frames, sizes, latencies = [], [], []
-    async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(url.replace("http://", "ws://").split("?")[0] + "ws") as ws:
+    async with aiohttp.ClientSession() as client:
+        async with client.ws_connect(url.replace("http://", "ws://").split("?")[0] + "ws") as ws:
             started = time.perf_counter()
             shape, waiting, changes_sent, value = None, None, 0, 0
             next_change = started + run.warm_s + run.seconds
