@@ -22,7 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```(bash|sh)?\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)  # every fenced block, in pairs
+SHELL = ("bash", "sh", "")  # the blocks whose lines are commands
 
 # the words that mark a synopsis (a command's form, not a command to run)
 SYNOPSIS_WORDS = re.compile(r"\b(PRESET|FILE|DIR|SWEEP|CHECKPOINT|OUT|KEY|STEPS|N)\b|\[--")
@@ -35,6 +36,13 @@ RUN = {
 
 # command as written -> why it is not run here
 SKIPPED = {
+    "physarum sweep sweeps/angles.yaml --devices all": "a whole sweep on every GPU (minutes)",
+    "physarum sweep sweeps/angles.yaml --devices cuda:0,cuda:1": "needs two GPUs",
+    "physarum sweep sweeps/angles.yaml --devices cpu": "a whole sweep (minutes on 2 cores)",
+    "physarum sweep sweeps/angles.yaml --devices all --out outputs": "a whole sweep on every GPU",
+    "physarum sweep sweeps/angles.yaml --ray auto --out s3://my-bucket/sweeps": (
+        "needs a Ray cluster and a bucket (tests/test_sweep_cluster_s3.py runs one on loopback)"
+    ),
     "physarum live quickstart": "a server that runs until Ctrl-C (tests/test_live_browser.py drives one)",
     "physarum live mine.yaml --set model.decay=0.05 --seed 7": "a server until Ctrl-C; mine.yaml is the reader's",
     "physarum live quickstart --full": "a server until Ctrl-C, at full size",
@@ -66,6 +74,8 @@ def doc_commands() -> list[tuple[str, str]]:
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
         for block in FENCE.finditer(text):
+            if block.group(1) not in SHELL:
+                continue
             first_line = text.count("\n", 0, block.start(2)) + 1
             lines = block.group(2).split("\n")
             number = 0
