@@ -179,3 +179,11 @@ def test_a_ray_payload_renders_without_the_drivers_image_files(tmp_path, monkeyp
             ours, theirs = (worker / "out" / rel).read_bytes(), (local.sweep_dir / rel).read_bytes()
             assert ours == theirs if fmt != "json" else same_sidecar(ours, theirs), rel
     assert os.path.isdir(worker / "out")
+
+
+def test_the_commands_out_keeps_a_url_whole(capsys):
+    """--out s3://b/p reaches the sweep as written (a Path made it s3:/b/p, a local folder)."""
+    from physarum.render.cli.main import main
+
+    assert main(["sweep", "angles", "--dry-run", "--out", "memory://bucket/p"]) == 0
+    assert "-> memory://bucket/p/angles/" in capsys.readouterr().out

@@ -97,11 +97,11 @@ def cmd_sweep(args) -> int:
 
     sweep = sweep_command.load(args.sweep)
     if args.dry_run:
-        print("\n".join(map(printable, sweep_command.dry_run(sweep, Path(args.out), args.batch))))
+        print("\n".join(map(printable, sweep_command.dry_run(sweep, args.out, args.batch))))
         return 0
     summary = sweep_command.run(
         sweep,
-        Path(args.out),
+        args.out,
         args.batch,
         backend=args.backend,
         devices=args.devices,

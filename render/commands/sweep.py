@@ -36,18 +36,24 @@ def batch_of(max_batch: int | None) -> int:
     return max_batch
 
 
-def dry_run(sweep, out: Path, max_batch: int | None) -> list[str]:
+def destination(out: str | Path) -> str | Path:
+    """--out as a sweep takes it: an fsspec URL (s3://bucket/prefix) as written, else a folder
+    (a Path would make 's3://b' 's3:/b')."""
+    return out if isinstance(out, str) and "://" in out else Path(out)
+
+
+def dry_run(sweep, out: str | Path, max_batch: int | None) -> list[str]:
     """The lines `physarum sweep --dry-run` prints: every job, its values and its state."""
     from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
-    return sweeps.dry_run_lines(sweep, Path(out), batch_of(max_batch))
+    return sweeps.dry_run_lines(sweep, destination(out), batch_of(max_batch))
 
 
-def run(sweep, out: Path, max_batch: int | None = None, **options):
+def run(sweep, out: str | Path, max_batch: int | None = None, **options):
     """Run the sweep (sweep.SweepOptions: backend, devices, ray, retry_failed, quiet, gallery);
     its SweepSummary."""
     from physarum.render import sweep as sweeps  # start-up: torch, for a run
 
     return sweeps.run_sweep(
-        sweep, sweeps.SweepOptions(out_dir=Path(out), max_batch=batch_of(max_batch), **options)
+        sweep, sweeps.SweepOptions(out_dir=destination(out), max_batch=batch_of(max_batch), **options)
     )
