@@ -231,9 +231,12 @@ def mutate_text(text: str, rng: random.Random) -> str:
 
 
 def shorter(distance, most: float):
-    """A distance, or each keyframe of a scheduled one, at most `most` pixels."""
+    """A distance, or each keyframe of a scheduled one (each end of a followed one's range), at
+    most `most` pixels."""
     if isinstance(distance, dict) and isinstance(distance.get("keys"), dict):
         return {**distance, "keys": {k: min(v, most) for k, v in distance["keys"].items()}}
+    if isinstance(distance, dict) and isinstance(distance.get("range"), list):  # docs/audio.md
+        return {**distance, "range": [min(v, most) for v in distance["range"]]}
     return min(distance, most)
 
 
