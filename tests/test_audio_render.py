@@ -378,3 +378,32 @@ def test_from_a_file_at_another_fps_asks_for_the_sound_file(tmp_path, track, cap
     assert code == 2 and not (tmp_path / "b").exists()
     err = capsys.readouterr().err
     assert "audio.path: the file carries the features of" in err and "at 20 fps, not for 10 fps" in err
+
+
+def test_a_checkpoint_resumes_in_the_middle_of_the_track(tmp_path, track):
+    preset_file = write_preset(tmp_path, audio_data(track, name="resumed"))
+    assert render(preset_file, tmp_path / "a", "--checkpoint-at", "40") == 0
+    first = tmp_path / "a" / "resumed"
+    checkpoint = first / "resumed-s3-checkpoint-40.npz"
+    # the features the checkpoint carries; the sound file named again for the MP4's sound
+    args = [
+        "render",
+        "--resume",
+        str(checkpoint),
+        "--quiet",
+        "--backend",
+        "torch",
+        "--set",
+        f"audio.path={track}",
+    ]
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    for fmt in ("gif", "mp4", "png"):
+        assert (tmp_path / "b" / "resumed" / f"resumed-s3.{fmt}").read_bytes() == (
+            first / f"resumed-s3.{fmt}"
+        ).read_bytes()
+    track.unlink()  # without it: the same frames, a silent MP4
+    assert main([*args[:-2], "--out", str(tmp_path / "c")]) == 0
+    for fmt in ("gif", "png"):
+        assert (tmp_path / "c" / "resumed" / f"resumed-s3.{fmt}").read_bytes() == (
+            first / f"resumed-s3.{fmt}"
+        ).read_bytes()
