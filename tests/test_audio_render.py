@@ -407,3 +407,22 @@ def test_a_checkpoint_resumes_in_the_middle_of_the_track(tmp_path, track):
         assert (tmp_path / "c" / "resumed" / f"resumed-s3.{fmt}").read_bytes() == (
             first / f"resumed-s3.{fmt}"
         ).read_bytes()
+
+
+@pytest.mark.slow  # a 3-minute track: 5400 frames (about 20 s on 2 CPU cores)
+def test_sound_and_picture_stay_in_sync_over_a_three_minute_track(tmp_path):
+    loop = beat_track(4.0, bpm=120, rate=22050)
+    sound = write_wav(tmp_path / "long.wav", np.resize(loop, 180 * 22050).astype(np.int16), rate=22050)
+    data = {
+        "name": "long",
+        "seed": 1,
+        "canvas": {"width": 16, "height": 16},
+        "agents": {"count": 50},
+        "model": {"sensor_distance": 3, "deposit": {"audio": "bass", "range": [2, 9], "release": "200ms"}},
+        "run": {"steps": "audio", "steps_per_frame": 1},
+        "output": {"formats": ["mp4"], "fps": 30},
+        "audio": {"path": str(sound)},
+    }
+    assert render(write_preset(tmp_path, data), tmp_path / "o") == 0
+    video, audio, _ = decoded_seconds(tmp_path / "o" / "long" / "long-s1.mp4")
+    assert video == 180 and abs(audio - video) <= 1 / 30
