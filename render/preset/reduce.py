@@ -71,6 +71,8 @@ MIN_STEP_PIXELS = Fraction(1)
 # (rings with 100,000 agents of its 800,000 at 1024: the same front radius and lit share)
 SHAPED_SPAWNS = ("center", "disk", "ring")
 MAX_THINNING = 64
+# A 2D preview's GIF is at most the GIF of a preview of this short side (preview_gif)
+PREVIEW_GIF_SIDE = 256
 # A 3D preview's camera frame is at most this many pixels on its long side (the ray marcher's
 # cost is pixels x samples a frame: 160^2 is a 2D preview's 256^2 tenth of the work it would be)
 PREVIEW_FRAME_3D = 160
@@ -358,6 +360,17 @@ def note(
     )
 
 
+def preview_gif(reduced: Preset, kind: str) -> dict:
+    """The output keys of a 2D preview kept larger than PREVIEW_GIF_SIDE (a floor, a thinned
+    front): its gif_scale brought down so that its GIF is as large as a PREVIEW_GIF_SIDE
+    preview's (the area means of the larger canvas), within the preview's byte budget without
+    fewer levels (compass at 512 lost its black to red at 128 levels); {} for the others."""
+    short = min(reduced.canvas.width, reduced.canvas.height)
+    if kind != "preview" or reduced.dims != 2 or short <= PREVIEW_GIF_SIDE:
+        return {}
+    return {"gif_scale": float(Fraction(reduced.output.gif_scale) * Fraction(PREVIEW_GIF_SIDE, short))}
+
+
 def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tuple[Preset, str]:
     """(the reduced preset, its note): the preset on a canvas `ratio` (0 < ratio <= 1) of its
     sides, validated like any preset (PresetError naming the problem, e.g. a distance that no
@@ -382,5 +395,5 @@ def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tup
     text = note(preset, reduced, kind, window, thinned)
     description = f"{preset.description} ({text})" if preset.description else f"({text})"
     updates = {"description": description, "checkpoint": preset.checkpoint}
-    output = reduced.output.model_copy(update={"fields": preset.output.fields})
+    output = reduced.output.model_copy(update={"fields": preset.output.fields, **preview_gif(reduced, kind)})
     return reduced.model_copy(update={**updates, "output": output}), text
