@@ -12,6 +12,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+import yaml
 
 from physarum.render.cli.main import main
 from physarum.render.preset import audio as soundtrack
@@ -426,3 +427,29 @@ def test_sound_and_picture_stay_in_sync_over_a_three_minute_track(tmp_path):
     assert render(write_preset(tmp_path, data), tmp_path / "o") == 0
     video, audio, _ = decoded_seconds(tmp_path / "o" / "long" / "long-s1.mp4")
     assert video == 180 and abs(audio - video) <= 1 / 30
+
+
+def test_keyframes_in_beats_and_bars():
+    model = {**tiny_data()["model"], "decay": {"keys": {0: 0.1, "2 beats": 0.3, "1 bar": 0.1}}}
+    preset = build_preset(
+        tiny_data(audio={"bpm": 120}, model=model, run={"steps": 150, "steps_per_frame": 3}), "p.yaml"
+    )
+    # 120 bpm: a beat is 0.5 s, 10 frames at 20 fps, 30 steps of 3 a frame; a bar 4 beats
+    assert [step for step, _ in preset.model.decay.resolved(preset.end_step)] == [0, 60, 120]
+    assert preset.model_params(0, 90).decay == 0.2  # halfway from 2 beats to the bar, linear
+    again = build_preset(yaml.safe_load(preset.to_yaml()), "again.yaml")  # the keys read back as written
+    assert again.model.decay.resolved(again.end_step) == preset.model.decay.resolved(preset.end_step)
+    (problem,) = problems_of(tiny_data(model=model))
+    assert "model.decay.keys: a key in beats or bars needs a tempo" in problem
+    (problem,) = problems_of(tiny_data(model={**model, "decay": {"keys": {"2 beets": 0.3}}}))
+    assert "a time in beats or bars of the audio section's tempo ('8 bars')" in problem
+
+
+def test_keyframes_in_bars_follow_a_tracks_detected_tempo(track):
+    data = audio_data(track)
+    data["model"]["sensor_angle"] = {"ease": "hold", "keys": {0: 20, "1 bar": 40}}
+    preset = build_preset(data, "p.yaml")
+    analysis = soundtrack.analysis_of(preset)
+    (_, _), (step, value) = preset.model.sensor_angle.resolved(preset.end_step)
+    seconds = analysis.offset + 4 * 60 / analysis.bpm
+    assert value == 40 and step == round(seconds * 20 * 2)

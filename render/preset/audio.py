@@ -38,7 +38,15 @@ from physarum.render.base.inputs import file_problem
 from physarum.render.preset import audio_features as features
 from physarum.render.preset.audio_features import FEATURES, FULL, NEEDS_SOUND, RATE, Analysis
 from physarum.render.preset.images import remember
-from physarum.render.preset.schedule import Follow, Resolved, Wave, milliseconds, period_of
+from physarum.render.preset.schedule import (
+    Follow,
+    Musical,
+    Resolved,
+    Schedule,
+    Wave,
+    milliseconds,
+    period_of,
+)
 from physarum.render.preset.sections import OptionalSection
 
 # start-up: loaded at first use (base/lazy.py)
@@ -397,11 +405,20 @@ def resolve(preset, context: dict | None) -> list[str]:
     steps (the track's frames times steps_per_frame); the problems found, each naming its key.
     Without any, nothing is read."""
     keys = [(path, value) for path, value in preset.schedules if isinstance(value, Resolved)]
+    musical = [
+        (path, value)
+        for path, value in preset.schedules
+        if isinstance(value, Schedule) and value.musical_keys
+    ]
     wants_length = preset.run.steps == "audio"
-    if preset.audio is None and not keys and not wants_length:
+    if preset.audio is None and not keys and not wants_length and not musical:
         return []
     problems = []
     if preset.audio is None:
+        for path, _ in musical:
+            problems.append(
+                f"{path}.keys: a key in beats or bars needs a tempo: add audio: {{path: FILE}} or audio: {{bpm: N}}"
+            )
         for path, value in keys:
             if isinstance(value, Follow) or period_of(value.period)[1] != "steps":
                 problems.append(
@@ -428,6 +445,11 @@ def resolve(preset, context: dict | None) -> list[str]:
             )
     if problems:
         return problems
+    for path, value in musical:
+        if analysis.bpm is None:
+            problems.append(f"{path}.keys: a key in beats or bars needs a tempo: give audio.bpm")
+            continue
+        value.set_musical({key: musical_step(form, preset, analysis) for key, form in value.musical_keys})
     for path, value in keys:
         if isinstance(value, Follow):
             if analysis.pcm_sha256 is None and analysis.samples == 0 and value.audio in NEEDS_SOUND:
@@ -449,6 +471,17 @@ def resolve(preset, context: dict | None) -> list[str]:
             shares = wave_shares(value, preset, analysis)
         value.set_curve(curve(value, shares, frame_steps(preset.run)))
     return problems
+
+
+def musical_step(form: Musical, preset, analysis: Analysis) -> int:
+    """The step of a keyframe in beats or bars: its time t = first beat + beats * 60 / bpm (a bar
+    is BEATS_PER_BAR beats) as the step warmup + t * fps * steps_per_frame (frame f's time [f /
+    fps, (f + 1) / fps) is made by the steps after warmup + f * steps_per_frame), rounded half to
+    even, at least 0."""
+    beats = form.length * (features.BEATS_PER_BAR if form.unit == "bars" else 1)
+    seconds = analysis.offset + beats * 60 / analysis.bpm
+    run = preset.run
+    return max(0, run.warmup + round(seconds * preset.output.fps * run.steps_per_frame))
 
 
 def curve(value: Resolved, shares: list[Fraction], starts: list[int]) -> list[tuple[int, Fraction]]:

@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterator
 from fractions import Fraction
 from functools import lru_cache
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import (
     AfterValidator,
@@ -58,6 +58,7 @@ PERCENT = re.compile(r"(\d{1,3}(?:\.\d{1,6})?)%")
 TAGS = ("number", "schedule", "follow", "wave", "track")  # track: run.steps: audio (sections.Steps)
 MAX_MS = 60_000  # an attack or release: at most a minute
 DURATION = re.compile(r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*(ms|s)\s*")
+MUSICAL = re.compile(r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*(beats?|bars?)\s*")  # a key in musical time
 PERIOD = re.compile(r"\s*(\d{1,6}(?:\.\d{1,6})?)\s*(beats?|bars?|steps?)\s*")
 DECIMALS = 4  # a resolved value a frame is rounded to this many decimals
 
@@ -69,6 +70,7 @@ class Schedule(BaseModel):
 
     keys: dict[Any, float] = Field(min_length=1, max_length=MAX_KEYS)  # forms: _key_forms
     ease: Literal["hold", "linear", "smooth"] = "linear"
+    _musical: tuple = PrivateAttr(default=())  # (key, step) of the keys in beats or bars
 
     @field_validator("keys")
     @classmethod
@@ -91,7 +93,17 @@ class Schedule(BaseModel):
         together, or a step key meets a percentage), by their exact place in the run, a step key
         before a percentage at the same place. Keys after `end` are kept: the run never reaches
         them (a longer run of the same preset does)."""
-        return _resolve(tuple(self.keys.items()), end)
+        return _resolve(tuple(self.keys.items()), end, self._musical)
+
+    @property
+    def musical_keys(self) -> list[tuple[Any, Musical]]:
+        """(key, Musical) of its keys in beats or bars."""
+        found = ((key, key_fraction(key)) for key in self.keys)
+        return [(key, form) for key, form in found if isinstance(form, Musical)]
+
+    def set_musical(self, steps: dict) -> None:
+        """The steps of its keys in beats or bars (render/preset/audio.py, from the tempo)."""
+        self._musical = tuple(sorted(steps.items()))
 
 
 def milliseconds(value: Any) -> Fraction:
@@ -218,35 +230,62 @@ def period_of(value: Any) -> tuple[Fraction, str]:
 
 
 @lru_cache(maxsize=256)  # asked at every step of a ramp
-def _resolve(items: tuple, end: int) -> tuple[tuple[int, Fraction], ...]:
+def _resolve(items: tuple, end: int, musical: tuple = ()) -> tuple[tuple[int, Fraction], ...]:
+    steps = dict(musical)
+
+    def step_of(key) -> int:
+        if isinstance(key_fraction(key), Musical):
+            if key not in steps:
+                raise ValueError(
+                    f"key {excerpt(key)}: a key in beats or bars needs the audio section's tempo"
+                )
+            return steps[key]
+        return key_step(key, end)
+
     def place(item) -> tuple:
         form = key_fraction(item[0])
+        if isinstance(form, Musical):
+            return step_of(item[0]), Fraction(step_of(item[0]), max(end, 1)), False
         at = Fraction(form, max(end, 1)) if isinstance(form, int) else form
-        return key_step(item[0], end), at, not isinstance(form, int)
+        return step_of(item[0]), at, not isinstance(form, int)
 
-    return tuple((key_step(key, end), Fraction(value)) for key, value in sorted(items, key=place))
+    return tuple((step_of(key), Fraction(value)) for key, value in sorted(items, key=place))
 
 
-def key_fraction(key: int | str) -> Fraction | int:
-    """A key as written: an int step, or a Fraction of the run for 'P%'; ValueError otherwise."""
+class Musical(NamedTuple):
+    """A keyframe in musical time: `length` beats or bars after the first beat (docs/audio.md)."""
+
+    length: Fraction
+    unit: str  # "beats" or "bars"
+
+
+def key_fraction(key: int | str) -> Fraction | int | Musical:
+    """A key as written: an int step, a Fraction of the run for 'P%', or a Musical time ('8 bars',
+    '4 beats'); ValueError otherwise."""
     if isinstance(key, int) and not isinstance(key, bool):
         if key < 0:
             raise ValueError(f"key {key}: a step must be 0 or more")
         return key
     if isinstance(key, str) and key.isdigit() and len(key) <= 8:
         return int(key)  # a step, as JSON and the embedded YAML spell int keys
+    musical = MUSICAL.fullmatch(key) if isinstance(key, str) else None
+    if musical is not None:
+        return Musical(Fraction(musical[1]), musical[2].rstrip("s") + "s")
     match = PERCENT.fullmatch(key) if isinstance(key, str) else None
     if match is None or Fraction(match[1]) > 100:
         raise ValueError(
-            f"key {excerpt(key)}: a keyframe is a step (0, 600, ...) or a percentage of the run "
-            f"from 0% to 100% ('50%')"
+            f"key {excerpt(key)}: a keyframe is a step (0, 600, ...), a percentage of the run "
+            f"from 0% to 100% ('50%') or a time in beats or bars of the audio section's tempo ('8 bars')"
         )
     return Fraction(match[1]) / 100
 
 
 def key_step(key: int | str, end: int) -> int:
-    """The step a key names on a run whose last step is `end` (percentages round half to even)."""
+    """The step a key names on a run whose last step is `end` (percentages round half to even);
+    ValueError for a key in beats or bars, whose step the preset's tempo gives (Schedule.resolved)."""
     value = key_fraction(key)
+    if isinstance(value, Musical):
+        raise ValueError(f"key {excerpt(key)}: a key in beats or bars needs the audio section's tempo")
     return value if isinstance(value, int) else round(value * end)
 
 
@@ -296,6 +335,12 @@ def keyframe_values(value: float | Schedule) -> list[float]:
     if isinstance(value, Resolved):
         return list(value.range)
     return list(value.keys.values()) if isinstance(value, Schedule) else [value]
+
+
+def needs_its_preset(value: Any) -> bool:
+    """Whether a value is resolved by its preset's validation (a followed or periodic value, a
+    schedule with keys in beats or bars): a copy made from its dump would lose what it resolved."""
+    return isinstance(value, Resolved) or (isinstance(value, Schedule) and bool(value.musical_keys))
 
 
 def is_scheduled(value: Any) -> bool:

@@ -29,10 +29,10 @@ from physarum.render.preset.camera import Camera
 from physarum.render.preset.look_section import Look
 from physarum.render.preset.output_sections import Checkpoint, Output, Palette
 from physarum.render.preset.schedule import (
-    Resolved,
     Schedule,
     is_scheduled,
     key_fraction,
+    needs_its_preset,
     optional_form,
     scheduled,
     schedules_in,
@@ -238,9 +238,9 @@ class Preset(Section):
             return self.model
         species = self.species[s].model
         if any(
-            isinstance(getattr(m, key), Resolved) for m in (self.model, species) for key in Model.model_fields
+            needs_its_preset(getattr(m, key)) for m in (self.model, species) for key in Model.model_fields
         ):
-            # the values themselves (a followed key's curve is no part of its dump), checked already
+            # the values themselves (what the preset resolved is no part of their dump), checked already
             values = {key: getattr(self.model, key) for key in Model.model_fields}
             values.update({k: v for k in Model.model_fields if (v := getattr(species, k)) is not None})
             return Model.model_construct(**values)
