@@ -117,7 +117,8 @@ def read_shipped(path: Path) -> dict:
 def named_images(data: dict) -> list[str]:
     """The image paths a preset's mapping names as written (world.walls.path,
     world.trail_image.path, world.food.image.path, agents.image, each species' agents.image),
-    each once, in that order; not validated (what is not a string is left out)."""
+    then its sound file (audio.path, docs/audio.md), each once, in that order; not validated
+    (what is not a string is left out)."""
 
     def at(node, *keys):
         for key in keys:
@@ -132,6 +133,7 @@ def named_images(data: dict) -> list[str]:
     ]
     species = data.get("species") if isinstance(data.get("species"), list) else []
     found += [at(own, "agents", "image") for own in species]
+    found.append(at(data, "audio", "path"))
     return list(dict.fromkeys(path for path in found if isinstance(path, str) and path.strip()))
 
 
