@@ -226,3 +226,30 @@ def test_a_budget_past_the_first_candidate_drops_its_blocks_and_chooses_as_befor
             written.append(((tmp_path / f"ahead{ahead}.gif").read_bytes(), plan.passed, plan.reduction))
     store.close()
     assert written[0] == written[1] and written[0][0] == data
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_sample_estimates_made_as_the_frames_arrive_change_nothing_but_the_end(tmp_path, processes):
+    """Once the first candidate passes its budget, each sample frame is compressed at the first
+    estimates' (levels, factor) as it arrives: the same GIF and choice as a writer that expects
+    no frame count (and so makes none early), with fewer frames compressed after the last."""
+    frames = _frames(np.random.default_rng(11), 120, 90, 30)
+    full, _ = _write(tmp_path / "full.gif", frames, None)
+    budget = len(full) // 6
+    height, width = frames[0].shape
+    results = []
+    for expected in (len(frames), 0):
+        spec = GifSpec(
+            tmp_path / f"e{expected}.gif", width, height, 25, 0, "preset", PALETTES[0].tobytes(), budget,
+            expected, (256, 1), processes,
+        )  # fmt: skip
+        writer = GifWriter(spec)
+        for number, index in enumerate(frames):
+            writer.write(Frame(number, index, PALETTES[(number // 4) % 2]))
+        writer.commit()
+        results.append((spec.path.read_bytes(), dict(writer.report)))
+    (early, early_report), (late, late_report) = results
+    early_cost, late_cost = early_report.pop("cost"), late_report.pop("cost")
+    assert early == late and early_report == late_report
+    assert early_report["levels"] < 256 or early_report["downscale"] > 1 or early_report["stride"] > 1
+    assert early_cost["frames_compressed"] < late_cost["frames_compressed"]

@@ -14,7 +14,15 @@ from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats import gif_file
 from physarum.render.formats.contract import Format, Frame, Shared
-from physarum.render.formats.gif_budget import Blocks, Budgeter, FrameStore
+from physarum.render.formats.gif_budget import (
+    SPECULATE_KEYS,
+    Blocks,
+    Budgeter,
+    FrameStore,
+    estimate_keys,
+    estimate_task,
+    sample_frames,
+)
 from physarum.render.formats.gif_file import Digits, Reduction, delay_ms
 from physarum.render.formats.gif_pool import CompressPool, FrameTask, pool_size
 
@@ -67,7 +75,8 @@ class GifWriter(PartialFile):
     reduction that fits (render/formats/gif_budget.py); `report` then says what was chosen and why.
     A budgeted GIF's frames are kept and its first candidate's blocks made by the workers as the
     frames arrive (gif_budget.Blocks), so this thread compresses nothing and a GIF that fits
-    is written at its end without compressing again."""
+    is written at its end without compressing again; once those blocks pass the budget, the
+    sample frames' estimates are made as they arrive too (gif_budget.SPECULATE_KEYS)."""
 
     def __init__(self, spec: GifSpec):
         super().__init__(spec.path)
@@ -86,7 +95,16 @@ class GifWriter(PartialFile):
             self.first = None
         else:
             self.first = Blocks(head, spec.max_bytes)  # the first candidate's blocks (gif_budget)
-            self.pending: deque[tuple[bytes, tuple[int, int]]] = deque()  # palettes, shapes awaited
+            # what each answer awaited is: a frame kept (its number, palette, shape) or one
+            # sample frame's size at an estimate's (levels, factor)
+            self.pending: deque[tuple] = deque()
+            self.count = 0  # frames written so far
+            self.digits = Digits(*spec.digits)
+            # the sample of the frame count the spec expects, the estimates a search asks first
+            self.sample = set(sample_frames(spec.frames)) if spec.frames > 0 else set()
+            keys = estimate_keys(spec.width, spec.height, max(1, spec.frames), self.digits, spec.fps)
+            self.early = keys[: SPECULATE_KEYS + 1]  # the first candidate's, then SPECULATE_KEYS
+            self.known: dict[tuple[int, int], dict[int, int]] = {}  # sizes by (levels, factor), frame
 
     def write(self, frame: Frame) -> None:
         palette = frame.palette.tobytes()
@@ -97,16 +115,31 @@ class GifWriter(PartialFile):
             for block in self.pool.submit(task):
                 self.file.write(block)
             return
-        self.pending.append((palette, frame.preview.shape))
-        for answer in self.pool.submit(replace(task, keep=True, block=not self.first.dropped)):
-            self._keep(answer)
+        number, self.count = self.count, self.count + 1
+        answers = []
+        self.pending.append(("keep", number, palette, frame.preview.shape))
+        answers += self.pool.submit(replace(task, keep=True, block=not self.first.dropped))
+        if number in self.sample and self.first.dropped:  # a search will follow: its estimates now
+            for reduction in self.early:
+                self.pending.append(("size", number, (reduction.levels, reduction.factor)))
+                early = estimate_task(self.spec, self.digits, reduction, task.index, palette)
+                answers += self.pool.submit(early)
+        for answer in answers:
+            self._answer(answer)
 
-    def _keep(self, answer: tuple[bytes, bytes]) -> None:
-        """A budgeted GIF's answer, in frame order: the frame kept, its first block too."""
+    def _answer(self, answer) -> None:
+        """A budgeted GIF's answer, in the order asked: a frame kept (its first block too, where
+        made), or a sample frame's block at an estimate's (levels, factor), of which its size."""
+        kind, number, *what = self.pending.popleft()
+        if kind == "size":
+            self.known.setdefault(what[0], {})[number] = len(answer)
+            return
         block, packed = answer
-        palette, shape = self.pending.popleft()
+        palette, shape = what
         self.store.append_packed(packed, shape, palette)
         if block:
+            if number in self.sample:
+                self.known.setdefault((256, 1), {})[number] = len(block)
             self.first.add(block)
 
     def complete(self) -> list[PartialFile]:
@@ -116,8 +149,8 @@ class GifWriter(PartialFile):
             self.file.write(gif_file.TRAILER)
         else:
             for answer in self.pool.drain():
-                self._keep(answer)
-            budgeter = Budgeter(self.store, self.spec, Digits(*self.spec.digits), self.pool, self.first)
+                self._answer(answer)
+            budgeter = Budgeter(self.store, self.spec, self.digits, self.pool, self.first, self.known)
             try:
                 self.report = budgeter.write(self.file).report()
             except OverflowError as error:  # an OSError names the file, so the job fails alone

@@ -17,9 +17,12 @@ What that costs after the last frame is bounded and said (the sidecar's `gif_bud
 estimates, frames compressed). The first candidate (every frame, every level, full size: the
 unbudgeted GIF) is compressed while the frames arrive, each frame's block kept (`first`) until
 they pass the budget, so a GIF that fits needs no compression at its end: its estimate is read
-from the kept blocks and the file is those blocks. The estimates of later candidates are
-computed a few at a time in one batch of tasks over the pool (`ahead`), not one after another.
-Neither changes a byte: every estimate and block is what the candidate's tasks make.
+from the kept blocks and the file is those blocks. Once they pass it (a search will follow), each
+sample frame (of the frame count the spec expects) is also compressed as it arrives at the first
+SPECULATE_KEYS candidates' (levels, factor) after it, and only their sizes kept (`known`). The
+estimates still missing are computed a few at a time in one batch of tasks over the pool
+(`ahead`), not one after another. None of this changes a byte: every estimate and block is what
+the candidate's tasks make (estimate_task), whenever they run.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from physarum.render.formats.gif_pool import KEEP_LEVEL, CompressPool, FrameTask
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")
 
+SPECULATE_KEYS = 14  # (levels, factor) pairs a sample frame is compressed at as it arrives (see above)
 SAMPLE = 12  # frames compressed per estimate: the estimates of quickstart's GIFs are within 3 %
 MARGIN = 0.97  # an estimate must leave this much of the budget, so that a miss is rare
 MIN_SIDE = 32  # area downscales stop before the GIF's short side falls below this
@@ -70,6 +74,27 @@ def candidates(width: int, height: int, frames: int, digits: Digits, fps: int = 
         order += [Reduction(lv, d, s) for lv in strong for s in strides]
     order += [Reduction(levels[-1], factors[-1], s) for s in range(3, frames + 1)]
     return order
+
+
+def estimate_keys(width: int, height: int, frames: int, digits: Digits, fps: int) -> list[Reduction]:
+    """Each (levels, factor) of the candidates, in order, as the first candidate that has it
+    (the reduction its estimate is computed with)."""
+    seen, keys = set(), []
+    for reduction in candidates(width, height, frames, digits, fps):
+        if (reduction.levels, reduction.factor) not in seen:
+            seen.add((reduction.levels, reduction.factor))
+            keys.append(reduction)
+    return keys
+
+
+def estimate_task(spec, digits: Digits, reduction: Reduction, index, palette: bytes, shape=None) -> FrameTask:
+    """The task whose block an estimate of `reduction` counts for one frame (index: the frame,
+    or with `shape` zlib-compressed as a FrameStore keeps it; palette: its 768 bytes)."""
+    global_table = level_palette(spec.palette, reduction.levels)
+    delay = delay_ms(spec.fps, reduction.stride)
+    weighted = spec.own_palettes and reduction.levels < 256  # a table of its pixels' colours
+    local = weighted or level_palette(palette, reduction.levels) != global_table
+    return FrameTask(index, palette, reduction, digits, local, delay, shape, weighted)
 
 
 def sample_frames(count: int) -> list[int]:
@@ -196,9 +221,18 @@ class Budgeter:
     """Chooses and writes a budgeted GIF from a FrameStore (the module's docstring)."""
 
     def __init__(
-        self, store: FrameStore, spec, digits: Digits, pool: CompressPool, first: Blocks | None = None
+        self,
+        store: FrameStore,
+        spec,
+        digits: Digits,
+        pool: CompressPool,
+        first: Blocks | None = None,
+        known: dict[tuple[int, int], dict[int, int]] | None = None,
     ):
+        """first: the first candidate's blocks made as the frames arrived; known: block sizes
+        made as they arrived, by (levels, factor) and frame number (GifWriter)."""
         self.store, self.spec, self.digits, self.pool = store, spec, digits, pool
+        self.known = {key: dict(sizes) for key, sizes in (known or {}).items()}
         self.sample = sample_frames(len(store))
         self.blocks: dict[tuple[int, int], float] = {}  # (levels, factor): mean block bytes
         self.first = first if first is not None and first.whole(len(store)) else None
@@ -239,24 +273,27 @@ class Budgeter:
                 if (later.levels, later.factor) not in known:
                     batch.append(later)
                     known.add((later.levels, later.factor))
-            tasks = [task for r in batch for task in self.tasks(r, self.sample)]
-            sizes = [len(block) for block in self.pool.map(tasks)]
-            for n, r in enumerate(batch):
-                part = sizes[n * len(self.sample) : (n + 1) * len(self.sample)]
-                self.blocks[(r.levels, r.factor)] = sum(part) / len(part)
+            wanted = [
+                (r, number)
+                for r in batch
+                for number in self.sample
+                if number not in self.known.get((r.levels, r.factor), {})
+            ]
+            tasks = [task for r, number in wanted for task in self.tasks(r, [number])]
+            for (r, number), block in zip(wanted, self.pool.map(tasks)):
+                self.known.setdefault((r.levels, r.factor), {})[number] = len(block)
+            for r in batch:
+                sizes = [self.known[(r.levels, r.factor)][number] for number in self.sample]
+                self.blocks[(r.levels, r.factor)] = sum(sizes) / len(sizes)
             self.estimates += len(batch)
             self.compressed += len(tasks)
         kept = len(kept_frames(len(self.store), reduction.stride))
         return len(self.head(reduction)) + round(self.blocks[key] * kept) + len(TRAILER)
 
     def tasks(self, reduction: Reduction, numbers: list[int]) -> Iterator[FrameTask]:
-        global_table = level_palette(self.spec.palette, reduction.levels)
-        delay = delay_ms(self.spec.fps, reduction.stride)
-        weighted = self.spec.own_palettes and reduction.levels < 256  # a table of its pixels' colours
         for number in numbers:
             packed, palette = self.store.packed(number)
-            local = weighted or level_palette(palette, reduction.levels) != global_table
-            yield FrameTask(packed, palette, reduction, self.digits, local, delay, self.store.shape, weighted)
+            yield estimate_task(self.spec, self.digits, reduction, packed, palette, self.store.shape)
 
     def write(self, file) -> GifPlan:
         """Write the best GIF that fits into `file` (open for writing, empty); its plan."""
