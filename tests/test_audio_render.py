@@ -453,3 +453,40 @@ def test_keyframes_in_bars_follow_a_tracks_detected_tempo(track):
     (_, _), (step, value) = preset.model.sensor_angle.resolved(preset.end_step)
     seconds = analysis.offset + 4 * 60 / analysis.bpm
     assert value == 40 and step == round(seconds * 20 * 2)
+
+
+def test_a_sweep_varies_the_mapping_and_each_job_renders_as_alone(tmp_path, track):
+    base = write_preset(tmp_path, audio_data(track, name="mapped"))
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        yaml.safe_dump(
+            {
+                "name": "mapping",
+                "base": str(base),
+                "grid": {"model.deposit.range.1": [5, 9], "model.deposit.audio": ["beat", "bass"]},
+            }
+        )
+    )
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "s"), "--backend", "torch", "--quiet"]) == 0
+    job = tmp_path / "s" / "mapping" / "mapping-0003"
+    sidecar = json.loads((job / "mapping-0003-s3.json").read_text())
+    assert sidecar["audio"]["keys"]["model.deposit"]["follows"] == "audio bass"
+    assert sidecar["audio"]["keys"]["model.deposit"]["range"] == [2.0, 9.0]
+    assert (
+        main(
+            [
+                "render",
+                "--from",
+                str(job / "mapping-0003-s3.png"),
+                "--out",
+                str(tmp_path / "a"),
+                "--quiet",
+                "--backend",
+                "torch",
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "a" / "mapping-0003" / "mapping-0003-s3.gif").read_bytes() == (
+        job / "mapping-0003-s3.gif"
+    ).read_bytes()
