@@ -119,7 +119,9 @@ class GifWriter(PartialFile):
         answers = []
         self.pending.append(("keep", number, palette, frame.preview.shape))
         answers += self.pool.submit(replace(task, keep=True, block=not self.first.dropped))
-        if number in self.sample and self.first.dropped:  # a search will follow: its estimates now
+        # a search will follow: its estimates now, where workers make them (in this process they
+        # would hold the interpreter lock beside the render's thread, for estimates it may not need)
+        if number in self.sample and self.first.dropped and self.pool.size > 1:
             for reduction in self.early:
                 self.pending.append(("size", number, (reduction.levels, reduction.factor)))
                 early = estimate_task(self.spec, self.digits, reduction, task.index, palette)
