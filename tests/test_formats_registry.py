@@ -9,6 +9,7 @@ import yaml
 from physarum.render.base.errors import RenderError
 from physarum.render.formats import registry
 from physarum.render.formats.contract import Format
+from physarum.render.formats.mov import MOV_MAX_SIDE
 from physarum.render.formats.mp4 import MP4_MAX_SIDE
 from physarum.render.formats.webp import WEBP_MAX_SIDE
 from physarum.render.out.specs import check_outputs
@@ -19,7 +20,7 @@ from support import problems_of, tiny_data
 
 
 def test_the_registry_finds_each_format_module_in_position_order():
-    assert list(registry.FORMATS) == ["gif", "mp4", "webp", "png"]
+    assert list(registry.FORMATS) == ["gif", "mp4", "webp", "png", "mov", "webm", "apng"]
     positions = [fmt.position for fmt in registry.FORMATS.values()]
     assert positions == sorted(positions) and len(set(positions)) == len(positions)
     for name, fmt in registry.FORMATS.items():
@@ -53,7 +54,12 @@ def test_a_file_of_no_formats_suffix_is_read_as_a_png(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("name", "side", "words"), [("webp", WEBP_MAX_SIDE, "WebP"), ("mp4", MP4_MAX_SIDE, "MP4")]
+    ("name", "side", "words"),
+    [
+        ("webp", WEBP_MAX_SIDE, "WebP"),
+        ("mp4", MP4_MAX_SIDE, "MP4"),
+        ("mov", MOV_MAX_SIDE, "ProRes"),  # webm's and apng's limits are the canvas's own bound
+    ],
 )
 def test_a_side_over_a_formats_limit_is_refused_before_the_render(name, side, words):
     within = build_preset(

@@ -24,8 +24,10 @@ class Frame:
     """One frame for the writers, on the host.
 
     preview: the GIF's (scaled) index frame [h, w] uint8, with palette its [256, 3] uint8 palette;
-    rgb: the RGB frame [H, W, 3] uint8. What no output of the render reads is None (a PNG still
-    alone gets only the last frame's RGB). The arrays are buffers the frame path reuses a few
+    rgb: the RGB frame [H, W, 3] uint8; alpha: with output.alpha, the frame's alpha plane [H, W]
+    uint8, the trail's light (render/look/alpha.py), which the writers of "rgba" join to the RGB
+    (render/formats/alpha.py). What no output of the render reads is None (a PNG still alone gets
+    only the last frame's RGB). The arrays are buffers the frame path reuses a few
     frames later: a writer copies what it keeps beyond write(). replay: a frame shown again,
     backwards, by a ping-pong loop (render/look/loops.py); the PNG still passes it by.
     """
@@ -35,6 +37,7 @@ class Frame:
     palette: np.ndarray | None = None
     rgb: np.ndarray | None = None
     replay: bool = False
+    alpha: np.ndarray | None = None
 
 
 class Writer(Protocol):
@@ -60,7 +63,8 @@ class Writer(Protocol):
 class Spec(Protocol):
     """How to open one output: a frozen, picklable record (the encoder child unpickles it).
     `format` names it; `reads` says which arrays of a Frame its writer needs: "preview" (and
-    palette), "rgb" on every frame, or "last_rgb": the RGB of the last frame at least; open()
+    palette), "rgb" on every frame, or "last_rgb": the RGB of the last frame at least, "rgba" and
+    "last_rgba" the same with the alpha plane (output.alpha); open()
     opens its writer, the file under a temporary name."""
 
     path: Path

@@ -1,5 +1,6 @@
 """The frames folder (`render --frames-dir`): every frame as a numbered PNG, for editing in other
-tools. Not a format of output.formats (it has no FORMAT): a flag asks for it."""
+tools, RGBA with output.alpha. Not a format of output.formats (it has no FORMAT): a flag asks
+for it."""
 
 from __future__ import annotations
 
@@ -8,20 +9,23 @@ from pathlib import Path
 from typing import ClassVar
 
 from physarum.render.base.files import PartialFile, commit_together
+from physarum.render.formats.alpha import join
 from physarum.render.formats.contract import Frame
 from physarum.render.formats.png import save_png
 
 
 @dataclass(frozen=True)
 class FramesDirSpec:
-    """Every frame as a numbered PNG in `folder`: <stem>-00001.png, ..."""
+    """Every frame as a numbered PNG in `folder`: <stem>-00001.png, ...; alpha: output.alpha's
+    mode (RGBA PNGs; None: RGB), reads: "rgba" with it."""
 
     folder: Path
     stem: str
     comment: str
+    alpha: str | None = None
+    reads: str = "rgb"
 
     format: ClassVar[str] = "frames"
-    reads: ClassVar[str] = "rgb"
 
     @property
     def path(self) -> Path:
@@ -44,6 +48,7 @@ class FramesDirWriter:
 
     def __init__(self, spec: FramesDirSpec):
         self.folder, self.stem, self.comment = Path(spec.folder), spec.stem, spec.comment
+        self.alpha = spec.alpha
         self.path = spec.path
         self.frames: list[PartialFile] = []
 
@@ -51,7 +56,8 @@ class FramesDirWriter:
         partial = PartialFile(self.folder / f"{self.stem}-{frame.number + 1:05d}.png")
         try:
             with partial.open("wb") as file:
-                save_png(file, frame.rgb, self.comment, self.COMPRESS_LEVEL)
+                picture = frame.rgb if self.alpha is None else join(frame.rgb, frame.alpha, self.alpha)
+                save_png(file, picture, self.comment, self.COMPRESS_LEVEL)
         except BaseException:
             partial.abort()
             raise

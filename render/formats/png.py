@@ -1,5 +1,5 @@
 """PNG: a still of the last frame simulated, the preset in an iTXt chunk, optionally its print
-resolution (output.png_dpi)."""
+resolution (output.png_dpi); RGBA with output.alpha (render/formats/alpha.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import BinaryIO, ClassVar
 
 from physarum.render.base import lazy
 from physarum.render.base.files import PartialFile, commit_together
+from physarum.render.formats.alpha import join, reads
 from physarum.render.formats.contract import Format, Frame, Shared, no_notes
 
 # start-up: loaded at first use (base/lazy.py)
@@ -23,16 +24,17 @@ EMBED_KEY = "physarum"  # the text chunk's keyword (also the raw fields' 16-bit 
 @dataclass(frozen=True)
 class PngSpec:
     """A PNG still of the last frame, the preset text in a text chunk; dpi: its print
-    resolution (None: no pHYs chunk)."""
+    resolution (None: no pHYs chunk); alpha: output.alpha's mode (None: an RGB still)."""
 
     path: Path
     width: int
     height: int
     comment: str
     dpi: int | None = None
+    alpha: str | None = None
+    reads: str = "last_rgb"
 
     format: ClassVar[str] = "png"
-    reads: ClassVar[str] = "last_rgb"
 
     def open(self) -> PngWriter:
         return PngWriter(self)
@@ -47,11 +49,14 @@ class PngWriter(PartialFile):
     def __init__(self, spec: PngSpec):
         super().__init__(spec.path)
         self.comment = spec.comment
-        self.dpi = spec.dpi
+        self.dpi, self.alpha = spec.dpi, spec.alpha
         self.last: np.ndarray | None = None
 
     def write(self, frame: Frame) -> None:
-        if frame.rgb is None or frame.replay:
+        if frame.rgb is None or frame.replay or (self.alpha is not None and frame.alpha is None):
+            return
+        if self.alpha is not None:
+            self.last = join(frame.rgb, frame.alpha, self.alpha)  # a new array: the caller reuses its
             return
         if self.last is None or self.last.shape != frame.rgb.shape:
             self.last = np.empty_like(frame.rgb)
@@ -69,19 +74,21 @@ class PngWriter(PartialFile):
 def save_png(
     file: BinaryIO, rgb: np.ndarray, comment: str, compress_level: int = 6, dpi: int | None = None
 ) -> None:
-    """rgb [H, W, 3] uint8 as a PNG into an open file, the preset text in an iTXt chunk."""
+    """rgb [H, W, 3] uint8 (or RGBA [H, W, 4]) as a PNG into an open file, the preset text in an
+    iTXt chunk."""
     info = PngImagePlugin.PngInfo()
     info.add_itxt(EMBED_KEY, comment)
     extra = {} if dpi is None else {"dpi": (dpi, dpi)}
-    Image.fromarray(rgb, mode="RGB").save(
+    Image.fromarray(rgb, mode="RGBA" if rgb.shape[-1] == 4 else "RGB").save(
         file, format="PNG", pnginfo=info, compress_level=compress_level, **extra
     )
 
 
 def make_spec(preset, path: Path, shared: Shared) -> PngSpec:
-    """The PNG still of a validated preset: the whole canvas, output.png_dpi."""
+    """The PNG still of a validated preset: the whole canvas, output.png_dpi, output.alpha."""
     width, height = preset.frame_size  # the canvas, or a 3D preset's camera image
-    return PngSpec(path, width, height, shared.text, preset.output.png_dpi)
+    alpha = preset.output.alpha
+    return PngSpec(path, width, height, shared.text, preset.output.png_dpi, alpha, reads(alpha, "last_rgb"))
 
 
 def read_text(path: Path) -> str:

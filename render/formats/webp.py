@@ -14,6 +14,7 @@ from typing import ClassVar
 from physarum.render.base import lazy
 from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
+from physarum.render.formats.alpha import join, reads
 from physarum.render.formats.contract import Format, Frame, Shared
 
 # start-up: loaded at first use (base/lazy.py)
@@ -30,7 +31,7 @@ XMP_PRESET = re.compile(rb"<physarum:preset>(.*?)</physarum:preset>", re.DOTALL)
 @dataclass(frozen=True)
 class WebpSpec:
     """A lossless animated WebP of RGB frames (the exact colours), `loop` repeats (0: forever),
-    the preset text in its XMP chunk."""
+    the preset text in its XMP chunk; alpha: output.alpha's mode (RGBA frames; None: RGB)."""
 
     path: Path
     width: int
@@ -38,9 +39,10 @@ class WebpSpec:
     fps: int
     loop: int
     comment: str
+    alpha: str | None = None
+    reads: str = "rgb"
 
     format: ClassVar[str] = "webp"
-    reads: ClassVar[str] = "rgb"
 
     def open(self) -> WebpWriter:
         return WebpWriter(self)
@@ -64,16 +66,20 @@ class WebpWriter(PartialFile):
 
     def __init__(self, spec: WebpSpec):
         super().__init__(spec.path)
-        self.fps, self.comment, self.frames = spec.fps, spec.comment, 0
+        self.fps, self.comment, self.frames, self.alpha = spec.fps, spec.comment, 0, spec.alpha
+        background = 0xFF000000 if spec.alpha is None else 0x00000000  # ARGB: opaque, or transparent
         self.encoder = _webp.WebPAnimEncoder(
-            (spec.width, spec.height), 0xFF000000, spec.loop, False, *WEBP_KEYFRAMES, False, False
+            (spec.width, spec.height), background, spec.loop, False, *WEBP_KEYFRAMES, False, False
         )
 
     def _timestamp(self, number: int) -> int:
         return round(1000 * number / self.fps)
 
     def write(self, frame: Frame) -> None:
-        image = Image.fromarray(np.ascontiguousarray(frame.rgb), mode="RGB")
+        if self.alpha is None:
+            image = Image.fromarray(np.ascontiguousarray(frame.rgb), mode="RGB")
+        else:
+            image = Image.fromarray(join(frame.rgb, frame.alpha, self.alpha), mode="RGBA")
         self.encoder.add(image.getim(), self._timestamp(self.frames), True, 100, 100, WEBP_METHOD)
         self.frames += 1
 
@@ -91,9 +97,9 @@ class WebpWriter(PartialFile):
 
 
 def make_spec(preset, path: Path, shared: Shared) -> WebpSpec:
-    """The WebP of a validated preset: the whole canvas, output.fps and output.loop."""
+    """The WebP of a validated preset: the whole canvas, output.fps, output.loop, output.alpha."""
     (width, height), out = preset.frame_size, preset.output  # a 3D preset's: its camera image
-    return WebpSpec(path, width, height, out.fps, out.loop, shared.text)
+    return WebpSpec(path, width, height, out.fps, out.loop, shared.text, out.alpha, reads(out.alpha))
 
 
 def check(preset) -> list[str]:
@@ -120,7 +126,7 @@ FORMAT = Format(
     name="webp",
     position=2,
     default=False,
-    summary="a lossless animated WebP: every frame's exact colours",
+    summary="a lossless animated WebP: every frame's exact colours, transparent with output.alpha",
     max_side=WEBP_MAX_SIDE,
     max_frames=None,
     spec=WebpSpec,

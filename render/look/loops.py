@@ -312,7 +312,7 @@ class PingPong:
     """Records the frames handed to the writers (compressed, zlib level 1, in memory) and gives
     frames last - 1 .. 1 back in that order, marked replay, for the writers to append: the loop
     plays forward, then backward, and the first frame follows frame 1 again. The first and last
-    frames are not recorded (shown once each). Memory: the compressed preview and RGB frames.
+    frames are not recorded (shown once each). Memory: the compressed preview, RGB and alpha frames.
     A sink of the frame path (render/out/sinks.py): it records what the other sinks read."""
 
     reads: frozenset[str] = frozenset()
@@ -320,7 +320,7 @@ class PingPong:
 
     def __init__(self, last: int):
         self.last = last
-        self.frames: list[tuple[int, bytes | None, bytes | None, bytes | None, tuple, tuple]] = []
+        self.frames: list[tuple] = []  # number, preview, palette, rgb, their shapes, alpha
 
     def close(self, error: BaseException | None = None) -> None:
         self.frames = []
@@ -329,7 +329,7 @@ class PingPong:
         """Record a frame handed over (the first and the last, and replayed ones, passed by)."""
         if frame.replay or not 0 < frame.number < self.last:
             return
-        preview, rgb = frame.preview, frame.rgb
+        preview, rgb, alpha = frame.preview, frame.rgb, frame.alpha
         self.frames.append(
             (
                 frame.number,
@@ -338,18 +338,20 @@ class PingPong:
                 None if rgb is None else zlib.compress(np.ascontiguousarray(rgb).data, 1),
                 () if preview is None else preview.shape,
                 () if rgb is None else rgb.shape,
+                None if alpha is None else zlib.compress(np.ascontiguousarray(alpha).data, 1),
             )
         )
 
     def replay(self) -> Iterator[Frame]:
         """Frames last - 1 .. 1, numbered on from last + 1."""
-        for offset, (_, preview, palette, rgb, p_shape, r_shape) in enumerate(reversed(self.frames)):
+        for offset, (_, preview, palette, rgb, p_shape, r_shape, alpha) in enumerate(reversed(self.frames)):
             yield Frame(
                 self.last + 1 + offset,
                 None if preview is None else _array(preview, p_shape),
                 None if palette is None else _array(palette, (256, 3), compressed=False),
                 None if rgb is None else _array(rgb, r_shape),
                 replay=True,
+                alpha=None if alpha is None else _array(alpha, r_shape[:2]),
             )
 
 

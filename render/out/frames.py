@@ -23,6 +23,7 @@ from physarum.render.base.files import PartialFile
 from physarum.render.formats.contract import Frame, Spec, Writer
 from physarum.render.formats.frames_dir import FramesDirSpec
 from physarum.render.formats.registry import open_writer
+from physarum.render.look.alpha import alpha_plane
 from physarum.render.look.colour import Colourist, downscale, gif_resample, preview_size
 from physarum.render.look.loops import PingPong
 from physarum.render.out.encoder_process import EncoderProcess
@@ -183,8 +184,10 @@ class FramePipeline:
     def submit(self, number: int, trail: torch.Tensor) -> None:
         """Colour frame `number` of a trail map [H, W] (or the species' maps [S, H, W])."""
         mark = self.clock.start()
-        want_rgb = "rgb" in self.reads or ("last_rgb" in self.reads and number == self.last)
+        want_alpha = "rgba" in self.reads or ("last_rgba" in self.reads and number == self.last)
+        want_rgb = want_alpha or "rgb" in self.reads or ("last_rgb" in self.reads and number == self.last)
         index, rgb = self.colourist.colour(trail, number, want_rgb)
+        alpha = self.ring.copy("alpha", number, alpha_plane(index)) if want_alpha else None
         preview = palette = None
         if "preview" in self.reads:
             preview = self.ring.copy("preview", number, downscale(index, self.preview, *self.resample))
@@ -194,7 +197,7 @@ class FramePipeline:
         rgb = self.ring.copy("rgb", number, rgb) if want_rgb else None
         event = self.clock.stop(mark)  # CUDA: recorded after the copies, on their device
         # the frame's arrays are host tensors, perhaps still being copied, until handed over
-        self.pending.append((Frame(number, preview, palette, rgb), event))
+        self.pending.append((Frame(number, preview, palette, rgb, alpha=alpha), event))
 
     def hand_over(self, keep: int = 0) -> None:
         """Give every pending frame but the last `keep` to the sinks, once it is on the host."""
@@ -202,7 +205,8 @@ class FramePipeline:
             frame, event = self.pending.pop(0)
             if event is not None:
                 self.clock.wait(event)
-            self.deliver(dataclasses.replace(frame, preview=_numpy(frame.preview), rgb=_numpy(frame.rgb)))
+            arrays = {name: _numpy(getattr(frame, name)) for name in ("preview", "rgb", "alpha")}
+            self.deliver(dataclasses.replace(frame, **arrays))
 
     def deliver(self, frame: Frame) -> None:
         """Give a frame on the host to every sink, in order."""
@@ -235,7 +239,8 @@ def open_workers(
     encoded (render/out/encoder_process.py says why), on `cores` (machine.encoder_cores); a frames
     folder is written here. job: the outputs' path without suffix, which names the child in
     messages."""
-    here = [spec for spec in specs if isinstance(spec, FramesDirSpec) or not own_process]
+    # the child is sent no alpha plane: writers of "rgba" (output.alpha) are written here
+    here = [s for s in specs if isinstance(s, FramesDirSpec) or not own_process or "rgba" in s.reads]
     child = [spec for spec in specs if spec not in here]
     workers = []
     try:

@@ -9,7 +9,8 @@ caller adds its own through `RenderOptions.sinks` (run/runner.py): the streaming
 
 A sink's `reads` tells the pipeline what to make of each frame ("preview": the GIF's index frame
 and palette; "rgb": the RGB frame; "last_rgb": the RGB of the last frame at least), so a sink
-that reads nothing more than the files do costs nothing and changes no byte of them.
+that reads nothing more than the files do costs nothing and changes no byte of them. "rgba" and
+"last_rgba" add the frame's alpha plane (output.alpha) to the RGB.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class FrameQueue:
             None if frame.palette is None else frame.palette.copy(),
             None if frame.rgb is None else frame.rgb.copy(),
             frame.replay,
+            None if frame.alpha is None else frame.alpha.copy(),
         )
         self._put(kept)
 

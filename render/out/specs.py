@@ -10,6 +10,7 @@ from pathlib import Path
 
 from physarum.render.base import lazy
 from physarum.render.base.errors import RenderError
+from physarum.render.formats.alpha import check_alpha, reads
 from physarum.render.formats.contract import Shared, Spec
 from physarum.render.formats.frames_dir import FramesDirSpec
 from physarum.render.formats.gif_budget import minimum_bytes, reduced_bytes
@@ -78,14 +79,17 @@ def output_specs(
     shared = Shared(text, palette, gif_size(preset), gif_digits(preset), jobs)
     specs = [FORMATS[fmt].make_spec(preset, paths[fmt], shared) for fmt in preset.output.formats]
     if frames_dir is not None:
-        specs.append(FramesDirSpec(Path(frames_dir), output_stem(preset), text))
+        alpha = preset.output.alpha
+        specs.append(FramesDirSpec(Path(frames_dir), output_stem(preset), text, alpha, reads(alpha)))
     return specs
 
 
 def check_outputs(preset: Preset) -> list[str]:
     """Refuse (RenderError) what a format of the preset cannot hold; return notes on what was
-    adjusted. Each format's own check, then a GIF budget against the smallest GIF."""
+    adjusted. Each format's own check, output.alpha's (formats/alpha.py), then a GIF budget
+    against the smallest GIF."""
     notes = [note for fmt in preset.output.formats for note in FORMATS[fmt].check(preset)]
+    notes += check_alpha(preset)
     if "gif" in preset.output.formats and preset.output.gif_max_bytes is not None:
         check_gif_budget(preset)
     return notes

@@ -1,0 +1,151 @@
+"""A video written through PyAV (FFmpeg) frame by frame: the writer the MOV (ProRes) and WebM
+(VP9) formats share. One codec at fixed settings (`VideoSetting`: the codec, its pixel format,
+its options and a fixed thread count, so its bytes do not follow the machine's cores), the
+frames' RGB or RGBA (output.alpha, render/formats/alpha.py), odd sides padded where the pixel
+format halves the chroma, the preset in the container's comment tag.
+
+Not a format (no FORMAT): the format modules declare theirs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from physarum.render.base import lazy
+from physarum.render.base.files import PartialFile, commit_together
+from physarum.render.formats.alpha import join
+from physarum.render.formats.contract import Frame
+
+# start-up: loaded at first use (base/lazy.py)
+av = lazy.module("av")
+np = lazy.module("numpy")
+
+
+@dataclass(frozen=True)
+class VideoSetting:
+    """How a video stream encodes: codec, pixel format, the codec's options, its thread count
+    and threading (fixed), and whether its sides must be even (4:2:0 chroma)."""
+
+    codec: str
+    pix_fmt: str
+    options: tuple[tuple[str, str], ...]
+    threads: int
+    thread_type: str = "FRAME"
+    even: bool = True
+
+
+def padded_size(width: int, height: int, even: bool) -> tuple[int, int]:
+    """The video size of a frame: odd sides padded by one pixel where the setting needs even ones."""
+    return (width + width % 2, height + height % 2) if even else (width, height)
+
+
+class AvVideoWriter(PartialFile):
+    """A video file of one stream in `setting`, written by PyAV into the temporary file. Reads a
+    frame's RGB, or its RGBA with `alpha` (a mode of output.alpha). Odd sides are padded by
+    repeating the last row or column (the alpha plane too) where the setting needs even sides."""
+
+    def __init__(
+        self,
+        path: Path,
+        container_format: str,
+        setting: VideoSetting,
+        size: tuple[int, int],
+        fps: int,
+        comment: str,
+        alpha: str | None = None,
+        container_options: dict[str, str] | None = None,
+        codec_tag: str | None = None,
+    ):
+        super().__init__(path)
+        self.alpha = alpha
+        self.size = padded_size(*size, setting.even)
+        # FFmpeg opens files by name: it is handed the descriptor's name where the OS has one, so
+        # that it writes the file created here whatever the name points at meanwhile (as mp4.py)
+        self.descriptor = self.create()
+        self.target = f"/proc/self/fd/{self.descriptor}"
+        if not os.path.exists(self.target):
+            self.target = str(self.temporary)
+        try:
+            with self._naming_the_file():
+                self.container = av.open(
+                    self.target, mode="w", format=container_format, options=container_options or {}
+                )
+        except BaseException:
+            self._close_descriptor()
+            super().abort()
+            raise
+        self.container.metadata["comment"] = comment
+        stream = self.container.add_stream(setting.codec, rate=Fraction(fps))
+        stream.width, stream.height = self.size
+        stream.pix_fmt = setting.pix_fmt
+        stream.options = dict(setting.options)
+        if codec_tag is not None:
+            stream.codec_tag = codec_tag
+        stream.codec_context.thread_count = setting.threads
+        stream.codec_context.thread_type = setting.thread_type
+        self.stream = stream
+
+    def picture(self, frame: Frame) -> np.ndarray:
+        """The frame's RGB, or RGBA with alpha, padded to the video's size."""
+        picture = frame.rgb if self.alpha is None else join(frame.rgb, frame.alpha, self.alpha)
+        pad_y, pad_x = self.size[1] - picture.shape[0], self.size[0] - picture.shape[1]
+        if pad_x or pad_y:
+            picture = np.pad(picture, ((0, pad_y), (0, pad_x), (0, 0)), mode="edge")
+        return np.ascontiguousarray(picture)
+
+    def write(self, frame: Frame) -> None:
+        fmt = "rgb24" if self.alpha is None else "rgba"
+        video = av.VideoFrame.from_ndarray(self.picture(frame), format=fmt)
+        with self._naming_the_file():
+            for packet in self.stream.encode(video):
+                self.container.mux(packet)
+
+    def complete(self) -> list[PartialFile]:
+        with self._naming_the_file():
+            for packet in self.stream.encode():
+                self.container.mux(packet)
+            self.container.close()
+        self._close_descriptor()
+        return [self]
+
+    @contextlib.contextmanager
+    def _naming_the_file(self):
+        """FFmpeg's OSErrors name the file it was handed (/proc/self/fd/N): raised naming the
+        output the user asked for."""
+        try:
+            yield
+        except OSError as error:
+            if error.filename is not None and str(error.filename) not in (self.target, str(self.temporary)):
+                raise
+            raise OSError(error.errno, error.strerror or str(error), str(self.path)) from error
+
+    def commit(self) -> None:
+        commit_together(self.complete())
+
+    def abort(self) -> None:
+        try:
+            self.container.close()
+        except Exception:  # a broken container is being thrown away anyway
+            pass
+        self._close_descriptor()
+        super().abort()
+
+    def abort_file(self) -> None:
+        """Remove the complete temporary file (a scratch file whose bytes were copied)."""
+        self._close_descriptor()
+        super().abort()
+
+    def _close_descriptor(self) -> None:
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
+
+
+def read_comment(path: Path) -> str:
+    """The preset a video carries: its container's comment tag (any case: Matroska upper-cases it)."""
+    with av.open(str(path)) as container:
+        tags = {key.lower(): value for key, value in container.metadata.items()}
+    return tags["comment"]

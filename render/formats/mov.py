@@ -1,0 +1,88 @@
+"""MOV: Apple ProRes 4444 (FFmpeg's prores_ks) for editors and VJ hosts, with an alpha channel
+where output.alpha is set (yuva444p10le: 10-bit 4:4:4 colour and a 16-bit alpha plane), opaque
+4:4:4 otherwise; the preset in the container's comment tag. Large files: an intermediate for
+editing, not for sharing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from physarum.render.base.errors import RenderError
+from physarum.render.formats.alpha import reads
+from physarum.render.formats.av_video import AvVideoWriter, VideoSetting, read_comment
+from physarum.render.formats.contract import Format, Shared
+
+MOV_MAX_SIDE = 8192  # ProRes as Apple's decoders take it (8K); prores_ks itself goes further
+# prores_ks at fixed settings: profile 4444 (4: "4444"), Apple's vendor tag so that Apple's
+# decoders take it as their own, its default quantiser range; slice threads, a fixed count (its
+# slices are coded independently: measured the same bytes at 1 and 16 threads, docs/outputs.md)
+MOV_THREADS = 16
+MOV_OPTIONS = (("profile", "4"), ("vendor", "apl0"))
+MOV_SETTINGS = {
+    "opaque": VideoSetting("prores_ks", "yuv444p10le", MOV_OPTIONS, MOV_THREADS, "SLICE", even=False),
+    "alpha": VideoSetting(
+        "prores_ks", "yuva444p10le", (*MOV_OPTIONS, ("alpha_bits", "16")), MOV_THREADS, "SLICE", even=False
+    ),
+}
+
+
+@dataclass(frozen=True)
+class MovSpec:
+    """A ProRes 4444 MOV of RGB frames, or RGBA ones with alpha (output.alpha's mode)."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    comment: str
+    alpha: str | None = None
+    reads: str = "rgb"
+
+    format: ClassVar[str] = "mov"
+
+    def open(self) -> AvVideoWriter:
+        setting = MOV_SETTINGS["opaque" if self.alpha is None else "alpha"]
+        return AvVideoWriter(
+            self.path,
+            "mov",
+            setting,
+            (self.width, self.height),
+            self.fps,
+            self.comment,
+            self.alpha,
+            codec_tag="ap4h",
+        )
+
+
+def make_spec(preset, path: Path, shared: Shared) -> MovSpec:
+    """The MOV of a validated preset: the whole canvas, output.fps, output.alpha."""
+    width, height = preset.frame_size
+    alpha = preset.output.alpha
+    return MovSpec(path, width, height, preset.output.fps, shared.text, alpha, reads(alpha))
+
+
+def check(preset) -> list[str]:
+    """Refuse a side over MOV_MAX_SIDE before the render."""
+    width, height = preset.frame_size
+    if max(width, height) > MOV_MAX_SIDE:
+        raise RenderError(
+            f"{preset.name}: MOV (ProRes 4444) allows at most {MOV_MAX_SIDE} pixels per side here, "
+            f"the canvas is {width}x{height}; remove mov from output.formats"
+        )
+    return []
+
+
+FORMAT = Format(
+    name="mov",
+    position=4,
+    default=False,
+    summary="ProRes 4444 for editors and VJ hosts, transparent with output.alpha",
+    max_side=MOV_MAX_SIDE,
+    max_frames=None,
+    spec=MovSpec,
+    make_spec=make_spec,
+    check=check,
+    read_text=read_comment,
+)
