@@ -4,11 +4,12 @@
 
 PREVIEWS_DIR holds `physarum render NAME --preview --out PREVIEWS_DIR` results
 (previews/NAME/NAME-sSEED.gif) of every curated preset (presets/*.yaml); the full render is its
-thumbnail benchmarks/figures/preset-NAME.png, or NAME.png (scripts/preset_figures.py RENDERS_DIR
-makes them from full renders). Each pair is the full render's still (left) and the preview's last frame
-(right), both fitted into tiles of one size (Lanczos), labelled with the name and the preview's
-size; `columns` pairs a row. A preset without a preview or a thumbnail is left out and named on
-stderr (exit status 2 if none is left).
+thumbnail docs/figures/preset-NAME.png, or NAME.png (scripts/preset_figures.py RENDERS_DIR makes
+them from full renders). Each pair is the full render's still (left) and the preview's last
+frame (right), both fitted into tiles of one size (Lanczos), labelled with the name and the
+preview's canvas (a window's frame tiled over the full canvas first, so that both show the
+pattern at the same scale: a window wraps, so its tiles join); `columns` pairs a row. A preset
+without a preview or a thumbnail is left out and named on stderr (exit status 2 if none is left).
 
     python scripts/preview_figure.py stats OUT.json [--full] [--backend B] [NAME ...]
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -46,15 +48,53 @@ def still_frame(gif: Path) -> Image.Image:
     return frames[len(frames) // 2 if mode == "ping-pong" else -1]
 
 
-def pair_images(folder: Path, name: str) -> tuple[Image.Image, Image.Image]:
-    """(the full render's thumbnail, the preview's last frame) of a curated preset."""
+WINDOW = re.compile(r"(\d+)x(\d+) -> (\d+)x(\d+), [^()]*distances kept \(a window\)")
+
+
+def window_of(gif: Path) -> tuple[int, int] | None:
+    """(full width, full height) of a preview that is a window (its sidecar's description says
+    'distances kept (a window)'), else None."""
+    sidecar = gif.with_suffix(".json")
+    text = json.loads(sidecar.read_text()).get("preset_yaml", "") if sidecar.is_file() else ""
+    found = WINDOW.search(" ".join(text.split()))
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def to_scale(frame: Image.Image, full: tuple[int, int]) -> Image.Image:
+    """A window's frame tiled over its full canvas (a window wraps, so its tiles join): the
+    pattern at the full render's scale, as large as the full canvas."""
+    tiled = Image.new("RGB", full)
+    for y in range(0, full[1], frame.height):
+        for x in range(0, full[0], frame.width):
+            tiled.paste(frame, (x, y))
+    return tiled
+
+
+def pair_images(folder: Path, name: str) -> tuple[Image.Image, Image.Image, bool]:
+    """(the full render's thumbnail, the preview's last frame, whether it is a window's) of a
+    curated preset; a window's frame tiled to the full render's scale (to_scale)."""
     gifs = sorted((folder / "previews" / name).glob(f"{name}-s*.gif"))
     thumb = next((t for t in (FIGURES / f"preset-{name}.png", FIGURES / f"{name}.png") if t.is_file()), None)
     if not gifs or thumb is None:
         raise FileNotFoundError(
             f"{name}: no preview GIF under {folder / 'previews' / name} or no {FIGURES}/preset-{name}.png"
         )
-    return Image.open(thumb).convert("RGB"), still_frame(gifs[0])
+    frame, full = still_frame(gifs[0]), window_of(gifs[0])
+    return Image.open(thumb).convert("RGB"), (to_scale(frame, full) if full else frame), full is not None
+
+
+def preview_size(folder: Path, name: str) -> str:
+    """WxH of the preview's canvas (its sidecar's preset), or of its GIF."""
+    gif = sorted((folder / "previews" / name).glob(f"{name}-s*.gif"))[0]
+    sidecar = gif.with_suffix(".json")
+    text = (
+        " ".join(json.loads(sidecar.read_text()).get("preset_yaml", "").split()) if sidecar.is_file() else ""
+    )
+    found = re.search(r"-> (\d+x\d+(?:x\d+)?)", text)
+    if found:
+        return found[1]
+    with Image.open(gif) as image:
+        return f"{image.width}x{image.height}"
 
 
 def figure(
@@ -69,10 +109,11 @@ def figure(
     draw = ImageDraw.Draw(canvas)
     font = ImageFont.load_default(size=13)
     for i, name in enumerate(names):
-        full, preview = pair_images(folder, name)
+        full, preview, window = pair_images(folder, name)
+        size = preview_size(folder, name)
         x0 = gap + (i % columns) * (pair_width + pair_gap)
         y = gap + (i // columns) * (tile + label + gap)
-        text = f"{name}: full | preview {preview.width}x{preview.height}"
+        text = f"{name}: full | preview {size}" + (" window, tiled" if window else "")
         for column, image in enumerate((full, preview)):
             image = image.copy()
             image.thumbnail((tile, tile), Image.Resampling.LANCZOS)
