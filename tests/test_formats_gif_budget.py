@@ -228,7 +228,7 @@ def test_a_budget_past_the_first_candidate_drops_its_blocks_and_chooses_as_befor
     assert written[0] == written[1] and written[0][0] == data
 
 
-@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("processes", [1, 4])
 def test_sample_estimates_made_as_the_frames_arrive_change_nothing_but_the_end(tmp_path, processes):
     """Once the first candidate passes its budget, each sample frame is compressed at the first
     estimates' (levels, factor) as it arrives: the same GIF and choice as a writer that expects

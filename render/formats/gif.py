@@ -16,6 +16,7 @@ from physarum.render.formats import gif_file
 from physarum.render.formats.contract import Format, Frame, Shared
 from physarum.render.formats.gif_budget import (
     SPECULATE_KEYS,
+    SPECULATE_WORKERS,
     Blocks,
     Budgeter,
     FrameStore,
@@ -39,7 +40,8 @@ class GifSpec:
     frame's palette), `loop` repeats (0: forever) and the preset text as its comment.
 
     max_bytes: its byte budget (None: none; render/formats/gif_budget.py chooses how to fit it),
-    with `frames` the frame count and `digits` (base, count) how its indices are made
+    with `frames` the frame count (0: not known before the render; it only chooses which frames'
+    estimates are made as they arrive) and `digits` (base, count) how its indices are made
     (render/formats/gif_file.py); processes: the worker processes that compress its frames (1: in
     the writer's process); own_palettes: each frame has its own palette (a 3D preset's), so a
     budget's reduced levels are shown by their pixels' colours (gif_file.weighted_level_palette)."""
@@ -119,9 +121,10 @@ class GifWriter(PartialFile):
         answers = []
         self.pending.append(("keep", number, palette, frame.preview.shape))
         answers += self.pool.submit(replace(task, keep=True, block=not self.first.dropped))
-        # a search will follow: its estimates now, where workers make them (in this process they
-        # would hold the interpreter lock beside the render's thread, for estimates it may not need)
-        if number in self.sample and self.first.dropped and self.pool.size > 1:
+        # a search will follow: its estimates now, where several workers make them beside the
+        # frame loop (in this process they would hold the interpreter lock beside the render's
+        # thread, and on two cores they take the simulation's, for estimates it may not need)
+        if number in self.sample and self.first.dropped and self.pool.size >= SPECULATE_WORKERS:
             for reduction in self.early:
                 self.pending.append(("size", number, (reduction.levels, reduction.factor)))
                 early = estimate_task(self.spec, self.digits, reduction, task.index, palette)
@@ -187,7 +190,8 @@ def make_spec(preset, path: Path, shared: Shared) -> GifSpec:
         shared.text,
         shared.palette.tobytes(),
         max_bytes=out.gif_max_bytes,
-        frames=preset.frames,
+        # the frames it will hold, where the preset alone says: a loop shows others (look/loops.py)
+        frames=preset.frames if preset.loop[0] == "none" else 0,
         digits=shared.digits,
         processes=pool_size(shared.jobs, size[0] * size[1] * preset.frames),
         own_palettes=preset.dims == 3,

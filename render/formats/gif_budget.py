@@ -17,8 +17,9 @@ What that costs after the last frame is bounded and said (the sidecar's `gif_bud
 estimates, frames compressed). The first candidate (every frame, every level, full size: the
 unbudgeted GIF) is compressed while the frames arrive, each frame's block kept (`first`) until
 they pass the budget, so a GIF that fits needs no compression at its end: its estimate is read
-from the kept blocks and the file is those blocks. Once they pass it (a search will follow), each
-sample frame (of the frame count the spec expects) is also compressed as it arrives at the first
+from the kept blocks and the file is those blocks. Once they pass it (a search will follow), with
+SPECULATE_WORKERS workers or more (cores to spare beside the render), each sample frame (of the
+frame count the spec expects, where it knows one) is also compressed as it arrives at the first
 SPECULATE_KEYS candidates' (levels, factor) after it, and only their sizes kept (`known`). The
 estimates still missing are computed a few at a time in one batch of tasks over the pool
 (`ahead`), not one after another. None of this changes a byte: every estimate and block is what
@@ -54,6 +55,7 @@ from physarum.render.formats.gif_pool import KEEP_LEVEL, CompressPool, FrameTask
 np = lazy.module("numpy")
 
 SPECULATE_KEYS = 14  # (levels, factor) pairs a sample frame is compressed at as it arrives (see above)
+SPECULATE_WORKERS = 4  # ... where a GIF has at least this many workers (spare cores beside the render)
 SAMPLE = 12  # frames compressed per estimate: the estimates of quickstart's GIFs are within 3 %
 MARGIN = 0.97  # an estimate must leave this much of the budget, so that a miss is rare
 MIN_SIDE = 32  # area downscales stop before the GIF's short side falls below this
