@@ -1,4 +1,4 @@
-"""MP4: H.264 in one of three settings (the one place they are defined), faststart, the preset
+"""MP4: H.264 in one of three settings, HEVC or AV1 (the one place they are defined), faststart, the preset
 in the container's comment tag, and a preset's soundtrack as its audio stream (mp4_audio.py).
 Odd sides are padded (H.264 needs even sizes)."""
 
@@ -30,18 +30,35 @@ MP4_LOOKAHEAD_THREADS = 2
 MP4_SLICED_THREADS = False
 MP4_CRF = 18
 DEFAULT_SETTING = "browser"  # output.mp4 unset
+# HEVC (libx265) and AV1 (SVT-AV1), each at fixed settings and threads (docs/outputs.md, "MP4
+# settings", says which are byte-identical across runs and thread counts, from measurement).
+# x265: a pool of HEVC_POOL_THREADS worker threads and HEVC_FRAME_THREADS frames in flight, both
+# fixed; its log quiet but for errors.
+HEVC_CRF = 22
+HEVC_POOL_THREADS = 16
+HEVC_FRAME_THREADS = 4
+# SVT-AV1: preset 8 (of 0 slowest .. 13 fastest), CRF 32, its logical processors fixed
+AV1_CRF = 32
+AV1_PRESET = 8
+AV1_THREADS = 16
 
 
 @dataclass(frozen=True)
 class Mp4Setting:
     """How an MP4 setting (output.mp4) encodes: the codec, its pixel format, the factor the frames
     are enlarged by (nearest neighbour: 2 keeps every pixel's colour through 4:2:0 chroma) and
-    the codec's options (docs/outputs.md says where each plays)."""
+    the codec's options (docs/outputs.md says where each plays); params: (the codec's option
+    of its own parameters, their value; None: x264_params()); tag: the MP4 sample entry's tag
+    (None: FFmpeg's; hvc1 for HEVC, which Apple's players require); note: the sidecar's word on
+    its bytes where they are not the same for every thread count (None: they are)."""
 
     codec: str
     pix_fmt: str
     scale: int
     options: tuple[tuple[str, str], ...]
+    params: tuple[str, str] | None = None
+    tag: str | None = None
+    note: str | None = None
 
 
 # output.mp4's values, in this order in the schema and its messages
@@ -49,6 +66,29 @@ MP4_SETTINGS = {
     "browser": Mp4Setting("libx264", "yuv420p", 1, (("crf", str(MP4_CRF)), ("preset", "medium"))),
     "browser-sharp": Mp4Setting("libx264", "yuv420p", 2, (("crf", str(MP4_CRF)), ("preset", "medium"))),
     "master": Mp4Setting("libx264rgb", "rgb24", 1, (("qp", "0"), ("preset", "medium"))),
+    "hevc": Mp4Setting(
+        "libx265",
+        "yuv420p",
+        1,
+        (("crf", str(HEVC_CRF)), ("preset", "medium")),
+        (
+            "x265-params",
+            f"pools={HEVC_POOL_THREADS}:frame-threads={HEVC_FRAME_THREADS}:log-level=error",
+        ),
+        tag="hvc1",
+        note="mp4 hevc: libx265's bytes repeat run to run at its pinned threads (pools "
+        f"{HEVC_POOL_THREADS}, frame threads {HEVC_FRAME_THREADS}), not at other thread counts "
+        "(measured); HEVC plays in Safari, and in Chrome and Edge where the hardware decodes it",
+    ),
+    "av1": Mp4Setting(
+        "libsvtav1",
+        "yuv420p",
+        1,
+        (("crf", str(AV1_CRF)), ("preset", str(AV1_PRESET))),
+        ("svtav1-params", f"lp={AV1_THREADS}"),
+        note="mp4 av1: SVT-AV1's bytes repeat run to run and at any thread count (measured at 16 and "
+        "2); AV1 plays in current Chrome, Firefox and Edge, in Safari where the hardware decodes it",
+    ),
 }
 
 
@@ -131,7 +171,10 @@ class Mp4Writer(PartialFile):
         stream = self.container.add_stream(self.setting.codec, rate=Fraction(spec.fps))
         stream.width, stream.height = self.size
         stream.pix_fmt = self.setting.pix_fmt
-        stream.options = {**dict(self.setting.options), "x264-params": x264_params()}
+        key, params = self.setting.params or ("x264-params", x264_params())
+        stream.options = {**dict(self.setting.options), key: params}
+        if self.setting.tag is not None:
+            stream.codec_tag = self.setting.tag
         stream.codec_context.thread_count = MP4_THREADS
         stream.codec_context.thread_type = "SLICE" if MP4_SLICED_THREADS else "FRAME"
         self.stream = stream
@@ -227,6 +270,8 @@ def check(preset) -> list[str]:
         )
     if even_size(width, height) != (width, height) and video == even_size(width, height):
         notes.append("mp4 padded from {}x{} to {}x{} (H.264 needs even sides)".format(width, height, *video))
+    if MP4_SETTINGS[setting].note is not None:
+        notes.append(MP4_SETTINGS[setting].note)
     return notes
 
 
@@ -240,7 +285,7 @@ FORMAT = Format(
     name="mp4",
     position=1,
     default=True,
-    summary="H.264 video that plays in a browser (settings browser, browser-sharp, master)",
+    summary="H.264 video that plays in a browser (settings browser, browser-sharp, master; hevc, av1)",
     max_side=MP4_MAX_SIDE,
     max_frames=None,
     spec=Mp4Spec,

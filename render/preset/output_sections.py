@@ -227,7 +227,9 @@ class Output(OptionalSection):
         None, description="the MP4 carries the audio section's sound file (unset: yes); false: silent"
     )
     mp4: Literal[MP4_SETTINGS] | None = Field(
-        None, description="the MP4's encoding: browser (unset), browser-sharp or master (lossless)"
+        None,
+        description="the MP4's encoding: browser (unset), browser-sharp or master (lossless) in H.264; "
+        "hevc (libx265) or av1 (SVT-AV1)",
     )
 
     alpha: Literal[ALPHA_MODES] | None = Field(
