@@ -87,3 +87,39 @@ def test_a_3d_gif_lands_within_its_budget_or_is_refused_before_rendering(tmp_pat
         assert main([*argv, str(budget), "--out", str(out)]) == 0, capsys.readouterr().err
         gif = out / "tiny3d" / "tiny3d-s2.gif"
         assert 0 < gif.stat().st_size <= budget
+
+
+# output.loop_bars and output.bpm (issue 37 item 5)
+
+
+def test_bar_frames_rounds_to_the_nearest_whole_frame():
+    from physarum.render.preset.output_sections import bar_frames
+
+    assert bar_frames(4, 120, 30) == (240, 240)  # 16 beats of 0.5 s
+    frames, exact = bar_frames(1, 128, 30)  # 4 beats at 128 BPM: 56.25 frames
+    assert (frames, float(exact)) == (56, 56.25)
+    assert bar_frames(1, 96, 25)[0] == 63  # 62.5: halves up
+
+
+def test_loop_bars_refused_unless_the_render_shows_its_frames():
+    from physarum.render.base.errors import RenderError
+    from physarum.render.out.specs import check_outputs
+    from physarum.render.preset import build_preset
+    from support import problems_of, tiny_data
+
+    # tiny: 24 steps, 3 a frame = 8 frames; 1 bar at 150 BPM and 5 fps = 8 frames exactly
+    fits = tiny_data(output={"formats": ["png"], "fps": 5, "loop_bars": 1, "bpm": 150})
+    assert check_outputs(build_preset(fits, "t.yaml")) == [
+        "loop: 1 bars at 150 BPM and 5 fps = 8 frames exactly"
+    ]
+    rounded = tiny_data(output={"formats": ["png"], "fps": 5, "loop_bars": 1, "bpm": 155})  # 7.742
+    assert "rounded to 8" in check_outputs(build_preset(rounded, "t.yaml"))[0]
+    longer = tiny_data(output={"formats": ["png"], "fps": 10, "loop_bars": 1, "bpm": 150})  # 16 frames
+    with pytest.raises(RenderError, match=r"16 frames .* shows 8; run.steps: 48 shows them"):
+        check_outputs(build_preset(longer, "t.yaml"))
+    assert any("go together" in p for p in problems_of(tiny_data(output={"loop_bars": 2})))
+    pong = tiny_data(
+        output={"formats": ["png"], "fps": 7, "loop_bars": 1, "bpm": 150, "loop_mode": "ping-pong"}
+    )
+    with pytest.raises(RenderError, match="even count"):  # 11.2 -> 11 frames; ping-pong shows 14
+        check_outputs(build_preset(pong, "t.yaml"))

@@ -25,6 +25,7 @@ from physarum.render.formats.gif_file import (
 )
 from physarum.render.formats.registry import FORMATS
 from physarum.render.preset import Preset
+from physarum.render.preset.output_sections import bar_frames
 from physarum.render.preset.provenance import embedded_text
 
 # start-up: loaded at first use (base/lazy.py)
@@ -90,6 +91,7 @@ def check_outputs(preset: Preset) -> list[str]:
     against the smallest GIF."""
     notes = [note for fmt in preset.output.formats for note in FORMATS[fmt].check(preset)]
     notes += check_alpha(preset)
+    notes += check_loop_bars(preset)
     if "gif" in preset.output.formats and preset.output.gif_max_bytes is not None:
         check_gif_budget(preset)
     return notes
@@ -145,3 +147,48 @@ def floor_reduction(width: int, height: int, frames: int, digits: Digits) -> Red
     keep = min(MIN_GIF_FRAMES, frames)
     stride = max(s for s in range(1, frames + 1) if len(kept_frames(frames, s)) >= keep)
     return Reduction(LEVELS[-1] if digits.count == 1 else 256, factor, stride)
+
+
+def check_loop_bars(preset: Preset) -> list[str]:
+    """With output.loop_bars and output.bpm: refuse a render whose outputs do not show the bars'
+    whole frames (bar_frames: the exact length rounded to the nearest frame), naming the run.steps
+    that would; note the rounding. A ping-pong loop shows 2F - 2 frames; closest is refused (the
+    length of the loop it finds is known only as it runs)."""
+    from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
+
+    out = preset.output
+    if out.loop_bars is None:
+        return []
+    frames, exact = bar_frames(out.loop_bars, out.bpm, out.fps)
+    mode = preset.loop[0]
+    bars = f"{out.loop_bars} bars at {out.bpm:g} BPM and {out.fps} fps"
+    if mode == "closest":
+        raise RenderError(
+            f"{preset.name}: output.loop_bars needs a loop of a known length; closest finds its own "
+            "(use crossfade, ping-pong or none)"
+        )
+    shown = shown_frames(preset)
+    total = 2 * shown - 2 if mode == "ping-pong" else shown
+    if total != frames:
+        spf, warm = preset.run.steps_per_frame, preset.run.warmup
+        if mode == "ping-pong":
+            hint = (
+                "; a ping-pong loop shows an even count (2F - 2): choose other bars, bpm or fps"
+                if frames % 2
+                else f"; run.steps: {(frames + 2) // 2 * spf} shows them"
+            )
+        elif mode == "crossfade":
+            hint = f"; run.steps: {(frames + preset.loop[1]) * spf} shows them (with its blend)"
+        else:
+            hint = f"; run.steps: {frames * spf} shows them"
+        raise RenderError(
+            f"{preset.name}: {bars} are {frames} frames (exactly {float(exact):.4g}), the render "
+            f"shows {total}{hint}" + (f" (warmup {warm} not counted)" if warm else "")
+        )
+    if exact == frames:
+        return [f"loop: {bars} = {frames} frames exactly"]
+    drift = (frames - exact) / out.fps * 1000
+    return [
+        f"loop: {bars} = {float(exact):.4f} frames, rounded to {frames} "
+        f"({float(drift):+.2f} ms a loop against the beat)"
+    ]

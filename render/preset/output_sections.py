@@ -185,6 +185,17 @@ class Volume(Stops):
     level: int = Field(64, ge=1, le=255, description="the isosurface's palette level (mesh formats)")
 
 
+BEATS_PER_BAR = 4  # output.loop_bars counts 4/4 bars
+
+
+def bar_frames(bars: int, bpm: float, fps: int) -> tuple[int, Fraction]:
+    """(frames, exact) of `bars` 4/4 bars at `bpm` and `fps`: exact = bars * 4 * 60 * fps / bpm
+    frames as a fraction (bpm read as written in decimal), frames = exact rounded to the nearest
+    whole frame, halves up (at least 1)."""
+    exact = Fraction(bars * BEATS_PER_BAR * 60 * fps) / Fraction(str(bpm))
+    return max(1, int(exact + Fraction(1, 2))), exact
+
+
 class Output(OptionalSection):
     formats: list[Literal[ALL_FORMATS]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
     fps: int = Field(30, ge=1, le=100)
@@ -237,6 +248,17 @@ class Output(OptionalSection):
         description="a transparent background, the trail's light as the alpha: straight or "
         "premultiplied colour (mov, webm, apng, webp, png and --frames-dir keep it; docs/outputs.md)",
     )
+
+    loop_bars: int | None = Field(
+        None, ge=1, le=1024, description="the loop's length in 4/4 bars at output.bpm (a VJ host's grid)"
+    )
+    bpm: float | None = Field(None, ge=20, le=999, description="beats a minute of output.loop_bars")
+
+    @model_validator(mode="after")
+    def _bars_and_bpm(self) -> Output:
+        if (self.loop_bars is None) != (self.bpm is None):
+            raise ValueError("output.loop_bars and output.bpm go together: set both, or neither")
+        return self
 
     @field_validator("gif_max_bytes", mode="before")
     @classmethod
