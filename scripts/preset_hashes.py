@@ -1,12 +1,18 @@
-"""sha256 of every curated preset's files, rendered small on the CPU: the before/after check of a
-change that must alter no output byte (a move, a refactor).
+"""sha256 of every curated preset's files, rendered small on the CPU: the record the README quotes
+(benchmarks/unreleased/hashes-cpu-2core.txt) and the before/after check of a change that must alter
+no output byte (a move, a refactor).
 
+    python scripts/preset_hashes.py benchmarks/unreleased/hashes-cpu-2core.txt    # the record
     python scripts/preset_hashes.py OUT.txt [--size 128] [--steps 120] [--jobs 2]
         [--backend torch --device cpu] [--tree DIR]
 
 Each preset is rendered (by default with torch on the CPU) at a reduced canvas (SIZE pixels wide, the same
 aspect, agents scaled with the area), STEPS steps of 5 per frame, to GIF, MP4, WebP and PNG; one
-line per file: preset, file name, bytes, sha256. Two runs of one commit give the same file; diff
+line per file: preset, file name, bytes, sha256; and first, per preset, a line for the preset
+itself, `NAME NAME.resolved.yaml BYTES SHA256`: the resolved preset text (Preset.to_yaml() of the
+preset with these overrides, what its outputs embed) that the files were rendered from.
+tests/test_hash_records.py compares those digests with HEAD's curated presets, so a changed preset
+whose record was not regenerated fails. Two runs of one commit give the same file; diff
 the files of two commits (MP4 bytes also depend on the PyAV build, so compare on one machine).
 --tree DIR renders with the package of another checkout's render/, kernels/, presets/ and sweeps/
 (e.g. `git archive OLD render kernels presets sweeps | tar -x -C DIR`), through a link tree, from
@@ -72,8 +78,27 @@ def package_path(tree: Path, links: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(links), os.environ.get("PYTHONPATH", "")])}
 
 
+RESOLVED = (
+    "import hashlib, sys\n"
+    "from physarum.render.preset import load_preset\n"
+    "from physarum.render.preset.catalog import resolve_preset_path\n"
+    "text = load_preset(resolve_preset_path(sys.argv[1]), sys.argv[2:]).to_yaml().encode()\n"
+    "print(len(text), hashlib.sha256(text).hexdigest())\n"
+)
+
+
+def resolved_digest(name: str, settings: list[str]) -> tuple[int, str]:
+    """The bytes and sha256 of the resolved preset text (this process's package)."""
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+
+    text = load_preset(resolve_preset_path(name), settings).to_yaml().encode()
+    return len(text), hashlib.sha256(text).hexdigest()
+
+
 def render_one(name: str, out: Path, args: argparse.Namespace, env: dict | None) -> list[str]:
-    """Render one preset small; its files' lines, or one line naming the failure."""
+    """Render one preset small; its preset's line and its files' lines, or one line naming the
+    failure."""
     preset = yaml.safe_load((PRESETS / f"{name}.yaml").read_text())
     command = [sys.executable, "-m", "physarum.render.cli", "render", name, "--backend", args.backend]
     command += ["--device", args.device, "--quiet", "--out", str(out)]
@@ -83,7 +108,15 @@ def render_one(name: str, out: Path, args: argparse.Namespace, env: dict | None)
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=args.tree or ROOT)
     if done.returncode != 0:
         return [f"{name} FAILED exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"]
-    lines = []
+    settings = overrides(preset, args.size, args.steps)
+    digest = subprocess.run(
+        [sys.executable, "-c", RESOLVED, name, *settings],
+        capture_output=True, text=True, env=env, cwd=args.tree or ROOT,
+    )  # fmt: skip
+    if digest.returncode != 0:
+        return [f"{name} FAILED resolving the preset: {digest.stderr.strip().splitlines()[-1:]}"]
+    size, sha = digest.stdout.split()
+    lines = [f"{name} {name}.resolved.yaml {size} {sha}"]
     for path in sorted((out / name).iterdir()):
         if path.suffix in (".gif", ".mp4", ".webp", ".png"):
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
