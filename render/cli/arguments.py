@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from physarum.render import __version__
 from physarum.render.base.errors import RenderError
 from physarum.render.formats.gif_targets import GIF_TARGETS
+from physarum.render.formats.targets import TARGETS
 
 if TYPE_CHECKING:
     from physarum.render.preset import Preset
@@ -40,6 +41,8 @@ def flag_settings(args) -> list[str]:
         budget = budget or "preview"
     if budget is not None:
         settings.append(f"output.gif_max_bytes={budget}")
+    if getattr(args, "target", None) is not None:
+        settings.append(f"output.target={args.target}")
     return settings
 
 
@@ -115,6 +118,14 @@ def parser() -> argparse.ArgumentParser:
         choices=list(GIF_TARGETS),
         help="GIF byte budget of a platform: "
         + ", ".join(f"{k} {v / 1e6:g} MB" for k, v in GIF_TARGETS.items()),
+    )
+    render.add_argument(
+        "--target",
+        default=None,
+        choices=list(TARGETS),
+        help="fit the MP4 to a platform (output.target): its size, aspect (padded, or cropped with "
+        "--set output.target_fit=crop), frame rate, duration (looped or trimmed) and file size; "
+        "refused before work where the render cannot meet it (docs/outputs.md, 'Platform targets')",
     )
     render.add_argument(
         "--preview",

@@ -79,13 +79,15 @@ class Shared:
     """What every output of one render shares, worked out once by the out stage
     (render/out/specs.py) from the preset and its look: text, the embedded preset (and images);
     palette, the first frame's [256, 3] uint8 palette; gif_size, the GIF's (scaled) size;
-    digits, (base, count) of the GIF's indices; jobs, the renders writing at once (a batch's)."""
+    digits, (base, count) of the GIF's indices; jobs, the renders writing at once (a batch's);
+    frames, the frames each output is handed (a platform target's trim and loop, targets.py)."""
 
     text: str
     palette: np.ndarray
     gif_size: tuple[int, int]
     digits: tuple[int, int]
     jobs: int = 1
+    frames: int = 0  # the frames the video outputs are handed (a ping-pong loop's replays counted)
 
 
 @dataclass(frozen=True)

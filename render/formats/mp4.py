@@ -16,6 +16,7 @@ from physarum.render.base.errors import RenderError
 from physarum.render.base.files import PartialFile, commit_together
 from physarum.render.formats.contract import Format, Frame, Shared
 from physarum.render.formats.mp4_audio import Soundtrack, open_sound
+from physarum.render.formats.targets import FittedFrames, FrameFit, frame_fit
 
 # start-up: loaded at first use (base/lazy.py)
 av = lazy.module("av")
@@ -130,6 +131,7 @@ class Mp4Spec:
     comment: str
     setting: str = DEFAULT_SETTING
     sound: Soundtrack | None = None  # the audio stream: the preset's sound file (docs/audio.md)
+    fit: FrameFit | None = None  # output.target: the frames fitted to a platform (targets.py)
 
     format: ClassVar[str] = "mp4"
     reads: ClassVar[str] = "rgb"
@@ -149,7 +151,8 @@ class Mp4Writer(PartialFile):
     def __init__(self, spec: Mp4Spec):
         super().__init__(spec.path)
         self.setting = MP4_SETTINGS[spec.setting]
-        self.size = mp4_size(spec.width, spec.height, spec.setting)
+        self.size = mp4_size(spec.width, spec.height, spec.setting) if spec.fit is None else spec.fit.size
+        self.fitted = None if spec.fit is None else FittedFrames(spec.fit)
         # FFmpeg opens files by name: it is handed the descriptor's name where the OS has one, so
         # that it writes (and reopens, for faststart) the file created here, whatever the name
         # points at meanwhile
@@ -172,7 +175,11 @@ class Mp4Writer(PartialFile):
         stream.width, stream.height = self.size
         stream.pix_fmt = self.setting.pix_fmt
         key, params = self.setting.params or ("x264-params", x264_params())
-        stream.options = {**dict(self.setting.options), key: params}
+        stream.options = {
+            **dict(self.setting.options),
+            key: params,
+            **(spec.fit.options() if spec.fit else {}),
+        }
         if self.setting.tag is not None:
             stream.codec_tag = self.setting.tag
         stream.codec_context.thread_count = MP4_THREADS
@@ -191,12 +198,20 @@ class Mp4Writer(PartialFile):
 
     def write(self, frame: Frame) -> None:
         rgb = frame.rgb
+        if self.fitted is not None:  # a platform target's size, trim and loop (targets.py)
+            rgb = self.fitted.take(rgb)
+            if rgb is not None:
+                self._encode(rgb)
+            return
         scale = self.setting.scale
         if scale > 1:
             rgb = np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1)
         pad_y, pad_x = self.size[1] - rgb.shape[0], self.size[0] - rgb.shape[1]
         if pad_x or pad_y:
             rgb = np.pad(rgb, ((0, pad_y), (0, pad_x), (0, 0)), mode="edge")
+        self._encode(rgb)
+
+    def _encode(self, rgb: np.ndarray) -> None:
         video = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
         with self._naming_the_file():
             for packet in self.stream.encode(video):
@@ -206,6 +221,9 @@ class Mp4Writer(PartialFile):
                 self.sound.until(self.container, Fraction(self.frames, self.fps))
 
     def complete(self) -> list[PartialFile]:
+        if self.fitted is not None:
+            for rgb in self.fitted.replay():  # a target's loop: the frames again, whole passes
+                self._encode(rgb)
         with self._naming_the_file():
             for packet in self.stream.encode():
                 self.container.mux(packet)
@@ -250,7 +268,10 @@ def make_spec(preset, path: Path, shared: Shared) -> Mp4Spec:
     """The MP4 of a validated preset: the whole canvas, output.fps, output.mp4's setting."""
     width, height = preset.frame_size  # the canvas, or a 3D preset's camera image
     sound = getattr(preset, "soundtrack", None)  # the preset's sound file, where it has one and wants it
-    return Mp4Spec(path, width, height, preset.output.fps, shared.text, mp4_setting(preset), sound)
+    fit = None
+    if preset.output.target is not None:  # a platform's size, duration and bytes (targets.py)
+        fit = frame_fit(preset, preset.output.target, shared.frames, tuple(int(c) for c in shared.palette[0]))
+    return Mp4Spec(path, width, height, preset.output.fps, shared.text, mp4_setting(preset), sound, fit)
 
 
 def check(preset) -> list[str]:

@@ -24,6 +24,7 @@ from physarum.render.formats.gif_file import (
     reduced_size,
 )
 from physarum.render.formats.registry import FORMATS
+from physarum.render.formats.targets import describe, frame_fit
 from physarum.render.preset import Preset
 from physarum.render.preset.output_sections import bar_frames
 from physarum.render.preset.provenance import embedded_text
@@ -77,7 +78,7 @@ def output_specs(
     carries embedded_text(preset), dumped once for all of them. jobs: the GIFs written at once
     (a batch's), which share the cores that compress them."""
     text = embedded_text(preset)
-    shared = Shared(text, palette, gif_size(preset), gif_digits(preset), jobs)
+    shared = Shared(text, palette, gif_size(preset), gif_digits(preset), jobs, handed_frames(preset))
     specs = [FORMATS[fmt].make_spec(preset, paths[fmt], shared) for fmt in preset.output.formats]
     if frames_dir is not None:
         alpha = preset.output.alpha
@@ -92,6 +93,7 @@ def check_outputs(preset: Preset) -> list[str]:
     notes = [note for fmt in preset.output.formats for note in FORMATS[fmt].check(preset)]
     notes += check_alpha(preset)
     notes += check_loop_bars(preset)
+    notes += check_target(preset)
     if "gif" in preset.output.formats and preset.output.gif_max_bytes is not None:
         check_gif_budget(preset)
     return notes
@@ -154,11 +156,11 @@ def check_loop_bars(preset: Preset) -> list[str]:
     whole frames (bar_frames: the exact length rounded to the nearest frame), naming the run.steps
     that would; note the rounding. A ping-pong loop shows 2F - 2 frames; closest is refused (the
     length of the loop it finds is known only as it runs)."""
-    from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
-
     out = preset.output
     if out.loop_bars is None:
         return []
+    from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
+
     frames, exact = bar_frames(out.loop_bars, out.bpm, out.fps)
     mode = preset.loop[0]
     bars = f"{out.loop_bars} bars at {out.bpm:g} BPM and {out.fps} fps"
@@ -192,3 +194,29 @@ def check_loop_bars(preset: Preset) -> list[str]:
         f"loop: {bars} = {float(exact):.4f} frames, rounded to {frames} "
         f"({float(drift):+.2f} ms a loop against the beat)"
     ]
+
+
+def handed_frames(preset: Preset) -> int:
+    """The frames a video output is handed: those shown (loops.shown_frames), and a ping-pong
+    loop's replays (2F - 2)."""
+    from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
+
+    shown = shown_frames(preset)
+    return max(1, 2 * shown - 2) if preset.loop[0] == "ping-pong" else shown
+
+
+def check_target(preset: Preset) -> list[str]:
+    """With output.target: refuse (RenderError) what cannot meet the platform's limits
+    (targets.frame_fit) or a render without an MP4; note how the MP4 is fitted."""
+    name = preset.output.target
+    if name is None:
+        return []
+    if "mp4" not in preset.output.formats:
+        raise RenderError(f"{preset.name}: --target {name} fits the MP4; add mp4 to output.formats")
+    if preset.loop[0] == "closest":
+        raise RenderError(
+            f"{preset.name}: --target {name} needs the frames' count before the render; closest finds "
+            "its loop's length as it runs (use crossfade, ping-pong or none)"
+        )
+    shown = handed_frames(preset)
+    return [describe(preset, name, frame_fit(preset, name, shown, (0, 0, 0)), shown)]

@@ -16,6 +16,7 @@ from physarum.render.formats.alpha import ALPHA_MODES
 from physarum.render.formats.gif_targets import GIF_TARGETS  # named budgets, re-exported here
 from physarum.render.formats.mp4 import MP4_SETTINGS as MP4_SETTING_TABLE
 from physarum.render.formats.registry import ALL_FORMATS, DEFAULT_FORMATS
+from physarum.render.formats.targets import FITS, TARGETS
 from physarum.render.preset.palettes import PALETTES, parse_hex
 from physarum.render.preset.sections import OptionalSection, Section
 
@@ -249,6 +250,12 @@ class Output(OptionalSection):
         "premultiplied colour (mov, webm, apng, webp, png and --frames-dir keep it; docs/outputs.md)",
     )
 
+    target: Literal[tuple(TARGETS)] | None = Field(
+        None, description="fit the MP4 to a platform (render --target): size, aspect, duration, bytes"
+    )
+    target_fit: Literal[FITS] | None = Field(
+        None, description="with output.target: pad (unset: the whole picture, bars) or crop to its aspect"
+    )
     loop_bars: int | None = Field(
         None, ge=1, le=1024, description="the loop's length in 4/4 bars at output.bpm (a VJ host's grid)"
     )
