@@ -38,6 +38,7 @@ class Frame:
     rgb: np.ndarray | None = None
     replay: bool = False
     alpha: np.ndarray | None = None
+    still: tuple | None = None  # output.still: the last frame's (16-bit colour, linear light or None)
 
 
 class Writer(Protocol):
@@ -64,7 +65,8 @@ class Spec(Protocol):
     """How to open one output: a frozen, picklable record (the encoder child unpickles it).
     `format` names it; `reads` says which arrays of a Frame its writer needs: "preview" (and
     palette), "rgb" on every frame, or "last_rgb": the RGB of the last frame at least, "rgba" and
-    "last_rgba" the same with the alpha plane (output.alpha); open()
+    "last_rgba" the same with the alpha plane (output.alpha), "last_still" the last frame's print
+    still (output.still, render/formats/still.py); open()
     opens its writer, the file under a temporary name."""
 
     path: Path

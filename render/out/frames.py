@@ -26,6 +26,7 @@ from physarum.render.formats.registry import open_writer
 from physarum.render.look.alpha import alpha_plane
 from physarum.render.look.colour import Colourist, downscale, gif_resample, preview_size
 from physarum.render.look.loops import PingPong
+from physarum.render.look.still import still_frame
 from physarum.render.out.encoder_process import EncoderProcess
 from physarum.render.out.sinks import Sink
 from physarum.render.out.stages import StageClock
@@ -188,6 +189,10 @@ class FramePipeline:
         want_rgb = want_alpha or "rgb" in self.reads or ("last_rgb" in self.reads and number == self.last)
         index, rgb = self.colourist.colour(trail, number, want_rgb)
         alpha = self.ring.copy("alpha", number, alpha_plane(index)) if want_alpha else None
+        still = None
+        if "last_still" in self.reads and number == self.last:  # once: copied now, not in the ring
+            colour, light = still_frame(self.colourist, trail, number)
+            still = (colour.cpu().numpy().astype(np.uint16), None if light is None else light.cpu().numpy())
         preview = palette = None
         if "preview" in self.reads:
             preview = self.ring.copy("preview", number, downscale(index, self.preview, *self.resample))
@@ -197,7 +202,7 @@ class FramePipeline:
         rgb = self.ring.copy("rgb", number, rgb) if want_rgb else None
         event = self.clock.stop(mark)  # CUDA: recorded after the copies, on their device
         # the frame's arrays are host tensors, perhaps still being copied, until handed over
-        self.pending.append((Frame(number, preview, palette, rgb, alpha=alpha), event))
+        self.pending.append((Frame(number, preview, palette, rgb, alpha=alpha, still=still), event))
 
     def hand_over(self, keep: int = 0) -> None:
         """Give every pending frame but the last `keep` to the sinks, once it is on the host."""
@@ -239,8 +244,12 @@ def open_workers(
     encoded (render/out/encoder_process.py says why), on `cores` (machine.encoder_cores); a frames
     folder is written here. job: the outputs' path without suffix, which names the child in
     messages."""
-    # the child is sent no alpha plane: writers of "rgba" (output.alpha) are written here
-    here = [s for s in specs if isinstance(s, FramesDirSpec) or not own_process or "rgba" in s.reads]
+    # the child is sent no alpha plane nor still: writers of "rgba" and the still are written here
+    here = [
+        s
+        for s in specs
+        if isinstance(s, FramesDirSpec) or not own_process or "rgba" in s.reads or s.reads == "last_still"
+    ]
     child = [spec for spec in specs if spec not in here]
     workers = []
     try:

@@ -24,6 +24,7 @@ from physarum.render.formats.gif_file import (
     reduced_size,
 )
 from physarum.render.formats.registry import FORMATS
+from physarum.render.formats.still import StillSpec, check_still, host_available
 from physarum.render.formats.targets import describe, frame_fit
 from physarum.render.preset import Preset
 from physarum.render.preset.output_sections import bar_frames
@@ -80,6 +81,12 @@ def output_specs(
     text = embedded_text(preset)
     shared = Shared(text, palette, gif_size(preset), gif_digits(preset), jobs, handed_frames(preset))
     specs = [FORMATS[fmt].make_spec(preset, paths[fmt], shared) for fmt in preset.output.formats]
+    still = preset.output.still
+    if still is not None:
+        folder = paths[preset.output.formats[0]].parent
+        specs.append(
+            StillSpec(folder, output_stem(preset), text, still.scale, still.dpi, tuple(still.formats))
+        )
     if frames_dir is not None:
         alpha = preset.output.alpha
         specs.append(FramesDirSpec(Path(frames_dir), output_stem(preset), text, alpha, reads(alpha)))
@@ -94,6 +101,7 @@ def check_outputs(preset: Preset) -> list[str]:
     notes += check_alpha(preset)
     notes += check_loop_bars(preset)
     notes += check_target(preset)
+    notes += check_still(preset, host_available())
     if "gif" in preset.output.formats and preset.output.gif_max_bytes is not None:
         check_gif_budget(preset)
     return notes

@@ -16,6 +16,7 @@ from physarum.render.formats.alpha import ALPHA_MODES
 from physarum.render.formats.gif_targets import GIF_TARGETS  # named budgets, re-exported here
 from physarum.render.formats.mp4 import MP4_SETTINGS as MP4_SETTING_TABLE
 from physarum.render.formats.registry import ALL_FORMATS, DEFAULT_FORMATS
+from physarum.render.formats.still import STILL_FORMATS
 from physarum.render.formats.targets import FITS, TARGETS
 from physarum.render.preset.palettes import PALETTES, parse_hex
 from physarum.render.preset.sections import OptionalSection, Section
@@ -197,6 +198,18 @@ def bar_frames(bars: int, bpm: float, fps: int) -> tuple[int, Fraction]:
     return max(1, int(exact + Fraction(1, 2))), exact
 
 
+class Still(OptionalSection):
+    """output.still: the last frame as a print (render/formats/still.py, docs/outputs.md)."""
+
+    scale: int = Field(
+        1, ge=1, le=64, description="the print's size: the canvas times this (pixels repeated)"
+    )
+    dpi: int | None = Field(None, ge=1, le=4800, description="the print resolution in the files")
+    formats: list[Literal[STILL_FORMATS]] = Field(
+        default_factory=lambda: list(STILL_FORMATS), min_length=1, max_length=3
+    )
+
+
 class Output(OptionalSection):
     formats: list[Literal[ALL_FORMATS]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
     fps: int = Field(30, ge=1, le=100)
@@ -256,6 +269,7 @@ class Output(OptionalSection):
     target_fit: Literal[FITS] | None = Field(
         None, description="with output.target: pad (unset: the whole picture, bars) or crop to its aspect"
     )
+    still: Still | None = Field(None, description="the last frame as a 16-bit print still (png, tiff, exr)")
     loop_bars: int | None = Field(
         None, ge=1, le=1024, description="the loop's length in 4/4 bars at output.bpm (a VJ host's grid)"
     )

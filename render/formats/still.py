@@ -1,0 +1,251 @@
+"""Print stills (output.still): the last frame in 16 bits a channel (render/look/still.py) at
+output.still.scale times the canvas, as a 16-bit PNG and an uncompressed 16-bit TIFF, each with an
+sRGB ICC profile (Pillow's ImageCms.createProfile("sRGB"), its creation date fixed so the bytes
+repeat) and the print resolution (output.still.dpi), and as an EXR of the linear light before the
+tone curve (FFmpeg's exr encoder through PyAV: one float32 Y channel, 1.0 the white level; only
+with a look section, which is what has a linear light).
+
+The size is an exact upscale: each pixel repeated scale x scale times (no new detail invented,
+the picture exactly as rendered, the same on every machine). Simulating at the print size is a
+different picture: the model's distances are in cells, so a larger canvas grows a finer network;
+a preset enlarged for print (canvas, agents and distances scaled, as `--reduce` does the other
+way) is rendered like any other, its still at scale 1. The memory a still takes is checked before
+the render (check): refused with the largest scale that fits.
+
+PNG and TIFF are written here, not by Pillow, which writes no 16-bit RGB: the PNG's pixels
+deflated by Python's zlib (its bytes follow the zlib the interpreter links; the pixels do not),
+the TIFF uncompressed (the same bytes everywhere). Not a format of output.formats (no FORMAT): a
+key asks for it, and its files sit beside the outputs: <stem>-still.png, .tiff, .exr."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from physarum.render.base import lazy
+from physarum.render.base.errors import RenderError
+from physarum.render.base.files import PartialFile, commit_together
+from physarum.render.formats.contract import Frame
+from physarum.render.formats.png import EMBED_KEY
+
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
+av = lazy.module("av")
+ImageCms = lazy.module("PIL.ImageCms")
+
+STILL_FORMATS = ("png", "tiff", "exr")
+ICC_DATE = struct.pack(">6H", 2026, 1, 1, 0, 0, 0)  # the profile's creation date, fixed
+BYTES_PER_PIXEL = 6 + 6 + 8 + 4 + 4  # 16-bit RGB (twice: upscaled, a file's copy), int64 rows, light
+ROWS_PER_BLOCK = 256  # the PNG's rows deflated at once
+
+
+def srgb_profile() -> bytes:
+    """The sRGB ICC profile littleCMS makes, its creation date fixed (bytes 24 .. 35)."""
+    profile = bytearray(ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    profile[24:36] = ICC_DATE
+    return bytes(profile)
+
+
+def chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png16(colour: np.ndarray, comment: str, dpi: int | None, icc: bytes) -> bytes:
+    """A 16-bit RGB PNG of colour [H, W, 3] uint16: iCCP, pHYs (dpi), the preset's iTXt, IDAT."""
+    height, width = colour.shape[:2]
+    parts = [b"\x89PNG\r\n\x1a\n", chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0))]
+    parts.append(chunk(b"iCCP", b"sRGB\x00\x00" + zlib.compress(icc, 9)))
+    if dpi is not None:
+        per_metre = round(dpi / 0.0254)
+        parts.append(chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)))
+    parts.append(chunk(b"iTXt", EMBED_KEY.encode() + b"\x00\x00\x00\x00\x00" + comment.encode("utf-8")))
+    deflate = zlib.compressobj(6)
+    data = []
+    for top in range(0, height, ROWS_PER_BLOCK):
+        rows = colour[top : top + ROWS_PER_BLOCK].astype(">u2").reshape(-1, width * 3)
+        block = np.concatenate((np.zeros((len(rows), 1), np.uint8), rows.view(np.uint8)), axis=1)
+        data.append(deflate.compress(block.tobytes()))
+    data.append(deflate.flush())
+    parts += [chunk(b"IDAT", b"".join(data)), chunk(b"IEND", b"")]
+    return b"".join(parts)
+
+
+def tiff16(colour: np.ndarray, comment: str, dpi: int | None, icc: bytes) -> bytes:
+    """An uncompressed little-endian 16-bit RGB TIFF of colour [H, W, 3] uint16, one strip: the
+    resolution (dpi, or 72), the ICC profile (tag 34675) and the preset in XMP (tag 700)."""
+    height, width = colour.shape[:2]
+    pixels = colour.astype("<u2").tobytes()
+    xmp = comment.encode("utf-8")
+    resolution = dpi or 72
+    header = 8
+    entries = []  # (tag, type, count, value or bytes)
+    extra = bytearray()
+    count = 14
+    ifd_size = 2 + count * 12 + 4
+    base = header + ifd_size
+
+    def out_of_line(data: bytes) -> int:
+        nonlocal extra
+        offset = base + len(extra)
+        extra += data + (b"\x00" if len(data) % 2 else b"")
+        return offset
+
+    bits = out_of_line(struct.pack("<3H", 16, 16, 16))
+    xres = out_of_line(struct.pack("<II", resolution, 1))
+    yres = out_of_line(struct.pack("<II", resolution, 1))
+    icc_at = out_of_line(icc)
+    xmp_at = out_of_line(xmp)
+    pixels_at = base + len(extra)
+    entries = [
+        (256, 4, 1, width),
+        (257, 4, 1, height),
+        (258, 3, 3, bits),
+        (259, 3, 1, 1),  # no compression
+        (262, 3, 1, 2),  # RGB
+        (273, 4, 1, pixels_at),
+        (277, 3, 1, 3),
+        (278, 4, 1, height),
+        (279, 4, 1, len(pixels)),
+        (282, 5, 1, xres),
+        (283, 5, 1, yres),
+        (296, 3, 1, 2),  # inches
+        (700, 1, len(xmp), xmp_at),
+        (34675, 7, len(icc), icc_at),
+    ]
+    ifd = struct.pack("<H", len(entries))
+    for tag, kind, n, value in entries:
+        if kind == 3 and n == 1:
+            ifd += struct.pack("<HHIHH", tag, kind, n, value, 0)
+        else:
+            ifd += struct.pack("<HHII", tag, kind, n, value)
+    ifd += struct.pack("<I", 0)
+    return b"II*\x00" + struct.pack("<I", header) + ifd + bytes(extra) + pixels
+
+
+def exr(light: np.ndarray) -> bytes:
+    """An EXR of light [H, W] float32 (one Y channel, float, zip16), by FFmpeg's exr encoder."""
+    codec = av.CodecContext.create("exr", "w")
+    codec.width, codec.height, codec.pix_fmt = light.shape[1], light.shape[0], "grayf32le"
+    codec.time_base = 1
+    codec.options = {"compression": "zip16", "format": "float"}
+    frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(light, dtype="<f4"), format="grayf32le")
+    return b"".join(bytes(packet) for packet in [*codec.encode(frame), *codec.encode(None)])
+
+
+@dataclass(frozen=True)
+class StillSpec:
+    """The print still of a render: folder, stem, the preset text, scale, dpi, formats."""
+
+    folder: Path
+    stem: str
+    comment: str
+    scale: int
+    dpi: int | None
+    formats: tuple[str, ...]
+
+    format: ClassVar[str] = "still"
+    reads: ClassVar[str] = "last_still"
+
+    @property
+    def path(self) -> Path:
+        return Path(self.folder) / f"{self.stem}-still.{self.formats[0]}"
+
+    def open(self) -> StillWriter:
+        return StillWriter(self)
+
+
+class StillWriter:
+    """Keeps the last frame's 16-bit colour and light (Frame.still), writes the files at the end."""
+
+    def __init__(self, spec: StillSpec):
+        self.spec, self.path = spec, spec.path
+        self.colour = self.light = None
+        self.partials: list[PartialFile] = []
+
+    def write(self, frame: Frame) -> None:
+        if frame.still is None or frame.replay:
+            return
+        colour, light = frame.still
+        self.colour = colour.copy()
+        self.light = None if light is None else light.copy()
+
+    def complete(self) -> list[PartialFile]:
+        spec, k = self.spec, self.spec.scale
+        colour = self.colour if k == 1 else np.repeat(np.repeat(self.colour, k, axis=0), k, axis=1)
+        icc = srgb_profile()
+        for fmt in spec.formats:
+            if fmt == "exr" and self.light is None:
+                continue
+            partial = PartialFile(Path(spec.folder) / f"{spec.stem}-still.{fmt}")
+            self.partials.append(partial)
+            with partial.open("wb") as file:
+                if fmt == "png":
+                    file.write(png16(colour, spec.comment, spec.dpi, icc))
+                elif fmt == "tiff":
+                    file.write(tiff16(colour, spec.comment, spec.dpi, icc))
+                else:
+                    light = self.light if k == 1 else np.repeat(np.repeat(self.light, k, axis=0), k, axis=1)
+                    file.write(exr(light))
+        return list(self.partials)
+
+    def commit(self) -> None:
+        commit_together(self.complete())
+
+    def abort(self) -> None:
+        for partial in self.partials:
+            partial.abort()
+
+
+def host_available() -> int:
+    """The host's available memory in bytes (MemAvailable; elsewhere the physical memory)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import os
+
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def still_bytes(width: int, height: int, scale: int) -> int:
+    """The memory a still of a width x height frame at `scale` takes at most (BYTES_PER_PIXEL a
+    pixel of the print, and a file's bytes)."""
+    return width * height * scale * scale * BYTES_PER_PIXEL
+
+
+def check_still(preset, available: int) -> list[str]:
+    """Refuse (RenderError) a still the host's `available` memory cannot hold, naming the largest
+    scale that fits, or one of a preset with no single light (3D, species, heading); note what
+    it writes."""
+    still = preset.output.still
+    if still is None:
+        return []
+    if preset.dims == 3 or preset.species is not None or preset.palette.layer == "heading":
+        raise RenderError(
+            f"{preset.name}: output.still is for a 2D trail's frames (no 3D, species or heading)"
+        )
+    width, height = preset.frame_size
+    need = still_bytes(width, height, still.scale)
+    if need > available:
+        fits = max(
+            (k for k in range(1, still.scale) if still_bytes(width, height, k) <= available), default=0
+        )
+        advice = f"at most output.still.scale {fits}" if fits else "no still fits"
+        raise RenderError(
+            f"{preset.name}: a {width * still.scale}x{height * still.scale} still takes about "
+            f"{need / 2**30:.1f} GiB of memory, {available / 2**30:.1f} GiB are free: {advice}"
+        )
+    formats = [f for f in still.formats if f != "exr" or preset.look is not None]
+    skipped = (
+        " (no exr: without a look section there is no linear light)"
+        if len(formats) < len(still.formats)
+        else ""
+    )
+    size = f"{width * still.scale}x{height * still.scale}"
+    return [f"still: {size} (x{still.scale}, pixels repeated) as {', '.join(formats)}{skipped}"]
