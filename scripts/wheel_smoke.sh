@@ -24,7 +24,7 @@ mkdir -p "$work/src"
 git -C "$repo" ls-files -z --cached --others --exclude-standard |
   tar -C "$repo" --null -T - --ignore-failed-read -cf - | tar -C "$work/src" -xf -
 "$py" -m pip wheel "$work/src" --no-deps -q -w "$work/wheel"
-wheel=$(ls "$work"/wheel/physarum-*.whl)
+wheel=$(ls "$work"/wheel/physarum_render-*.whl)  # the distribution physarum-render
 listing=$("$py" -m zipfile -l "$wheel")
 for entry in physarum/__init__.py physarum/render/py.typed physarum/kernels/py.typed physarum/presets/quickstart.yaml \
   physarum/presets/images/word.png physarum/sweeps/angles.yaml; do

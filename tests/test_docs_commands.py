@@ -30,12 +30,14 @@ SYNOPSIS_WORDS = re.compile(r"\b(PRESET|FILE|DIR|SWEEP|CHECKPOINT|OUT|KEY|STEPS|
 
 # command as written (its comment cut) -> (what it needs copied from the repository, exit code)
 RUN = {
+    "physarum presets embers --copy mine": ((), 0),
     "physarum presets": ((), 0),
     "physarum sweep sweeps/angles.yaml --dry-run": (("sweeps",), 0),
 }
 
 # command as written -> why it is not run here
 SKIPPED = {
+    "physarum render mine/embers.yaml --preview": "renders the copy the line above makes (a preview: ~20 s on 2 cores)",
     "physarum sweep sweeps/angles.yaml --devices all": "a whole sweep on every GPU (minutes)",
     "physarum sweep sweeps/angles.yaml --devices cuda:0,cuda:1": "needs two GPUs",
     "physarum sweep sweeps/angles.yaml --devices cpu": "a whole sweep (minutes on 2 cores)",
