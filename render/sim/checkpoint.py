@@ -207,10 +207,14 @@ class Checkpoint:
                 "from a checkpoint written by one (resume with --set output.loop_mode=none to leave it out)"
             )
         if mode != "none" and not 0 <= self.loop_taken <= self.frames:
-            raise CheckpointError(f"{self.path}: loop_taken {self.loop_taken} is not within its {self.frames} frames")
+            raise CheckpointError(
+                f"{self.path}: loop_taken {self.loop_taken} is not within its {self.frames} frames"
+            )
         if mode == "closest":
             start, end, distance, step = self.loop_window
-            if not (0 <= start and start + count <= end <= preset.frames) or not (distance >= 0 and step >= 0):
+            if not (0 <= start and start + count <= end <= preset.frames) or not (
+                distance >= 0 and step >= 0
+            ):
                 raise CheckpointError(
                     f"{self.path}: loop_window {start}..{end} is not a closest loop of {preset.frames} frames "
                     f"at least {count} long"
@@ -266,8 +270,10 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
             )
         extra = set(names) - set(wanted)
         loop_mode = next((mode for mode, members in loops.items() if extra - journal == members), "none")
-        if not set(wanted) <= set(names) or extra - journal - loops.get(loop_mode, set()) or (
-            extra & journal and not journal <= extra
+        if (
+            not set(wanted) <= set(names)
+            or extra - journal - loops.get(loop_mode, set())
+            or (extra & journal and not journal <= extra)
         ):
             raise CheckpointError(
                 f"{path}: a checkpoint holds exactly {', '.join(wanted)} (and journal, "
