@@ -89,7 +89,10 @@ def test_preview_reduces_a_volume_and_its_camera():
     assert preset_ratio == 0.5 and note
     assert (reduced.canvas.width, reduced.canvas.height, reduced.canvas.depth) == (32, 24, 20)
     assert reduced.agents.count == 1000  # per voxel: 8000 / 8
-    assert (reduced.camera.width, reduced.camera.height, reduced.camera.samples) == (100, 50, 32)
+    # a preview's frame: the full frame brought to PREVIEW_FRAME_3D (160) on its long side
+    assert (reduced.camera.width, reduced.camera.height, reduced.camera.samples) == (160, 80, 32)
+    halved, _ = reduce_preset(preset, preset_ratio, kind="reduce")  # --reduce 2: halved with the volume
+    assert (halved.camera.width, halved.camera.height, halved.camera.samples) == (100, 50, 32)
     assert json.loads(json.dumps(reduced.model_dump()))["canvas"]["depth"] == 20
 
 
