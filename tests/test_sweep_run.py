@@ -90,6 +90,8 @@ def test_failures_are_listed_kept_and_retried_on_request(tmp_path, capsys):
     assert "failed: s-0001" in printed.out and "Is a directory" in printed.out
     assert main(args) == 1  # not retried without --retry-failed
     assert "(0 run now, 2 done before), 1 failed" in capsys.readouterr().out
+    assert main(["sweep", str(path), "--dry-run", "--out", str(out)]) == 0  # it reads the manifest
+    assert "(2 done, 1 failed, 0 to run)" in capsys.readouterr().out.splitlines()[0]
     shutil.rmtree(blocked)
     assert main([*args, "--retry-failed"]) == 0
     assert "3 done (1 run now, 2 done before), 0 failed" in capsys.readouterr().out

@@ -262,7 +262,9 @@ def job_states(
         manifest = (
             StoredManifest(sweep_dir)
             if isinstance(sweep_dir, Store) and not sweep_dir.local
-            else Manifest(Path(getattr(sweep_dir, "root", sweep_dir)) / "manifest.jsonl")
+            else Manifest(
+                (sweep_dir.root if isinstance(sweep_dir, Store) else Path(sweep_dir)) / "manifest.jsonl"
+            )
         )
     if isinstance(sweep_dir, Store) and sweep_dir.local:
         sweep_dir = sweep_dir.root
