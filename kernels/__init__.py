@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from physarum.kernels.api import Simulation
+    from .api import Simulation
 
 # name -> (module, class) imported on first use, or the class itself
 BACKENDS: dict[str, tuple[str, str] | type] = {

@@ -23,7 +23,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 
-from physarum.kernels.limits import (
+from .limits import (
     BOUNDARIES,
     FRAC_BITS,
     HEADING_BITS,

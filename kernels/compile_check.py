@@ -19,8 +19,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from physarum.kernels import triton3d_kernels as k3
-from physarum.kernels import triton_kernels as k
+from . import triton3d_kernels as k3
+from . import triton_kernels as k
 
 AGENT_TYPES = {
     "position_ptr": "*i32",

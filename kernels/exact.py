@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from physarum.kernels.api import (
+from .api import (
     HEADINGS,
     MIN_COEFFICIENT,
     ONE,

@@ -33,8 +33,8 @@ from math import isqrt
 import numpy as np
 import torch
 
-from physarum.kernels.api import MIN_COEFFICIENT, ONE, UNIT_BITS, ModelParams
-from physarum.kernels.exact import (
+from .api import MIN_COEFFICIENT, ONE, UNIT_BITS, ModelParams
+from .exact import (
     coefficient_tensors,
     coefficients,
     decimal_cos_sin,

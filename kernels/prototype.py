@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from physarum.kernels.api import FRAC_BITS, HEADINGS, ModelParams, State
+from .api import FRAC_BITS, HEADINGS, ModelParams, State
 
 
 class PrototypeSimulation:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from physarum.kernels.api import (
+from .api import (
     EMPTY_WORLD,
     FRAC_BITS,
     HEADING_MASK,
@@ -38,8 +38,8 @@ from physarum.kernels.api import (
     World,
     untimed,
 )
-from physarum.kernels.exact import lowbias32_int, step_key
-from physarum.kernels.reference_grid import Grid, batch_offsets, clamp, reflect
+from .exact import lowbias32_int, step_key
+from .reference_grid import Grid, batch_offsets, clamp, reflect
 
 # lowbias32's multipliers as int32 values with the same low 32 bits.
 _HASH_MUL_1 = 0x7FEB352D

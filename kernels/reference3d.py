@@ -20,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from physarum.kernels.api import EMPTY_WORLD, FRAC_BITS, TRAIL_FLOOR, Phase, State, World, untimed
-from physarum.kernels.exact import lowbias32, step_key
-from physarum.kernels.exact3d import AROUND, SENSORS, Tables3D
-from physarum.kernels.reference_grid import clamp, reflect, wrap_
+from .api import EMPTY_WORLD, FRAC_BITS, TRAIL_FLOOR, Phase, State, World, untimed
+from .exact import lowbias32, step_key
+from .exact3d import AROUND, SENSORS, Tables3D
+from .reference_grid import clamp, reflect, wrap_
 
 _BELOW_FLOOR = float(np.nextafter(np.float32(TRAIL_FLOOR), np.float32(0)))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from physarum.kernels.api import FRAC_BITS
+from .api import FRAC_BITS
 
 
 def _power_of_two(n: int) -> bool:

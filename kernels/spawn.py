@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from physarum.kernels.api import (
+from .api import (
     FRAC_BITS,
     HEADING_BITS,
     HEADING_MASK,
@@ -20,7 +20,7 @@ from physarum.kernels.api import (
     UNIT_BITS,
     State,
 )
-from physarum.kernels.exact import lowbias32, lowbias32_int, unit_circle
+from .exact import lowbias32, lowbias32_int, unit_circle
 
 SPAWN_X_STREAM = 0x5EED0001
 SPAWN_Y_STREAM = 0x5EED0002  # also the disk spawn's radius

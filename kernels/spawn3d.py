@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import torch
 
-from physarum.kernels.api import FRAC_BITS, ONE, UNIT_BITS, State
-from physarum.kernels.exact3d import DIRECTIONS, frames, mirrors
-from physarum.kernels.spawn import (
+from .api import FRAC_BITS, ONE, UNIT_BITS, State
+from .exact3d import DIRECTIONS, frames, mirrors
+from .spawn import (
     SPAWN_ANGLE_STREAM,
     SPAWN_HEADING_STREAM,
     SPAWN_X_STREAM,

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import torch
 
-from physarum.kernels.api import EMPTY_WORLD, Phase, State, World, untimed
-from physarum.kernels.exact3d import DIRECTIONS, SENSORS, Tables3D
-from physarum.kernels.reference3d import unsupported
-from physarum.kernels.triton3d_kernels import diffuse3d, move_agents3d
-from physarum.kernels.triton_backend import (
+from .api import EMPTY_WORLD, Phase, State, World, untimed
+from .exact3d import DIRECTIONS, SENSORS, Tables3D
+from .reference3d import unsupported
+from .triton3d_kernels import diffuse3d, move_agents3d
+from .triton_backend import (
     COUNTS_DOUBLE_BUFFER_BYTES,
     TritonSimulation,
     _own,
     interpreter_mode,
 )
-from physarum.kernels.triton_kernels import MAX_GRID_YZ
+from .triton_kernels import MAX_GRID_YZ
 
 BRICK_BITS = 3  # agents are sorted by bricks of 2^3 cells a side, then by cell within a brick
 # Steps between sorts: measured on an H200 (the harness's case tune-3d), every 64 steps beats 128 by 10%

@@ -20,10 +20,10 @@ import torch
 import triton
 import triton.language as tl
 
-from physarum.kernels.api import BOUNDARIES, FRAC_BITS, TRAIL_FLOOR
-from physarum.kernels.exact3d import AROUND, DIRECTIONS, SENSORS, Tables3D
-from physarum.kernels.triton_agent_phases import _edge, _lowbias32, count_cell
-from physarum.kernels.triton_kernels import MAX_GRID_YZ, _neighbour, launch_options
+from .api import BOUNDARIES, FRAC_BITS, TRAIL_FLOOR
+from .exact3d import AROUND, DIRECTIONS, SENSORS, Tables3D
+from .triton_agent_phases import _edge, _lowbias32, count_cell
+from .triton_kernels import MAX_GRID_YZ, _neighbour, launch_options
 
 _FRAC_BITS = tl.constexpr(FRAC_BITS)
 _TRAIL_FLOOR = tl.constexpr(TRAIL_FLOOR)

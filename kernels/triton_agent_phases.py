@@ -8,7 +8,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from physarum.kernels.api import FRAC_BITS, HEADING_MASK, HEADINGS
+from .api import FRAC_BITS, HEADING_MASK, HEADINGS
 
 # Model constants as compile-time values the kernels can read.
 _FRAC_BITS = tl.constexpr(FRAC_BITS)

@@ -29,9 +29,9 @@ from dataclasses import replace
 
 import torch
 
-from physarum.kernels.api import EMPTY_WORLD, HEADINGS, Phase, State, Tables, World, untimed
-from physarum.kernels.triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents
-from physarum.kernels.triton_sort import SORT_SEGMENT, sort_agents
+from .api import EMPTY_WORLD, HEADINGS, Phase, State, Tables, World, untimed
+from .triton_kernels import MAX_GRID_YZ, diffuse_and_decay, move_agents
+from .triton_sort import SORT_SEGMENT, sort_agents
 
 # Steps per captured CUDA graph: long enough that launch overhead vanishes (it is a step's
 # cost on small canvases), short enough that capturing one is quick. Not tuned by measurement.

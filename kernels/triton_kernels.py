@@ -26,8 +26,8 @@ import torch
 import triton
 import triton.language as tl
 
-from physarum.kernels import triton_agent_phases as phases
-from physarum.kernels.api import (
+from . import triton_agent_phases as phases
+from .api import (
     BOUNDARIES,
     EMPTY_WORLD,
     HEADINGS,

@@ -10,8 +10,8 @@ import torch
 import triton
 import triton.language as tl
 
-from physarum.kernels.api import FRAC_BITS, MAX_CANVAS
-from physarum.kernels.triton_kernels import launch_options
+from .api import FRAC_BITS, MAX_CANVAS
+from .triton_kernels import launch_options
 
 _FRAC_BITS = tl.constexpr(FRAC_BITS)
 

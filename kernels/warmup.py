@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from physarum.kernels import triton3d_kernels, triton_kernels, triton_sort
+from . import triton3d_kernels, triton_kernels, triton_sort
 
 # the modules whose @triton.jit kernels a step launches (their launchers look them up by name)
 KERNEL_MODULES = (triton_kernels, triton_sort, triton3d_kernels)

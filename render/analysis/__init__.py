@@ -35,11 +35,11 @@ package re-exports their public names.
 
 from __future__ import annotations
 
-from physarum.render.analysis.batch import MEMORY_SHARE, RunOptions, points_per_chunk, run_twins
-from physarum.render.analysis.commands import sensitivity, sensitivity_plane
-from physarum.render.analysis.errors import AnalysisError
-from physarum.render.analysis.figures import plot_divergence, plot_plane
-from physarum.render.analysis.fit import (
+from .batch import MEMORY_SHARE, RunOptions, points_per_chunk, run_twins
+from .commands import sensitivity, sensitivity_plane
+from .errors import AnalysisError
+from .figures import plot_divergence, plot_plane
+from .fit import (
     MIN_FIT_POINTS,
     PLATEAU_GROWTH,
     SATURATION_LEVEL,
@@ -52,15 +52,15 @@ from physarum.render.analysis.fit import (
     perturbed,
     saturation_index,
 )
-from physarum.render.analysis.linear import (
+from .linear import (
     LinearModel,
     agent_density,
     eigenvalues,
     linear_model,
     preset_linear_model,
 )
-from physarum.render.analysis.metrics import METRICS, TwinSeries, divergence
-from physarum.render.analysis.plane import (
+from .metrics import METRICS, TwinSeries, divergence
+from .plane import (
     GROWTH_THRESHOLD,
     PLANE_KEYS,
     PlaneAxis,
@@ -69,7 +69,7 @@ from physarum.render.analysis.plane import (
     parse_plane_axis,
     plane_presets,
 )
-from physarum.render.analysis.report import (
+from .report import (
     json_number,
     linear_record,
     output_paths,
@@ -82,7 +82,7 @@ from physarum.render.analysis.report import (
     write_plane_csv,
     write_twin_csv,
 )
-from physarum.render.analysis.twins import (
+from .twins import (
     KINDS,
     LOOKAHEAD_STEPS,
     PERTURBING_KINDS,

@@ -10,13 +10,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from physarum.kernels import get_backend
-from physarum.kernels.api import State, Tables
-from physarum.kernels.exact import build_tables
-from physarum.kernels.spawn import spawn
-from physarum.render.analysis.errors import AnalysisError
-from physarum.render.analysis.metrics import TwinSeries, divergence
-from physarum.render.analysis.twins import (
+from ...kernels import get_backend
+from ...kernels.api import State, Tables
+from ...kernels.exact import build_tables
+from ...kernels.spawn import spawn
+from ..preset import Preset
+from ..run.machine import available_bytes, estimated_bytes, limit_cpu_threads
+from .errors import AnalysisError
+from .metrics import TwinSeries, divergence
+from .twins import (
     LOOKAHEAD_STEPS,
     PERTURBING_KINDS,
     Twin,
@@ -25,8 +27,6 @@ from physarum.render.analysis.twins import (
     choose_trail_twins,
     perturb,
 )
-from physarum.render.preset import Preset
-from physarum.render.run.machine import available_bytes, estimated_bytes, limit_cpu_threads
 
 MEMORY_SHARE = 0.5  # of the free device memory a chunk of plane points may plan to use
 MIN_AGENTS = 2  # the decorrelated distance compares each agent with one half the agents away

@@ -8,13 +8,15 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from physarum.render.analysis.batch import RunOptions, run_twins
-from physarum.render.analysis.errors import AnalysisError
-from physarum.render.analysis.figures import plot_divergence, plot_plane
-from physarum.render.analysis.fit import analyse_point
-from physarum.render.analysis.linear import preset_linear_model
-from physarum.render.analysis.plane import GROWTH_THRESHOLD, PlaneAxis, analyse_plane, plane_presets
-from physarum.render.analysis.report import (
+from ..base.files import write_json
+from ..preset import Preset
+from .batch import RunOptions, run_twins
+from .errors import AnalysisError
+from .figures import plot_divergence, plot_plane
+from .fit import analyse_point
+from .linear import preset_linear_model
+from .plane import GROWTH_THRESHOLD, PlaneAxis, analyse_plane, plane_presets
+from .report import (
     linear_record,
     output_paths,
     plane_record,
@@ -24,9 +26,7 @@ from physarum.render.analysis.report import (
     write_plane_csv,
     write_twin_csv,
 )
-from physarum.render.analysis.verdict import plane_verdict, point_verdict
-from physarum.render.base.files import write_json
-from physarum.render.preset import Preset
+from .verdict import plane_verdict, point_verdict
 
 
 def sensitivity(preset: Preset, options: RunOptions, out_dir: Path, device_name: str = "") -> dict:

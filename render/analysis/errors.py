@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from physarum.render.base.errors import RenderError
+from ..base.errors import RenderError
 
 
 class AnalysisError(RenderError):

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from physarum.render.analysis.fit import WINDOW_FRACTION, TwinResult
-from physarum.render.analysis.linear import agent_density, linear_model
-from physarum.render.analysis.metrics import TwinSeries
-from physarum.render.analysis.plane import PlaneAxis, PlaneResult
-from physarum.render.analysis.report import plus_minus
-from physarum.render.base.files import PartialFile
-from physarum.render.preset import Preset
+from ..base.files import PartialFile
+from ..preset import Preset
+from .fit import WINDOW_FRACTION, TwinResult
+from .linear import agent_density, linear_model
+from .metrics import TwinSeries
+from .plane import PlaneAxis, PlaneResult
+from .report import plus_minus
 
 
 def _pyplot():

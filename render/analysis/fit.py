@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physarum.render.analysis.metrics import TwinSeries
-from physarum.render.analysis.twins import Twin
+from .metrics import TwinSeries
+from .twins import Twin
 
 WINDOW_FRACTION = 1e-2  # the exponential window closes at this share of the decorrelated level
 SATURATION_LEVEL = 0.9  # saturation: the first step at this share of the plateau

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physarum.render.preset import Preset
+from ..preset import Preset
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from physarum.kernels.api import FRAC_BITS, ONE
-from physarum.render.analysis.twins import Twin
+from ...kernels.api import FRAC_BITS, ONE
+from .twins import Twin
 
 METRICS = ("trail_l1", "trail_correlation", "agent_distance_px")
 

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physarum.render.analysis.errors import AnalysisError
-from physarum.render.analysis.fit import analyse_point, mean_and_error, perturbed
-from physarum.render.analysis.linear import preset_linear_model
-from physarum.render.analysis.metrics import TwinSeries
-from physarum.render.base.errors import did_you_mean
-from physarum.render.preset import Model, Preset, PresetError, build_preset
+from ..base.errors import did_you_mean
+from ..preset import Model, Preset, PresetError, build_preset
+from .errors import AnalysisError
+from .fit import analyse_point, mean_and_error, perturbed
+from .linear import preset_linear_model
+from .metrics import TwinSeries
 
 GROWTH_THRESHOLD = 0.0  # per step: a plane point above it counts as unstable (--threshold)
 PLANE_KEYS = tuple(f"model.{name}" for name in Model.model_fields)

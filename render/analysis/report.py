@@ -12,21 +12,21 @@ from pathlib import Path
 
 import numpy as np
 
-from physarum.render.analysis.batch import RunOptions
-from physarum.render.analysis.fit import (
+from ..base.files import write_csv
+from ..preset import Preset
+from ..preset.provenance import embedded_text, version
+from .batch import RunOptions
+from .fit import (
     SATURATION_LEVEL,
     WINDOW_FRACTION,
     TwinResult,
     mean_and_error,
     perturbed,
 )
-from physarum.render.analysis.linear import LinearModel
-from physarum.render.analysis.metrics import METRICS, TwinSeries
-from physarum.render.analysis.plane import PlaneResult
-from physarum.render.analysis.twins import KINDS
-from physarum.render.base.files import write_csv
-from physarum.render.preset import Preset
-from physarum.render.preset.provenance import embedded_text, version
+from .linear import LinearModel
+from .metrics import METRICS, TwinSeries
+from .plane import PlaneResult
+from .twins import KINDS
 
 
 def output_paths(preset: Preset, out_dir: Path, suffix: str) -> dict[str, Path]:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from physarum.kernels.api import FRAC_BITS, HEADING_MASK, ONE, TRAIL_FLOOR, State, Tables
-from physarum.kernels.exact import turn_bits
-from physarum.kernels.reference import steer_sign
+from ...kernels.api import FRAC_BITS, HEADING_MASK, ONE, TRAIL_FLOOR, State, Tables
+from ...kernels.exact import turn_bits
+from ...kernels.reference import steer_sign
 
 PERTURBING_KINDS = ("agent", "trail")  # the twins that carry a perturbation
 KINDS = (*PERTURBING_KINDS, "none")  # "none": an unperturbed twin, the batch's own control

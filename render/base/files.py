@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from physarum.render.base.errors import name_file
+from .errors import name_file
 
 # created exclusively, never through a link planted at the name (O_NOFOLLOW where the OS has it)
 EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)

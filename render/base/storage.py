@@ -41,8 +41,8 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 from urllib.parse import urlsplit
 
-from physarum.render.base.errors import RenderError, name_file
-from physarum.render.base.files import PartialFile, commit_together, written_whole
+from .errors import RenderError, name_file
+from .files import PartialFile, commit_together, written_whole
 
 SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 # a URL that pathlib.Path collapsed ('s3://b/p' -> 's3:/b/p'): a scheme of two characters or more

@@ -2,6 +2,6 @@
 
 import sys
 
-from physarum.render.cli.main import main
+from .main import main
 
 sys.exit(main())

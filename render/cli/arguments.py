@@ -7,13 +7,13 @@ import argparse
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from physarum.render import __version__
-from physarum.render.base.errors import RenderError
-from physarum.render.formats.gif_targets import GIF_TARGETS
-from physarum.render.formats.targets import TARGETS
+from .. import __version__
+from ..base.errors import RenderError
+from ..formats.gif_targets import GIF_TARGETS
+from ..formats.targets import TARGETS
 
 if TYPE_CHECKING:
-    from physarum.render.preset import Preset
+    from ..preset import Preset
 
 # The parser is built by every command, --help too: nothing here builds the preset schema
 # (pydantic); `reduction` imports it for the renders that reduce (`# start-up:`).
@@ -400,7 +400,7 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
     divides the canvas's sides by K, --preview brings its short side to PREVIEW_SIDE (a little
     more where a sensor would fall under a few pixels: preview_ratio; never enlarged),
     render/preset/reduce.py. RenderError for a K that is not a number from 1 to MAX_REDUCE."""
-    from physarum.render.preset.reduce import preview_ratio, reduce_preset, side_ratio  # start-up: the schema
+    from ..preset.reduce import preview_ratio, reduce_preset, side_ratio  # start-up: the schema
 
     kind = "preview" if args.preview else "reduce"
     if args.reduce is not None:

@@ -10,14 +10,14 @@ import os
 import sys
 from pathlib import Path
 
-from physarum.render.base.errors import PresetError, RenderError, machine_problem, printable, shown
-from physarum.render.base.interrupts import Terminated
-from physarum.render.cli import show
-from physarum.render.cli.arguments import flag_settings, parser, reduction, stop_settings
-from physarum.render.cli.research import cmd_bench, cmd_explore, cmd_graph, cmd_profile, cmd_sensitivity
-from physarum.render.commands import render as render_command
-from physarum.render.commands import sweep as sweep_command
-from physarum.render.preset.catalog import resolve_preset_path
+from ..base.errors import PresetError, RenderError, machine_problem, printable, shown
+from ..base.interrupts import Terminated
+from ..commands import render as render_command
+from ..commands import sweep as sweep_command
+from ..preset.catalog import resolve_preset_path
+from . import show
+from .arguments import flag_settings, parser, reduction, stop_settings
+from .research import cmd_bench, cmd_explore, cmd_graph, cmd_profile, cmd_sensitivity
 
 # The commands that simulate import torch (and the stages that need it) inside their function,
 # each line marked `# start-up:`: help, presets, sweeps and validate answer without it. Those that
@@ -33,8 +33,8 @@ def _say(line: str) -> None:
 
 
 def cmd_render(args) -> int:
-    from physarum.render.out.specs import gif_size  # start-up: the preset schema
-    from physarum.render.run.reload import load_for_render  # start-up: the same
+    from ..out.specs import gif_size  # start-up: the preset schema
+    from ..run.reload import load_for_render  # start-up: the same
 
     args.settings = [*args.settings, *flag_settings(args), *stop_settings(args)]
     if args.preview:
@@ -47,7 +47,7 @@ def cmd_render(args) -> int:
         render_command.check(preset)
     else:
         show.status(args.quiet, "loading torch")
-        from physarum.render.run.resume import load_for_resume  # start-up: torch
+        from ..run.resume import load_for_resume  # start-up: torch
 
         preset, resume = load_for_resume(args)
     call = render_command.RenderCall(
@@ -93,7 +93,7 @@ def cmd_render(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
+    from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
     sweep = sweep_command.load(args.sweep)
     if args.dry_run:
@@ -145,8 +145,8 @@ def cmd_sweeps(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from physarum.render.preset import audio as soundtrack  # start-up: the preset schema
-    from physarum.render.preset import load_preset  # start-up: the preset schema
+    from ..preset import audio as soundtrack  # start-up: the preset schema
+    from ..preset import load_preset  # start-up: the preset schema
 
     problems = []
     for name in args.presets:
@@ -166,7 +166,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_live(args) -> int:
-    from physarum.render.live.command import run_live  # start-up: torch and aiohttp, for live only
+    from ..live.command import run_live  # start-up: torch and aiohttp, for live only
 
     return run_live(args)
 
@@ -176,8 +176,8 @@ def cmd_warmup(args) -> int:
     simulation made at its size, the launches of its first step compiled at once on threads
     (kernels/warmup.py), then two frames of it simulated and coloured, which builds what
     compiling alone does not (Triton's launchers, the colouring's kernels). A line per preset."""
-    from physarum.render.preset import load_preset  # start-up: the preset schema
-    from physarum.render.preset.catalog import preset_files  # start-up: the same
+    from ..preset import load_preset  # start-up: the preset schema
+    from ..preset.catalog import preset_files  # start-up: the same
 
     presets = [load_preset(resolve_preset_path(name)) for name in args.presets or preset_files()]
     show.status(args.quiet, "loading torch")
@@ -185,12 +185,12 @@ def cmd_warmup(args) -> int:
 
     import torch  # start-up: torch
 
-    from physarum.kernels import warmup  # start-up: torch, triton
-    from physarum.render.look.colour import make_colourist  # start-up: torch
-    from physarum.render.look.layers import layer_map, needs_agents  # start-up: torch
-    from physarum.render.look.volume import VolumeColourist  # start-up: torch
-    from physarum.render.run.machine import resolve_backend, resolve_device  # start-up: torch
-    from physarum.render.sim.simulation import make_batch_simulation  # start-up: torch
+    from ...kernels import warmup  # start-up: torch, triton
+    from ..look.colour import make_colourist  # start-up: torch
+    from ..look.layers import layer_map, needs_agents  # start-up: torch
+    from ..look.volume import VolumeColourist  # start-up: torch
+    from ..run.machine import resolve_backend, resolve_device  # start-up: torch
+    from ..sim.simulation import make_batch_simulation  # start-up: torch
 
     device = resolve_device(args.device)
     backend = resolve_backend(args.backend, device)

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError, printable
-from physarum.render.base.interrupts import signals_interrupt
-from physarum.render.preset.catalog import resolve_preset_path
+from ..base.errors import RenderError, printable
+from ..base.interrupts import signals_interrupt
+from ..preset.catalog import resolve_preset_path
 
 
 def _command_preset(args, command: str):
     """The preset a command of one preset reads (args.preset, with its --set args.settings),
     validated; RenderError for a 3D preset, which `command` does not take."""
-    from physarum.render.preset import load_preset  # start-up: the preset schema
-    from physarum.render.run.volume_checks import refuse_3d_command  # start-up: the same
+    from ..preset import load_preset  # start-up: the preset schema
+    from ..run.volume_checks import refuse_3d_command  # start-up: the same
 
     preset = load_preset(resolve_preset_path(args.preset), args.settings)
     refuse_3d_command(preset, command)
@@ -31,9 +31,9 @@ def _positive(value: int, flag: str) -> int:
 
 
 def cmd_profile(args) -> int:
-    from physarum.render.preset import load_preset  # start-up: the preset schema
-    from physarum.render.run import machine  # start-up: torch
-    from physarum.render.tools.profile import profile_preset  # start-up: torch
+    from ..preset import load_preset  # start-up: the preset schema
+    from ..run import machine  # start-up: torch
+    from ..tools.profile import profile_preset  # start-up: torch
 
     preset = load_preset(resolve_preset_path(args.preset))
     device = machine.resolve_device(args.device)
@@ -47,8 +47,8 @@ def cmd_profile(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from physarum.render.run import machine  # start-up: torch
-    from physarum.render.tools.bench import CONFIGS, run_bench  # start-up: torch
+    from ..run import machine  # start-up: torch
+    from ..tools.bench import CONFIGS, run_bench  # start-up: torch
 
     device = machine.resolve_device(args.device)
     default = "S,L,XL,X" if device.type == "cuda" else "CPU"
@@ -68,8 +68,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from physarum.render import analysis  # start-up: torch
-    from physarum.render.run import machine  # start-up: torch
+    from .. import analysis  # start-up: torch
+    from ..run import machine  # start-up: torch
 
     axes = [analysis.parse_plane_axis(spec) for spec in args.plane] if args.plane else None
     preset = _command_preset(args, "sensitivity")
@@ -116,8 +116,8 @@ def cmd_sensitivity(args) -> int:
 
 
 def cmd_graph(args) -> int:
-    from physarum.render import graph  # start-up: scikit-image, scipy and networkx load only for graph
-    from physarum.render.run import machine  # start-up: torch
+    from .. import graph  # start-up: scikit-image, scipy and networkx load only for graph
+    from ..run import machine  # start-up: torch
 
     preset = _command_preset(args, "graph")
     min_area = graph.MIN_AREA if args.min_area is None else args.min_area
@@ -140,7 +140,7 @@ def cmd_graph(args) -> int:
 
 
 def cmd_explore(args) -> int:
-    from physarum.render import explore  # start-up: torch
+    from .. import explore  # start-up: torch
 
     preset = _command_preset(args, "explore")
     given = {k: getattr(args, k) for k in ("rounds", "population", "keep", "size", "steps", "seed")}

@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from physarum.render.base.errors import PresetError, RenderError, ordinal, printable
-from physarum.render.base.files import commit_together, stage
-from physarum.render.preset.catalog import (
+from ..base.errors import PresetError, RenderError, ordinal, printable
+from ..base.files import commit_together, stage
+from ..preset.catalog import (
     PRESETS,
     Listed,
     listed,
@@ -43,7 +43,7 @@ def _validated(path: Path) -> Listed:
     slower). One the schema refuses is loaded by load_preset, for its message."""
     from pydantic import ValidationError  # start-up: the schema, only where `listed` cannot read
 
-    from physarum.render.preset import Preset, load_preset  # start-up: the same
+    from ..preset import Preset, load_preset  # start-up: the same
 
     try:
         preset = Preset.model_validate(read_shipped(path), context={"base": path.parent, "carried": {}})

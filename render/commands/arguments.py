@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from physarum.render.base.errors import PresetError, printable
-from physarum.render.base.inputs import excerpt
+from ..base.errors import PresetError, printable
+from ..base.inputs import excerpt
 
 
 def _got(value) -> str:
@@ -23,7 +23,7 @@ def _got(value) -> str:
 
 def preset_of(value, call: str):
     """`value` where it is a Preset; TypeError otherwise (a name is loaded by physarum.load)."""
-    from physarum.render.preset import Preset  # start-up: the preset schema, for a call that renders
+    from ..preset import Preset  # start-up: the preset schema, for a call that renders
 
     if isinstance(value, Preset):
         return value

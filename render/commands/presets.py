@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from physarum.render.preset.catalog import resolve_preset_path
+from ..preset.catalog import resolve_preset_path
 
 # The sections Preset.portable_dump leaves out, as dotted paths: put back by `change`.
 KEPT_SECTIONS = ("checkpoint", "output.fields", "output.volume")
@@ -21,7 +21,7 @@ KEPT_SECTIONS = ("checkpoint", "output.fields", "output.volume")
 def load(name_or_path: str, settings: list[str] = ()):
     """A curated preset by name, or a preset file, validated with --set `settings` over it;
     PresetError listing every problem."""
-    from physarum.render.preset import load_preset  # start-up: the preset schema, when used
+    from ..preset import load_preset  # start-up: the preset schema, when used
 
     return load_preset(resolve_preset_path(name_or_path), list(settings))
 
@@ -48,7 +48,7 @@ def full_dump(preset) -> dict:
 def change(preset, settings: list[str]):
     """The preset with --set `settings` over it, validated again, keeping every section it has
     and the images it carries (a preset read by render --from reads those, not files)."""
-    from physarum.render.preset import build_preset  # start-up: the preset schema, when used
+    from ..preset import build_preset  # start-up: the preset schema, when used
 
     return build_preset(
         full_dump(preset), preset.name, list(settings), base=Path.cwd(), carried=preset.carried

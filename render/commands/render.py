@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render.base.interrupts import signals_interrupt
+from ..base.interrupts import signals_interrupt
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Rendered:
 def check(preset) -> None:
     """What a render refuses before torch is loaded, one message each (RenderError): a preset
     whose embedded text render --from could not read back."""
-    from physarum.render.preset.provenance import check_readable  # start-up: the preset schema
+    from ..preset.provenance import check_readable  # start-up: the preset schema
 
     check_readable(preset)
 
@@ -56,18 +56,18 @@ def run(preset, call: RenderCall, say: Callable[[str], None] | None = None) -> R
     """Render `preset` as `call` says; `say` (unless quiet) is given the lines a render speaks
     before it starts: what it loads, the estimate of a long one, the kernels' compilation.
     RenderError or PresetError for what cannot be rendered, before anything is written."""
-    from physarum.render.out.specs import output_paths  # start-up: the preset schema
+    from ..out.specs import output_paths  # start-up: the preset schema
 
     check(preset)
     speak = say if (say is not None and not call.quiet) else (lambda line: None)
     if call.resume is None:  # a render speaks from its first second (a resumed one has: its state)
         speak("physarum: loading torch...")
-    from physarum.render.out.metrics import MetricsCsv  # start-up: torch
-    from physarum.render.run import machine  # start-up: torch
-    from physarum.render.run.estimate import estimate_line  # start-up: torch
-    from physarum.render.run.reload import refuse_writing_over  # start-up: the preset schema
-    from physarum.render.run.runner import RenderOptions, render  # start-up: torch
-    from physarum.render.tools.stats import StatsRecorder  # start-up: torch
+    from ..out.metrics import MetricsCsv  # start-up: torch
+    from ..run import machine  # start-up: torch
+    from ..run.estimate import estimate_line  # start-up: torch
+    from ..run.reload import refuse_writing_over  # start-up: the preset schema
+    from ..run.runner import RenderOptions, render  # start-up: torch
+    from ..tools.stats import StatsRecorder  # start-up: torch
 
     paths = output_paths(preset, call.out)
     stats_path = paths["json"].with_suffix(".stats.csv")

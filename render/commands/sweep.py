@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError
-from physarum.render.preset.catalog import resolve_sweep_path
+from ..base.errors import RenderError
+from ..preset.catalog import resolve_sweep_path
 
 
 def load(name_or_path: str):
     """An example sweep by name, or a sweep file, expanded into its validated jobs; RenderError
     where a job's preset is 3D, PresetError for the file's problems."""
-    from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
-    from physarum.render.run.volume_checks import refuse_3d_command  # start-up: the preset schema
+    from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
+    from ..run.volume_checks import refuse_3d_command  # start-up: the preset schema
 
     sweep = sweeps.load_sweep(resolve_sweep_path(name_or_path))
     for job in sweep.jobs:
@@ -27,7 +27,7 @@ def load(name_or_path: str):
 def batch_of(max_batch: int | None) -> int:
     """--batch: at most this many simulations per batch (default DEFAULT_MAX_BATCH); RenderError
     below 1, for a dry run as for a run."""
-    from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
+    from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
     if max_batch is None:
         return sweeps.DEFAULT_MAX_BATCH
@@ -44,7 +44,7 @@ def destination(out: str | Path) -> str | Path:
 
 def dry_run(sweep, out: str | Path, max_batch: int | None) -> list[str]:
     """The lines `physarum sweep --dry-run` prints: every job, its values and its state."""
-    from physarum.render import sweep as sweeps  # start-up: the sweep modules, for sweep only
+    from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
     return sweeps.dry_run_lines(sweep, destination(out), batch_of(max_batch))
 
@@ -52,7 +52,7 @@ def dry_run(sweep, out: str | Path, max_batch: int | None) -> list[str]:
 def run(sweep, out: str | Path, max_batch: int | None = None, **options):
     """Run the sweep (sweep.SweepOptions: backend, devices, ray, retry_failed, quiet, gallery);
     its SweepSummary."""
-    from physarum.render import sweep as sweeps  # start-up: torch, for a run
+    from .. import sweep as sweeps  # start-up: torch, for a run
 
     return sweeps.run_sweep(
         sweep, sweeps.SweepOptions(out_dir=destination(out), max_batch=batch_of(max_batch), **options)

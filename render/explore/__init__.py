@@ -12,7 +12,7 @@ data flow:
 - run: the whole explore, round by round (docs/explore.md).
 """
 
-from physarum.render.explore.plan import ExploreOptions
-from physarum.render.explore.run import ExploreResult, explore, summary_lines
+from .plan import ExploreOptions
+from .run import ExploreResult, explore, summary_lines
 
 __all__ = ["ExploreOptions", "ExploreResult", "explore", "summary_lines"]

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physarum.render.explore.describe import DESCRIPTOR_COLUMNS, describe, status
-from physarum.render.explore.novelty import farthest_points, novelty, robust_scale
-from physarum.render.out.metrics import METRIC_COLUMNS
+from ..out.metrics import METRIC_COLUMNS
+from .describe import DESCRIPTOR_COLUMNS, describe, status
+from .novelty import farthest_points, novelty, robust_scale
 
 
 @dataclass

@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from physarum.render.explore.describe import graph_descriptor
-from physarum.render.explore.mutate import changed, mutate
-from physarum.render.explore.plan import ExploreOptions, candidate_preset
-from physarum.render.out.metrics import FrameMetrics
-from physarum.render.preset import Preset, PresetError
-from physarum.render.run import runner
+from ..out.metrics import FrameMetrics
+from ..preset import Preset, PresetError
+from ..run import runner
+from .describe import graph_descriptor
+from .mutate import changed, mutate
+from .plan import ExploreOptions, candidate_preset
 
 CANDIDATES_DIR = "candidates"
 ATTEMPTS = 8  # draws of a mutation the preset's checks refuse, before the parent's values stand

@@ -30,9 +30,9 @@ import math
 
 import numpy as np
 
-from physarum.render.graph.network import build_graph, graph_statistics
-from physarum.render.graph.skeleton import skeletonise
-from physarum.render.out.metrics import METRIC_COLUMNS
+from ..graph.network import build_graph, graph_statistics
+from ..graph.skeleton import skeletonise
+from ..out.metrics import METRIC_COLUMNS
 
 DIGITS = 6
 STATISTICS = ("mean", "std", "drift")

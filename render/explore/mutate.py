@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
 
-from physarum.kernels.exact import lowbias32_int
+from ...kernels.exact import lowbias32_int
 
 SIGNIFICANT = 4  # digits of a mutated value
 CHILD_SCALE = Fraction(1, 2)  # the exponent's range of a child, against round 0's

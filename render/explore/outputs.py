@@ -18,13 +18,13 @@ from pathlib import Path
 
 import yaml
 
-from physarum.render.base.files import write_csv, written_whole
-from physarum.render.explore.archive import Entry
-from physarum.render.explore.batch import Candidate, candidate_of
-from physarum.render.explore.describe import DESCRIPTOR_COLUMNS
-from physarum.render.explore.mutate import KEYS, changed
-from physarum.render.preset import Preset
-from physarum.render.sweep.gallery import write_gallery
+from ..base.files import write_csv, written_whole
+from ..preset import Preset
+from ..sweep.gallery import write_gallery
+from .archive import Entry
+from .batch import Candidate, candidate_of
+from .describe import DESCRIPTOR_COLUMNS
+from .mutate import KEYS, changed
 
 KEPT_DIR = "kept"
 

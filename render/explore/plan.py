@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError
-from physarum.render.preset import Preset
-from physarum.render.preset.load import build_preset
-from physarum.render.preset.reduce import reduce_preset, side_ratio
-from physarum.render.run.estimate import render_seconds
+from ..base.errors import RenderError
+from ..preset import Preset
+from ..preset.load import build_preset
+from ..preset.reduce import reduce_preset, side_ratio
+from ..run.estimate import render_seconds
 
 FRAMES = 24  # frames (metric rows) of a candidate's run, about
 DEFAULT_KEEP = 12

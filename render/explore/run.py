@@ -17,24 +17,24 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError, printable
-from physarum.render.base.interrupts import stop_if_requested
-from physarum.render.base.locks import LockHeld, NameLock
-from physarum.render.explore.archive import build_archive, kept, most_novel, ordered
-from physarum.render.explore.batch import accepts, render_candidates, round_candidates
-from physarum.render.explore.mutate import mutable_values
-from physarum.render.explore.outputs import write_outputs
-from physarum.render.explore.plan import (
+from ..base.errors import RenderError, printable
+from ..base.interrupts import stop_if_requested
+from ..base.locks import LockHeld, NameLock
+from ..preset import Preset
+from ..run import machine
+from ..sweep.plan import batch_limit
+from .archive import build_archive, kept, most_novel, ordered
+from .batch import accepts, render_candidates, round_candidates
+from .mutate import mutable_values
+from .outputs import write_outputs
+from .plan import (
     ExploreOptions,
     check_cost,
     check_options,
     cost_lines,
     explored_preset,
 )
-from physarum.render.explore.state import ExploreState
-from physarum.render.preset import Preset
-from physarum.render.run import machine
-from physarum.render.sweep.plan import batch_limit
+from .state import ExploreState
 
 MAX_BATCH = 64  # candidates per simulation: each brings its own encoder process on the host
 # device bytes per canvas cell of one candidate's per-frame metrics (float64 maps of this frame

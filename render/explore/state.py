@@ -14,10 +14,10 @@ import hashlib
 import math
 from pathlib import Path, PurePosixPath
 
-from physarum.render.base.errors import RenderError, printable
-from physarum.render.base.files import parse_json, write_json
-from physarum.render.base.inputs import excerpt, read_text
-from physarum.render.out.metrics import METRIC_COLUMNS
+from ..base.errors import RenderError, printable
+from ..base.files import parse_json, write_json
+from ..base.inputs import excerpt, read_text
+from ..out.metrics import METRIC_COLUMNS
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 256 * 2**20

@@ -20,8 +20,8 @@ Not a format (no FORMAT): the format modules import it."""
 
 from __future__ import annotations
 
-from physarum.render.base import lazy
-from physarum.render.base.errors import RenderError
+from ..base import lazy
+from ..base.errors import RenderError
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import PartialFile, commit_together
-from physarum.render.formats.alpha import reads
-from physarum.render.formats.av_video import AvVideoWriter, VideoSetting
-from physarum.render.formats.contract import Format, Frame, Shared
-from physarum.render.formats.png import EMBED_KEY
-from physarum.render.formats.png import read_text as png_text
+from ..base.errors import RenderError
+from ..base.files import PartialFile, commit_together
+from .alpha import reads
+from .av_video import AvVideoWriter, VideoSetting
+from .contract import Format, Frame, Shared
+from .png import EMBED_KEY
+from .png import read_text as png_text
 
 APNG_MAX_SIDE = 16384  # browsers' limit on an image's side (PNG's own is 2^31 - 1)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

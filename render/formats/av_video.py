@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from physarum.render.base import lazy
-from physarum.render.base.files import PartialFile, commit_together
-from physarum.render.formats.alpha import join
-from physarum.render.formats.contract import Frame
+from ..base import lazy
+from ..base.files import PartialFile, commit_together
+from .alpha import join
+from .contract import Frame
 
 # start-up: loaded at first use (base/lazy.py)
 av = lazy.module("av")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from physarum.render.base import lazy
+from ..base import lazy
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

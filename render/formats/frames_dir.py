@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from physarum.render.base.files import PartialFile, commit_together
-from physarum.render.formats.alpha import join
-from physarum.render.formats.contract import Frame
-from physarum.render.formats.png import save_png
+from ..base.files import PartialFile, commit_together
+from .alpha import join
+from .contract import Frame
+from .png import save_png
 
 
 @dataclass(frozen=True)

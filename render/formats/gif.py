@@ -9,12 +9,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
-from physarum.render.base import lazy
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import PartialFile, commit_together
-from physarum.render.formats import gif_file
-from physarum.render.formats.contract import Format, Frame, Shared
-from physarum.render.formats.gif_budget import (
+from ..base import lazy
+from ..base.errors import RenderError
+from ..base.files import PartialFile, commit_together
+from . import gif_file
+from .contract import Format, Frame, Shared
+from .gif_budget import (
     SPECULATE_KEYS,
     SPECULATE_WORKERS,
     Blocks,
@@ -24,8 +24,8 @@ from physarum.render.formats.gif_budget import (
     estimate_task,
     sample_frames,
 )
-from physarum.render.formats.gif_file import Digits, Reduction, delay_ms
-from physarum.render.formats.gif_pool import CompressPool, FrameTask, pool_size
+from .gif_file import Digits, Reduction, delay_ms
+from .gif_pool import CompressPool, FrameTask, pool_size
 
 # start-up: loaded at first use (base/lazy.py)
 Image = lazy.module("PIL.Image")

@@ -35,8 +35,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from physarum.render.base import lazy
-from physarum.render.formats.gif_file import (
+from ..base import lazy
+from .gif_file import (
     LEVELS,
     TRAILER,
     Digits,
@@ -49,7 +49,7 @@ from physarum.render.formats.gif_file import (
     max_stride,
     reduced_size,
 )
-from physarum.render.formats.gif_pool import KEEP_LEVEL, CompressPool, FrameTask
+from .gif_pool import KEEP_LEVEL, CompressPool, FrameTask
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

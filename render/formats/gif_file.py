@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from physarum.render.base import lazy
+from ..base import lazy
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

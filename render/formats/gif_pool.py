@@ -31,8 +31,8 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from physarum.render.base import lazy
-from physarum.render.formats.gif_file import (
+from ..base import lazy
+from .gif_file import (
     Digits,
     Reduction,
     area_downscale,

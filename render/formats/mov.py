@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from physarum.render.base.errors import RenderError
-from physarum.render.formats.alpha import reads
-from physarum.render.formats.av_video import AvVideoWriter, VideoSetting, read_comment
-from physarum.render.formats.contract import Format, Shared
+from ..base.errors import RenderError
+from .alpha import reads
+from .av_video import AvVideoWriter, VideoSetting, read_comment
+from .contract import Format, Shared
 
 MOV_MAX_SIDE = 8192  # ProRes as Apple's decoders take it (8K); prores_ks itself goes further
 # prores_ks at fixed settings: profile 4444 (4: "4444"), Apple's vendor tag so that Apple's

@@ -11,12 +11,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import ClassVar
 
-from physarum.render.base import lazy
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import PartialFile, commit_together
-from physarum.render.formats.contract import Format, Frame, Shared
-from physarum.render.formats.mp4_audio import Soundtrack, open_sound
-from physarum.render.formats.targets import FittedFrames, FrameFit, frame_fit
+from ..base import lazy
+from ..base.errors import RenderError
+from ..base.files import PartialFile, commit_together
+from .contract import Format, Frame, Shared
+from .mp4_audio import Soundtrack, open_sound
+from .targets import FittedFrames, FrameFit, frame_fit
 
 # start-up: loaded at first use (base/lazy.py)
 av = lazy.module("av")

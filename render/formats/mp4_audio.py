@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from physarum.render.base import lazy
+from ..base import lazy
 
 # start-up: loaded at first use (base/lazy.py)
 av = lazy.module("av")

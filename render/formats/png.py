@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
-from physarum.render.base import lazy
-from physarum.render.base.files import PartialFile, commit_together
-from physarum.render.formats.alpha import join, reads
-from physarum.render.formats.contract import Format, Frame, Shared, no_notes
+from ..base import lazy
+from ..base.files import PartialFile, commit_together
+from .alpha import join, reads
+from .contract import Format, Frame, Shared, no_notes
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

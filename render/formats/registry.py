@@ -10,11 +10,11 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-import physarum.render.formats as _package
-from physarum.render.base.files import parse_json
-from physarum.render.base.inputs import read_text as read_input
-from physarum.render.formats import png
-from physarum.render.formats.contract import Format, Spec, Writer
+from .. import formats as _package
+from ..base.files import parse_json
+from ..base.inputs import read_text as read_input
+from . import png
+from .contract import Format, Spec, Writer
 
 
 def _found() -> dict[str, Format]:

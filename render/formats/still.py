@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from physarum.render.base import lazy
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import PartialFile, commit_together
-from physarum.render.formats.contract import Frame
-from physarum.render.formats.png import EMBED_KEY
+from ..base import lazy
+from ..base.errors import RenderError
+from ..base.files import PartialFile, commit_together
+from .contract import Frame
+from .png import EMBED_KEY
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

@@ -18,8 +18,8 @@ import math
 import zlib
 from dataclasses import dataclass
 
-from physarum.render.base import lazy
-from physarum.render.base.errors import RenderError
+from ..base import lazy
+from ..base.errors import RenderError
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

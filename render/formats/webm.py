@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from physarum.render.base.errors import RenderError
-from physarum.render.formats.alpha import reads
-from physarum.render.formats.av_video import AvVideoWriter, VideoSetting, padded_size, read_comment
-from physarum.render.formats.contract import Format, Shared
+from ..base.errors import RenderError
+from .alpha import reads
+from .av_video import AvVideoWriter, VideoSetting, padded_size, read_comment
+from .contract import Format, Shared
 
 WEBM_MAX_SIDE = 16384  # VP9 allows 65536; beyond 16384 no browser decodes it
 WEBM_CRF = 20  # constant quality (b=0): the VP9 counterpart of the MP4's CRF 18

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from physarum.render.base import lazy
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import PartialFile, commit_together
-from physarum.render.formats.alpha import join, reads
-from physarum.render.formats.contract import Format, Frame, Shared
+from ..base import lazy
+from ..base.errors import RenderError
+from ..base.files import PartialFile, commit_together
+from .alpha import join, reads
+from .contract import Format, Frame, Shared
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

@@ -7,7 +7,7 @@ public names."""
 
 from __future__ import annotations
 
-from physarum.render.graph.command import (
+from .command import (
     MAX_STEPS_CHOSEN,
     WARN_NODES,
     GraphOptions,
@@ -18,8 +18,8 @@ from physarum.render.graph.command import (
     parse_threshold,
     summary_lines,
 )
-from physarum.render.graph.network import GRAPH_STATS, build_graph, graph_statistics, node_kind, pixel_graph
-from physarum.render.graph.report import (
+from .network import GRAPH_STATS, build_graph, graph_statistics, node_kind, pixel_graph
+from .report import (
     EDGE_COLUMNS,
     NODE_COLUMNS,
     STATS_COLUMNS,
@@ -28,7 +28,7 @@ from physarum.render.graph.report import (
     write_stats,
     write_step,
 )
-from physarum.render.graph.skeleton import (
+from .skeleton import (
     MAX_CLEAN_CELLS,
     MIN_AREA,
     PERCENTILE,

@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from physarum.render.base.errors import RenderError
-from physarum.render.graph.figures import panel_steps, plot_graphs
-from physarum.render.graph.network import build_graph, graph_statistics
-from physarum.render.graph.report import output_paths, write_stats, write_step
-from physarum.render.graph.skeleton import MIN_AREA, THRESHOLD_RULES, max_min_area, skeletonise
-from physarum.render.preset import Preset
-from physarum.render.preset.provenance import embedded_text, version
-from physarum.render.sim.simulation import make_simulation
+from ..base.errors import RenderError
+from ..preset import Preset
+from ..preset.provenance import embedded_text, version
+from ..sim.simulation import make_simulation
+from .figures import panel_steps, plot_graphs
+from .network import build_graph, graph_statistics
+from .report import output_paths, write_stats, write_step
+from .skeleton import MIN_AREA, THRESHOLD_RULES, max_min_area, skeletonise
 
 MAX_STEPS_CHOSEN = 200  # per-step files are written for each chosen step
 WARN_NODES = 200_000  # above this a step's graph takes seconds to write (docs/graph.md 5)

@@ -9,8 +9,8 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from physarum.render.analysis.figures import _pyplot, _save_figure
-from physarum.render.preset import Preset
+from ..analysis.figures import _pyplot, _save_figure
+from ..preset import Preset
 
 PANELS = 4  # trail panels at most
 

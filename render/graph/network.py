@@ -20,7 +20,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from physarum.render.graph.skeleton import Skeleton
+from .skeleton import Skeleton
 
 FORWARD = ((0, 1), (1, -1), (1, 0), (1, 1))  # each neighbour pair once
 NODE_KINDS = {0: "dot", 1: "end", 2: "point"}  # by degree; 3 or more: "junction"

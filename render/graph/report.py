@@ -11,9 +11,9 @@ from pathlib import Path
 
 import networkx as nx
 
-from physarum.render.base.files import write_csv, written_whole
-from physarum.render.graph.network import GRAPH_STATS
-from physarum.render.preset import Preset
+from ..base.files import write_csv, written_whole
+from ..preset import Preset
+from .network import GRAPH_STATS
 
 NODE_COLUMNS = ("node", "x", "y", "kind", "degree", "pixels", "trail")
 EDGE_COLUMNS = ("edge", "u", "v", "length", "pixels", "mean_width", "mean_trail", "wraps")

@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from physarum.render.formats.contract import Frame
-from physarum.render.out.sinks import StopRender
-from physarum.render.preset.schema import Preset
-from physarum.render.run.runner import RenderOptions, render
+from ..formats.contract import Frame
+from ..out.sinks import StopRender
+from ..preset.schema import Preset
+from ..run.runner import RenderOptions, render
 
 PROGRESS_EVERY = 0.25  # seconds between progress reports
 

@@ -7,12 +7,12 @@ import secrets
 import sys
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError, printable
-from physarum.render.live.record import Performance
-from physarum.render.live.server import Studio, loopback, serve
-from physarum.render.preset.catalog import resolve_preset_path
-from physarum.render.preset.load import load_preset
-from physarum.render.preset.reduce import preview_ratio, reduce_preset
+from ..base.errors import RenderError, printable
+from ..preset.catalog import resolve_preset_path
+from ..preset.load import load_preset
+from ..preset.reduce import preview_ratio, reduce_preset
+from .record import Performance
+from .server import Studio, loopback, serve
 
 
 def live_preset(args):

@@ -11,12 +11,12 @@ from typing import Any, get_args
 
 import annotated_types
 
-from physarum.render.preset.look_section import CURVES, Look
-from physarum.render.preset.output_sections import Levels, Palette
-from physarum.render.preset.palettes import PALETTES
-from physarum.render.preset.schedule import Bounds, is_scheduled
-from physarum.render.preset.schema import Preset
-from physarum.render.preset.sections import Model
+from ..preset.look_section import CURVES, Look
+from ..preset.output_sections import Levels, Palette
+from ..preset.palettes import PALETTES
+from ..preset.schedule import Bounds, is_scheduled
+from ..preset.schema import Preset
+from ..preset.sections import Model
 
 MODEL_KEYS = ("sensor_angle", "sensor_distance", "turn_angle", "step_size", "deposit", "diffuse", "decay")
 DISTANCE_KEYS = ("sensor_distance", "step_size")

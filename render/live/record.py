@@ -32,12 +32,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from physarum.render.base.errors import PresetError, RenderError
-from physarum.render.base.inputs import excerpt
-from physarum.render.live.controls import DISTANCE_KEYS, LOOK_LIVE, MODEL_KEYS, by_key
-from physarum.render.preset.load import build_preset
-from physarum.render.preset.schedule import MAX_KEYS, key_step
-from physarum.render.preset.schema import Preset
+from ..base.errors import PresetError, RenderError
+from ..base.inputs import excerpt
+from ..preset.load import build_preset
+from ..preset.schedule import MAX_KEYS, key_step
+from ..preset.schema import Preset
+from .controls import DISTANCE_KEYS, LOOK_LIVE, MODEL_KEYS, by_key
 
 LIVE_STEPS = 10_000_000  # run.steps while live: the schema's bound (Run.steps)
 SOURCE = "live"  # how problems name the preset the page changes

@@ -35,12 +35,12 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 from PIL import Image
 
-from physarum.render.base.errors import PresetError
-from physarum.render.base.files import stage, write_json
-from physarum.render.live.background import BackgroundRender
-from physarum.render.live.controls import controls
-from physarum.render.live.record import Performance
-from physarum.render.live.session import LiveSession, Shown
+from ..base.errors import PresetError
+from ..base.files import stage, write_json
+from .background import BackgroundRender
+from .controls import controls
+from .record import Performance
+from .session import LiveSession, Shown
 
 MAX_MESSAGE = 64 * 1024  # bytes of one command from a page
 JPEG_QUALITY = 90

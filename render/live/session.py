@@ -18,17 +18,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physarum.render.base.errors import RenderError
-from physarum.render.formats.contract import Frame
-from physarum.render.live.record import Performance
-from physarum.render.look.colour import make_colourist
-from physarum.render.look.layers import layer_map, needs_agents
-from physarum.render.out.frames import FramePipeline
-from physarum.render.out.sinks import FrameQueue, StopRender
-from physarum.render.run.machine import check_memory, resolve_backend, resolve_device, share_cpu_with_encoders
-from physarum.render.sim.course import Course
-from physarum.render.sim.keyframes import KeyframedSimulation
-from physarum.render.sim.simulation import make_batch_simulation
+from ..base.errors import RenderError
+from ..formats.contract import Frame
+from ..look.colour import make_colourist
+from ..look.layers import layer_map, needs_agents
+from ..out.frames import FramePipeline
+from ..out.sinks import FrameQueue, StopRender
+from ..run.machine import check_memory, resolve_backend, resolve_device, share_cpu_with_encoders
+from ..sim.course import Course
+from ..sim.keyframes import KeyframedSimulation
+from ..sim.simulation import make_batch_simulation
+from .record import Performance
 
 SHOWN_FRAMES = 2  # frames queued for the page: few, so that a change shows soon
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 
-from physarum.kernels.exact import decimal_cos_sin
-from physarum.render.preset.camera import Camera, Orbit
+from ...kernels.exact import decimal_cos_sin
+from ..preset.camera import Camera, Orbit
 
 FIX = 16  # fixed-point bits of positions (voxels) and directions
 PRECISION = 60

@@ -17,16 +17,16 @@ import numpy as np
 import torch
 
 # the GIF's sizes and product levels (render/formats/gif_file.py), as the look's modules name them
-from physarum.render.formats.gif_file import PRODUCT_LEVELS
-from physarum.render.formats.gif_file import preview_size as preview_size
-from physarum.render.look.hdr import HdrLook
-from physarum.render.look.layers import hue_table, mix_weight
-from physarum.render.look.palette import palette_table
-from physarum.render.look.select import kth_values, quantile_rank
-from physarum.render.preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
-from physarum.render.preset.look_section import Look
-from physarum.render.preset.palettes import parse_hex
-from physarum.render.sim.course import Course
+from ..formats.gif_file import PRODUCT_LEVELS
+from ..formats.gif_file import preview_size as preview_size
+from ..preset import DEFAULT_SPECIES_COLOURS, Palette, Preset
+from ..preset.look_section import Look
+from ..preset.palettes import parse_hex
+from ..sim.course import Course
+from .hdr import HdrLook
+from .layers import hue_table, mix_weight
+from .palette import palette_table
+from .select import kth_values, quantile_rank
 
 
 def gamma_levels(gamma: float) -> np.ndarray:

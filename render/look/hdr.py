@@ -20,10 +20,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from physarum.kernels.exact import float32_nearest, lowbias32, lowbias32_int
-from physarum.kernels.limits import U32
-from physarum.render.preset.look_section import Look
-from physarum.render.preset.schedule import is_scheduled, value_at
+from ...kernels.exact import float32_nearest, lowbias32, lowbias32_int
+from ...kernels.limits import U32
+from ..preset.look_section import Look
+from ..preset.schedule import is_scheduled, value_at
 
 ONE = 4096  # the linear intensity 1.0 (the white level)
 LMAX = 65535  # 16.0 - 1/4096: the brightest intensity

@@ -30,10 +30,10 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from physarum.kernels.api import FRAC_BITS, UNIT_BITS
-from physarum.kernels.exact import decimal_cos_sin, unit_circle
-from physarum.render.preset import Palette, Preset
-from physarum.render.sim.simulation import simulation_maps
+from ...kernels.api import FRAC_BITS, UNIT_BITS
+from ...kernels.exact import decimal_cos_sin, unit_circle
+from ..preset import Palette, Preset
+from ..sim.simulation import simulation_maps
 
 LAYERS = ("trail", "density", "heading", "mix")
 MIX_DEFAULT = 0.5

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from physarum.render.base.errors import RenderError
-from physarum.render.base.interrupts import stop_if_requested
-from physarum.render.formats.contract import Frame
-from physarum.render.formats.registry import FORMATS
-from physarum.render.look.colour import Colourist, SpeciesColourist, make_colourist, preview_size
-from physarum.render.look.layers import layer_map, needs_agents
-from physarum.render.preset import Preset
-from physarum.render.sim.simulation import advance
+from ..base.errors import RenderError
+from ..base.interrupts import stop_if_requested
+from ..formats.contract import Frame
+from ..formats.registry import FORMATS
+from ..preset import Preset
+from ..sim.simulation import advance
+from .colour import Colourist, SpeciesColourist, make_colourist, preview_size
+from .layers import layer_map, needs_agents
 
 SIGNATURE_BLOCKS = 16  # a signature: the sums of the index frame over 16 x 16 blocks
 # closest compares every pair of settled frames: at most this many signature values in all

@@ -13,8 +13,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from physarum.render.look.oklab import oklab_ramp
-from physarum.render.preset.palettes import PALETTES, QUALITATIVE, SMOOTH, parse_hex
+from ..preset.palettes import PALETTES, QUALITATIVE, SMOOTH, parse_hex
+from .oklab import oklab_ramp
 
 
 def _smooth(stops: list[tuple[int, int, int]], space: str = "srgb") -> np.ndarray:

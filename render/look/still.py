@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from physarum.render.look.hdr import ONE, bloom
+from .hdr import ONE, bloom
 
 
 def still_frame(colourist, trail: torch.Tensor, frame: int) -> tuple[torch.Tensor, torch.Tensor | None]:

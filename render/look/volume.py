@@ -33,15 +33,15 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from physarum.render.base.interrupts import stop_if_requested
-from physarum.render.look.camera import FIX, View, lens_views
-from physarum.render.look.colour import Colourist
-from physarum.render.look.loops import shown_frames
-from physarum.render.look.volume_look import VolumeLook
-from physarum.render.preset import Preset
-from physarum.render.preset.camera import Camera
-from physarum.render.preset.palettes import parse_hex
-from physarum.render.sim.course import Course
+from ..base.interrupts import stop_if_requested
+from ..preset import Preset
+from ..preset.camera import Camera
+from ..preset.palettes import parse_hex
+from ..sim.course import Course
+from .camera import FIX, View, lens_views
+from .colour import Colourist
+from .loops import shown_frames
+from .volume_look import VolumeLook
 
 ALPHA_BITS = 12
 ALPHA_ONE = 1 << ALPHA_BITS
@@ -183,7 +183,7 @@ def render_volume(
     colours, alpha = colours.to(torch.int64), alpha.to(torch.int64)
     directions = ray_directions(v, device)
     if kernel or (kernel is None and device.type == "cuda" and has_triton()):
-        from physarum.render.look.volume_kernel import march  # start-up: Triton, for a GPU render only
+        from .volume_kernel import march  # start-up: Triton, for a GPU render only
 
         return march(padded, grid, directions, v, colours, alpha, background, mode == "trilinear", gain)
     pixels = directions.shape[1]

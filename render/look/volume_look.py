@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from physarum.render.look.hdr import DISPLAY, ONE, HdrLook, bloom
+from .hdr import DISPLAY, ONE, HdrLook, bloom
 
 
 class VolumeLook:

@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from physarum.render.base.files import PartialFile, commit_together, temporary_of
-from physarum.render.formats.contract import Frame, Spec, Writer
-from physarum.render.formats.gif import GifSpec
-from physarum.render.formats.registry import open_writer
+from ..base.files import PartialFile, commit_together, temporary_of
+from ..formats.contract import Frame, Spec, Writer
+from ..formats.gif import GifSpec
+from ..formats.registry import open_writer
 
 GIF_FLAG, RGB_FLAG, REPLAY_FLAG = 1, 2, 4  # a frame's flags byte: which blocks follow, a replay
 

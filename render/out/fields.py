@@ -24,12 +24,12 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, PngImagePlugin
 
-from physarum.kernels.api import FRAC_BITS
-from physarum.render.base.files import PartialFile, remove_stale_parts, stage
-from physarum.render.formats.png import EMBED_KEY
-from physarum.render.preset import Preset
-from physarum.render.preset.provenance import embedded_text
-from physarum.render.sim.checkpoint import write_members
+from ...kernels.api import FRAC_BITS
+from ..base.files import PartialFile, remove_stale_parts, stage
+from ..formats.png import EMBED_KEY
+from ..preset import Preset
+from ..preset.provenance import embedded_text
+from ..sim.checkpoint import write_members
 
 FORMAT = "physarum-fields"
 FORMAT_VERSION = 1

@@ -18,19 +18,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import PartialFile
-from physarum.render.formats.contract import Frame, Spec, Writer
-from physarum.render.formats.frames_dir import FramesDirSpec
-from physarum.render.formats.registry import open_writer
-from physarum.render.look.alpha import alpha_plane
-from physarum.render.look.colour import Colourist, downscale, gif_resample, preview_size
-from physarum.render.look.loops import PingPong
-from physarum.render.look.still import still_frame
-from physarum.render.out.encoder_process import EncoderProcess
-from physarum.render.out.sinks import Sink
-from physarum.render.out.stages import StageClock
-from physarum.render.preset import Preset
+from ..base.errors import RenderError
+from ..base.files import PartialFile
+from ..formats.contract import Frame, Spec, Writer
+from ..formats.frames_dir import FramesDirSpec
+from ..formats.registry import open_writer
+from ..look.alpha import alpha_plane
+from ..look.colour import Colourist, downscale, gif_resample, preview_size
+from ..look.loops import PingPong
+from ..look.still import still_frame
+from ..preset import Preset
+from .encoder_process import EncoderProcess
+from .sinks import Sink
+from .stages import StageClock
 
 QUEUE_FRAMES = 4  # frames in flight per encoder: enough to overlap, little memory
 

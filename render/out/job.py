@@ -14,29 +14,29 @@ from pathlib import Path
 
 import torch
 
-from physarum.render.base.errors import RenderError, machine_problem, os_error_message, out_of_memory
-from physarum.render.base.files import (
+from ..base.errors import RenderError, machine_problem, os_error_message, out_of_memory
+from ..base.files import (
     PartialFile,
     commit_together,
     remove_stale_parts,
     remove_stale_parts_of,
     stage_json,
 )
-from physarum.render.base.locks import LockHeld, NameLock
-from physarum.render.look.colour import make_colourist
-from physarum.render.look.loops import TrailLoop
-from physarum.render.look.volume import VolumeColourist
-from physarum.render.out.frames import EncoderWorker, FramePipeline, open_workers
-from physarum.render.out.journal import JournalWriter
-from physarum.render.out.sinks import Sink
-from physarum.render.out.specs import output_paths, output_specs, output_stem
-from physarum.render.out.stages import bound, stage_timings
-from physarum.render.out.volume_export import SpacetimeWriter
-from physarum.render.preset import Preset
-from physarum.render.preset import audio as soundtrack
-from physarum.render.preset.provenance import embedded_text, encoder_builds, version
-from physarum.render.sim import keyframes
-from physarum.render.sim.checkpoint import JournalMark
+from ..base.locks import LockHeld, NameLock
+from ..look.colour import make_colourist
+from ..look.loops import TrailLoop
+from ..look.volume import VolumeColourist
+from ..preset import Preset
+from ..preset import audio as soundtrack
+from ..preset.provenance import embedded_text, encoder_builds, version
+from ..sim import keyframes
+from ..sim.checkpoint import JournalMark
+from .frames import EncoderWorker, FramePipeline, open_workers
+from .journal import JournalWriter
+from .sinks import Sink
+from .specs import output_paths, output_specs, output_stem
+from .stages import bound, stage_timings
+from .volume_export import SpacetimeWriter
 
 
 @dataclass

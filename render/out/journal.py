@@ -34,16 +34,16 @@ from pathlib import Path
 
 import numpy as np
 
-from physarum.render.base.errors import RenderError
-from physarum.render.base.inputs import file_problem, shorten
-from physarum.render.formats.contract import Frame
-from physarum.render.formats.registry import FORMATS
-from physarum.render.look.colour import preview_size
-from physarum.render.preset import Preset
-from physarum.render.preset.provenance import embedded_text
-from physarum.render.sim.checkpoint import JournalMark
-from physarum.render.sim.checkpoint_plan import deflate_bound
-from physarum.render.sim.course import frames_before
+from ..base.errors import RenderError
+from ..base.inputs import file_problem, shorten
+from ..formats.contract import Frame
+from ..formats.registry import FORMATS
+from ..look.colour import preview_size
+from ..preset import Preset
+from ..preset.provenance import embedded_text
+from ..sim.checkpoint import JournalMark
+from ..sim.checkpoint_plan import deflate_bound
+from ..sim.course import frames_before
 
 MAGIC = b"physarum-journal"
 HEADER = struct.Struct("<16sB3xIIII")  # magic, kinds, preview width and height, canvas width and height

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from physarum.render.base.files import PartialFile, stage_csv
+from ..base.files import PartialFile, stage_csv
 
 COVERAGE_FRACTION = 0.01
 VEIN_FACTOR = 4.0

@@ -19,7 +19,7 @@ import queue
 import threading
 from typing import Protocol
 
-from physarum.render.formats.contract import Frame
+from ..formats.contract import Frame
 
 STREAM_FRAMES = 4  # frames a FrameQueue holds for its reader: enough to overlap, memory flat
 

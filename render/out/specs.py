@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from physarum.render.base import lazy
-from physarum.render.base.errors import RenderError
-from physarum.render.formats.alpha import check_alpha, reads
-from physarum.render.formats.contract import Shared, Spec
-from physarum.render.formats.frames_dir import FramesDirSpec
-from physarum.render.formats.gif_budget import minimum_bytes, reduced_bytes
-from physarum.render.formats.gif_file import (
+from ..base import lazy
+from ..base.errors import RenderError
+from ..formats.alpha import check_alpha, reads
+from ..formats.contract import Shared, Spec
+from ..formats.frames_dir import FramesDirSpec
+from ..formats.gif_budget import minimum_bytes, reduced_bytes
+from ..formats.gif_file import (
     LEVELS,
     PRODUCT_LEVELS,
     Digits,
@@ -23,12 +23,12 @@ from physarum.render.formats.gif_file import (
     preview_size,
     reduced_size,
 )
-from physarum.render.formats.registry import FORMATS
-from physarum.render.formats.still import StillSpec, check_still, host_available
-from physarum.render.formats.targets import describe, frame_fit
-from physarum.render.preset import Preset
-from physarum.render.preset.output_sections import bar_frames
-from physarum.render.preset.provenance import embedded_text
+from ..formats.registry import FORMATS
+from ..formats.still import StillSpec, check_still, host_available
+from ..formats.targets import describe, frame_fit
+from ..preset import Preset
+from ..preset.output_sections import bar_frames
+from ..preset.provenance import embedded_text
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")
@@ -115,8 +115,8 @@ def check_gif_budget(preset: Preset) -> None:
     naming the smallest budget that keeps them: gif_budget.reduced_bytes of the floor and
     FLOOR_BITS_PER_PIXEL of its frames' pixels. A 3D preset's frames each carry a local colour
     table (their own palettes, made as they render): both bounds count one a frame."""
-    from physarum.render.look.colour import make_colourist  # start-up: torch, for a render only
-    from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
+    from ..look.colour import make_colourist  # start-up: torch, for a render only
+    from ..look.loops import shown_frames  # start-up: torch, for a render only
 
     out = preset.output
     colourist = make_colourist(preset)
@@ -167,7 +167,7 @@ def check_loop_bars(preset: Preset) -> list[str]:
     out = preset.output
     if out.loop_bars is None:
         return []
-    from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
+    from ..look.loops import shown_frames  # start-up: torch, for a render only
 
     frames, exact = bar_frames(out.loop_bars, out.bpm, out.fps)
     mode = preset.loop[0]
@@ -207,7 +207,7 @@ def check_loop_bars(preset: Preset) -> list[str]:
 def handed_frames(preset: Preset) -> int:
     """The frames a video output is handed: those shown (loops.shown_frames), and a ping-pong
     loop's replays (2F - 2)."""
-    from physarum.render.look.loops import shown_frames  # start-up: torch, for a render only
+    from ..look.loops import shown_frames  # start-up: torch, for a render only
 
     shown = shown_frames(preset)
     return max(1, 2 * shown - 2) if preset.loop[0] == "ping-pong" else shown

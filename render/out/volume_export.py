@@ -30,14 +30,14 @@ import struct
 import numpy as np
 import torch
 
-from physarum.render.base.files import PartialFile, commit_together, remove_stale_parts, stage
-from physarum.render.formats.contract import Frame
-from physarum.render.look.colour import Colourist
-from physarum.render.look.loops import shown_frames
-from physarum.render.out.specs import gif_size
-from physarum.render.preset import Preset
-from physarum.render.preset.provenance import embedded_text
-from physarum.render.sim.checkpoint import write_members
+from ..base.files import PartialFile, commit_together, remove_stale_parts, stage
+from ..formats.contract import Frame
+from ..look.colour import Colourist
+from ..look.loops import shown_frames
+from ..preset import Preset
+from ..preset.provenance import embedded_text
+from ..sim.checkpoint import write_members
+from .specs import gif_size
 
 FORMAT = "physarum-volume"
 FORMAT_VERSION = 1

@@ -32,13 +32,13 @@ from pathlib import Path
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from physarum.render.base import lazy
-from physarum.render.base.errors import printable
-from physarum.render.base.inputs import file_problem
-from physarum.render.preset import audio_features as features
-from physarum.render.preset.audio_features import FEATURES, FULL, NEEDS_SOUND, RATE, Analysis
-from physarum.render.preset.images import remember
-from physarum.render.preset.schedule import (
+from ..base import lazy
+from ..base.errors import printable
+from ..base.inputs import file_problem
+from . import audio_features as features
+from .audio_features import FEATURES, FULL, NEEDS_SOUND, RATE, Analysis
+from .images import remember
+from .schedule import (
     Follow,
     Musical,
     Resolved,
@@ -47,7 +47,7 @@ from physarum.render.preset.schedule import (
     milliseconds,
     period_of,
 )
-from physarum.render.preset.sections import OptionalSection
+from .sections import OptionalSection
 
 # start-up: loaded at first use (base/lazy.py)
 av = lazy.module("av")

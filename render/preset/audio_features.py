@@ -37,7 +37,7 @@ from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
 
-from physarum.render.base import lazy
+from ..base import lazy
 
 np = lazy.module("numpy")  # start-up: loaded at first use (base/lazy.py)
 

@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from physarum.render.preset.palettes import parse_hex
-from physarum.render.preset.sections import MAX_CANVAS, OptionalSection
+from .palettes import parse_hex
+from .sections import MAX_CANVAS, OptionalSection
 
 MAX_SAMPLES = 4096  # samples along each ray
 MAX_TURNS = 1000

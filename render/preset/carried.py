@@ -45,11 +45,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from physarum.render.base import lazy
-from physarum.render.base.files import parse_json
-from physarum.render.base.inputs import excerpt
-from physarum.render.preset.audio_features import FEATURES, FULL, Analysis
-from physarum.render.preset.images import MAX_IMAGE_PIXELS, image_size, read_grey, remember
+from ..base import lazy
+from ..base.files import parse_json
+from ..base.inputs import excerpt
+from .audio_features import FEATURES, FULL, Analysis
+from .images import MAX_IMAGE_PIXELS, image_size, read_grey, remember
 
 np = lazy.module("numpy")  # start-up: loaded at first use (base/lazy.py)
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from physarum.render.base.errors import PresetError, RenderError, did_you_mean
-from physarum.render.base.inputs import read_text
-from physarum.render.preset.safe_yaml import parse_yaml
-from physarum.render.preset.units import density_count
+from ..base.errors import PresetError, RenderError, did_you_mean
+from ..base.inputs import read_text
+from .safe_yaml import parse_yaml
+from .units import density_count
 
 SUFFIXES = (".yaml", ".yml")
 LISTED_KEYS = ("name", "description", "canvas", "agents")  # what `physarum presets` shows

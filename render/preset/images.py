@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 import warnings
 
-from physarum.render.base import lazy
-from physarum.render.base.inputs import file_problem
+from ..base import lazy
+from ..base.inputs import file_problem
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")

@@ -15,15 +15,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from physarum.kernels.limits import MAX_DISTANCE
-from physarum.render.base.errors import PresetError, did_you_mean
-from physarum.render.base.inputs import excerpt, read_text, shorten
-from physarum.render.preset.images import image_problems
-from physarum.render.preset.safe_yaml import parse_yaml
-from physarum.render.preset.schedule import TAGS as SCHEDULE_TAGS
-from physarum.render.preset.schedule import Follow, Wave, keyframe_values
-from physarum.render.preset.schema import Preset, section_at
-from physarum.render.preset.sections import MAX_AGENTS, REFERENCE_SIDE
+from ...kernels.limits import MAX_DISTANCE
+from ..base.errors import PresetError, did_you_mean
+from ..base.inputs import excerpt, read_text, shorten
+from .images import image_problems
+from .safe_yaml import parse_yaml
+from .schedule import TAGS as SCHEDULE_TAGS
+from .schedule import Follow, Wave, keyframe_values
+from .schema import Preset, section_at
+from .sections import MAX_AGENTS, REFERENCE_SIDE
 
 FORMS = {"follow": Follow, "wave": Wave}  # the tags of the forms a scheduled value may take (schedule.TAGS)
 

@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from physarum.render.preset.schedule import scheduled
-from physarum.render.preset.sections import OptionalSection
+from .schedule import scheduled
+from .sections import OptionalSection
 
 CURVES = ("linear", "log", "reinhard", "aces", "agx")
 

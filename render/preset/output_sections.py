@@ -10,16 +10,16 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from physarum.render.base.errors import did_you_mean
-from physarum.render.base.inputs import excerpt, shorten
-from physarum.render.formats.alpha import ALPHA_MODES
-from physarum.render.formats.gif_targets import GIF_TARGETS  # named budgets, re-exported here
-from physarum.render.formats.mp4 import MP4_SETTINGS as MP4_SETTING_TABLE
-from physarum.render.formats.registry import ALL_FORMATS, DEFAULT_FORMATS
-from physarum.render.formats.still import STILL_FORMATS
-from physarum.render.formats.targets import FITS, TARGETS
-from physarum.render.preset.palettes import PALETTES, parse_hex
-from physarum.render.preset.sections import OptionalSection, Section
+from ..base.errors import did_you_mean
+from ..base.inputs import excerpt, shorten
+from ..formats.alpha import ALPHA_MODES
+from ..formats.gif_targets import GIF_TARGETS  # named budgets, re-exported here
+from ..formats.mp4 import MP4_SETTINGS as MP4_SETTING_TABLE
+from ..formats.registry import ALL_FORMATS, DEFAULT_FORMATS
+from ..formats.still import STILL_FORMATS
+from ..formats.targets import FITS, TARGETS
+from .palettes import PALETTES, parse_hex
+from .sections import OptionalSection, Section
 
 FORMATS = DEFAULT_FORMATS  # the default output.formats (render/formats/registry.py)
 MP4_SETTINGS = tuple(MP4_SETTING_TABLE)  # output.mp4's values (render/formats/mp4.py: how each encodes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from physarum.render.base.inputs import excerpt
+from ..base.inputs import excerpt
 
 SMOOTH = {
     "magma": "000004 180f3d 440f76 721f81 9e2f7f cd4071 f1605d fd9668 feca8d fcfdbf",

@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from physarum.render import __version__
-from physarum.render.base import lazy
-from physarum.render.base.errors import PresetError, RenderError, printable
-from physarum.render.base.inputs import excerpt, shorten
-from physarum.render.preset import Preset, carried, parse_yaml
-from physarum.render.preset import audio as soundtrack
-from physarum.render.preset.catalog import PRESETS
-from physarum.render.preset.images import preset_images, source_pixels
-from physarum.render.preset.sections import IMAGE_KEYS
+from .. import __version__
+from ..base import lazy
+from ..base.errors import PresetError, RenderError, printable
+from ..base.inputs import excerpt, shorten
+from . import Preset, carried, parse_yaml
+from . import audio as soundtrack
+from .catalog import PRESETS
+from .images import preset_images, source_pixels
+from .sections import IMAGE_KEYS
 
 # start-up: loaded at first use (base/lazy.py)
 av = lazy.module("av")

@@ -44,10 +44,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from physarum.render.base.errors import ordinal
-from physarum.render.preset.load import build_preset
-from physarum.render.preset.schedule import keyframe_values
-from physarum.render.preset.schema import Preset
+from ..base.errors import ordinal
+from .load import build_preset
+from .schedule import keyframe_values
+from .schema import Preset
 
 OPACITY_DEFAULT = 0.08  # camera.opacity's default (preset/camera.py)
 

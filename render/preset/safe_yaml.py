@@ -22,8 +22,8 @@ import re
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from physarum.render.base.errors import PresetError
-from physarum.render.base.inputs import MAX_TEXT_BYTES, excerpt
+from ..base.errors import PresetError
+from ..base.inputs import MAX_TEXT_BYTES, excerpt
 
 MAX_DEPTH = 64  # nested mappings and lists, the document's own level included
 MAX_NODES = 100_000  # values a document stands for, aliases expanded

@@ -47,9 +47,9 @@ from pydantic import (
     field_validator,
 )
 
-from physarum.render.base.errors import did_you_mean
-from physarum.render.base.inputs import excerpt
-from physarum.render.preset.audio_features import FEATURES
+from ..base.errors import did_you_mean
+from ..base.inputs import excerpt
+from .audio_features import FEATURES
 
 MAX_KEYS = 1000
 PERCENT = re.compile(r"(\d{1,3}(?:\.\d{1,6})?)%")

@@ -19,16 +19,16 @@ from pydantic import (
     model_validator,
 )
 
-from physarum.kernels.limits import MAX_SPECIES, ONE, ModelParams
-from physarum.render.base.errors import did_you_mean
-from physarum.render.base.inputs import excerpt, shorten
-from physarum.render.formats.mp4_audio import Soundtrack
-from physarum.render.preset import audio as soundtrack
-from physarum.render.preset.audio import Audio
-from physarum.render.preset.camera import Camera
-from physarum.render.preset.look_section import Look
-from physarum.render.preset.output_sections import Checkpoint, Output, Palette
-from physarum.render.preset.schedule import (
+from ...kernels.limits import MAX_SPECIES, ONE, ModelParams
+from ..base.errors import did_you_mean
+from ..base.inputs import excerpt, shorten
+from ..formats.mp4_audio import Soundtrack
+from . import audio as soundtrack
+from .audio import Audio
+from .camera import Camera
+from .look_section import Look
+from .output_sections import Checkpoint, Output, Palette
+from .schedule import (
     Schedule,
     is_scheduled,
     key_fraction,
@@ -38,7 +38,7 @@ from physarum.render.preset.schedule import (
     schedules_in,
     value_at,
 )
-from physarum.render.preset.sections import (
+from .sections import (
     NAME_PATTERN,
     Agents,
     Canvas,
@@ -48,8 +48,8 @@ from physarum.render.preset.sections import (
     portable,
     portable_path,
 )
-from physarum.render.preset.units import density_count
-from physarum.render.preset.worlds import Species, World
+from .units import density_count
+from .worlds import Species, World
 
 Weight = scheduled(allow_inf_nan=False)  # an interaction weight; load.py checks its range
 
@@ -259,7 +259,7 @@ class Preset(Section):
         seed). A scheduled value is exact until it is rounded here once: a distance to a whole
         1/65536 pixel (the agents' fixed point, so a ramp's tables are quick to build), the rest
         to the nearest float."""
-        from physarum.kernels.spawn import species_seed  # start-up: torch loads only for a simulation
+        from ...kernels.spawn import species_seed  # start-up: torch loads only for a simulation
 
         m = self.species_model(s)
         short = self.short_side

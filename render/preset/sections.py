@@ -28,11 +28,11 @@ from pydantic import (
     model_validator,
 )
 
-from physarum.kernels.limits import MAX_CANVAS, MAX_DISTANCE, MAX_SIDE_3D
-from physarum.render.base.errors import printable
-from physarum.render.preset.images import image_size
-from physarum.render.preset.schedule import optional_form, scheduled
-from physarum.render.preset.units import REFERENCE_SIDE
+from ...kernels.limits import MAX_CANVAS, MAX_DISTANCE, MAX_SIDE_3D
+from ..base.errors import printable
+from .images import image_size
+from .schedule import optional_form, scheduled
+from .units import REFERENCE_SIDE
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # of the whole name: NAME_PATTERN.fullmatch
 MAX_AGENTS = 1 << 28

@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from physarum.render.preset.output_sections import PaletteEntry, check_palette_entry
-from physarum.render.preset.palettes import parse_hex
-from physarum.render.preset.schedule import scheduled
-from physarum.render.preset.sections import SPAWN_NAMES, ModelOverride, OptionalSection, Section, image_path
+from .output_sections import PaletteEntry, check_palette_entry
+from .palettes import parse_hex
+from .schedule import scheduled
+from .sections import SPAWN_NAMES, ModelOverride, OptionalSection, Section, image_path
 
 
 class TrailImage(Section):

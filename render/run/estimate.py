@@ -23,10 +23,10 @@ the 2-core machine (torch, one thread, 32^3 volume, 128^2 to 1024^2 frames of 8 
 
 from __future__ import annotations
 
-from physarum.render.look.camera import default_samples
-from physarum.render.look.loops import shown_frames
-from physarum.render.preset import Preset
-from physarum.render.preset.camera import Camera
+from ..look.camera import default_samples
+from ..look.loops import shown_frames
+from ..preset import Preset
+from ..preset.camera import Camera
 
 SHOWN_FROM_S = 60.0  # an estimate at or above this is said before the render
 # (device type, backend) -> (seconds per agent-step, seconds per cell-step)

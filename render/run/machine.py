@@ -11,12 +11,12 @@ import platform
 
 import torch
 
-from physarum.kernels import AUTO_ORDER, BACKENDS, BACKENDS_3D, backend_problem, get_backend
-from physarum.render.base.errors import RenderError
-from physarum.render.look.loops import check_closest, kept_maps, replay_bytes
-from physarum.render.look.volume import working_bytes
-from physarum.render.out.volume_export import stack_bytes
-from physarum.render.preset import Preset
+from ...kernels import AUTO_ORDER, BACKENDS, BACKENDS_3D, backend_problem, get_backend
+from ..base.errors import RenderError
+from ..look.loops import check_closest, kept_maps, replay_bytes
+from ..look.volume import working_bytes
+from ..out.volume_export import stack_bytes
+from ..preset import Preset
 
 
 def resolve_device(requested: str | None) -> torch.device:

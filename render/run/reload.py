@@ -15,14 +15,14 @@ import re
 import sys
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError, printable
-from physarum.render.base.files import parse_json
-from physarum.render.base.inputs import file_problem, read_text, shorten
-from physarum.render.formats.registry import SIDECAR_BYTES, read_embedded
-from physarum.render.out.specs import output_paths, output_stem
-from physarum.render.preset import Preset, PresetError, build_preset, carried, load_preset, parse_yaml
-from physarum.render.preset.catalog import resolve_preset_path
-from physarum.render.preset.provenance import (
+from ..base.errors import RenderError, printable
+from ..base.files import parse_json
+from ..base.inputs import file_problem, read_text, shorten
+from ..formats.registry import SIDECAR_BYTES, read_embedded
+from ..out.specs import output_paths, output_stem
+from ..preset import Preset, PresetError, build_preset, carried, load_preset, parse_yaml
+from ..preset.catalog import resolve_preset_path
+from ..preset.provenance import (
     builds_note,
     check_readable,
     confinement_problems,

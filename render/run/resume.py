@@ -28,16 +28,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.kernels import api
-from physarum.render.base.errors import RenderError
-from physarum.render.base.inputs import excerpt, shorten
-from physarum.render.look.loops import shown_frames
-from physarum.render.out.journal import JournalLacks, JournalSource, layout_of, open_journal, render_reads
-from physarum.render.preset import Preset, PresetError
-from physarum.render.preset.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, version
-from physarum.render.run.reload import carried_preset
-from physarum.render.sim.checkpoint import Checkpoint, CheckpointError, read_checkpoint
-from physarum.render.sim.course import frames_before
+from ...kernels import api
+from ..base.errors import RenderError
+from ..base.inputs import excerpt, shorten
+from ..look.loops import shown_frames
+from ..out.journal import JournalLacks, JournalSource, layout_of, open_journal, render_reads
+from ..preset import Preset, PresetError
+from ..preset.provenance import OUTPUT_VERSION, OUTPUT_VERSIONS, version
+from ..sim.checkpoint import Checkpoint, CheckpointError, read_checkpoint
+from ..sim.course import frames_before
+from .reload import carried_preset
 
 # The keys a branch may change: what acts on the state from the checkpoint on.
 BRANCH_KEYS = re.compile(

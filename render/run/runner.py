@@ -20,20 +20,20 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from physarum.render.base.errors import (
+from ..base.errors import (
     RenderError,
     printable,
 )
-from physarum.render.base.files import (
+from ..base.files import (
     PartialFile,
 )
-from physarum.render.base.interrupts import stop_if_requested
-from physarum.render.look.layers import layer_map, needs_agents
-from physarum.render.look.loops import TrailLoop, Window, find_windows
-from physarum.render.out.fields import FieldsStop
-from physarum.render.out.frames import QUEUE_FRAMES
-from physarum.render.out.job import Job, RenderResult, job_paths
-from physarum.render.out.journal import (
+from ..base.interrupts import stop_if_requested
+from ..look.layers import layer_map, needs_agents
+from ..look.loops import TrailLoop, Window, find_windows
+from ..out.fields import FieldsStop
+from ..out.frames import QUEUE_FRAMES
+from ..out.job import Job, RenderResult, job_paths
+from ..out.journal import (
     JournalSource,
     JournalWriter,
     journal_frames,
@@ -42,11 +42,17 @@ from physarum.render.out.journal import (
     layout_of,
     render_reads,
 )
-from physarum.render.out.sinks import Sink
-from physarum.render.out.specs import check_outputs
-from physarum.render.out.volume_export import VolumeStop
-from physarum.render.preset import Preset
-from physarum.render.run.machine import (
+from ..out.sinks import Sink
+from ..out.specs import check_outputs
+from ..out.volume_export import VolumeStop
+from ..preset import Preset
+from ..sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
+from ..sim.course import Course
+from ..sim.simulation import (
+    batch_key,
+    make_batch_simulation,
+)
+from .machine import (
     check_memory,
     device_name,
     encoder_cores,
@@ -54,14 +60,8 @@ from physarum.render.run.machine import (
     resolve_device,
     share_cpu_with_encoders,
 )
-from physarum.render.run.resume import Resume, journal_count, resume_journal
-from physarum.render.run.volume_checks import check_render
-from physarum.render.sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
-from physarum.render.sim.course import Course
-from physarum.render.sim.simulation import (
-    batch_key,
-    make_batch_simulation,
-)
+from .resume import Resume, journal_count, resume_journal
+from .volume_checks import check_render
 
 # ---------------------------------------------------------------------------------------------
 # Rendering

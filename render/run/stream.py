@@ -13,10 +13,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
-from physarum.render.formats.contract import Frame
-from physarum.render.out.sinks import STREAM_FRAMES, FrameQueue
-from physarum.render.preset import Preset
-from physarum.render.run.runner import RenderOptions, render
+from ..formats.contract import Frame
+from ..out.sinks import STREAM_FRAMES, FrameQueue
+from ..preset import Preset
+from .runner import RenderOptions, render
 
 
 def streamed(preset: Preset) -> Preset:

@@ -6,8 +6,8 @@ spawns) are the loader's (render/preset/load.py); these are the render's and the
 
 from __future__ import annotations
 
-from physarum.render.base.errors import RenderError
-from physarum.render.preset import Preset
+from ..base.errors import RenderError
+from ..preset import Preset
 
 COMMANDS_2D = {
     "sweep": "physarum sweep batches 2D presets; render each 3D preset with physarum render",

@@ -52,15 +52,15 @@ from typing import BinaryIO
 import numpy as np
 import torch
 
-from physarum.kernels import api
-from physarum.kernels.exact3d import DIRECTIONS
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import stage
-from physarum.render.base.inputs import MAX_TEXT_BYTES, excerpt, file_problem, shorten
-from physarum.render.preset import Preset
-from physarum.render.preset.carried import MAX_CARRIED_BYTES
-from physarum.render.preset.provenance import OUTPUT_VERSION, embedded_text, version
-from physarum.render.world.maps import wall_cells
+from ...kernels import api
+from ...kernels.exact3d import DIRECTIONS
+from ..base.errors import RenderError
+from ..base.files import stage
+from ..base.inputs import MAX_TEXT_BYTES, excerpt, file_problem, shorten
+from ..preset import Preset
+from ..preset.carried import MAX_CARRIED_BYTES
+from ..preset.provenance import OUTPUT_VERSION, embedded_text, version
+from ..world.maps import wall_cells
 
 FORMAT = "physarum-checkpoint"
 FORMAT_VERSION = 1

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import remove_stale_parts
-from physarum.render.preset import Preset
-from physarum.render.preset.output_sections import MAX_STOPS
-from physarum.render.preset.provenance import embedded_text, version
-from physarum.render.sim.checkpoint import (
+from ..base.errors import RenderError
+from ..base.files import remove_stale_parts
+from ..preset import Preset
+from ..preset.output_sections import MAX_STOPS
+from ..preset.provenance import embedded_text, version
+from .checkpoint import (
     FORMAT,
     HEADER_MEMBERS,
     STATE_MEMBERS,
@@ -38,7 +38,7 @@ from physarum.render.sim.checkpoint import (
     expected_shapes,
     save_checkpoint,
 )
-from physarum.render.sim.course import frames_before
+from .course import frames_before
 
 MAX_CHECKPOINTS = MAX_STOPS  # a render's, however scheduled (checkpoint.at's own limit)
 MAX_VOLUMES = 100  # a render's volume exports (output.volume), each a whole volume

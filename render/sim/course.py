@@ -17,9 +17,9 @@ import bisect
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from physarum.render.base.interrupts import stop_if_requested
-from physarum.render.preset import Run
-from physarum.render.sim.simulation import advance
+from ..base.interrupts import stop_if_requested
+from ..preset import Run
+from .simulation import advance
 
 CHUNK_STEPS = 100  # steps between looks for a signal in a long advance (a warmup): the same bits
 

@@ -15,10 +15,10 @@ from fractions import Fraction
 
 import torch
 
-from physarum.kernels import api
-from physarum.kernels.exact import build_tables, coefficients, degrees_to_heading
-from physarum.render.preset.schedule import next_change, value_at
-from physarum.render.world.maps import food_amounts, group_food, interaction_mix
+from ...kernels import api
+from ...kernels.exact import build_tables, coefficients, degrees_to_heading
+from ..preset.schedule import next_change, value_at
+from ..world.maps import food_amounts, group_food, interaction_mix
 
 
 def describe(preset) -> dict:

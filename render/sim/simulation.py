@@ -14,23 +14,23 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from physarum.kernels import api, get_backend
-from physarum.kernels import spawn as spawning
-from physarum.kernels.exact import build_tables
-from physarum.kernels.exact3d import build_tables3d
-from physarum.kernels.spawn3d import spawn3d
-from physarum.render.base.errors import RenderError
-from physarum.render.preset import Preset
-from physarum.render.sim.keyframes import KeyframedSimulation
-from physarum.render.world.maps import (
+from ...kernels import api, get_backend
+from ...kernels import spawn as spawning
+from ...kernels.exact import build_tables
+from ...kernels.exact3d import build_tables3d
+from ...kernels.spawn3d import spawn3d
+from ..base.errors import RenderError
+from ..preset import Preset
+from ..world.maps import (
     WorldMaps,
     food_amounts,
     group_food,
     interaction_mix,
     spawn_density,
 )
-from physarum.render.world.shape import batch_key as batch_key  # the runner's and the tests' name
-from physarum.render.world.shape import has_food, needs_world
+from ..world.shape import batch_key as batch_key  # the runner's and the tests' name
+from ..world.shape import has_food, needs_world
+from .keyframes import KeyframedSimulation
 
 SPAWN_ON_DEVICE_MAX = 1 << 25  # agents per group spawned on the simulation's device; more, on the host
 

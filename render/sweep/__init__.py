@@ -20,11 +20,11 @@ workers, run: torch) or draw its gallery (gallery, contact: Pillow) are imported
 
 import importlib
 
-from physarum.render.sweep.expand import PREVIEW_SIDE, Job, Sweep, expand_sweep, load_sweep
-from physarum.render.sweep.labels import format_params, format_value
-from physarum.render.sweep.manifest import Manifest, job_record, job_states, outputs_complete
-from physarum.render.sweep.plan import DEFAULT_MAX_BATCH, batch_limit, check_fits, dry_run_lines, plan_chunks
-from physarum.render.sweep.schema import MAX_JOBS, SweepFile, read_sections, relation_problems
+from .expand import PREVIEW_SIDE, Job, Sweep, expand_sweep, load_sweep
+from .labels import format_params, format_value
+from .manifest import Manifest, job_record, job_states, outputs_complete
+from .plan import DEFAULT_MAX_BATCH, batch_limit, check_fits, dry_run_lines, plan_chunks
+from .schema import MAX_JOBS, SweepFile, read_sections, relation_problems
 
 # start-up: each name of a module that imports torch or Pillow, and its module, imported at first read
 _LATER = {

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import torch
 
-from physarum.render.base.errors import RenderError, machine_problem, out_of_memory
-from physarum.render.preset import Preset, PresetError, carried
-from physarum.render.run import machine, runner
-from physarum.render.sweep.manifest import now
-from physarum.render.sweep.plan import batch_limit
+from ..base.errors import RenderError, machine_problem, out_of_memory
+from ..preset import Preset, PresetError, carried
+from ..run import machine, runner
+from .manifest import now
+from .plan import batch_limit
 
 
 def run_chunk(chunk: list[dict], sweep_dir: str, device: str, backend: str, quiet: bool = True) -> list[dict]:

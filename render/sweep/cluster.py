@@ -33,11 +33,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError
-from physarum.render.base.storage import Staged, Store, described, open_store
-from physarum.render.preset import carried
-from physarum.render.preset.provenance import carried_images
-from physarum.render.sweep.chunk import chunk_outcomes, failed_outcomes
+from ..base.errors import RenderError
+from ..base.storage import Staged, Store, described, open_store
+from ..preset import carried
+from ..preset.provenance import carried_images
+from .chunk import chunk_outcomes, failed_outcomes
 
 FILE_PIECE = 8 << 20  # bytes of a file per streamed object
 BACKPRESSURE = 8  # streamed objects a task may produce ahead of the driver

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from physarum.render.base.storage import LocalStore, Store
-from physarum.render.sweep.labels import format_value
-from physarum.render.sweep.manifest import local_path
+from ..base.storage import LocalStore, Store
+from .labels import format_value
+from .manifest import local_path
 
 TILE = 160  # contact-sheet tile side for the picture, pixels
 TILE_SMALL = 96  # ... for sweeps of more than MANY_JOBS jobs, so the sheet stays a sane size

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from physarum.render.base.errors import RenderError
-from physarum.render.formats.gif_file import preview_size
-from physarum.render.out import specs
-from physarum.render.preset import (
+from ..base.errors import RenderError
+from ..formats.gif_file import preview_size
+from ..out import specs
+from ..preset import (
     Preset,
     PresetError,
     build_preset,
@@ -30,8 +30,8 @@ from physarum.render.preset import (
     read_preset_file,
     set_dotted,
 )
-from physarum.render.sweep.labels import format_params
-from physarum.render.sweep.schema import (
+from .labels import format_params
+from .schema import (
     Choice,
     LogUniform,
     Random,

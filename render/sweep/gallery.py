@@ -22,13 +22,13 @@ from urllib.parse import quote
 
 import yaml
 
-from physarum.render.base.errors import printable
-from physarum.render.base.storage import LocalStore, Store
-from physarum.render.formats.gif_file import preview_size
-from physarum.render.sweep.contact import write_contact_sheet
-from physarum.render.sweep.gallery_page import PAGE, SCRIPT, STYLE
-from physarum.render.sweep.labels import format_value
-from physarum.render.sweep.manifest import local_path
+from ..base.errors import printable
+from ..base.storage import LocalStore, Store
+from ..formats.gif_file import preview_size
+from .contact import write_contact_sheet
+from .gallery_page import PAGE, SCRIPT, STYLE
+from .labels import format_value
+from .manifest import local_path
 
 SELECT_VALUES = 24  # a parameter with at most this many distinct values is filtered by a list
 

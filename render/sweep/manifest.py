@@ -15,12 +15,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from physarum.render.base.errors import RenderError, name_file, printable
-from physarum.render.base.files import parse_json
-from physarum.render.base.inputs import MAX_TEXT_BYTES, read_text
-from physarum.render.base.storage import LocalStore, Store, is_url, open_store, restored
-from physarum.render.preset.carried import MAX_CARRIED_BYTES
-from physarum.render.sweep.expand import Job, Sweep
+from ..base.errors import RenderError, name_file, printable
+from ..base.files import parse_json
+from ..base.inputs import MAX_TEXT_BYTES, read_text
+from ..base.storage import LocalStore, Store, is_url, open_store, restored
+from ..preset.carried import MAX_CARRIED_BYTES
+from .expand import Job, Sweep
 
 # The types a record's fields must have where present (id and status always are).
 FIELD_TYPES = {

@@ -10,12 +10,12 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from physarum.render.base.errors import RenderError
-from physarum.render.preset import Preset
-from physarum.render.sweep.expand import Job, Sweep
-from physarum.render.sweep.labels import format_params
-from physarum.render.sweep.manifest import job_states, sweep_store
-from physarum.render.world.shape import batch_key
+from ..base.errors import RenderError
+from ..preset import Preset
+from ..world.shape import batch_key
+from .expand import Job, Sweep
+from .labels import format_params
+from .manifest import job_states, sweep_store
 
 if TYPE_CHECKING:
     import torch
@@ -87,8 +87,8 @@ def batch_limit(preset: Preset, backend: str, device: torch.device) -> int:
     """How many simulations of this shape fit one batch on `device`, and its frames on the host."""
     import torch  # start-up: torch, for a sweep that runs
 
-    from physarum.render.out.frames import QUEUE_FRAMES  # start-up: torch, for a sweep that runs
-    from physarum.render.run import machine  # start-up: torch, for a sweep that runs
+    from ..out.frames import QUEUE_FRAMES  # start-up: torch, for a sweep that runs
+    from ..run import machine  # start-up: torch, for a sweep that runs
 
     # Host bytes per canvas pixel of one job: the frame ring (index, RGB) and a rough allowance
     # for x264's lookahead and reference frames (yuv420p, about 60 frames at 1.5 bytes per pixel).
@@ -109,7 +109,7 @@ def batch_limit(preset: Preset, backend: str, device: torch.device) -> int:
 
 def check_fits(sweep: Sweep, devices: list[str], backend: str) -> None:
     """Refuse, before anything is written, jobs that fit no device even one at a time."""
-    from physarum.render.run import machine  # start-up: torch, for a sweep that runs
+    from ..run import machine  # start-up: torch, for a sweep that runs
 
     problems = []
     for device in dict.fromkeys(devices):

@@ -20,16 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from physarum.render.base.errors import RenderError, printable
-from physarum.render.base.files import remove_stale_parts
-from physarum.render.base.storage import Location, Store, described
-from physarum.render.sweep.cluster import FILES, MAX_ATTEMPTS, ray_connect, ray_payloads, ray_workers, run_ray
-from physarum.render.sweep.expand import Sweep
-from physarum.render.sweep.gallery import write_gallery
-from physarum.render.sweep.labels import format_params
-from physarum.render.sweep.manifest import Manifest, StoredManifest, job_record, job_states, sweep_store
-from physarum.render.sweep.plan import DEFAULT_MAX_BATCH, check_fits, plan_chunks
-from physarum.render.sweep.workers import WorkerPool, parse_devices, run_here
+from ..base.errors import RenderError, printable
+from ..base.files import remove_stale_parts
+from ..base.storage import Location, Store, described
+from .cluster import FILES, MAX_ATTEMPTS, ray_connect, ray_payloads, ray_workers, run_ray
+from .expand import Sweep
+from .gallery import write_gallery
+from .labels import format_params
+from .manifest import Manifest, StoredManifest, job_record, job_states, sweep_store
+from .plan import DEFAULT_MAX_BATCH, check_fits, plan_chunks
+from .workers import WorkerPool, parse_devices, run_here
 
 
 @dataclass

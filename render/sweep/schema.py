@@ -36,9 +36,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from physarum.render.base.errors import did_you_mean
-from physarum.render.base.inputs import excerpt, shorten
-from physarum.render.preset import NAME_PATTERN, key_annotation, key_problem
+from ..base.errors import did_you_mean
+from ..base.inputs import excerpt, shorten
+from ..preset import NAME_PATTERN, key_annotation, key_problem
 
 MAX_JOBS = 100_000
 DISTRIBUTIONS = ("uniform", "log_uniform", "choice")

@@ -14,10 +14,10 @@ import time
 
 import torch
 
-from physarum.render.base.errors import RenderError
-from physarum.render.out.encoder_process import die_with_parent
-from physarum.render.run import machine
-from physarum.render.sweep.chunk import chunk_outcomes, failed_outcomes
+from ..base.errors import RenderError
+from ..out.encoder_process import die_with_parent
+from ..run import machine
+from .chunk import chunk_outcomes, failed_outcomes
 
 
 def parse_devices(text: str | None) -> list[str]:

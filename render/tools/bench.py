@@ -19,12 +19,12 @@ from pathlib import Path
 
 import torch
 
-from physarum.kernels import get_backend, reference
-from physarum.kernels.api import ModelParams, State, Tables
-from physarum.kernels.exact import build_tables
-from physarum.kernels.prototype import PrototypeSimulation
-from physarum.kernels.spawn import spawn
-from physarum.render.run.machine import device_name
+from ...kernels import get_backend, reference
+from ...kernels.api import ModelParams, State, Tables
+from ...kernels.exact import build_tables
+from ...kernels.prototype import PrototypeSimulation
+from ...kernels.spawn import spawn
+from ..run.machine import device_name
 
 BENCH_PARAMS = ModelParams(
     sensor_angle=22.5,

@@ -516,6 +516,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     # run as a module, this file is __main__: the cases register with the imported module
-    from physarum.render.tools import harness
+    from . import harness
 
     sys.exit(harness.main())

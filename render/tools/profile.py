@@ -17,11 +17,11 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from physarum.render.base.errors import RenderError
-from physarum.render.base.files import written_whole
-from physarum.render.preset import Preset
-from physarum.render.run.machine import check_memory
-from physarum.render.sim.simulation import make_simulation
+from ..base.errors import RenderError
+from ..base.files import written_whole
+from ..preset import Preset
+from ..run.machine import check_memory
+from ..sim.simulation import make_simulation
 
 
 def _sync(device: torch.device) -> None:

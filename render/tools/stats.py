@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from physarum.render.base.files import PartialFile, stage_csv
+from ..base.files import PartialFile, stage_csv
 
 COVERAGE_FRACTION = 0.01
 STAT_COLUMNS = ("mean", "max", "coverage", "entropy", "entropy_ratio", "wavelength_px", "wavelength_fraction")

@@ -24,10 +24,10 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from physarum.kernels import exact
-from physarum.render.preset.images import preset_pixels, spawn_image, wall_pixels
-from physarum.render.preset.schedule import value_at
-from physarum.render.world.shape import has_food
+from ...kernels import exact
+from ..preset.images import preset_pixels, spawn_image, wall_pixels
+from ..preset.schedule import value_at
+from .shape import has_food
 
 # ---------------------------------------------------------------------------------------------
 # Maps of one preset
