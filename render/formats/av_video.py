@@ -2,7 +2,8 @@
 (VP9) formats share. One codec at fixed settings (`VideoSetting`: the codec, its pixel format,
 its options and a fixed thread count, so its bytes do not follow the machine's cores), the
 frames' RGB or RGBA (output.alpha, render/formats/alpha.py), odd sides padded where the pixel
-format halves the chroma, the preset in the container's comment tag.
+format halves the chroma, the preset in the container's comment tag; and `AvVideoSpec`, the spec
+both formats' specs are (their container, settings and options as class constants).
 
 Not a format (no FORMAT): the format modules declare theirs."""
 
@@ -13,6 +14,7 @@ import os
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import ClassVar
 
 from ..base import lazy
 from ..base.files import PartialFile, commit_together
@@ -142,6 +144,42 @@ class AvVideoWriter(PartialFile):
         if self.descriptor is not None:
             os.close(self.descriptor)
             self.descriptor = None
+
+
+@dataclass(frozen=True)
+class AvVideoSpec:
+    """A video of RGB frames, or RGBA ones with alpha (output.alpha's mode), written by
+    AvVideoWriter. A format's spec is a frozen subclass that names its `format`, its `container`
+    (FFmpeg's muxer), its `settings` ("opaque" and "alpha" VideoSettings) and, where it needs
+    them, its container options and codec tag; the fields are the same for every such format."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    comment: str
+    alpha: str | None = None
+    reads: str = "rgb"
+
+    format: ClassVar[str]
+    container: ClassVar[str]
+    settings: ClassVar[dict[str, VideoSetting]]
+    container_options: ClassVar[dict[str, str] | None] = None
+    codec_tag: ClassVar[str | None] = None
+
+    def open(self) -> AvVideoWriter:
+        setting = self.settings["opaque" if self.alpha is None else "alpha"]
+        return AvVideoWriter(
+            self.path,
+            self.container,
+            setting,
+            (self.width, self.height),
+            self.fps,
+            self.comment,
+            self.alpha,
+            container_options=self.container_options,
+            codec_tag=self.codec_tag,
+        )
 
 
 def read_comment(path: Path) -> str:

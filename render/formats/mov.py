@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from ..base.errors import RenderError
 from .alpha import reads
-from .av_video import AvVideoWriter, VideoSetting, read_comment
+from .av_video import AvVideoSpec, VideoSetting, read_comment
 from .contract import Format, Shared
 
 MOV_MAX_SIDE = 8192  # ProRes as Apple's decoders take it (8K); prores_ks itself goes further
@@ -29,31 +29,13 @@ MOV_SETTINGS = {
 
 
 @dataclass(frozen=True)
-class MovSpec:
+class MovSpec(AvVideoSpec):
     """A ProRes 4444 MOV of RGB frames, or RGBA ones with alpha (output.alpha's mode)."""
 
-    path: Path
-    width: int
-    height: int
-    fps: int
-    comment: str
-    alpha: str | None = None
-    reads: str = "rgb"
-
     format: ClassVar[str] = "mov"
-
-    def open(self) -> AvVideoWriter:
-        setting = MOV_SETTINGS["opaque" if self.alpha is None else "alpha"]
-        return AvVideoWriter(
-            self.path,
-            "mov",
-            setting,
-            (self.width, self.height),
-            self.fps,
-            self.comment,
-            self.alpha,
-            codec_tag="ap4h",
-        )
+    container: ClassVar[str] = "mov"
+    settings: ClassVar[dict[str, VideoSetting]] = MOV_SETTINGS
+    codec_tag: ClassVar[str | None] = "ap4h"
 
 
 def make_spec(preset, path: Path, shared: Shared) -> MovSpec:

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from ..base.errors import RenderError
 from .alpha import reads
-from .av_video import AvVideoWriter, VideoSetting, padded_size, read_comment
+from .av_video import AvVideoSpec, VideoSetting, padded_size, read_comment
 from .contract import Format, Shared
 
 WEBM_MAX_SIDE = 16384  # VP9 allows 65536; beyond 16384 no browser decodes it
@@ -37,31 +37,13 @@ WEBM_SETTINGS = {
 
 
 @dataclass(frozen=True)
-class WebmSpec:
+class WebmSpec(AvVideoSpec):
     """A VP9 WebM of RGB frames, or RGBA ones with alpha (output.alpha's mode)."""
 
-    path: Path
-    width: int
-    height: int
-    fps: int
-    comment: str
-    alpha: str | None = None
-    reads: str = "rgb"
-
     format: ClassVar[str] = "webm"
-
-    def open(self) -> AvVideoWriter:
-        setting = WEBM_SETTINGS["opaque" if self.alpha is None else "alpha"]
-        return AvVideoWriter(
-            self.path,
-            "webm",
-            setting,
-            (self.width, self.height),
-            self.fps,
-            self.comment,
-            self.alpha,
-            container_options=WEBM_CONTAINER,
-        )
+    container: ClassVar[str] = "webm"
+    settings: ClassVar[dict[str, VideoSetting]] = WEBM_SETTINGS
+    container_options: ClassVar[dict[str, str] | None] = WEBM_CONTAINER
 
 
 def make_spec(preset, path: Path, shared: Shared) -> WebmSpec:
