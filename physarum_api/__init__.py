@@ -145,14 +145,16 @@ def _rgb_frames(preset: Preset, backend: str, device: str | None) -> Iterator:
             yield frame.rgb
 
 
-SWEEP_OPTIONS = ("backend", "devices", "ray", "max_batch", "retry_failed", "gallery", "quiet")
+SWEEP_OPTIONS = ("backend", "devices", "ray", "files", "max_attempts", "max_batch", "retry_failed")
+SWEEP_OPTIONS += ("gallery", "quiet")
 
 
 def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool = False, **options):
     """Run a sweep (an example sweep by name, or a file) as `physarum sweep`: its SweepSummary;
-    with dry_run, the lines `--dry-run` prints. options: backend, devices, ray, max_batch,
-    retry_failed, gallery, quiet (the command's flags). What the command refuses is refused here,
-    with its message (a 3D preset's job, a batch below 1)."""
+    with dry_run, the lines `--dry-run` prints. options: backend, devices, ray, files ("driver" or
+    "workers"), max_attempts, max_batch, retry_failed, gallery, quiet (the command's flags). What
+    the command refuses is refused here, with its message (a 3D preset's job, a batch below 1,
+    files other than driver or workers, max_attempts below 1)."""
     from physarum.render.commands import arguments  # start-up: light, with the call
     from physarum.render.commands import sweep as sweeping  # start-up: the sweep stage, when used
 
@@ -163,10 +165,16 @@ def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool =
     max_batch = options.pop("max_batch", None)
     if max_batch is not None:
         arguments.count_of(max_batch, call, "max_batch")
+    files = options.pop("files", None)
+    if files is not None:
+        arguments.text_of(files, call, "files", "driver or workers")
+    max_attempts = options.pop("max_attempts", None)
+    if max_attempts is not None:
+        arguments.count_of(max_attempts, call, "max_attempts")
     for flag in ("retry_failed", "gallery", "quiet"):
         if flag in options:
             arguments.flag_of(options[flag], call, flag)
     loaded = sweeping.load(name)
     if arguments.flag_of(dry_run, call, "dry_run"):
-        return sweeping.dry_run(loaded, folder, max_batch)
-    return sweeping.run(loaded, folder, max_batch, **{"quiet": True, **options})
+        return sweeping.dry_run(loaded, folder, max_batch, files, max_attempts)
+    return sweeping.run(loaded, folder, max_batch, files, max_attempts, **{"quiet": True, **options})

@@ -203,6 +203,20 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="at most this many simulations per batch (default 64; memory may lower it)",
     )
+    sweep.add_argument(
+        "--files",
+        default=None,
+        metavar="driver|workers",
+        help="with --ray: the files come back through the driver (default; PHYSARUM_SWEEP_FILES) "
+        "or each worker stores its own (a shared folder, or object storage)",
+    )
+    sweep.add_argument(
+        "--max-attempts",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --ray: run a batch whose worker or node died at most N times in all (default 3)",
+    )
     sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
 

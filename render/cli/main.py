@@ -97,12 +97,15 @@ def cmd_sweep(args) -> int:
 
     sweep = sweep_command.load(args.sweep)
     if args.dry_run:
-        print("\n".join(map(printable, sweep_command.dry_run(sweep, args.out, args.batch))))
+        lines = sweep_command.dry_run(sweep, args.out, args.batch, args.files, args.max_attempts)
+        print("\n".join(map(printable, lines)))
         return 0
     summary = sweep_command.run(
         sweep,
         args.out,
         args.batch,
+        files=args.files,
+        max_attempts=args.max_attempts,
         backend=args.backend,
         devices=args.devices,
         ray=args.ray,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.errors import RenderError
+from ..base.inputs import excerpt
 from ..preset.catalog import resolve_sweep_path
 
 
@@ -36,24 +37,58 @@ def batch_of(max_batch: int | None) -> int:
     return max_batch
 
 
+def files_of(files: str | None) -> str | None:
+    """--files: how a Ray sweep's files reach --out (None: PHYSARUM_SWEEP_FILES, else "driver");
+    RenderError for any other value, for a dry run as for a run."""
+    from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
+
+    if files is not None and files not in sweeps.FILES:
+        raise RenderError(f"--files must be one of {', '.join(sweeps.FILES)}, got {excerpt(files)}")
+    return files
+
+
+def attempts_of(max_attempts: int | None) -> int | None:
+    """--max-attempts: runs of a Ray batch's task at most (None: sweep.MAX_ATTEMPTS, 3);
+    RenderError below 1, for a dry run as for a run."""
+    if max_attempts is not None and max_attempts < 1:
+        raise RenderError(f"--max-attempts must be at least 1, got {max_attempts}")
+    return max_attempts
+
+
 def destination(out: str | Path) -> str | Path:
     """--out as a sweep takes it: an fsspec URL (s3://bucket/prefix) as written, else a folder
     (a Path would make 's3://b' 's3:/b')."""
     return out if isinstance(out, str) and "://" in out else Path(out)
 
 
-def dry_run(sweep, out: str | Path, max_batch: int | None) -> list[str]:
-    """The lines `physarum sweep --dry-run` prints: every job, its values and its state."""
+def dry_run(
+    sweep, out: str | Path, max_batch: int | None, files: str | None = None, max_attempts: int | None = None
+) -> list[str]:
+    """The lines `physarum sweep --dry-run` prints: every job, its values and its state (the run's
+    flags checked as a run checks them)."""
     from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
+    files_of(files)
+    attempts_of(max_attempts)
     return sweeps.dry_run_lines(sweep, destination(out), batch_of(max_batch))
 
 
-def run(sweep, out: str | Path, max_batch: int | None = None, **options):
-    """Run the sweep (sweep.SweepOptions: backend, devices, ray, retry_failed, quiet, gallery);
-    its SweepSummary."""
+def run(
+    sweep,
+    out: str | Path,
+    max_batch: int | None = None,
+    files: str | None = None,
+    max_attempts: int | None = None,
+    **options,
+):
+    """Run the sweep (sweep.SweepOptions: backend, devices, ray, retry_failed, quiet, gallery;
+    files and max_attempts, each None for its default); its SweepSummary."""
     from .. import sweep as sweeps  # start-up: torch, for a run
 
+    files, max_attempts = files_of(files), attempts_of(max_attempts)
+    if max_attempts is not None:
+        options["max_attempts"] = max_attempts
     return sweeps.run_sweep(
-        sweep, sweeps.SweepOptions(out_dir=destination(out), max_batch=batch_of(max_batch), **options)
+        sweep,
+        sweeps.SweepOptions(out_dir=destination(out), max_batch=batch_of(max_batch), files=files, **options),
     )

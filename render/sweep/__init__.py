@@ -23,7 +23,7 @@ import importlib
 from .expand import PREVIEW_SIDE, Job, Sweep, expand_sweep, load_sweep
 from .labels import format_params, format_value
 from .manifest import Manifest, job_record, job_states, outputs_complete
-from .plan import DEFAULT_MAX_BATCH, batch_limit, check_fits, dry_run_lines, plan_chunks
+from .plan import DEFAULT_MAX_BATCH, FILES, MAX_ATTEMPTS, batch_limit, check_fits, dry_run_lines, plan_chunks
 from .schema import MAX_JOBS, SweepFile, read_sections, relation_problems
 
 # start-up: each name of a module that imports torch or Pillow, and its module, imported at first read
@@ -48,6 +48,8 @@ def __getattr__(name: str):
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
+    "FILES",
+    "MAX_ATTEMPTS",
     "MAX_JOBS",
     "PREVIEW_SIDE",
     "Job",

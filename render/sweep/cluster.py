@@ -38,11 +38,10 @@ from ..base.storage import Staged, Store, described, open_store
 from ..preset import carried
 from ..preset.provenance import carried_images
 from .chunk import chunk_outcomes, failed_outcomes
+from .plan import FILES, MAX_ATTEMPTS
 
 FILE_PIECE = 8 << 20  # bytes of a file per streamed object
 BACKPRESSURE = 8  # streamed objects a task may produce ahead of the driver
-MAX_ATTEMPTS = 3  # a chunk's task is run at most this many times (the first and two retries)
-FILES = ("driver", "workers")
 
 
 def ray_connect(address: str):

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BATCH = 64  # simulations per batch: each brings its own encoder process on the host
 DEVICE_MEMORY_SHARE = 0.85  # of the free device memory a batch may plan for (allocator slack)
 HOST_MEMORY_SHARE = 0.5  # of the free host memory the batch's frame rings and encoders may use
+# On Ray (cluster.py): how a task's files reach the sweep's store (--files), and the runs of a
+# chunk's task at most (--max-attempts: the first and two retries); here, where no torch is loaded
+FILES = ("driver", "workers")
+MAX_ATTEMPTS = 3
 
 
 def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[Job]]:
