@@ -25,7 +25,7 @@ import yaml
 from ..base.errors import printable
 from ..base.storage import LocalStore, Store
 from ..formats.gif_file import preview_size
-from .contact import write_contact_sheet
+from .contact import alpha_mode, write_contact_sheet
 from .gallery_page import PAGE, SCRIPT, STYLE
 from .labels import format_value
 from .manifest import local_path
@@ -139,15 +139,17 @@ def _card(record: dict, keys: list[str]) -> str:
     name, job_id = html.escape(str(record.get("name", record["id"]))), html.escape(str(record["id"]))
     status = html.escape(str(record.get("status", "")))
     still = _still(record)
+    # a transparent still (output.alpha's RGBA PNG) is shown over a checkerboard (STYLE)
+    shown = f' class="transparent" data-alpha="{alpha_mode(record)}"' if still and alpha_mode(record) else ""
     if preview and still and still != preview:  # the still until hovered, focused or played
         picture = (
-            f'<a href="{_href(preview)}" class="plays"><img src="{_href(still)}" alt="{name}" '
+            f'<a href="{_href(preview)}" class="plays"><img{shown} src="{_href(still)}" alt="{name}" '
             f'data-still="{_href(still)}" data-gif="{_href(preview)}" '
             f'width="{width}" height="{height}" loading="lazy"></a>'
         )
     elif preview:
         picture = (
-            f'<a href="{_href(preview)}"><img src="{_href(preview)}" alt="{name}" '
+            f'<a href="{_href(preview)}"><img{shown} src="{_href(preview)}" alt="{name}" '
             f'width="{width}" height="{height}" loading="eager"></a>'
         )
     else:

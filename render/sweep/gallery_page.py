@@ -27,6 +27,7 @@ main { display: grid; grid-template-columns: repeat(auto-fill, minmax(272px, 1fr
 .card[hidden] { display: none; }
 .card img { display: block; width: 256px; max-width: 100%; height: auto; image-rendering: pixelated;
             margin: 0 auto; background: #000; }
+.card img.transparent { background: repeating-conic-gradient(#ccc 0 25%, #fff 0 50%) 0 0 / 16px 16px; }
 .card .missing { height: 160px; overflow: auto; color: #e07070; }
 .card .missing pre { white-space: pre-wrap; font-size: 11px; }
 .card table { border-collapse: collapse; margin: 4px 0; font-size: 12px; }
