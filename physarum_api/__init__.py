@@ -70,7 +70,8 @@ def render_files(
 ):
     """Render to files under `out` (as `physarum render`: OUT/<name>/<name>-s<seed>.<format>);
     the RenderResult: its `outputs` (paths by format, and the sidecar's as "json"), backend,
-    device and timings. formats: output.formats for this render (default: the preset's).
+    device and timings. `out` may be an fsspec URL (s3://bucket/prefix): the files are stored
+    there (the outputs are their URLs), as `physarum render --out URL` stores them. formats: output.formats for this render (default: the preset's).
     TypeError for an argument of the wrong type; the command's errors for what it refuses."""
     from physarum.render.commands import arguments, presets  # start-up: the preset stage, when used
     from physarum.render.commands import render as rendering  # start-up: torch, for a render only
@@ -79,7 +80,7 @@ def render_files(
     preset = arguments.preset_of(preset, call)
     formats = arguments.formats_of(formats, call)
     request = rendering.RenderCall(
-        out=arguments.folder_of(out, call),
+        out=rendering.destination(arguments.name_or_path_of(out, call, "out")),
         backend=arguments.text_of(backend, call, "backend", "auto, torch or triton"),
         device=arguments.text_of(device, call, "device", "cpu, cuda or cuda:N, or None", optional=True),
         quiet=arguments.flag_of(quiet, call, "quiet"),

@@ -96,7 +96,11 @@ def parser() -> argparse.ArgumentParser:
     add_settings(render, "model.decay=0.05")
     render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
     add_backend(render)
-    render.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    render.add_argument(
+        "--out",
+        default="outputs",
+        help="output folder (default: outputs), or an fsspec URL: s3://bucket/prefix (physarum[cloud])",
+    )
     render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
     render.add_argument(
         "--scale",

@@ -38,7 +38,8 @@ def cmd_render(args) -> int:
 
     args.settings = [*args.settings, *flag_settings(args), *stop_settings(args)]
     if args.preview:
-        args.out = str(Path(args.out) / "previews")
+        out = render_command.destination(args.out)
+        args.out = f"{out.rstrip('/')}/previews" if isinstance(out, str) else str(out / "previews")
     if not args.resume:  # a preset is read without torch: its mistakes are the only message
         preset, resume = load_for_render(args), None
         preset, reduced = reduction(args, preset)  # --preview, --reduce: the preset made smaller
@@ -51,7 +52,7 @@ def cmd_render(args) -> int:
 
         preset, resume = load_for_resume(args)
     call = render_command.RenderCall(
-        out=Path(args.out),
+        out=render_command.destination(args.out),
         backend=args.backend,
         device=args.device,
         quiet=args.quiet,
@@ -72,11 +73,11 @@ def cmd_render(args) -> int:
             printable(f"note: replaced the earlier files in {result.replaced[0].parent}: {names}"),
             file=sys.stderr,
         )
-    for fmt, path in result.outputs.items():
-        size = path.stat().st_size
+    for fmt, path in result.outputs.items():  # a URL's where the files went into object storage
+        size = rendered.sizes[fmt] if rendered.sizes is not None else path.stat().st_size
         print(printable(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}"))
     if not args.quiet:
-        show.print_budget(outputs["json"], gif_size(preset))
+        show.print_budget(outputs["json"], gif_size(preset), rendered.sidecar)
         t = result.timings
         encoders = ", ".join(f"{k[7:-2]} {v:.1f} s" for k, v in t.items() if k.startswith("encode_"))
         held = ""

@@ -174,10 +174,11 @@ def budget_line(report: dict, gif_size: tuple[int, int]) -> str:
     )
 
 
-def print_budget(sidecar: Path, gif_size: tuple[int, int]) -> None:
-    """Print budget_line on stderr where the render's sidecar holds a gif_budget report."""
+def print_budget(sidecar: Path, gif_size: tuple[int, int], text: str | None = None) -> None:
+    """Print budget_line on stderr where the render's sidecar (its `text`, where given: a sidecar
+    stored in object storage) holds a gif_budget report."""
     try:
-        report = json.loads(sidecar.read_text(encoding="utf-8")).get("gif_budget")
+        report = json.loads(sidecar.read_text(encoding="utf-8") if text is None else text).get("gif_budget")
     except (OSError, ValueError):
         return
     if isinstance(report, dict):

@@ -6,16 +6,28 @@ The checks that need no torch come first (the text every output embeds must read
 provenance.check_readable); then torch, the outputs' paths, the guard that a render --from FILE
 never writes over FILE, the recorders of --stats and --metrics (committed with the render's
 files), the estimate said before a long render, and the run.
+
+An `out` that is an fsspec URL (s3://bucket/prefix, gs://..., memory:// in tests) renders into a
+local temporary folder, then stores the committed files through base/storage.py's ObjectStore
+under URL/<name>/, each file whole (one PUT) and the sidecar last, so that a sidecar in the store
+says its render's files are all there. The URL is checked (credentials only from the
+environment, fsspec installed) before anything renders; a store that refuses a write is one
+RenderError naming the file's URL, and what was stored before it stays. A folder, or a file://
+URL, is the local render as always.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.interrupts import signals_interrupt
+from ..base.storage import Location, ObjectStore, is_url, open_store
 
 
 @dataclass(frozen=True)
@@ -23,7 +35,7 @@ class RenderCall:
     """How a preset is rendered: the flags of `physarum render` (or the API's arguments) that
     are not preset keys."""
 
-    out: Path
+    out: Path | str  # a folder, or an fsspec URL (destination())
     backend: str = "auto"
     device: str | None = None
     quiet: bool = True
@@ -42,6 +54,16 @@ class Rendered:
 
     result: object
     paths: dict[str, Path]
+    # a render into object storage: each stored file's bytes by format, and the sidecar's text
+    # (its local files are gone); None for a local render, whose files are where paths say
+    sizes: dict[str, int] | None = None
+    sidecar: str | None = None
+
+
+def destination(out: str | Path) -> str | Path:
+    """--out as a render takes it: an fsspec URL (s3://bucket/prefix) as written, else a folder
+    (a Path would make 's3://b' 's3:/b')."""
+    return out if is_url(out) else Path(out)
 
 
 def check(preset) -> None:
@@ -56,9 +78,49 @@ def run(preset, call: RenderCall, say: Callable[[str], None] | None = None) -> R
     """Render `preset` as `call` says; `say` (unless quiet) is given the lines a render speaks
     before it starts: what it loads, the estimate of a long one, the kernels' compilation.
     RenderError or PresetError for what cannot be rendered, before anything is written."""
+    check(preset)
+    if not is_url(call.out):
+        return _run_here(preset, call, say)
+    store = open_store(call.out)  # refused here (credentials in it, no fsspec), before torch
+    if store.local:  # file://: the local folder
+        return _run_here(preset, dataclasses.replace(call, out=store.root), say)
+    try:
+        return _run_into_store(preset, call, store, say)
+    finally:
+        store.close()
+
+
+def _run_into_store(preset, call: RenderCall, store: ObjectStore, say) -> Rendered:
+    """The render into a temporary folder, then its files stored (see the module's text)."""
+    with tempfile.TemporaryDirectory(prefix=f"physarum-render-{os.getpid()}-") as folder:
+        here = Path(folder)
+        rendered = _run_here(preset, dataclasses.replace(call, out=here), say)
+        sidecar = rendered.paths["json"]
+        rels = sorted(
+            path.relative_to(here).as_posix()
+            for path in here.rglob("*")
+            if path.is_file() and not path.name.startswith(".")  # a name's lock, of no render's files
+        )
+        last = sidecar.relative_to(here).as_posix()
+        for rel in [*(rel for rel in rels if rel != last), last]:  # the sidecar last
+            store.put_file(here / rel, rel)  # RenderError naming the URL where the store refuses
+        files = {**rendered.paths, **rendered.result.outputs}
+        sizes = {fmt: path.stat().st_size for fmt, path in files.items()}
+        text = sidecar.read_text(encoding="utf-8")
+
+    def stored(path: Path) -> Location:
+        return store.location / path.relative_to(here).as_posix()
+
+    result = rendered.result
+    result = dataclasses.replace(result, outputs={fmt: stored(p) for fmt, p in result.outputs.items()})
+    paths = {fmt: stored(path) for fmt, path in rendered.paths.items()}
+    return Rendered(result, paths, sizes, text)
+
+
+def _run_here(preset, call: RenderCall, say) -> Rendered:
+    """The render into the local folder call.out."""
     from ..out.specs import output_paths  # start-up: the preset schema
 
-    check(preset)
     speak = say if (say is not None and not call.quiet) else (lambda line: None)
     if call.resume is None:  # a render speaks from its first second (a resumed one has: its state)
         speak("physarum: loading torch...")
