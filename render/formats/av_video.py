@@ -44,7 +44,69 @@ def padded_size(width: int, height: int, even: bool) -> tuple[int, int]:
     return (width + width % 2, height + height % 2) if even else (width, height)
 
 
-class AvVideoWriter(PartialFile):
+class AvContainerFile(PartialFile):
+    """A file FFmpeg writes through PyAV: created here, exclusively, under its temporary name and
+    handed to FFmpeg by its descriptor's name where the OS has one (/proc/self/fd/N), so that
+    FFmpeg writes (and reopens, for an MP4's faststart) the file created here whatever the name
+    points at meanwhile. FFmpeg's OSErrors name the file the user asked for (_naming_the_file).
+    The MP4 writer (mp4.py) and the MOV, WebM and APNG writers stand on it."""
+
+    def __init__(self, path: Path, container_format: str, options: dict[str, str] | None = None):
+        super().__init__(path)
+        self.descriptor = self.create()
+        self.target = f"/proc/self/fd/{self.descriptor}"
+        if not os.path.exists(self.target):
+            self.target = str(self.temporary)
+        try:
+            with self._naming_the_file():
+                self.container = av.open(
+                    self.target, mode="w", format=container_format, options=options or {}
+                )
+        except BaseException:
+            self._close_descriptor()
+            PartialFile.abort(self)
+            raise
+
+    def close_container(self) -> None:
+        """The container closed (its file complete under the temporary name)."""
+        with self._naming_the_file():
+            self.container.close()
+        self._close_descriptor()
+
+    @contextlib.contextmanager
+    def _naming_the_file(self):
+        """FFmpeg's OSErrors (a full disk) name the file it was handed, /proc/self/fd/N, or none:
+        they are raised naming the output the user asked for (errors.os_error_message)."""
+        try:
+            yield
+        except OSError as error:
+            if error.filename is not None and str(error.filename) not in (self.target, str(self.temporary)):
+                raise
+            raise OSError(error.errno, error.strerror or str(error), str(self.path)) from error
+
+    def commit(self) -> None:
+        commit_together(self.complete())
+
+    def abort(self) -> None:
+        try:
+            self.container.close()
+        except Exception:  # a broken container is being thrown away anyway
+            pass
+        self._close_descriptor()
+        super().abort()
+
+    def abort_file(self) -> None:
+        """Remove the complete temporary file (a scratch file whose bytes were copied)."""
+        self._close_descriptor()
+        PartialFile.abort(self)
+
+    def _close_descriptor(self) -> None:
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
+
+
+class AvVideoWriter(AvContainerFile):
     """A video file of one stream in `setting`, written by PyAV into the temporary file. Reads a
     frame's RGB, or its RGBA with `alpha` (a mode of output.alpha). Odd sides are padded by
     repeating the last row or column (the alpha plane too) where the setting needs even sides."""
@@ -61,24 +123,9 @@ class AvVideoWriter(PartialFile):
         container_options: dict[str, str] | None = None,
         codec_tag: str | None = None,
     ):
-        super().__init__(path)
         self.alpha = alpha
         self.size = padded_size(*size, setting.even)
-        # FFmpeg opens files by name: it is handed the descriptor's name where the OS has one, so
-        # that it writes the file created here whatever the name points at meanwhile (as mp4.py)
-        self.descriptor = self.create()
-        self.target = f"/proc/self/fd/{self.descriptor}"
-        if not os.path.exists(self.target):
-            self.target = str(self.temporary)
-        try:
-            with self._naming_the_file():
-                self.container = av.open(
-                    self.target, mode="w", format=container_format, options=container_options or {}
-                )
-        except BaseException:
-            self._close_descriptor()
-            super().abort()
-            raise
+        super().__init__(path, container_format, container_options)
         self.container.metadata["comment"] = comment
         stream = self.container.add_stream(setting.codec, rate=Fraction(fps))
         stream.width, stream.height = self.size
@@ -109,41 +156,8 @@ class AvVideoWriter(PartialFile):
         with self._naming_the_file():
             for packet in self.stream.encode():
                 self.container.mux(packet)
-            self.container.close()
-        self._close_descriptor()
+        self.close_container()
         return [self]
-
-    @contextlib.contextmanager
-    def _naming_the_file(self):
-        """FFmpeg's OSErrors name the file it was handed (/proc/self/fd/N): raised naming the
-        output the user asked for."""
-        try:
-            yield
-        except OSError as error:
-            if error.filename is not None and str(error.filename) not in (self.target, str(self.temporary)):
-                raise
-            raise OSError(error.errno, error.strerror or str(error), str(self.path)) from error
-
-    def commit(self) -> None:
-        commit_together(self.complete())
-
-    def abort(self) -> None:
-        try:
-            self.container.close()
-        except Exception:  # a broken container is being thrown away anyway
-            pass
-        self._close_descriptor()
-        super().abort()
-
-    def abort_file(self) -> None:
-        """Remove the complete temporary file (a scratch file whose bytes were copied)."""
-        self._close_descriptor()
-        super().abort()
-
-    def _close_descriptor(self) -> None:
-        if self.descriptor is not None:
-            os.close(self.descriptor)
-            self.descriptor = None
 
 
 @dataclass(frozen=True)

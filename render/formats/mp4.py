@@ -4,8 +4,6 @@ Odd sides are padded (H.264 needs even sizes)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -13,7 +11,8 @@ from typing import ClassVar
 
 from ..base import lazy
 from ..base.errors import RenderError
-from ..base.files import PartialFile, commit_together
+from ..base.files import PartialFile
+from .av_video import AvContainerFile
 from .contract import Format, Frame, Shared
 from .mp4_audio import Soundtrack, open_sound
 from .targets import FittedFrames, FrameFit, frame_fit
@@ -140,7 +139,7 @@ class Mp4Spec:
         return Mp4Writer(self)
 
 
-class Mp4Writer(PartialFile):
+class Mp4Writer(AvContainerFile):
     """H.264 in the spec's setting (MP4_SETTINGS), faststart, with the preset in the container's
     comment tag.
 
@@ -149,26 +148,11 @@ class Mp4Writer(PartialFile):
     """
 
     def __init__(self, spec: Mp4Spec):
-        super().__init__(spec.path)
         self.setting = MP4_SETTINGS[spec.setting]
         self.size = mp4_size(spec.width, spec.height, spec.setting) if spec.fit is None else spec.fit.size
         self.fitted = None if spec.fit is None else FittedFrames(spec.fit)
-        # FFmpeg opens files by name: it is handed the descriptor's name where the OS has one, so
-        # that it writes (and reopens, for faststart) the file created here, whatever the name
-        # points at meanwhile
-        self.descriptor = self.create()
-        self.target = f"/proc/self/fd/{self.descriptor}"
-        if not os.path.exists(self.target):
-            self.target = str(self.temporary)
-        try:
-            with self._naming_the_file():
-                self.container = av.open(
-                    self.target, mode="w", format="mp4", options={"movflags": "+faststart"}
-                )
-        except BaseException:
-            self._close_descriptor()
-            super().abort()
-            raise
+        self.sound = None
+        super().__init__(spec.path, "mp4", {"movflags": "+faststart"})
         self.container.metadata["comment"] = spec.comment
         self.fps, self.frames, self.sound = spec.fps, 0, None
         stream = self.container.add_stream(self.setting.codec, rate=Fraction(spec.fps))
@@ -230,38 +214,13 @@ class Mp4Writer(PartialFile):
             if self.sound is not None:  # ends with the video
                 self.sound.until(self.container, Fraction(self.frames, self.fps))
                 self.sound.close()
-            self.container.close()
-        self._close_descriptor()
+        self.close_container()
         return [self]
-
-    @contextlib.contextmanager
-    def _naming_the_file(self):
-        """FFmpeg's OSErrors (a full disk) name the file it was handed, /proc/self/fd/N, or none:
-        they are raised naming the MP4 the user asked for (errors.os_error_message)."""
-        try:
-            yield
-        except OSError as error:
-            if error.filename is not None and str(error.filename) not in (self.target, str(self.temporary)):
-                raise
-            raise OSError(error.errno, error.strerror or str(error), str(self.path)) from error
-
-    def commit(self) -> None:
-        commit_together(self.complete())
 
     def abort(self) -> None:
         if self.sound is not None:
             self.sound.close()
-        try:
-            self.container.close()
-        except Exception:  # a broken container is being thrown away anyway
-            pass
-        self._close_descriptor()
         super().abort()
-
-    def _close_descriptor(self) -> None:
-        if self.descriptor is not None:
-            os.close(self.descriptor)
-            self.descriptor = None
 
 
 def make_spec(preset, path: Path, shared: Shared) -> Mp4Spec:
