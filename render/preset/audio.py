@@ -47,7 +47,7 @@ from .schedule import (
     milliseconds,
     period_of,
 )
-from .sections import OptionalSection
+from .sections import OptionalSection, located
 
 # start-up: loaded at first use (base/lazy.py)
 av = lazy.module("av")
@@ -72,15 +72,9 @@ def sound_path(path: str | None, info: ValidationInfo) -> str | None:
     at most MAX_SOUND_BYTES. A path the context's `carried` entries hold is kept as it is."""
     if path is None:
         return None
-    if not path.strip():
-        raise ValueError("a sound file path is required")
-    if path in (info.context or {}).get("carried", {}):
+    resolved = located(path, info, "a sound file")
+    if resolved is None:
         return path
-    base = (info.context or {}).get("base")
-    resolved = Path(path).expanduser()
-    if not resolved.is_absolute():
-        resolved = Path(base or ".") / resolved
-    resolved = os.path.abspath(resolved)
     problem = sound_file_problem(resolved)
     if problem:
         raise ValueError(printable(problem))

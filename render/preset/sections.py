@@ -77,6 +77,22 @@ def portable_path(path: str, cwd: Path, keep=()) -> str:
     return path
 
 
+def located(path: str, info: ValidationInfo, what: str) -> str | None:
+    """An input file's path (`what`: "an image file", "a sound file") made absolute: relative
+    paths are relative to the preset file's folder (the validation context's `base`), '..'
+    collapsed as the shell would show it. None where the context's `carried` entries hold it
+    (`render --from`, render/preset/carried.py): the render reads those bytes, not a file, and the
+    path is kept as it is. ValueError for an empty path."""
+    if not path.strip():
+        raise ValueError(f"{what} path is required")
+    if path in (info.context or {}).get("carried", {}):
+        return None
+    resolved = Path(path).expanduser()
+    if not resolved.is_absolute():
+        resolved = Path((info.context or {}).get("base") or ".") / resolved
+    return os.path.abspath(resolved)
+
+
 def image_path(path: str | None, info: ValidationInfo) -> str | None:
     """An image path made absolute: relative paths are relative to the preset file's folder
     (the validation context's `base`). Outputs embed it through Preset.portable_dump. Only the
@@ -86,15 +102,9 @@ def image_path(path: str | None, info: ValidationInfo) -> str | None:
     is no image."""
     if path is None:
         return None
-    if not path.strip():
-        raise ValueError("an image file path is required")
-    if path in (info.context or {}).get("carried", {}):
+    resolved = located(path, info, "an image file")
+    if resolved is None:
         return path
-    base = (info.context or {}).get("base")
-    resolved = Path(path).expanduser()
-    if not resolved.is_absolute():
-        resolved = Path(base or ".") / resolved
-    resolved = os.path.abspath(resolved)  # '..' collapsed, as the shell would show it
     try:
         image_size(resolved)  # its header only: ValueError naming the problem; decoded on the canvas later
     except ValueError as error:  # a lone surrogate in the message: no UTF-8 for pydantic's message
