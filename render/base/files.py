@@ -155,7 +155,7 @@ def remove_stale_parts(folder: Path, name_pattern: str) -> list[Path]:
     removed = []
     for part in Path(folder).glob(f".{name_pattern}.*.part"):
         pid = _writer_pid(part)
-        if pid is not None and (pid == os.getpid() or not _running(pid)):
+        if pid is not None and (pid == os.getpid() or not process_running(pid)):
             part.unlink(missing_ok=True)
             removed.append(part)
     return removed
@@ -175,7 +175,9 @@ def _writer_pid(part: Path) -> int | None:
     return None
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """Whether process `pid` is alive (another user's counts as alive; an id of 0 or below is
+    not a process's, so what it names is left alone)."""
     if pid <= 0:
         return True  # not a process's id: leave the file alone
     try:

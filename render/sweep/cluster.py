@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import RenderError
+from ..base.files import process_running
 from ..base.storage import Staged, Store, described, open_store
 from ..preset import carried
 from ..preset.provenance import carried_images
@@ -93,19 +94,9 @@ def _work_folder() -> Path:
     of worker processes that are gone (a worker killed mid-task leaves its folder behind)."""
     for folder in Path(tempfile.gettempdir()).glob("physarum-sweep-*-*"):
         pid = folder.name.split("-")[2]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"physarum-sweep-{os.getpid()}-")).resolve()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _node() -> str:
