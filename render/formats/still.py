@@ -6,11 +6,17 @@ tone curve (FFmpeg's exr encoder through PyAV: one float32 Y channel, 1.0 the wh
 with a look section, which is what has a linear light).
 
 The size is an exact upscale: each pixel repeated scale x scale times (no new detail invented,
-the picture exactly as rendered, the same on every machine). Simulating at the print size is a
+the picture exactly as rendered, the same on every machine); `physarum still` (render/commands/
+still.py) asks for any size of at least the frame's, each output pixel the frame's pixel under
+it (row i of H' takes row i * H // H': nearest, in integers; a whole scale is the same as
+repeating). Simulating at the print size is a
 different picture: the model's distances are in cells, so a larger canvas grows a finer network;
 a preset enlarged for print (canvas, agents and distances scaled, as `--reduce` does the other
 way) is rendered like any other, its still at scale 1. The memory a still takes is checked before
-the render (check): refused with the largest scale that fits.
+the render (check): refused with the largest scale that fits. Beyond memory, each file has its
+own limit (format_fits): a classic TIFF's offsets hold under 4 GiB, and FFmpeg opens no
+picture whose (8 * width + 1024) * (height + 128) reaches 2^31 (av_image_check_size; the exr
+encoder checks it as if 8 bytes a pixel: 16255 x 16255 is the largest square EXR).
 
 PNG and TIFF are written here, not by Pillow, which writes no 16-bit RGB: the PNG's pixels
 deflated by Python's zlib (its bytes follow the zlib the interpreter links; the pixels do not),
@@ -40,6 +46,8 @@ STILL_FORMATS = ("png", "tiff", "exr")
 ICC_DATE = struct.pack(">6H", 2026, 1, 1, 0, 0, 0)  # the profile's creation date, fixed
 BYTES_PER_PIXEL = 6 + 6 + 8 + 4 + 4  # 16-bit RGB (twice: upscaled, a file's copy), int64 rows, light
 ROWS_PER_BLOCK = 256  # the PNG's rows deflated at once
+TIFF_MAX_BYTES = 2**32 - 2**20  # a classic TIFF's 32-bit offsets, less room for its tags
+FFMPEG_MAX = 2**31 - 1  # av_image_check_size: (8 * width + 1024) * (height + 128) below this
 
 
 def srgb_profile() -> bytes:
@@ -157,6 +165,60 @@ class StillSpec:
         return StillWriter(self)
 
 
+def enlarge(picture: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """picture [H, W, ...] at size (width, height), each pixel the one under it: row i takes
+    row i * H // height, column j column j * W // width (exact integers; a whole scale k
+    repeats each pixel k x k times)."""
+    height, width = picture.shape[:2]
+    if size == (width, height):
+        return picture
+    rows = np.arange(size[1], dtype=np.int64) * height // size[1]
+    cols = np.arange(size[0], dtype=np.int64) * width // size[0]
+    return picture[rows[:, None], cols[None, :]]
+
+
+def format_fits(fmt: str, width: int, height: int) -> bool:
+    """Whether a width x height still can be written as `fmt` at all (memory aside)."""
+    if fmt == "tiff":
+        return width * height * 6 <= TIFF_MAX_BYTES
+    if fmt == "exr":
+        return (8 * width + 1024) * (height + 128) < FFMPEG_MAX
+    return width < 2**31 and height < 2**31
+
+
+def still_files(
+    colour: np.ndarray,
+    light: np.ndarray | None,
+    size: tuple[int, int],
+    files: dict[str, Path],
+    comment: str,
+    dpi: int | None,
+) -> list[PartialFile]:
+    """The still's files, each a PartialFile to commit: colour [H, W, 3] uint16 and light [H, W]
+    float32 (or None: no EXR) at size; files: the path of each format (png, tiff, exr)."""
+    big = enlarge(colour, size)
+    icc = srgb_profile()
+    partials = []
+    try:
+        for fmt, path in files.items():
+            if fmt == "exr" and light is None:
+                continue
+            partial = PartialFile(Path(path))
+            partials.append(partial)
+            with partial.open("wb") as file:
+                if fmt == "png":
+                    file.write(png16(big, comment, dpi, icc))
+                elif fmt == "tiff":
+                    file.write(tiff16(big, comment, dpi, icc))
+                else:
+                    file.write(exr(enlarge(light, size)))
+    except BaseException:
+        for partial in partials:
+            partial.abort()
+        raise
+    return partials
+
+
 class StillWriter:
     """Keeps the last frame's 16-bit colour and light (Frame.still), writes the files at the end."""
 
@@ -174,21 +236,11 @@ class StillWriter:
 
     def complete(self) -> list[PartialFile]:
         spec, k = self.spec, self.spec.scale
-        colour = self.colour if k == 1 else np.repeat(np.repeat(self.colour, k, axis=0), k, axis=1)
-        icc = srgb_profile()
-        for fmt in spec.formats:
-            if fmt == "exr" and self.light is None:
-                continue
-            partial = PartialFile(Path(spec.folder) / f"{spec.stem}-still.{fmt}")
-            self.partials.append(partial)
-            with partial.open("wb") as file:
-                if fmt == "png":
-                    file.write(png16(colour, spec.comment, spec.dpi, icc))
-                elif fmt == "tiff":
-                    file.write(tiff16(colour, spec.comment, spec.dpi, icc))
-                else:
-                    light = self.light if k == 1 else np.repeat(np.repeat(self.light, k, axis=0), k, axis=1)
-                    file.write(exr(light))
+        height, width = self.colour.shape[:2]
+        files = {fmt: Path(spec.folder) / f"{spec.stem}-still.{fmt}" for fmt in spec.formats}
+        self.partials = still_files(
+            self.colour, self.light, (width * k, height * k), files, spec.comment, spec.dpi
+        )
         return list(self.partials)
 
     def commit(self) -> None:
@@ -213,35 +265,60 @@ def host_available() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def still_bytes(width: int, height: int, scale: int) -> int:
+def still_bytes(width: int, height: int, scale: int = 1) -> int:
     """The memory a still of a width x height frame at `scale` takes at most (BYTES_PER_PIXEL a
     pixel of the print, and a file's bytes)."""
     return width * height * scale * scale * BYTES_PER_PIXEL
 
 
+def still_fits(width: int, height: int, formats, available: int) -> bool:
+    """Whether a width x height still fits the host's `available` memory and every file of
+    `formats` (format_fits)."""
+    return still_bytes(width, height) <= available and all(format_fits(f, width, height) for f in formats)
+
+
+def size_problem(width: int, height: int, formats, available: int) -> str:
+    """Why a width x height still does not fit (still_fits false): the memory, or the format."""
+    need = still_bytes(width, height)
+    if need > available:
+        return (
+            f"a {width}x{height} still takes about {need / 2**30:.1f} GiB of memory, "
+            f"{available / 2**30:.1f} GiB are free"
+        )
+    refused = next(f for f in formats if not format_fits(f, width, height))
+    why = "a classic TIFF holds under 4 GiB" if refused == "tiff" else "FFmpeg opens no larger EXR"
+    return f"a {width}x{height} still cannot be written as {refused} ({why})"
+
+
+def check_kind(preset, key: str = "output.still") -> None:
+    """Refuse (RenderError) a still of a preset with no single light (3D, species, heading)."""
+    if preset.dims == 3 or preset.species is not None or preset.palette.layer == "heading":
+        raise RenderError(f"{preset.name}: {key} is for a 2D trail's frames (no 3D, species or heading)")
+
+
+def written_formats(preset, formats) -> list[str]:
+    """The formats of a still that are written: no EXR without a look (no linear light)."""
+    return [f for f in formats if f != "exr" or preset.look is not None]
+
+
 def check_still(preset, available: int) -> list[str]:
-    """Refuse (RenderError) a still the host's `available` memory cannot hold, naming the largest
-    scale that fits, or one of a preset with no single light (3D, species, heading); note what
-    it writes."""
+    """Refuse (RenderError) a still the host's `available` memory or its files cannot hold,
+    naming the largest scale that fits, or one of a preset with no single light (3D, species,
+    heading); note what it writes."""
     still = preset.output.still
     if still is None:
         return []
-    if preset.dims == 3 or preset.species is not None or preset.palette.layer == "heading":
-        raise RenderError(
-            f"{preset.name}: output.still is for a 2D trail's frames (no 3D, species or heading)"
-        )
+    check_kind(preset)
     width, height = preset.frame_size
-    need = still_bytes(width, height, still.scale)
-    if need > available:
+    formats = written_formats(preset, still.formats)
+    if not still_fits(width * still.scale, height * still.scale, formats, available):
+        problem = size_problem(width * still.scale, height * still.scale, formats, available)
         fits = max(
-            (k for k in range(1, still.scale) if still_bytes(width, height, k) <= available), default=0
+            (k for k in range(1, still.scale) if still_fits(width * k, height * k, formats, available)),
+            default=0,
         )
         advice = f"at most output.still.scale {fits}" if fits else "no still fits"
-        raise RenderError(
-            f"{preset.name}: a {width * still.scale}x{height * still.scale} still takes about "
-            f"{need / 2**30:.1f} GiB of memory, {available / 2**30:.1f} GiB are free: {advice}"
-        )
-    formats = [f for f in still.formats if f != "exr" or preset.look is not None]
+        raise RenderError(f"{preset.name}: {problem}: {advice}")
     skipped = (
         " (no exr: without a look section there is no linear light)"
         if len(formats) < len(still.formats)
