@@ -93,6 +93,36 @@ def cmd_render(args) -> int:
     return 0
 
 
+def cmd_still(args) -> int:
+    from ..commands import presets  # start-up: the preset schema
+    from ..commands import still as still_command  # start-up: light; torch inside its run
+
+    seed = [f"seed={args.seed}"] if args.seed is not None else []
+    preset = presets.load(args.preset, [*args.settings, *seed])
+    formats = None if args.formats is None else tuple(f.strip() for f in args.formats.split(","))
+    call = still_command.StillCall(
+        out=Path(args.out),
+        step=args.step,
+        size=args.size,
+        print_size=args.print_size,
+        dpi=args.dpi,
+        formats=formats,
+        backend=args.backend,
+        device=args.device,
+        quiet=args.quiet,
+        interruptible=True,
+    )
+    still = still_command.run(preset, call, say=_say)
+    for note in still.notes:
+        print(printable(f"note: {note}"), file=sys.stderr)
+    for fmt, path in still.paths.items():
+        size = path.stat().st_size
+        print(printable(f"{path}  {size / 1024:.0f} KiB" if not args.quiet else f"{fmt} {path} {size}"))
+    if not args.quiet:
+        print(printable(f"{still.backend} on {still.device}: {still.seconds:.1f} s"), file=sys.stderr)
+    return 0
+
+
 def cmd_sweep(args) -> int:
     from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
@@ -236,6 +266,7 @@ COMMANDS = {
     "explore": cmd_explore,
     "live": cmd_live,
     "warmup": cmd_warmup,
+    "still": cmd_still,
 }
 
 
