@@ -18,13 +18,9 @@ if TYPE_CHECKING:
 # The parser is built by every command, --help too: nothing here builds the preset schema
 # (pydantic); `reduction` imports it for the renders that reduce (`# start-up:`).
 
-PREVIEW_SIDE = (
-    256  # --preview: the reduced canvas's short side (render/preset/reduce.py)
-)
+PREVIEW_SIDE = 256  # --preview: the reduced canvas's short side (render/preset/reduce.py)
 PREVIEW_SIDE_3D = 48  # a 3D preset's (its volume's short side of width and height)
-MAX_REDUCE = (
-    1024  # --reduce K: at most this (the canvas stops at 8 pixels a side anyway)
-)
+MAX_REDUCE = 1024  # --reduce K: at most this (the canvas stops at 8 pixels a side anyway)
 
 
 def flag_settings(args) -> list[str]:
@@ -65,32 +61,20 @@ def add_settings(command: argparse.ArgumentParser, example: str) -> None:
 def add_backend(command: argparse.ArgumentParser, device: bool = True) -> None:
     """A command's --backend (and, with device, --device) flags."""
     command.add_argument(
-        "--backend",
-        default="auto",
-        help="auto (Triton on a GPU, else torch), torch or triton",
+        "--backend", default="auto", help="auto (Triton on a GPU, else torch), torch or triton"
     )
     if device:
-        command.add_argument(
-            "--device",
-            default=None,
-            help="cpu, cuda or cuda:N (default: cuda if present)",
-        )
+        command.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="physarum", description="Render Physarum slime-mould animations."
-    )
-    parser.add_argument(
-        "--version", action="version", version=f"physarum {__version__}"
-    )
+    parser = argparse.ArgumentParser(prog="physarum", description="Render Physarum slime-mould animations.")
+    parser.add_argument("--version", action="version", version=f"physarum {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     render = commands.add_parser("render", help="render a preset to GIF, MP4 and PNG")
     source = render.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "preset", nargs="?", help="a preset YAML file, or the name of a curated preset"
-    )
+    source.add_argument("preset", nargs="?", help="a preset YAML file, or the name of a curated preset")
     source.add_argument(
         "--from",
         dest="from_file",
@@ -110,18 +94,14 @@ def parser() -> argparse.ArgumentParser:
         help="continue from a checkpoint (.npz) a render wrote; with --set, a branch (docs/checkpoints.md)",
     )
     add_settings(render, "model.decay=0.05")
-    render.add_argument(
-        "--seed", type=int, default=None, help="override the preset's seed"
-    )
+    render.add_argument("--seed", type=int, default=None, help="override the preset's seed")
     add_backend(render)
     render.add_argument(
         "--out",
         default="outputs",
         help="output folder (default: outputs), or an fsspec URL: s3://bucket/prefix (physarum[cloud])",
     )
-    render.add_argument(
-        "--quiet", action="store_true", help="no progress bar; one line per output"
-    )
+    render.add_argument("--quiet", action="store_true", help="no progress bar; one line per output")
     render.add_argument(
         "--scale",
         type=float,
@@ -168,10 +148,7 @@ def parser() -> argparse.ArgumentParser:
         "density), distances / K (with --preview: instead of its size)",
     )
     render.add_argument(
-        "--frames-dir",
-        default=None,
-        metavar="DIR",
-        help="also write every frame as a numbered PNG into DIR",
+        "--frames-dir", default=None, metavar="DIR", help="also write every frame as a numbered PNG into DIR"
     )
     render.add_argument(
         "--stats",
@@ -205,18 +182,10 @@ def parser() -> argparse.ArgumentParser:
         help="write the raw trail and agent counts at these steps, e.g. 100,500 (output.fields.at)",
     )
 
-    sweep = commands.add_parser(
-        "sweep", help="render every job of a sweep file, batched and resumable"
-    )
+    sweep = commands.add_parser("sweep", help="render every job of a sweep file, batched and resumable")
+    sweep.add_argument("sweep", metavar="SWEEP", help="a sweep YAML file, or the name of one in sweeps/")
     sweep.add_argument(
-        "sweep",
-        metavar="SWEEP",
-        help="a sweep YAML file, or the name of one in sweeps/",
-    )
-    sweep.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="list the jobs (id, values, state); write nothing",
+        "--dry-run", action="store_true", help="list the jobs (id, values, state); write nothing"
     )
     sweep.add_argument(
         "--devices",
@@ -230,14 +199,8 @@ def parser() -> argparse.ArgumentParser:
         help="run batches as Ray tasks: auto joins the running cluster, local starts one here",
     )
     add_backend(sweep, device=False)
-    sweep.add_argument(
-        "--out",
-        default="outputs",
-        help="output folder; the sweep writes into OUT/<sweep>/",
-    )
-    sweep.add_argument(
-        "--retry-failed", action="store_true", help="run jobs that failed before again"
-    )
+    sweep.add_argument("--out", default="outputs", help="output folder; the sweep writes into OUT/<sweep>/")
+    sweep.add_argument("--retry-failed", action="store_true", help="run jobs that failed before again")
     sweep.add_argument(
         "--batch",
         type=int,
@@ -258,25 +221,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --ray: run a batch whose worker or node died at most N times in all (default 3)",
     )
-    sweep.add_argument(
-        "--no-gallery",
-        action="store_true",
-        help="do not write index.html and contact.png",
-    )
-    sweep.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress bars; failures and the summary only",
-    )
+    sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
 
-    presets = commands.add_parser(
-        "presets", help="list the curated presets, or print one's YAML"
-    )
+    presets = commands.add_parser("presets", help="list the curated presets, or print one's YAML")
     presets.add_argument(
-        "name",
-        nargs="?",
-        default=None,
-        help="a curated preset: print its YAML file, to copy and edit",
+        "name", nargs="?", default=None, help="a curated preset: print its YAML file, to copy and edit"
     )
     presets.add_argument(
         "--copy",
@@ -287,32 +237,20 @@ def parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("sweeps", help="list the example sweeps")
 
-    validate = commands.add_parser(
-        "validate", help="check preset files without rendering"
-    )
+    validate = commands.add_parser("validate", help="check preset files without rendering")
     validate.add_argument("presets", nargs="+", metavar="PRESET")
 
-    prof = commands.add_parser(
-        "profile", help="time each phase and kernel of a step; write a Perfetto trace"
-    )
+    prof = commands.add_parser("profile", help="time each phase and kernel of a step; write a Perfetto trace")
     prof.add_argument("preset")
     prof.add_argument("--backend", default="auto", help="auto, torch or triton")
     prof.add_argument("--device", default=None)
+    prof.add_argument("--steps", type=int, default=20, help="steps recorded (default 20)")
+    prof.add_argument("--warmup", type=int, default=50, help="steps before the record (default 50)")
     prof.add_argument(
-        "--steps", type=int, default=20, help="steps recorded (default 20)"
-    )
-    prof.add_argument(
-        "--warmup", type=int, default=50, help="steps before the record (default 50)"
-    )
-    prof.add_argument(
-        "--trace",
-        default=None,
-        help="trace file (default outputs/<name>/<name>-<backend>.trace.json)",
+        "--trace", default=None, help="trace file (default outputs/<name>/<name>-<backend>.trace.json)"
     )
 
-    bench = commands.add_parser(
-        "bench", help="step timings of every implementation against the memory floor"
-    )
+    bench = commands.add_parser("bench", help="step timings of every implementation against the memory floor")
     bench.add_argument(
         "--configs",
         default=None,
@@ -320,33 +258,21 @@ def parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--device", default=None)
     bench.add_argument(
-        "--develop",
-        type=int,
-        default=500,
-        help="steps that develop the state first (default 500)",
+        "--develop", type=int, default=500, help="steps that develop the state first (default 500)"
     )
     bench.add_argument(
-        "--skip",
-        default="",
-        help="implementations to leave out, e.g. prototype,torch.compile",
+        "--skip", default="", help="implementations to leave out, e.g. prototype,torch.compile"
     )
-    bench.add_argument(
-        "--out", default=None, help="results JSON (default benchmarks/<device>.json)"
-    )
+    bench.add_argument("--out", default=None, help="results JSON (default benchmarks/<device>.json)")
 
     sens = commands.add_parser(
         "sensitivity",
         help="divergence of minimally perturbed twins: Lyapunov exponents, saturation, parameter planes",
     )
-    sens.add_argument(
-        "preset", help="a preset YAML file, or the name of a curated preset"
-    )
+    sens.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
     add_settings(sens, "canvas.width=256")
     sens.add_argument(
-        "--steps",
-        type=int,
-        default=None,
-        help="steps after the perturbation (default: run.steps)",
+        "--steps", type=int, default=None, help="steps after the perturbation (default: run.steps)"
     )
     sens.add_argument(
         "--twins",
@@ -354,12 +280,7 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="twins per simulation, alternately agent and trail (default 8; 4 with --plane)",
     )
-    sens.add_argument(
-        "--at",
-        type=int,
-        default=1,
-        help="the step whose state is perturbed (default 1)",
-    )
+    sens.add_argument("--at", type=int, default=1, help="the step whose state is perturbed (default 1)")
     sens.add_argument(
         "--plane",
         nargs=2,
@@ -375,31 +296,17 @@ def parser() -> argparse.ArgumentParser:
         help="with --plane: exponent (per step) above which a point counts as unstable (default 0)",
     )
     add_backend(sens)
-    sens.add_argument(
-        "--out", default="outputs", help="output folder (default: outputs)"
-    )
+    sens.add_argument("--out", default="outputs", help="output folder (default: outputs)")
     sens.add_argument("--quiet", action="store_true", help="no progress bar")
     graph = commands.add_parser(
-        "graph",
-        help="the trail's network as a graph at chosen steps: GraphML, CSV, statistics, a figure",
+        "graph", help="the trail's network as a graph at chosen steps: GraphML, CSV, statistics, a figure"
     )
-    graph.add_argument(
-        "preset", help="a preset YAML file, or the name of a curated preset"
-    )
+    graph.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
     add_settings(graph, "canvas.width=256")
     when = graph.add_mutually_exclusive_group()
+    when.add_argument("--at", default=None, metavar="S1,S2,...", help="the steps, e.g. --at 100,500,1000")
     when.add_argument(
-        "--at",
-        default=None,
-        metavar="S1,S2,...",
-        help="the steps, e.g. --at 100,500,1000",
-    )
-    when.add_argument(
-        "--every",
-        type=int,
-        default=None,
-        metavar="N",
-        help="every N steps (default: a tenth of the run)",
+        "--every", type=int, default=None, metavar="N", help="every N steps (default: a tenth of the run)"
     )
     graph.add_argument(
         "--threshold",
@@ -414,12 +321,8 @@ def parser() -> argparse.ArgumentParser:
         help="remove specks and holes of fewer cells than this before thinning (default 16)",
     )
     add_backend(graph)
-    graph.add_argument(
-        "--out", default="outputs", help="output folder (default: outputs)"
-    )
-    graph.add_argument(
-        "--quiet", action="store_true", help="print only the paths written"
-    )
+    graph.add_argument("--out", default="outputs", help="output folder (default: outputs)")
+    graph.add_argument("--quiet", action="store_true", help="print only the paths written")
     add_explore(commands)
     add_live(commands)
     add_warmup(commands)
@@ -433,81 +336,50 @@ def add_explore(commands) -> None:
         "explore",
         help="a novelty search over a preset's model: mutations in batches, the most different kept",
     )
-    explore.add_argument(
-        "preset", help="a preset YAML file, or the name of a curated preset"
-    )
+    explore.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
     add_settings(explore, "model.decay=0.05")
     number = {"type": int, "default": None}
-    explore.add_argument(
-        "--rounds",
-        **number,
-        help="rounds: mutations, then children of the most novel (2)",
-    )
+    explore.add_argument("--rounds", **number, help="rounds: mutations, then children of the most novel (2)")
     explore.add_argument("--population", **number, help="candidates per round (24)")
+    explore.add_argument("--keep", **number, help="candidates kept by novelty (12, or all if fewer)")
     explore.add_argument(
-        "--keep", **number, help="candidates kept by novelty (12, or all if fewer)"
+        "--size", **number, help="short side of the canvas explored, pixels (256; never enlarged)"
     )
     explore.add_argument(
-        "--size",
-        **number,
-        help="short side of the canvas explored, pixels (256; never enlarged)",
-    )
-    explore.add_argument(
-        "--steps",
-        **number,
-        help="steps of each candidate (default: the preset's run.steps)",
+        "--steps", **number, help="steps of each candidate (default: the preset's run.steps)"
     )
     explore.add_argument("--seed", **number, help="the seed of the mutations (1)")
     add_backend(explore)
     explore.add_argument(
-        "--out",
-        default="outputs",
-        help="output folder; explore writes OUT/<preset>-explore/",
+        "--out", default="outputs", help="output folder; explore writes OUT/<preset>-explore/"
     )
-    explore.add_argument(
-        "--yes",
-        action="store_true",
-        help="start even when estimated at 10 minutes or more",
-    )
+    explore.add_argument("--yes", action="store_true", help="start even when estimated at 10 minutes or more")
     explore.add_argument("--quiet", action="store_true", help="the summary only")
 
 
 def add_live(commands) -> None:
     """`physarum live`: the simulation in a browser page, its changes recorded (docs/live.md)."""
     live = commands.add_parser(
-        "live",
-        help="play a preset in a local web page: sliders, pause, record, save as a preset",
+        "live", help="play a preset in a local web page: sliders, pause, record, save as a preset"
     )
-    live.add_argument(
-        "preset", help="a preset YAML file, or the name of a curated preset"
-    )
+    live.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
     add_settings(live, "model.decay=0.05")
+    live.add_argument("--seed", type=int, default=None, help="override the preset's seed")
     live.add_argument(
-        "--seed", type=int, default=None, help="override the preset's seed"
-    )
-    live.add_argument(
-        "--full",
-        action="store_true",
-        help="play the preset at its full size, not its --preview reduction",
+        "--full", action="store_true", help="play the preset at its full size, not its --preview reduction"
     )
     live.add_argument(
         "--host",
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1; any other requires the printed URL's token)",
     )
+    live.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
     live.add_argument(
-        "--port", type=int, default=8765, help="port (default 8765; 0: any free port)"
-    )
-    live.add_argument(
-        "--shared",
-        action="store_true",
-        help="let every open page control the simulation, not just the first",
+        "--shared", action="store_true", help="let every open page control the simulation, not just the first"
     )
     add_backend(live)
     live.add_argument(
-        "--out",
-        default="outputs",
-        help="output folder; saves and renders go to OUT/<preset>-live/",
+        "--out", default="outputs", help="output folder; saves and renders go to OUT/<preset>-live/"
     )
     live.set_defaults(preview_side=PREVIEW_SIDE)
 
@@ -526,31 +398,20 @@ def add_warmup(commands) -> None:
         help="preset files or curated names (default: every curated preset)",
     )
     add_backend(warmup)
-    warmup.add_argument(
-        "--threads", type=int, default=None, help="compile threads (default: the cores)"
-    )
+    warmup.add_argument("--threads", type=int, default=None, help="compile threads (default: the cores)")
     warmup.add_argument("--quiet", action="store_true", help="no line per preset")
 
 
 def add_still(commands) -> None:
     """`physarum still`: one frame as a print, nothing else rendered (render/commands/still.py)."""
     still = commands.add_parser(
-        "still",
-        help="render one step's frame as a print: 16-bit PNG and TIFF, EXR, at a chosen size",
+        "still", help="render one step's frame as a print: 16-bit PNG and TIFF, EXR, at a chosen size"
     )
-    still.add_argument(
-        "preset", help="a preset YAML file, or the name of a curated preset"
-    )
+    still.add_argument("preset", help="a preset YAML file, or the name of a curated preset")
     add_settings(still, "model.decay=0.05")
+    still.add_argument("--seed", type=int, default=None, help="override the preset's seed")
     still.add_argument(
-        "--seed", type=int, default=None, help="override the preset's seed"
-    )
-    still.add_argument(
-        "--step",
-        type=int,
-        default=None,
-        metavar="N",
-        help="the step shown (default: the last)",
+        "--step", type=int, default=None, metavar="N", help="the step shown (default: the last)"
     )
     size = still.add_mutually_exclusive_group()
     size.add_argument(
@@ -567,24 +428,12 @@ def add_still(commands) -> None:
         metavar="WxH{mm,cm,in}",
         help="the largest picture within a print of this size at --dpi, e.g. 30x40cm",
     )
+    still.add_argument("--dpi", type=int, default=None, help="print resolution (with --print: default 300)")
     still.add_argument(
-        "--dpi",
-        type=int,
-        default=None,
-        help="print resolution (with --print: default 300)",
-    )
-    still.add_argument(
-        "--formats",
-        default=None,
-        metavar="png,tiff,exr",
-        help="the files written (default: all three)",
+        "--formats", default=None, metavar="png,tiff,exr", help="the files written (default: all three)"
     )
     add_backend(still)
-    still.add_argument(
-        "--out",
-        default="outputs",
-        help="output folder; the still goes into OUT/<name>/",
-    )
+    still.add_argument("--out", default="outputs", help="output folder; the still goes into OUT/<name>/")
     still.add_argument("--quiet", action="store_true", help="one line per file")
 
 
@@ -594,10 +443,7 @@ def stop_settings(args) -> list[str]:
     settings = []
     if args.checkpoint_every is not None:
         settings.append(f"checkpoint.every={args.checkpoint_every}")
-    for flag, key in (
-        (args.checkpoint_at, "checkpoint.at"),
-        (args.fields_at, "output.fields.at"),
-    ):
+    for flag, key in ((args.checkpoint_at, "checkpoint.at"), (args.fields_at, "output.fields.at")):
         if flag is not None:
             settings.append(f"{key}=[{flag}]")
     return settings
@@ -608,24 +454,16 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
     divides the canvas's sides by K, --preview brings its short side to PREVIEW_SIDE (a little
     more where a sensor would fall under a few pixels: preview_ratio; never enlarged),
     render/preset/reduce.py. RenderError for a K that is not a number from 1 to MAX_REDUCE."""
-    from ..preset.reduce import (
-        preview_ratio,
-        reduce_preset,
-        side_ratio,
-    )  # start-up: the schema
+    from ..preset.reduce import preview_ratio, reduce_preset, side_ratio  # start-up: the schema
 
     kind = "preview" if args.preview else "reduce"
     if args.reduce is not None:
         if not 1 <= args.reduce <= MAX_REDUCE:
-            raise RenderError(
-                f"--reduce: K must be a number from 1 to {MAX_REDUCE} (got {args.reduce!r})"
-            )
+            raise RenderError(f"--reduce: K must be a number from 1 to {MAX_REDUCE} (got {args.reduce!r})")
         ratio = 1 / Fraction(args.reduce)
     elif args.preview:
         ratio = (
-            side_ratio(preset, PREVIEW_SIDE_3D)
-            if preset.dims == 3
-            else preview_ratio(preset, PREVIEW_SIDE)
+            side_ratio(preset, PREVIEW_SIDE_3D) if preset.dims == 3 else preview_ratio(preset, PREVIEW_SIDE)
         )
     else:
         return preset, ""
