@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # only render/__init__ and base/errors; each call imports the stages it needs (`# start-up:`).
 
 __all__ = ["Preset", "PresetError", "RenderError", "__version__", "change", "frames", "images", "load"]
-__all__ += ["render", "render_files", "sweep"]
+__all__ += ["render", "render_files", "still", "sweep"]
 
 
 def __getattr__(name: str):
@@ -88,6 +88,49 @@ def render_files(
     if formats is not None:
         preset = presets.change(preset, [f"output.formats={json.dumps(formats)}"])
     return rendering.run(preset, request, say=_say).result
+
+
+def still(
+    preset: Preset,
+    out: str | Path = "outputs",
+    step: int | None = None,
+    size: int | None = None,
+    print_size: str | None = None,
+    dpi: int | None = None,
+    formats: list[str] | None = None,
+    backend: str = "auto",
+    device: str | None = None,
+    quiet: bool = True,
+):
+    """One step's frame as a print, as `physarum still` makes it (nothing else rendered): the
+    still at `step` (default the last) at `size` (its long side in pixels) or within
+    `print_size` ("30x40cm", mm, cm or in) at `dpi`, as 16-bit PNG and TIFF and an EXR of the
+    linear light (formats: default all three) under OUT/<name>/. Its result: `paths` by format,
+    step, size, backend, device, seconds, notes. What the command refuses is refused here, with
+    its message (RenderError); TypeError for an argument of the wrong type."""
+    from physarum.render.commands import arguments  # start-up: light, with the call
+    from physarum.render.commands import still as stills  # start-up: torch, for a still only
+
+    call = "physarum.still"
+    optional = {"step": step, "size": size, "dpi": dpi}
+    for what, value in optional.items():
+        if value is not None:
+            arguments.count_of(value, call, what)
+    if print_size is not None:
+        arguments.text_of(print_size, call, "print_size", "a print size like '30x40cm'")
+    formats = arguments.formats_of(formats, call)
+    request = stills.StillCall(
+        out=arguments.folder_of(out, call),
+        step=step,
+        size=size,
+        print_size=print_size,
+        dpi=dpi,
+        formats=None if formats is None else tuple(formats),
+        backend=arguments.text_of(backend, call, "backend", "auto, torch or triton"),
+        device=arguments.text_of(device, call, "device", "cpu, cuda or cuda:N, or None", optional=True),
+        quiet=arguments.flag_of(quiet, call, "quiet"),
+    )
+    return stills.run(arguments.preset_of(preset, call), request, say=_say)
 
 
 def _say(line: str) -> None:
