@@ -1,6 +1,8 @@
-"""`physarum sweep --files driver|workers --max-attempts N` and physarum.sweep's files and
-max_attempts: passed through the command layer to SweepOptions, None for their defaults, a bad
-value one message (exit 2 on the command line, the same RenderError from the API)."""
+"""`physarum sweep --files driver|workers --max-attempts N --per-node N` and physarum.sweep's
+files, max_attempts and per_node: passed through the command layer to SweepOptions, None for
+their defaults, a bad value one message (exit 2 on the command line, the same RenderError from
+the API), and any of them without --ray refused the same way (a sweep on this host has no use
+for them)."""
 
 from __future__ import annotations
 
@@ -31,13 +33,31 @@ def options_seen(monkeypatch):
 def test_the_flags_reach_the_sweeps_options_and_default_to_none(tmp_path, options_seen, capsys):
     path = str(write_sweep(tmp_path, grid={"model.decay": [0.1]}))
     out = str(tmp_path / "out")
-    assert main(["sweep", path, "--out", out, "--files", "workers", "--max-attempts", "1"]) == 0
+    ray = ["--ray", "auto"]
+    assert (
+        main(
+            [
+                "sweep",
+                path,
+                "--out",
+                out,
+                *ray,
+                "--files",
+                "workers",
+                "--max-attempts",
+                "1",
+                "--per-node",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert main(["sweep", path, "--out", out]) == 0
-    physarum.sweep(path, out, files="driver", max_attempts=5)
+    physarum.sweep(path, out, ray="auto", files="driver", max_attempts=5, per_node=1)
     given, default, api = options_seen
-    assert (given.files, given.max_attempts) == ("workers", 1)
-    assert (default.files, default.max_attempts) == (None, sweeps.MAX_ATTEMPTS) == (None, 3)
-    assert (api.files, api.max_attempts) == ("driver", 5)
+    assert (given.files, given.max_attempts, given.per_node) == ("workers", 1, 2)
+    assert (default.files, default.max_attempts, default.per_node) == (None, None, None)
+    assert (api.files, api.max_attempts, api.per_node) == ("driver", 5, 1)
     capsys.readouterr()
 
 
@@ -46,6 +66,20 @@ def test_the_flags_reach_the_sweeps_options_and_default_to_none(tmp_path, option
     [
         (["--files", "bogus"], {"files": "bogus"}, "--files must be one of driver, workers, got 'bogus'"),
         (["--max-attempts", "0"], {"max_attempts": 0}, "--max-attempts must be at least 1, got 0"),
+        (["--per-node", "0"], {"per_node": 0}, "--per-node must be at least 1, got 0"),
+        (["--per-node", "-3"], {"per_node": -3}, "--per-node must be at least 1, got -3"),
+        (
+            ["--files", "driver"],
+            {"files": "driver"},
+            "--files needs --ray: only a Ray sweep takes --files, --max-attempts and --per-node; "
+            "a sweep without --ray renders on this host (--devices)",
+        ),
+        (
+            ["--max-attempts", "2", "--per-node", "1"],
+            {"max_attempts": 2, "per_node": 1},
+            "--max-attempts and --per-node need --ray: only a Ray sweep takes --files, "
+            "--max-attempts and --per-node; a sweep without --ray renders on this host (--devices)",
+        ),
     ],
 )
 @pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
@@ -70,9 +104,11 @@ def test_the_api_refuses_a_wrong_type_and_names_the_options(tmp_path):
         physarum.sweep(path, dry_run=True, files=1)
     with pytest.raises(TypeError, match="max_attempts must be a whole number"):
         physarum.sweep(path, dry_run=True, max_attempts="3")
+    with pytest.raises(TypeError, match="per_node must be a whole number"):
+        physarum.sweep(path, dry_run=True, per_node=1.5)
 
 
-def test_the_help_names_both_flags():
+def test_the_help_names_the_three_flags():
     done = subprocess.run(
         [sys.executable, "-m", "physarum.render.cli.main", "sweep", "--help"],
         capture_output=True,
@@ -80,6 +116,7 @@ def test_the_help_names_both_flags():
         timeout=120,
     )
     assert "--files driver|workers" in done.stdout and "--max-attempts N" in done.stdout
+    assert "--per-node N" in done.stdout
 
 
 @pytest.mark.slow  # starts a Ray instance

@@ -55,6 +55,27 @@ def attempts_of(max_attempts: int | None) -> int | None:
     return max_attempts
 
 
+def per_node_of(per_node: int | None) -> int | None:
+    """--per-node: a Ray sweep's tasks at once on any node at most (None: no cap); RenderError
+    below 1, for a dry run as for a run."""
+    if per_node is not None and per_node < 1:
+        raise RenderError(f"--per-node must be at least 1, got {per_node}")
+    return per_node
+
+
+def ray_flags_of(ray: str | None, files: str | None, max_attempts: int | None, per_node: int | None) -> None:
+    """--files, --max-attempts and --per-node: each checked, and refused without --ray (a sweep
+    on this host has no use for them): RenderError, for a dry run as for a run."""
+    from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
+
+    files_of(files)
+    attempts_of(max_attempts)
+    per_node_of(per_node)
+    problem = sweeps.ray_only_problem(ray, files=files, max_attempts=max_attempts, per_node=per_node)
+    if problem:
+        raise RenderError(problem)
+
+
 def destination(out: str | Path) -> str | Path:
     """--out as a sweep takes it: an fsspec URL (s3://bucket/prefix) as written, else a folder
     (a Path would make 's3://b' 's3:/b')."""
@@ -62,14 +83,19 @@ def destination(out: str | Path) -> str | Path:
 
 
 def dry_run(
-    sweep, out: str | Path, max_batch: int | None, files: str | None = None, max_attempts: int | None = None
+    sweep,
+    out: str | Path,
+    max_batch: int | None,
+    files: str | None = None,
+    max_attempts: int | None = None,
+    ray: str | None = None,
+    per_node: int | None = None,
 ) -> list[str]:
     """The lines `physarum sweep --dry-run` prints: every job, its values and its state (the run's
     flags checked as a run checks them)."""
     from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
-    files_of(files)
-    attempts_of(max_attempts)
+    ray_flags_of(ray, files, max_attempts, per_node)
     return sweeps.dry_run_lines(sweep, destination(out), batch_of(max_batch))
 
 
@@ -79,16 +105,23 @@ def run(
     max_batch: int | None = None,
     files: str | None = None,
     max_attempts: int | None = None,
+    per_node: int | None = None,
     **options,
 ):
     """Run the sweep (sweep.SweepOptions: backend, devices, ray, retry_failed, quiet, gallery;
-    files and max_attempts, each None for its default); its SweepSummary."""
+    files, max_attempts and per_node, each None for its default, refused without ray); its
+    SweepSummary."""
     from .. import sweep as sweeps  # start-up: torch, for a run
 
-    files, max_attempts = files_of(files), attempts_of(max_attempts)
-    if max_attempts is not None:
-        options["max_attempts"] = max_attempts
+    ray_flags_of(options.get("ray"), files, max_attempts, per_node)
     return sweeps.run_sweep(
         sweep,
-        sweeps.SweepOptions(out_dir=destination(out), max_batch=batch_of(max_batch), files=files, **options),
+        sweeps.SweepOptions(
+            out_dir=destination(out),
+            max_batch=batch_of(max_batch),
+            files=files,
+            max_attempts=max_attempts,
+            per_node=per_node,
+            **options,
+        ),
     )

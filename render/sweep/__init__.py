@@ -9,6 +9,7 @@ of the data flow:
 - plan: jobs that share a simulation grouped into chunks, batches sized to memory;
 - chunk: one chunk rendered on one device, one outcome per job;
 - workers, cluster: where chunks run (this process, a worker process per device, Ray tasks);
+- progress: a Ray sweep's jobs done and running per node, as bars on a terminal;
 - run: the sweep itself (lock, resume, summary) and the dry run;
 - gallery, contact: index.html and contact.png.
 
@@ -23,13 +24,23 @@ import importlib
 from .expand import PREVIEW_SIDE, Job, Sweep, expand_sweep, load_sweep
 from .labels import format_params, format_value
 from .manifest import Manifest, job_record, job_states, outputs_complete
-from .plan import DEFAULT_MAX_BATCH, FILES, MAX_ATTEMPTS, batch_limit, check_fits, dry_run_lines, plan_chunks
+from .plan import (
+    DEFAULT_MAX_BATCH,
+    FILES,
+    MAX_ATTEMPTS,
+    RAY_ONLY,
+    batch_limit,
+    check_fits,
+    dry_run_lines,
+    plan_chunks,
+    ray_only_problem,
+)
 from .schema import MAX_JOBS, SweepFile, read_sections, relation_problems
 
 # start-up: each name of a module that imports torch or Pillow, and its module, imported at first read
 _LATER = {
     **dict.fromkeys(("chunk_outcomes", "failed_outcomes", "run_chunk"), "chunk"),
-    **dict.fromkeys(("ray_connect", "ray_workers", "run_ray"), "cluster"),
+    **dict.fromkeys(("cluster_nodes", "ray_connect", "ray_workers", "run_ray"), "cluster"),
     **dict.fromkeys(("contact_sheet", "write_contact_sheet"), "contact"),
     **dict.fromkeys(("gallery_html", "preset_yaml", "write_gallery"), "gallery"),
     **dict.fromkeys(("SweepLock", "SweepOptions", "SweepSummary", "run_sweep"), "run"),
@@ -51,6 +62,7 @@ __all__ = [
     "FILES",
     "MAX_ATTEMPTS",
     "MAX_JOBS",
+    "RAY_ONLY",
     "PREVIEW_SIDE",
     "Job",
     "Manifest",
@@ -63,6 +75,7 @@ __all__ = [
     "batch_limit",
     "check_fits",
     "chunk_outcomes",
+    "cluster_nodes",
     "contact_sheet",
     "dry_run_lines",
     "expand_sweep",
@@ -79,6 +92,7 @@ __all__ = [
     "preset_yaml",
     "ray_connect",
     "ray_workers",
+    "ray_only_problem",
     "read_sections",
     "relation_problems",
     "run_chunk",

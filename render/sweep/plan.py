@@ -27,6 +27,22 @@ HOST_MEMORY_SHARE = 0.5  # of the free host memory the batch's frame rings and e
 # chunk's task at most (--max-attempts: the first and two retries); here, where no torch is loaded
 FILES = ("driver", "workers")
 MAX_ATTEMPTS = 3
+RAY_ONLY = ("files", "max_attempts", "per_node")  # options only a Ray sweep takes
+
+
+def ray_only_problem(ray: str | None, **given) -> str | None:
+    """The message refusing options of RAY_ONLY given (not None) to a sweep without Ray, where
+    they would mean nothing (its jobs render on this host, into --out, in this process or its
+    workers); None where there is none."""
+    if ray is not None:
+        return None
+    named = [f"--{name.replace('_', '-')}" for name in RAY_ONLY if given.get(name) is not None]
+    if not named:
+        return None
+    return (
+        f"{' and '.join(named)} {'needs' if len(named) == 1 else 'need'} --ray: only a Ray sweep takes "
+        "--files, --max-attempts and --per-node; a sweep without --ray renders on this host (--devices)"
+    )
 
 
 def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[Job]]:

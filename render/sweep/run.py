@@ -23,12 +23,13 @@ from pathlib import Path
 from ..base.errors import RenderError, printable
 from ..base.files import remove_stale_parts
 from ..base.storage import Location, Store, described
-from .cluster import FILES, MAX_ATTEMPTS, ray_connect, ray_payloads, ray_workers, run_ray
+from .cluster import FILES, MAX_ATTEMPTS, check_per_node, ray_connect, ray_payloads, ray_workers, run_ray
 from .expand import Sweep
 from .gallery import write_gallery
 from .labels import format_params
 from .manifest import Manifest, StoredManifest, job_record, job_states, sweep_store
-from .plan import DEFAULT_MAX_BATCH, check_fits, plan_chunks
+from .plan import DEFAULT_MAX_BATCH, check_fits, plan_chunks, ray_only_problem
+from .progress import NodeProgress
 from .workers import WorkerPool, parse_devices, run_here
 
 
@@ -43,7 +44,9 @@ class SweepOptions:
     # with ray: how files reach out_dir: "driver" (back through Ray's object store) or "workers"
     # (each task stores them: a shared folder, or object storage); None: PHYSARUM_SWEEP_FILES or "driver"
     files: str | None = None
-    max_attempts: int = MAX_ATTEMPTS  # with ray: runs of a chunk's task at most (a dead worker's)
+    # with ray: runs of a chunk's task at most (a dead worker's); None: MAX_ATTEMPTS
+    max_attempts: int | None = None
+    per_node: int | None = None  # with ray: tasks at once on any node at most; None: no cap
     retry_failed: bool = False
     max_batch: int = DEFAULT_MAX_BATCH
     quiet: bool = False
@@ -104,13 +107,20 @@ def run_sweep(
 ) -> SweepSummary:
     """Render every job not already done; write the manifest as it goes and the gallery at the end."""
     options = options or SweepOptions()
+    terminal = log is None  # the sweep's own lines on stderr: a Ray sweep draws its nodes' bars there
     log = log or (lambda line: print(printable(line), file=sys.stderr, flush=True))
     if options.max_batch < 1:
         raise RenderError(f"--batch must be at least 1, got {options.max_batch}")
-    if options.max_attempts < 1:
+    problem = ray_only_problem(
+        options.ray, files=options.files, max_attempts=options.max_attempts, per_node=options.per_node
+    )
+    if problem:
+        raise RenderError(problem)
+    if options.max_attempts is not None and options.max_attempts < 1:
         raise RenderError(f"max_attempts must be at least 1, got {options.max_attempts}")
+    check_per_node(options.per_node)
     files = options.files or os.environ.get("PHYSARUM_SWEEP_FILES") or "driver"
-    if files not in FILES:
+    if options.ray is not None and files not in FILES:
         raise RenderError(f"files (PHYSARUM_SWEEP_FILES): one of {', '.join(FILES)}, not {files!r}")
     devices = parse_devices(options.devices) if options.ray is None else []
     store = sweep_store(options.out_dir, sweep.name)
@@ -138,7 +148,7 @@ def run_sweep(
             manifest = Manifest(sweep_dir / "manifest.jsonl", log)
         else:
             manifest = StoredManifest(store, log)
-        summary = _run_jobs(sweep, store, work_dir, manifest, devices, options, files, log, pool)
+        summary = _run_jobs(sweep, store, work_dir, manifest, devices, options, files, log, pool, terminal)
         latest = manifest.latest()
         summary.records = [
             latest.get(job.id) or job_record(job, "failed", error="no record") for job in sweep.jobs
@@ -159,6 +169,7 @@ def _run_jobs(
     files: str,
     log,
     pool: WorkerPool | None = None,
+    terminal: bool = False,
 ) -> SweepSummary:
     """Plan and run every job that is pending (and failed, with retry_failed), recording each
     chunk's start and each job's outcome in the manifest, from this thread only."""
@@ -170,7 +181,7 @@ def _run_jobs(
     if not todo:
         return summary
     ray = ray_connect(options.ray) if options.ray else None
-    workers = ray_workers(ray) if ray else len(devices)
+    workers = ray_workers(ray, options.per_node) if ray else len(devices)
     chunks = plan_chunks(todo, options.max_batch, workers)
     by_id = {job.id: job for job in todo}
     where = f"Ray ({options.ray})" if options.ray else ", ".join(devices)
@@ -178,7 +189,13 @@ def _run_jobs(
         f"{sweep.name}: {len(todo)} jobs to render in {len(chunks)} batches on {where}"
         + (f" ({summary.skipped} already done)" if summary.skipped else "")
         + ("" if store.local else f" -> {store.url}")
+        + (f", at most {options.per_node} at once on any node" if ray and options.per_node else "")
     )
+    progress = NodeProgress(len(todo), shown=ray is not None and not options.quiet and terminal)
+    if progress.drawn:  # log lines above the bars
+
+        def log(line: str) -> None:
+            progress.write(printable(line))
 
     def on_start(number: int) -> None:
         manifest.extend([job_record(job, "running") for job in chunks[number]])
@@ -218,9 +235,22 @@ def _run_jobs(
     if ray:
         if files == "workers" and store.local:
             log(f"{sweep.name}: the workers write into {store.url}: every machine must mount it there")
-        run_ray(
-            ray, ray_payloads(chunks), store, backend, on_start, on_done, files, options.max_attempts, log
-        )
+        try:
+            run_ray(
+                ray,
+                ray_payloads(chunks),
+                store,
+                backend,
+                on_start,
+                on_done,
+                files,
+                options.max_attempts or MAX_ATTEMPTS,
+                log,
+                options.per_node,
+                progress,
+            )
+        finally:
+            progress.close()
     elif len(devices) == 1:
         payloads = [
             [{"id": job.id, "preset": job.preset.model_dump(mode="json")} for job in c] for c in chunks
