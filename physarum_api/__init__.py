@@ -190,15 +190,16 @@ def _rgb_frames(preset: Preset, backend: str, device: str | None) -> Iterator:
 
 
 SWEEP_OPTIONS = ("backend", "devices", "ray", "files", "max_attempts", "max_batch", "retry_failed")
-SWEEP_OPTIONS += ("gallery", "quiet")
+SWEEP_OPTIONS += ("per_node", "gallery", "quiet")
 
 
 def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool = False, **options):
     """Run a sweep (an example sweep by name, or a file) as `physarum sweep`: its SweepSummary;
     with dry_run, the lines `--dry-run` prints. options: backend, devices, ray, files ("driver" or
-    "workers"), max_attempts, max_batch, retry_failed, gallery, quiet (the command's flags). What
-    the command refuses is refused here, with its message (a 3D preset's job, a batch below 1,
-    files other than driver or workers, max_attempts below 1)."""
+    "workers"), max_attempts, per_node, max_batch, retry_failed, gallery, quiet (the command's
+    flags). What the command refuses is refused here, with its message (a 3D preset's job, a
+    batch below 1, files other than driver or workers, max_attempts or per_node below 1, any of
+    files, max_attempts and per_node without ray)."""
     from physarum.render.commands import arguments  # start-up: light, with the call
     from physarum.render.commands import sweep as sweeping  # start-up: the sweep stage, when used
 
@@ -215,10 +216,15 @@ def sweep(name_or_path: str | Path, out: str | Path = "outputs", dry_run: bool =
     max_attempts = options.pop("max_attempts", None)
     if max_attempts is not None:
         arguments.count_of(max_attempts, call, "max_attempts")
+    per_node = options.pop("per_node", None)
+    if per_node is not None:
+        arguments.count_of(per_node, call, "per_node")
     for flag in ("retry_failed", "gallery", "quiet"):
         if flag in options:
             arguments.flag_of(options[flag], call, flag)
     loaded = sweeping.load(name)
     if arguments.flag_of(dry_run, call, "dry_run"):
-        return sweeping.dry_run(loaded, folder, max_batch, files, max_attempts)
-    return sweeping.run(loaded, folder, max_batch, files, max_attempts, **{"quiet": True, **options})
+        return sweeping.dry_run(loaded, folder, max_batch, files, max_attempts, options.get("ray"), per_node)
+    return sweeping.run(
+        loaded, folder, max_batch, files, max_attempts, per_node, **{"quiet": True, **options}
+    )

@@ -221,6 +221,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --ray: run a batch whose worker or node died at most N times in all (default 3)",
     )
+    sweep.add_argument(
+        "--per-node",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --ray: at most N batches at once on any node (default: one per GPU, else per CPU)",
+    )
     sweep.add_argument("--no-gallery", action="store_true", help="do not write index.html and contact.png")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars; failures and the summary only")
 

@@ -128,7 +128,9 @@ def cmd_sweep(args) -> int:
 
     sweep = sweep_command.load(args.sweep)
     if args.dry_run:
-        lines = sweep_command.dry_run(sweep, args.out, args.batch, args.files, args.max_attempts)
+        lines = sweep_command.dry_run(
+            sweep, args.out, args.batch, args.files, args.max_attempts, args.ray, args.per_node
+        )
         print("\n".join(map(printable, lines)))
         return 0
     summary = sweep_command.run(
@@ -137,6 +139,7 @@ def cmd_sweep(args) -> int:
         args.batch,
         files=args.files,
         max_attempts=args.max_attempts,
+        per_node=args.per_node,
         backend=args.backend,
         devices=args.devices,
         ray=args.ray,
