@@ -14,7 +14,7 @@ import annotated_types
 from ..preset.look_section import CURVES, Look
 from ..preset.output_sections import Levels, Palette
 from ..preset.palettes import PALETTES
-from ..preset.schedule import Bounds, is_scheduled
+from ..preset.schedule import Bounds, Follow, Wave, is_scheduled
 from ..preset.schema import Preset
 from ..preset.sections import Model
 
@@ -70,7 +70,14 @@ def number(section: type, key: str, full_key: str, group: str, value, live: bool
     if "hi" in narrow and (hi is None or narrow["hi"] < hi):
         hi, hi_open = narrow["hi"], narrow.get("hi_open", hi_open)
     fixed = ""
-    if is_scheduled(value):
+    if isinstance(value, Follow | Wave):
+        fixed = (
+            f"follows the soundtrack's {value.audio}"
+            if isinstance(value, Follow)
+            else f"follows a {value.wave} wave"
+        )
+        value = float(value.range[0])
+    elif is_scheduled(value):
         if value.ease != "hold":
             fixed = f"follows the preset's own {value.ease} schedule"
         value = float(list(value.keys.values())[-1])

@@ -5,7 +5,7 @@
 
 const token = new URLSearchParams(location.search).get("token");
 const query = token ? "?token=" + encodeURIComponent(token) : "";
-const live = (window.live = { received: [], segment: null, control: false, changes: [], saved: null, rendered: null, problems: [] });
+const live = (window.live = { received: [], segment: null, control: false, changes: [], saved: null, rendered: null, problems: [], sound: null, clock: [] });
 const $ = (id) => document.getElementById(id);
 const view = $("view");
 const context = view.getContext("2d");
@@ -169,12 +169,19 @@ function onMessage(message) {
     $("role").textContent = event.control ? (event.shared ? "control shared with every page" : "this page controls the simulation") : "watching: another page controls the simulation";
     for (const id of ["pause", "step", "save", "render", "restart"]) $(id).disabled = !event.control || (id === "step" && !paused);
     buildControls(event.controls);
+    setUpSound(event.sound);
     $("files").textContent = "";
     fileLinks(event.files);
     if (event.segment && event.segment.changes) event.segment.changes.forEach(logChange);
   } else if (event.type === "controls") {
     buildControls(event.controls);
+  } else if (event.type === "replay") {
+    say(`the track went back: performance ${event.segment} replayed from step 0 (take ${event.take})`, true);
   } else if (event.type === "segment") {
+    if (live.sound) {
+      live.clockFrame = null;
+      $("sound").currentTime = 0;
+    }
     $("log").textContent = "";
     live.changes = [];
     say(`performance ${event.segment}: ${event.name} ${event.width}x${event.height}, a frame every ${event.steps_per_frame} steps`, true);
@@ -203,6 +210,57 @@ function onMessage(message) {
   }
 }
 
+// A preset with a sound file: the page plays it and reports where the audio stands; the server
+// shows frame floor(time x fps). Only a page that controls reports (a watcher hears its own).
+function reportClock() {
+  const audio = $("sound");
+  if (!live.sound || !live.control) return;
+  const frame = Math.min(live.sound.frames - 1, Math.floor(audio.currentTime * live.sound.fps));
+  if (frame !== live.clockFrame) {
+    live.clockFrame = frame;
+    live.clock.push(audio.currentTime);
+    send({ type: "clock", time: audio.currentTime });
+  }
+}
+
+function clockLoop() {
+  reportClock();
+  live.looping = !$("sound").paused;
+  if (live.looping) requestAnimationFrame(clockLoop);
+}
+
+function onSound() {
+  reportClock();
+  if (!live.looping && !$("sound").paused) clockLoop();
+}
+
+function setUpSound(sound) {
+  live.sound = sound;
+  $("track").hidden = !sound;
+  if (!sound) return;
+  const audio = $("sound");
+  if (!audio.src) {
+    audio.src = sound.url + query;
+    for (const name of ["play", "seeked", "pause", "ended"]) audio.addEventListener(name, onSound);
+  }
+  $("pause").textContent = "play";
+  $("step").disabled = !live.control;
+}
+
+function toggleSound() {
+  const audio = $("sound");
+  if (audio.paused) audio.play();
+  else audio.pause();
+}
+
+function stepSound() {
+  // half a frame into the next frame: floor(time x fps) is that frame, whatever the float's rounding
+  const audio = $("sound");
+  audio.pause();
+  const next = Math.min(live.sound.frames - 1, Math.floor(audio.currentTime * live.sound.fps) + 1);
+  audio.currentTime = (next + 0.5) / live.sound.fps;
+}
+
 function connect() {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   socket = new WebSocket(`${scheme}//${location.host}/ws${query}`);
@@ -211,8 +269,10 @@ function connect() {
   socket.onclose = () => ($("status").textContent = "disconnected: the server stopped");
 }
 
-$("pause").addEventListener("click", () => send({ type: paused ? "resume" : "pause" }));
-$("step").addEventListener("click", () => send({ type: "step" }));
+$("pause").addEventListener("click", () => (live.sound ? toggleSound() : send({ type: paused ? "resume" : "pause" })));
+$("step").addEventListener("click", () => (live.sound ? stepSound() : send({ type: "step" })));
+$("sound").addEventListener("play", () => ($("pause").textContent = "pause"));
+$("sound").addEventListener("pause", () => ($("pause").textContent = "play"));
 $("save").addEventListener("click", () => send({ type: "save" }));
 $("render").addEventListener("click", () => send({ type: "render" }));
 $("restart").addEventListener("click", () => {

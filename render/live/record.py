@@ -18,7 +18,11 @@ frames the page was shown, byte for byte, on the same canvas. What makes that ho
 - the preset's own schedules keep their keyframes, percentages resolved to steps on its own run
   (the recorded run is another length, where a percentage would name another step);
 - run.steps is the steps performed (LIVE_STEPS while live: no cap); the loop mode is none (a
-  loop is made from the whole run), and checkpoints, raw fields and volumes are left out.
+  loop is made from the whole run), and checkpoints, raw fields and volumes are left out;
+- a preset with a soundtrack (docs/audio.md) keeps its own run, the track's length, live and
+  recorded, and its followed and periodic keys as written: they are resolved again from the
+  track, frame by frame the same values, so frame i shown is frame i of the recorded render
+  (the page's audio clock picks which frames are shown: render/live/session.py).
 
 Keys that no schedule may hold (the palette, the look's curve, black point, bloom radius and
 dithering, the seed, a look section added) change only by a restart: a new performance from step
@@ -35,7 +39,7 @@ from pathlib import Path
 from ..base.errors import PresetError, RenderError
 from ..base.inputs import excerpt
 from ..preset.load import build_preset
-from ..preset.schedule import MAX_KEYS, key_step
+from ..preset.schedule import MAX_KEYS, Resolved
 from ..preset.schema import Preset
 from .controls import DISTANCE_KEYS, LOOK_LIVE, MODEL_KEYS, by_key
 
@@ -87,20 +91,15 @@ def set_path(data: dict, key: str, value) -> None:
     node[last] = copy.deepcopy(value)
 
 
-def step_keys(schedule: dict, end: int, where: str) -> dict:
-    """A schedule's keys as steps on a run whose last step is `end` (percentages resolved as the
-    preset's own run resolves them); PresetError where two keys land on one step (a step key
-    cannot say which comes first)."""
+def step_keys(schedule: dict, resolved: tuple, where: str) -> dict:
+    """A schedule's keys as the steps `resolved` names (the preset's own run: percentages, beats
+    and bars resolved as it resolves them); PresetError where two keys land on one step (a step
+    key cannot say which comes first)."""
     keys = {}
-    for key, value in schedule["keys"].items():
-        step = key_step(key, end)
-        if step in keys and keys[step] != value:
-            raise PresetError(
-                [
-                    f"{where}: keys {excerpt(key)} and another land on step {step}; live needs one keyframe a step"
-                ]
-            )
-        keys[step] = value
+    for step, value in resolved:
+        if step in keys and keys[step] != float(value):
+            raise PresetError([f"{where}: two keys land on step {step}; live needs one keyframe a step"])
+        keys[step] = float(value)
     return {**schedule, "keys": dict(sorted(keys.items()))}
 
 
@@ -111,8 +110,9 @@ def live_data(preset: Preset) -> dict:
         raise RenderError(f"{preset.name}: physarum live shows 2D presets; render a 3D preset")
     data = preset.model_dump(mode="json")
     end = preset.end_step
-    for path, _ in preset.schedules:
-        set_path(data, path, step_keys(get_path(data, path), end, path))
+    for path, value in preset.schedules:
+        if not isinstance(value, Resolved):  # a followed key is resolved again from its track
+            set_path(data, path, step_keys(get_path(data, path), value.resolved(end), path))
     models = ["model"] + [f"species.{s}.model" for s in range(len(data.get("species") or []))]
     for prefix in models:
         for key in DISTANCE_KEYS:
@@ -123,8 +123,16 @@ def live_data(preset: Preset) -> dict:
     for key in ("loop_mode", "loop_frames", "fields", "volume"):
         output.pop(key, None)
     data.pop("checkpoint", None)
-    data["run"] = {**data.get("run", {}), "steps": LIVE_STEPS}
+    if not follows_a_track(preset):
+        data["run"] = {**data.get("run", {}), "steps": LIVE_STEPS}
     return data
+
+
+def follows_a_track(preset: Preset) -> bool:
+    """Whether the preset's run is its soundtrack's (an audio section or a key resolved from
+    one): the live run keeps the preset's length, since each frame's followed values are the
+    track's at that frame, and a track-long run is what the page plays."""
+    return preset.audio is not None or any(isinstance(v, Resolved) for _, v in preset.schedules)
 
 
 def build(data: dict) -> Preset:
@@ -146,6 +154,9 @@ def merged(current, at: int, value: float, key: str) -> dict:
     """A `hold` schedule that is `current` (a number or a schedule's data) before step `at` and
     `value` from it on; ValueError where `current` is a ramp (linear or smooth) of the preset's."""
     if isinstance(current, dict):
+        if "keys" not in current:
+            source = f"the soundtrack's {current['audio']}" if "audio" in current else "a periodic wave"
+            raise ValueError(f"{key} follows {source}: change it in the preset")
         if current.get("ease", "linear") != "hold":
             raise ValueError(f"{key} follows the preset's own {current.get('ease', 'linear')} schedule")
         keys = {int(k): v for k, v in current["keys"].items() if int(k) < at}
@@ -178,7 +189,9 @@ class Performance:
     def __post_init__(self):
         self.data = copy.deepcopy(self.base)
         self.preset = self.preset or build(self.data)
-        self.allowed = {k for k, control in by_key(self.preset).items() if control.live and not control.fixed}
+        controls = by_key(self.preset)
+        self.allowed = {k for k, control in controls.items() if control.live and not control.fixed}
+        self.fixed = {k: control.fixed for k, control in controls.items() if control.fixed}
 
     @classmethod
     def of(cls, preset: Preset) -> Performance:
@@ -189,6 +202,8 @@ class Performance:
         frame: step + 1), and the Change; PresetError naming the key and why."""
         if key not in self.allowed:
             why = "it is not a key the page controls live" if not live_key(key) else "it is fixed here"
+            if key in self.fixed:
+                why = f"it is fixed here: it {self.fixed[key]}"
             raise PresetError([f"{excerpt(key)}: not changed: {why} (a restart changes the other keys)"])
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise PresetError([f"{key}: a number is needed, not {excerpt(value)}"])
@@ -227,7 +242,10 @@ class Performance:
                 problems.extend(said(error.problems, step + 1 if key.startswith("look.") else step))
                 continue
             self.data, self.preset = data, preset
-            self.changes = [c for c in self.changes if not (c.key == key and c.step == step)] + [change]
+            # the key's later keyframes are dropped (merged): so are their changes
+            self.changes = [c for c in self.changes if not (c.key == key and c.step >= change.step)] + [
+                change
+            ]
             made.append(change)
         return made, problems
 
@@ -235,7 +253,8 @@ class Performance:
         """The ordinary preset that renders this performance's first `frames` frames: run.steps
         the steps performed; named `name` (default: the preset's)."""
         data = copy.deepcopy(self.data)
-        data["run"]["steps"] = max(1, frames) * self.preset.run.steps_per_frame
+        if not follows_a_track(self.preset):
+            data["run"]["steps"] = max(1, frames) * self.preset.run.steps_per_frame
         if name is not None:
             data["name"] = name
         note = f"recorded live: {len(self.changes)} changes over {frames} frames"

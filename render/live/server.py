@@ -4,12 +4,16 @@ server itself wrote.
 
 Frames go to every page as binary WebSocket messages: a 4-byte big-endian length, a JSON header
 (segment, frame, step, width, height, sha256 of the exact RGB frame) and the frame as JPEG. The
-pages send JSON commands: set, restart, pause, resume, step, save, render. The server:
+pages send JSON commands: set, restart, pause, resume, step, save, render, clock. The server:
 
 - binds 127.0.0.1 unless told otherwise; bound elsewhere it requires a random token in every
   URL (`?token=`), and it refuses a WebSocket from a page of another origin everywhere;
 - never opens a path a page sends: a page names keys of the preset (checked against the controls)
-  and files by the number the server gave them; it writes only into its output folder;
+  and files by the number the server gave them; it writes only into its output folder; the one
+  file it serves that it did not write is the preset's own sound file (`/sound`: the file the
+  preset's validation checked and decoded, refused once it has changed);
+- plays a preset with a sound file to the page's audio clock: the page plays the track in an
+  <audio> element and reports its time (`clock`), and the frames follow it (render/live/session.py);
 - gives control to one page at a time (the first; the others watch) unless `shared`;
 - stops on Ctrl-C or SIGTERM: the loop's and the render's threads are stopped and joined.
 """
@@ -44,7 +48,18 @@ from .session import LiveSession, Shown
 
 MAX_MESSAGE = 64 * 1024  # bytes of one command from a page
 JPEG_QUALITY = 90
-CONTROL = {"set", "restart", "pause", "resume", "step", "save", "render"}
+CONTROL = {"set", "restart", "pause", "resume", "step", "save", "render", "clock"}
+# the <audio> element's type of a sound file, by its suffix (the browser sniffs the rest)
+SOUND_TYPES = {
+    ".wav": "audio/wav",
+    ".flac": "audio/flac",
+    ".mp3": "audio/mpeg",
+    ".m4a": "audio/mp4",
+    ".aac": "audio/aac",
+    ".ogg": "audio/ogg",
+    ".oga": "audio/ogg",
+    ".opus": "audio/ogg",
+}
 PAGE_FILES = {"/": ("page.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
 
 
@@ -67,6 +82,7 @@ def encoded(shown: Shown, quality: int = JPEG_QUALITY) -> tuple[dict, bytes]:
         "height": int(shown.rgb.shape[0]),
         "width": int(shown.rgb.shape[1]),
         "sha256": hashlib.sha256(shown.rgb.tobytes()).hexdigest(),
+        "take": shown.take,
     }
     jpeg = io.BytesIO()
     Image.fromarray(shown.rgb).save(jpeg, "JPEG", quality=quality)
@@ -76,6 +92,41 @@ def encoded(shown: Shown, quality: int = JPEG_QUALITY) -> tuple[dict, bytes]:
 def packed(header: dict, payload: bytes) -> bytes:
     text = json.dumps(header).encode()
     return struct.pack(">I", len(text)) + text + payload
+
+
+@dataclass(frozen=True)
+class Sound:
+    """The preset's sound file as the page gets it: its path (checked and decoded by the preset's
+    validation), the size and modification time it had then, and its type."""
+
+    path: Path
+    size: int
+    mtime_ns: int
+    kind: str
+
+    @classmethod
+    def of(cls, preset) -> Sound | None:
+        if preset.audio is None or preset.audio.path is None:
+            return None
+        path = Path(preset.audio.path)
+        stat = path.stat()
+        kind = SOUND_TYPES.get(path.suffix.lower(), "application/octet-stream")
+        return cls(path, stat.st_size, stat.st_mtime_ns, kind)
+
+    def problem(self) -> str | None:
+        """Why the file is not the one the preset followed any more (gone or changed); None."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return f"the sound file {self.path.name} is gone: restart physarum live"
+        if (stat.st_size, stat.st_mtime_ns) != (self.size, self.mtime_ns):
+            return f"the sound file {self.path.name} changed after it was read: restart physarum live"
+        return None
+
+    def data(self, clock: tuple[int, int] | None) -> dict:
+        """What the page needs to play it: its name, type, and the clock's fps and frames."""
+        fps, frames = clock
+        return {"url": "sound", "name": self.path.name, "type": self.kind, "fps": fps, "frames": frames}
 
 
 @dataclass
@@ -91,7 +142,7 @@ class Studio:
     quality: int = JPEG_QUALITY
     clients: list = field(default_factory=list)
     controller: object = None
-    shown: dict = field(default_factory=dict)  # segment -> [[frame, step, sha256], ...] sent
+    shown: dict = field(default_factory=dict)  # (segment, take) -> [[frame, step, sha256], ...] sent
     files: list[Path] = field(default_factory=list)  # what the page may fetch, by index
     render_job: BackgroundRender | None = None
 
@@ -102,6 +153,7 @@ class Studio:
         self.pump_task: asyncio.Task | None = None
         self.segment_info: dict = {}
         self.recorded = None  # the preset saved last (what "render" renders)
+        self.sound = Sound.of(self.performance.preset)
 
     # -------------------------------------------------------------------------- life
 
@@ -163,9 +215,10 @@ class Studio:
             if item == "end":
                 return
             header, jpeg = item
-            if header["segment"] not in self.shown:
-                self.shown = {header["segment"]: []}
-            self.shown[header["segment"]].append([header["frame"], header["step"], header["sha256"]])
+            key = (header["segment"], header["take"])
+            if key not in self.shown:  # a restart, or a replay after the audio clock went back
+                self.shown = {key: []}
+            self.shown[key].append([header["frame"], header["step"], header["sha256"]])
             message = packed(header, jpeg)
             for ws in list(self.clients):
                 if not ws.closed:
@@ -211,6 +264,19 @@ class Studio:
         path = self.files[int(index)]
         return web.FileResponse(path, headers={"Content-Disposition": f'inline; filename="{path.name}"'})
 
+    async def sound_file(self, request: web.Request) -> web.StreamResponse:
+        """The preset's own sound file (the one its validation read; none from a page's path),
+        with ranges for seeking; 404 without one, 409 once the file has changed."""
+        if not self.allowed(request):
+            raise web.HTTPForbidden(text="a token is required")
+        if self.sound is None:
+            raise web.HTTPNotFound(text="this preset has no sound file")
+        problem = self.sound.problem()
+        if problem:
+            raise web.HTTPConflict(text=problem)
+        headers = {"Content-Type": self.sound.kind, "Cache-Control": "no-store"}
+        return web.FileResponse(self.sound.path, headers=headers)
+
     async def socket(self, request: web.Request) -> web.StreamResponse:
         if not self.allowed(request):
             raise web.HTTPForbidden(text="a token is required")
@@ -243,6 +309,7 @@ class Studio:
             "controls": [c.data() for c in controls(performance.preset)],
             "segment": self.segment_info,
             "files": self.file_links(),
+            "sound": None if self.sound is None else self.sound.data(self.session.clock),
         }
 
     def may_control(self, ws) -> bool:
@@ -287,6 +354,9 @@ class Studio:
             {"pause": session.pause, "resume": session.resume, "step": session.step_once}[kind]()
             await self.broadcast({"type": "paused", "paused": kind != "resume"})
             return None
+        if kind == "clock":
+            session.follow_clock(data.get("time"))
+            return None
         if kind == "save":
             return await self.loop.run_in_executor(self.pool, self.save)
         return self.start_render()
@@ -323,7 +393,10 @@ class Studio:
     def save(self) -> dict:
         """The performance so far as a preset YAML (and the frames shown, with their sha256)."""
         segment, performance = self.session.snapshot()
-        shown = list(self.shown.get(segment, []))
+        shown = next(
+            (list(frames) for (shown_segment, _), frames in self.shown.items() if shown_segment == segment),
+            [],
+        )
         if not shown:
             raise PresetError(["nothing to save yet: no frame of this performance was shown"])
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -380,6 +453,7 @@ def make_app(studio: Studio) -> web.Application:
     app.router.add_get("/page.js", studio.page)
     app.router.add_get("/ws", studio.socket)
     app.router.add_get("/files/{index}", studio.file)
+    app.router.add_get("/sound", studio.sound_file)
     app.on_startup.append(studio.start)
     app.on_shutdown.append(studio.stop)
     return app

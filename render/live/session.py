@@ -8,17 +8,26 @@ behind a KeyframedSimulation that follows the preset's schedules as they grow (f
 frames are taken where sim/course.py takes them, their maps are look/layers.py's and they are
 coloured by out/frames.py's FramePipeline with the preset's own colourist. Only the frame number
 and the steps are the loop's: frame n is taken after step warmup + (n + 1) * steps_per_frame.
+
+A preset with a sound file plays to the page's audio clock (`follow_clock`): the frame shown is
+floor(audio time x fps), the loop advancing the simulation to it (frames the clock passed are
+stepped, not coloured) and waiting while the clock stands (paused); a clock behind the last
+frame taken (a seek back, the track played again) replays the performance from step 0 (a new
+`take` of the same segment) up to it. Each frame shown is frame n of the recorded render.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from ..base.errors import RenderError
+from ..base.inputs import excerpt
 from ..formats.contract import Frame
 from ..look.colour import make_colourist
 from ..look.layers import layer_map, needs_agents
@@ -42,6 +51,7 @@ class Shown:
     number: int
     step: int
     rgb: np.ndarray
+    take: int = 0  # the replay of the segment (a seek back of the audio clock starts one)
 
 
 class ShownFrames(FrameQueue):
@@ -50,10 +60,11 @@ class ShownFrames(FrameQueue):
 
     def __init__(self, size: int = SHOWN_FRAMES):
         super().__init__("rgb", size, replays=False)
-        self.segment, self.course = 0, None
+        self.segment, self.course, self.take = 0, None, 0
 
     def write(self, frame: Frame) -> None:
-        self._put(Shown(self.segment, frame.number, self.course.frame_end(frame.number), frame.rgb.copy()))
+        step = self.course.frame_end(frame.number)
+        self._put(Shown(self.segment, frame.number, step, frame.rgb.copy(), self.take))
 
 
 class LiveSession:
@@ -78,6 +89,9 @@ class LiveSession:
         self.restarting = False  # a restart asked for: the loop starts self.performance anew
         self.paused, self.steps_wanted, self.stopping = False, 0, False
         self.segment, self.number, self.step = 0, 0, 0
+        self.take, self.replaying = 0, False
+        self.clock = clock_of(performance)  # (fps, frames) where a sound file sets the pace
+        self.target = 0  # clock mode: the frame the page's audio clock stands at
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="physarum-live", daemon=True)
 
@@ -101,8 +115,20 @@ class LiveSession:
             self.pending.clear()
             self.performance = self.performance.restarted(settings)
             self.segment += 1
-            self.restarting = True
+            self.restarting, self.take, self.target = True, 0, 0
             self.lock.notify_all()
+
+    def follow_clock(self, seconds) -> int:
+        """Clock mode: the page's audio stands at `seconds`; show frame floor(seconds x fps)
+        (within the run's frames). Returns that frame; ValueError where there is no clock or
+        `seconds` is no finite number of at least 0."""
+        if self.clock is None:
+            raise ValueError("this preset has no sound file to follow")
+        target = clock_frame(seconds, *self.clock)
+        with self.lock:
+            self.target = target
+            self.lock.notify_all()
+        return target
 
     def pause(self) -> None:
         with self.lock:
@@ -148,9 +174,9 @@ class LiveSession:
             self.frames.close(None)
 
     def _play(self) -> None:
-        """Play the current performance until a restart or the end."""
+        """Play the current performance until a restart, a replay or the end."""
         with self.lock:
-            self.restarting = False
+            replay, self.restarting, self.replaying = self.replaying, False, False
             performance, segment = self.performance, self.segment
             self.number = 0
         preset = performance.preset
@@ -164,12 +190,13 @@ class LiveSession:
             simulation = KeyframedSimulation(simulation, [preset], 0)
         course = Course(preset.run)
         course.advance_to(simulation, course.warmup_end)
-        self.frames.segment, self.frames.course = segment, course
+        self.frames.segment, self.frames.course, self.frames.take = segment, course, self.take
         pipeline = FramePipeline(preset, make_colourist(preset), [self.frames], device, preset.frames)
         agents = needs_agents([preset])
         with self.lock:
             self.step = course.step
-        self.on_event(self._segment_event(segment, performance))
+        event = self._segment_event(segment, performance)
+        self.on_event({**event, "type": "replay", "take": self.take} if replay else event)
         number = 0
         while True:
             with self.lock:
@@ -177,25 +204,31 @@ class LiveSession:
                     self.lock.wait(0.5)
                 if self.stopping or self.restarting:
                     return
-                if self.paused:
+                if self.clock is not None and self.target < number - 1:  # the clock went back
+                    self.replaying, self.take = True, self.take + 1
+                    return
+                if self.paused and self.clock is None:
                     self.steps_wanted -= 1
                 pending, self.pending = self.pending, []
+                taken = number if self.clock is None else self.target
             if pending:
-                self._apply(performance, pending, simulation, pipeline, course.step, number)
-            if course.frame_end(number) <= course.step:
+                self._apply(performance, pending, simulation, pipeline, course.step, taken)
+            if course.frame_end(taken) <= course.step:
                 raise RenderError(f"{preset.name}: the live run reached its last step ({course.step})")
-            course.advance_to(simulation, course.frame_end(number))
+            course.advance_to(simulation, course.frame_end(taken))
             pipeline.submit(
-                number, layer_map(preset, simulation.trail, simulation.agents if agents else None, 0)
+                taken, layer_map(preset, simulation.trail, simulation.agents if agents else None, 0)
             )
             pipeline.hand_over()
-            number += 1
+            number = taken + 1
             with self.lock:
                 self.number, self.step = number, course.step
 
     def _may_step(self) -> bool:
         if self.stopping or self.restarting:
             return True
+        if self.clock is not None:  # the audio clock moved off the frame last shown
+            return self.target != self.number - 1
         return not self.paused or self.steps_wanted > 0
 
     def _apply(self, performance: Performance, pending, simulation, pipeline, step: int, number: int) -> None:
@@ -221,5 +254,26 @@ class LiveSession:
             "height": preset.canvas.height,
             "steps_per_frame": preset.run.steps_per_frame,
             "warmup": preset.run.warmup,
+            "fps": preset.output.fps,
+            "frames": preset.frames,
             "changes": [change.data() for change in performance.changes],
         }
+
+
+def clock_of(performance: Performance) -> tuple[int, int] | None:
+    """(fps, frames) of a performance whose preset has a sound file (the page's audio clock
+    sets its pace); None for one that runs freely."""
+    preset = performance.preset
+    if preset.audio is None or preset.audio.path is None:
+        return None
+    return preset.output.fps, preset.frames
+
+
+def clock_frame(seconds, fps: int, frames: int) -> int:
+    """The frame an audio clock at `seconds` shows: floor(seconds x fps), exact (the float's own
+    value), within 0 .. frames - 1; ValueError where `seconds` is no finite number >= 0."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+        raise ValueError(f"a time in seconds is a finite number, not {excerpt(seconds)}")
+    if seconds < 0:
+        raise ValueError(f"a time in seconds is at least 0, not {seconds}")
+    return min(frames - 1, math.floor(Fraction(seconds) * fps))
