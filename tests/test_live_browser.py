@@ -56,11 +56,14 @@ def physarum(*args: str, **options) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **options)
 
 
-def browser():
+def browser(autoplay: bool = False):
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"):
         options.add_argument(flag)
+    if autoplay:  # the test starts the track without a click; nothing is heard
+        options.add_argument("--autoplay-policy=no-user-gesture-required")
+        options.add_argument("--mute-audio")
     return webdriver.Chrome(service=Service(DRIVER), options=options)
 
 
@@ -142,3 +145,74 @@ def test_a_slider_moved_in_the_page_is_recorded_and_renders_again_exactly(tmp_pa
     shown = [f["sha256"] for f in frames[: len(pngs)]]
     assert unchanged[: change["frame"]] == shown[: change["frame"]]
     assert unchanged[change["frame"] :] != shown[change["frame"] :]
+
+
+def test_an_audio_preset_plays_its_track_and_the_frames_follow_its_clock(tmp_path):
+    import wave
+
+    rate, seconds = 22050, 1.5
+    t = np.arange(int(rate * seconds))
+    tone = (8000 * np.sin(2 * np.pi * 110 * t / rate) * (1 + (t // (rate // 4)) % 2)).astype(np.int16)
+    with wave.open(str(tmp_path / "beat.wav"), "wb") as out:
+        out.setnchannels(1), out.setsampwidth(2), out.setframerate(rate)
+        out.writeframes(tone.tobytes())
+    text = TINY.replace("run: {steps: 24, steps_per_frame: 3}", "run: {steps: audio, steps_per_frame: 3}")
+    text = text.replace("deposit: 5,", "deposit: {audio: loudness, range: [2, 9], release: 100ms},")
+    (tmp_path / "tiny.yaml").write_text(text + "audio: {path: beat.wav, bpm: 120}\n")
+    server = physarum("live", "tiny.yaml", "--port", "0", "--out", "out", cwd=tmp_path)
+    driver = None
+    try:
+        line = server.stdout.readline()
+        assert "http://127.0.0.1:" in line, line + server.stderr.read()
+        driver = browser(autoplay=True)
+        driver.get(line.split(" at ")[1].split()[0])
+        wait = WebDriverWait(driver, WAIT)
+        wait.until(lambda d: d.execute_script("return window.live && window.live.sound !== null"))
+        sound = driver.execute_script("return window.live.sound")
+        assert sound["fps"] == 20 and sound["frames"] == 30 and sound["type"] == "audio/wav"
+        audio = "document.getElementById('sound')"
+        wait.until(lambda d: d.execute_script(f"return {audio}.readyState") >= 1)
+        # a seek: the frame shown is floor(0.52 x 20) = 10
+        driver.execute_script(f"{audio}.currentTime = 0.52")
+        last = "return window.live.received.length ? window.live.received.at(-1).frame : -1"
+        wait.until(lambda d: d.execute_script(last) == 10)
+        # played to its end: the frames follow the clock to the last frame
+        driver.execute_script(f"{audio}.play()")
+        wait.until(lambda d: d.execute_script(f"return {audio}.ended"))
+        wait.until(lambda d: d.execute_script(last) == 29)
+        frames = driver.execute_script("return window.live.received")
+        clock = driver.execute_script("return window.live.clock")
+        driver.find_element(By.ID, "save").click()
+        wait.until(lambda d: d.execute_script("return window.live.saved") is not None)
+        saved = driver.execute_script("return window.live.saved")
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.send_signal(signal.SIGINT)
+        try:
+            out, err = server.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+    assert server.returncode == 0, err
+    numbers = [f["frame"] for f in frames]
+    assert numbers[0] == 0 and 10 in numbers and numbers[-1] == 29
+    assert numbers == sorted(numbers)  # no seek back: one take, frames in the clock's order
+    reported = {min(29, int(time * 20)) for time in clock}
+    assert set(numbers) <= reported | {0}  # only frames a reported clock stood at
+    preset = tmp_path / "out" / "tiny-live" / f"{saved['name']}.yaml"
+    assert yaml.safe_load(preset.read_text())["run"]["steps"] == 90  # the whole track
+    render = physarum(
+        "render",
+        str(preset),
+        "--out",
+        str(tmp_path / "again"),
+        "--frames-dir",
+        str(tmp_path / "f"),
+        "--quiet",
+    )
+    out, err = render.communicate(timeout=600)
+    assert render.returncode == 0, err
+    rendered = [rgb_sha(p) for p in sorted((tmp_path / "f").glob("*.png"))]
+    assert len(rendered) == 30
+    assert [f["sha256"] for f in frames] == [rendered[n] for n in numbers]
