@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # only render/__init__ and base/errors; each call imports the stages it needs (`# start-up:`).
 
 __all__ = ["Preset", "PresetError", "RenderError", "__version__", "change", "frames", "images", "load"]
-__all__ += ["render", "render_files", "still", "sweep"]
+__all__ += ["curves", "render", "render_files", "still", "sweep"]
 
 
 def __getattr__(name: str):
@@ -131,6 +131,26 @@ def still(
         quiet=arguments.flag_of(quiet, call, "quiet"),
     )
     return stills.run(arguments.preset_of(preset, call), request, say=_say)
+
+
+def curves(preset: Preset, plot: str | Path | None = None) -> dict[str, list[float]]:
+    """The resolved curve of each key the preset's soundtrack or a periodic shape drives
+    (docs/audio.md): by dotted key ("model.deposit"), its value at each frame of the run (frame
+    f's: what its steps and its look use), the exact values as floats. With `plot` (a .png
+    path), also a PNG of them, one panel a key against the track's time (a file in an existing
+    folder, written whole). {} for a preset without such keys. RenderError where the plot
+    cannot be made (no such keys, no .png name, no folder); TypeError for a wrong type."""
+    from physarum.render.commands import arguments  # start-up: light, with the call
+    from physarum.render.preset import audio  # start-up: the preset stage, when used
+
+    call = "physarum.curves"
+    preset = arguments.preset_of(preset, call)
+    if plot is not None:
+        try:
+            audio.plot_curves(preset, Path(arguments.name_or_path_of(plot, call, "plot")))
+        except ValueError as error:
+            raise RenderError(f"{call}: plot: {error}") from None
+    return {path: [float(v) for v in values] for path, values in audio.frame_values(preset).items()}
 
 
 def _say(line: str) -> None:

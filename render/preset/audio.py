@@ -34,6 +34,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from ..base import lazy
 from ..base.errors import printable
+from ..base.files import stage
 from ..base.inputs import file_problem
 from . import audio_features as features
 from .audio_features import FEATURES, FULL, NEEDS_SOUND, RATE, Analysis
@@ -558,6 +559,93 @@ def validate_lines(preset) -> list[str]:
     return lines
 
 
+def frame_values(preset) -> dict[str, list[Fraction]]:
+    """Each followed or periodic key's resolved value at each frame of the run, by dotted key:
+    frame f's value (the one the steps that make it, from the second on, and its look use; the
+    curve's hold keyframes, docs/audio.md "Timing"), exact. Empty for a preset without one."""
+    starts = frame_steps(preset.run)
+    return {
+        path: [value.at(step) for step in starts]
+        for path, value in preset.schedules
+        if isinstance(value, Resolved)
+    }
+
+
+def source_of(value: Resolved) -> str:
+    """What a resolved key follows, in words: 'audio bass, attack 20ms, release 300ms' or 'sine
+    every 2 bars'."""
+    if isinstance(value, Wave):
+        return f"{value.wave} every {value.period}" + (f", phase {value.phase:g}" if value.phase else "")
+    timing = [f"{name} {float(milliseconds(getattr(value, name))):g}ms" for name in ("attack", "release")]
+    return ", ".join([f"audio {value.audio}", *timing])
+
+
+def plot_curves(preset, path: Path) -> None:
+    """A PNG of the preset's resolved curves (`frame_values`): one panel a key, its value a frame
+    against the track's time (frame f at f / fps seconds), held through the frame, the range's
+    two ends dashed; the bars' first beats marked where a tempo is known. The file is written
+    whole (base/files.stage). ValueError where the preset has no followed or periodic key."""
+    values = frame_values(preset)
+    if not values:
+        raise ValueError(f"{preset.name} has no followed or periodic keys: nothing to plot")
+    problem = plot_path_problem(path)
+    if problem:
+        raise ValueError(problem)
+    figure = _figure(preset, values)
+    partial = stage(
+        path, lambda file: figure.savefig(file, format="png", dpi=100, metadata={"Software": None})
+    )
+    partial.commit()
+
+
+def plot_path_problem(path: Path) -> str | None:
+    """Why a plot cannot be written at `path` (no .png name, a folder there, a missing folder)."""
+    if path.suffix.lower() != ".png":
+        return f"{path}: a plot is a PNG file: give a name ending in .png"
+    if path.is_dir():
+        return f"{path} is a folder: give a file name ending in .png"
+    if not path.parent.is_dir():
+        return f"{path}: no folder {path.parent} to write it in"
+    return None
+
+
+def _figure(preset, values: dict[str, list[Fraction]]):
+    from matplotlib.figure import Figure  # start-up: matplotlib only for a plot
+
+    fps, schedules = preset.output.fps, dict(preset.schedules)
+    figure = Figure(figsize=(9, 1.1 + 1.3 * len(values)), layout="constrained")
+    axes = figure.subplots(len(values), 1, sharex=True, squeeze=False)[:, 0]
+    times = [f / fps for f in range(len(next(iter(values.values()))) + 1)]
+    bars = _bar_times(preset, times[-1])
+    for ax, (path, curve) in zip(axes, values.items()):
+        value = schedules[path]
+        ax.stairs([float(v) for v in curve], times, baseline=None, color="#b5179e", linewidth=1.2)
+        for end in value.range:
+            ax.axhline(end, color="#999999", linewidth=0.6, linestyle="--")
+        for bar in bars:
+            ax.axvline(bar, color="#dddddd", linewidth=0.6, zorder=0)
+        ax.set_ylabel(path.split(".")[-1], fontsize=9)
+        ax.set_title(f"{path}: {source_of(value)}, range {list(value.range)}", fontsize=9, loc="left")
+        ax.tick_params(labelsize=8)
+    axes[-1].set_xlabel("seconds (frame f at f / fps)" + ("; grey: bars" if bars else ""), fontsize=9)
+    axes[-1].set_xlim(0, times[-1])
+    figure.suptitle(f"{preset.name}: resolved curves at {fps} fps", fontsize=10)
+    return figure
+
+
+def _bar_times(preset, end: float) -> list[float]:
+    """The times of the bars' first beats within `end` seconds, where the preset has a tempo."""
+    try:
+        analysis = analysis_of(preset)
+    except ValueError:
+        return []
+    if analysis is None or analysis.bpm is None:
+        return []
+    bar = float(features.BEATS_PER_BAR * 60 / analysis.bpm)
+    first = float(analysis.offset)
+    return [first + k * bar for k in range(int((end - first) / bar) + 1)] if bar > 0 else []
+
+
 SPARK = " .:-=+*#%@"
 
 
@@ -574,4 +662,15 @@ def sparkline(value: Resolved, end: int, width: int = 60) -> str:
     return "".join(chars)
 
 
-__all__ = ["FEATURES", "FULL", "Audio", "Track", "analysis_of", "decode", "describe", "resolve"]
+__all__ = [
+    "FEATURES",
+    "FULL",
+    "Audio",
+    "Track",
+    "analysis_of",
+    "decode",
+    "describe",
+    "frame_values",
+    "plot_curves",
+]
+__all__ += ["resolve"]
