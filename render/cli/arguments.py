@@ -246,6 +246,12 @@ def parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check preset files without rendering")
     validate.add_argument("presets", nargs="+", metavar="PRESET")
+    validate.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        default=None,
+        help="also plot the resolved curves of one audio-driven preset's followed and periodic keys (docs/audio.md)",
+    )
 
     prof = commands.add_parser("profile", help="time each phase and kernel of a step; write a Perfetto trace")
     prof.add_argument("preset")

@@ -185,6 +185,12 @@ def cmd_validate(args) -> int:
     from ..preset import audio as soundtrack  # start-up: the preset schema
     from ..preset import load_preset  # start-up: the preset schema
 
+    if args.plot is not None:  # refused before any preset is read
+        if len(args.presets) != 1:
+            raise RenderError(f"--plot: plots one preset's curves; {len(args.presets)} presets given")
+        problem = soundtrack.plot_path_problem(Path(args.plot))
+        if problem:
+            raise RenderError(f"--plot: {problem}")
     problems = []
     for name in args.presets:
         try:
@@ -195,6 +201,12 @@ def cmd_validate(args) -> int:
             print(printable(f"ok  {name}  ({preset.name}: {preset.frames} frames, {size})"))
             for line in soundtrack.validate_lines(preset):  # the soundtrack's resolved curves (docs/audio.md)
                 print(printable(line))
+            if args.plot is not None:
+                try:
+                    soundtrack.plot_curves(preset, Path(args.plot))
+                except ValueError as error:
+                    raise RenderError(f"--plot: {error}") from None
+                print(printable(f"    plot: {args.plot}"))
         except PresetError as error:
             problems.extend(error.problems)
     if problems:
