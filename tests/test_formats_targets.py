@@ -1,20 +1,29 @@
-"""Platform targets (render/formats/targets.py, output.target, render --target): each target's MP4
-of a tiny preset is within the table's limits (its frame size, frame rate, duration and bytes,
-read back by FFmpeg through PyAV), and what cannot meet a target is refused before work."""
+"""Platform targets (render/formats/targets.py, output.target, render --target, --gif-target): the
+one table of platforms; each target's files of a tiny preset rendered through the command are
+within the table's limits (the MP4's frame size, aspect, frame rate, duration, codec and bytes,
+read back by FFmpeg through PyAV; the GIF's budget, carried by the preset); --gif-target's
+budgets are those it always had (the same GIF bytes), and what cannot meet a target is refused
+before work."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import av
 import numpy as np
 import pytest
+import yaml
 
 from physarum.render.base.errors import RenderError
 from physarum.render.cli.arguments import flag_settings, parser
-from physarum.render.formats.targets import TARGETS, FrameFit
+from physarum.render.cli.main import main
+from physarum.render.formats.gif_targets import GIF_TARGETS
+from physarum.render.formats.registry import read_embedded
+from physarum.render.formats.targets import PLATFORMS, TARGETS, FrameFit
 from physarum.render.out.specs import check_outputs
 from physarum.render.preset import build_preset
 from physarum.render.run import runner
-from support import tiny_data
+from support import tiny_data, write_preset
 
 
 def targeted(name: str, **output):
@@ -34,23 +43,97 @@ def probe(path) -> dict:
         }
 
 
-@pytest.mark.parametrize("name", list(TARGETS))
-def test_each_targets_mp4_is_within_its_limits(tmp_path, name):
-    preset = targeted(name)
-    target = TARGETS[name]
-    result = runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
-    found = probe(result.outputs["mp4"])
+def probe_duration(path) -> float:
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        return float(stream.duration * stream.time_base)
+
+
+FIXED_SIZE = [name for name, target in TARGETS.items() if target.size is not None]  # 1080-wide frames
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in FIXED_SIZE else n for n in TARGETS]
+)
+def test_each_targets_files_are_within_its_limits(tmp_path, name):
+    """The command's --target NAME: the MP4 decoded (side, aspect, fps, duration, codec, bytes)
+    and the GIF (its budget, the preset's key) against the platform's row."""
+    path = write_preset(tmp_path, tiny_data(output={"formats": ["gif", "mp4"], "fps": 10}), "tiny.yaml")
+    out = tmp_path / "out"
+    assert (
+        main(["render", str(path), "--out", str(out), "--quiet", "--backend", "torch", "--target", name]) == 0
+    )
+    target, mp4, gif = TARGETS[name], out / "tiny" / "tiny-s3.mp4", out / "tiny" / "tiny-s3.gif"
+    found = probe(mp4)
     width, height = found["size"]
     if target.size is not None:
         assert found["size"] == target.size
+    else:  # the picture's aspect (48x32), its sides even: within a pixel
+        assert abs(Fraction(width, height) - Fraction(48, 32)) <= Fraction(2, height)
     assert max(width, height) <= target.max_side and width % 2 == 0 and height % 2 == 0
-    assert found["fps"] <= target.fps and found["codec"] == "h264"
+    assert found["fps"] <= target.fps and found["codec"] == target.codec
     seconds = len(found["frames"]) / found["fps"]
     assert target.seconds[0] <= seconds <= target.seconds[1]
-    assert result.outputs["mp4"].stat().st_size <= target.max_bytes
-    assert any(note.startswith(f"mp4 --target {name}:") for note in result.notes)
+    assert target.seconds[0] <= probe_duration(mp4) <= target.seconds[1]
+    assert mp4.stat().st_size <= target.max_bytes
+    budget = yaml.safe_load(read_embedded(gif))["output"].get("gif_max_bytes")
+    assert budget == target.gif_bytes  # None: no GIF budget on that platform
+    assert gif.stat().st_size <= (target.gif_bytes or gif.stat().st_size)
 
 
+def test_the_table_is_one_and_its_views_agree():
+    for name, row in PLATFORMS.items():
+        assert row.read and row.pages, name
+        assert (row.max_side is not None) == (name in TARGETS)
+        assert (row.gif_bytes is not None) == (name in GIF_TARGETS)
+        if row.max_side is not None:
+            assert None not in (row.fps, row.seconds, row.codec, row.max_bytes), name
+    assert set(TARGETS) | set(GIF_TARGETS) == set(PLATFORMS)
+    assert {name: GIF_TARGETS[name] for name in TARGETS if name in GIF_TARGETS} == {
+        name: row.gif_bytes for name, row in TARGETS.items() if row.gif_bytes is not None
+    }
+
+
+# the budgets --gif-target named before the table was one (render/formats/gif_targets.py then)
+GIF_TARGETS_BEFORE = {
+    "x": 15_000_000,
+    "discord": 10_000_000,
+    "slack": 5_000_000,
+    "telegram": 5_000_000,
+    "phone": 5_000_000,
+    "preview": 2_000_000,
+}
+
+
+def test_gif_target_keeps_its_budgets_and_bytes(tmp_path):
+    assert {name: GIF_TARGETS[name] for name in GIF_TARGETS_BEFORE} == GIF_TARGETS_BEFORE
+    assert list(GIF_TARGETS)[: len(GIF_TARGETS_BEFORE)] == list(GIF_TARGETS_BEFORE)  # --help's order
+    path = write_preset(tmp_path, tiny_data(output={"formats": ["gif"], "fps": 10}), "tiny.yaml")
+    made = {}
+    for flags in (["--gif-target", "slack"], ["--gif-max-bytes", "5000000"]):
+        out = tmp_path / flags[0]
+        assert main(["render", str(path), "--out", str(out), "--quiet", "--backend", "torch", *flags]) == 0
+        made[flags[0]] = (out / "tiny" / "tiny-s3.gif").read_bytes()
+    assert made["--gif-target"] == made["--gif-max-bytes"]
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_target_sets_the_gif_budget_where_the_platform_has_one(name):
+    settings = flag_settings(parser().parse_args(["render", "quickstart", "--target", name]))
+    budget = [s for s in settings if s.startswith("output.gif_max_bytes=")]
+    assert budget == ([f"output.gif_max_bytes={name}"] if TARGETS[name].gif_bytes else [])
+    flags = ["render", "quickstart", "--target", name, "--gif-target", "preview"]
+    assert "output.gif_max_bytes=preview" in flag_settings(parser().parse_args(flags))  # a budget flag wins
+
+
+def test_render_help_lists_the_targets_gif_budgets():
+    text = parser()._subparsers._group_actions[0].choices["render"].format_help()
+    assert all(
+        f"{name} {TARGETS[name].gif_bytes / 1e6:g} MB" in " ".join(text.split()) for name in ("x", "discord")
+    )
+
+
+@pytest.mark.slow
 def test_a_short_render_loops_in_whole_passes_and_pads_with_the_background(tmp_path):
     preset = targeted("instagram-reel")  # 8 frames at 10 fps: 0.8 s, looped 4 times to 3.2 s
     result = runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
@@ -85,6 +168,8 @@ def test_crop_keeps_the_middle_at_the_aspect():
         ({"formats": ["gif"]}, None, "add mp4"),
         ({"loop_mode": "closest"}, None, "closest"),
         ({"fps": 60}, {"steps": 3_000_000, "steps_per_frame": 1}, "bits a pixel"),
+        ({"mp4": "hevc"}, None, "takes H264 .*output.mp4 is hevc"),
+        ({"mp4": "master"}, None, "takes H264 .*output.mp4 is master"),
     ],
 )
 def test_refused_before_work_with_why(output, run, words):

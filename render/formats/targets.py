@@ -1,15 +1,20 @@
-"""Platform targets (output.target, `render --target NAME`): one table of where a video goes and
-what each place takes (its frame size or largest side, aspect, frame rate, duration and file
-size), and how the MP4 is fitted to it: cropped or padded to the aspect (output.target_fit),
-scaled to the size by exact nearest-neighbour indexing, looped in whole loops up to the shortest
-duration or trimmed to the longest, its bit rate capped (x264's VBV) to stay under the file
-size. The render refuses before work what cannot meet a target (too fast a frame rate, too few
-bits a pixel for the budget) and says why. The GIF's named budgets are gif_targets.py's
-(GIF_TARGETS), listed beside these by `physarum render --help`.
+"""Platform targets (output.target, `render --target NAME`, `render --gif-target NAME`): the one
+table of where a file goes and what each place takes (PLATFORMS: a video's frame size or largest
+side, aspect, frame rate, durations, codec and file size; a GIF's byte budget; when the limits
+were read), and how the MP4 is fitted to it: cropped or padded to the aspect
+(output.target_fit), scaled to the size by exact nearest-neighbour indexing, looped in whole
+loops up to the shortest duration or trimmed to the longest, its bit rate capped (x264's VBV) to
+stay under the file size. The render refuses before work what cannot meet a target (too fast a
+frame rate, another codec, too few bits a pixel for the budget) and says why. `--target NAME`
+sets the platform's GIF budget too, where it has one (render/cli/arguments.py); TARGETS (the
+rows with a video) and GIF_TARGETS (the rows with a GIF budget: gif_targets.py re-exports it) are
+views of the table.
 
-The limits are the platforms' published ones as the author knew them in 2026 (READ), from the
-help pages each entry names: not fetched, and platforms change them; where a platform gives
-several (app, web, ads), the smallest is taken. Not a format (no FORMAT): the MP4 reads it.
+The limits are the platforms' published ones as the author knew them (READ), from the help
+pages each entry names: not fetched, and platforms change them; where a platform gives several
+(app, web, ads), the smallest is taken. Sizes in decimal megabytes (the smaller reading of
+"MB"). Not a format (no FORMAT): the MP4 reads it. This module imports nothing heavy at its top:
+`physarum --help` lists the table without the preset schema.
 """
 
 from __future__ import annotations
@@ -29,81 +34,125 @@ HEADROOM = 0.9  # the share of a byte budget the video's bit rate may fill (the 
 MIN_BITS_PER_PIXEL = 0.02  # below this an H.264 picture falls apart: refused instead
 MAX_RATE = 50_000_000  # bit/s: H.264 High level 4.2's most (1080p at 60 fps), a ceiling for any budget
 FITS = ("pad", "crop")  # output.target_fit: pad (the whole picture, bars of the background) or crop
+CODECS = {
+    None: "h264",
+    "browser": "h264",
+    "browser-sharp": "h264",
+    "master": "h264 4:4:4",
+    "hevc": "hevc",
+    "av1": "av1",
+}
 
 
 @dataclass(frozen=True)
-class Target:
-    """A place a video goes: size (width, height) of its frames, or None (the picture's own
-    aspect within max_side pixels a side, never enlarged); the highest frame rate; the shortest
-    and longest durations (seconds); the largest file (bytes); pages: where the limits are
-    published."""
+class Platform:
+    """A place a file goes. Its video (None where it takes none: max_side None): size (width,
+    height) of its frames, or None (the picture's own aspect within max_side pixels a side,
+    never enlarged); the highest frame rate; the shortest and longest durations (seconds); the
+    codec its page names (an MP4 of another output.mp4 is refused); the largest file (bytes).
+    gif_bytes: its GIF budget (None: no GIF). read: when the limits were read; pages: where they
+    are published."""
 
-    size: tuple[int, int] | None
-    max_side: int
-    fps: int
-    seconds: tuple[float, float]
-    max_bytes: int
-    pages: str
+    max_side: int | None
+    size: tuple[int, int] | None = None
+    fps: int | None = None
+    seconds: tuple[float, float] | None = None
+    codec: str | None = None
+    max_bytes: int | None = None
+    gif_bytes: int | None = None
+    read: str = READ
+    pages: str = ""
+
+    @property
+    def aspect(self) -> str:
+        """The frame's aspect as the table says it: 9:16, or 'the picture's'."""
+        if self.size is None:
+            return "the picture's"
+        width, height = self.size
+        common = math.gcd(width, height)
+        return f"{width // common}:{height // common}"
 
 
-TARGETS = {
-    "instagram-reel": Target(
+Target = Platform  # the name the MP4's fitting has used
+
+
+def video(size, max_side: int, seconds, max_bytes: int, pages: str, gif_bytes: int | None = None) -> Platform:
+    """A platform's row with a video: H.264 at up to 60 fps (every page names both)."""
+    return Platform(max_side, size, 60, seconds, "h264", max_bytes, gif_bytes, READ, pages)
+
+
+def gif_only(gif_bytes: int, pages: str) -> Platform:
+    """A row with a GIF budget alone."""
+    return Platform(None, gif_bytes=gif_bytes, pages=pages)
+
+
+PLATFORMS = {
+    "instagram-reel": video(
         (1080, 1920),
         1920,
-        60,
         (3, 180),
         4_000_000_000,
         "Instagram Help Center, 'Reels'; Meta Business Help Center, 'Instagram Reels ads specifications'",
     ),
-    "instagram-post": Target(
+    "instagram-post": video(
         (1080, 1350),
         1350,
-        60,
         (3, 60),
         250_000_000,
         "Meta Business Help Center, 'Instagram feed video ads specifications' (4:5, 250 MB)",
     ),
-    "tiktok": Target(
+    "tiktok": video(
         (1080, 1920),
         1920,
-        60,
         (3, 600),
         287_600_000,
         "TikTok Help Center, 'Uploading videos' (287.6 MB in the iOS app, the smallest it names)",
     ),
-    "youtube-shorts": Target(
+    "youtube-shorts": video(
         (1080, 1920),
         1920,
-        60,
         (1, 180),
         256_000_000_000,
         "YouTube Help, 'Upload YouTube Shorts' and 'Recommended upload encoding settings'",
     ),
-    "x": Target(
+    "x": video(
         None,
         1920,
-        60,
         (0.5, 140),
         512_000_000,
-        "X Help Center, 'How to share and watch videos on X' (140 s and 512 MB without Premium)",
+        "X Help Center, 'How to share and watch videos on X' (140 s and 512 MB without Premium); "
+        "GIFs up to 15 MB from the web, 5 MB from the apps (X's photo and GIF help page)",
+        gif_bytes=15_000_000,
     ),
-    "mastodon": Target(
+    "mastodon": video(
         None,
         1920,
-        60,
         (0, 3600),
         99_000_000,
         "Mastodon documentation, 'MediaAttachment' and the server's media limits (99 MB by default; "
-        "servers may set less)",
+        "servers may set less); a GIF is an image there (16 MB by default), played as a video",
+        gif_bytes=16_000_000,
     ),
-    "discord": Target(
+    "discord": video(
         None,
         1280,
-        60,
         (0, 3600),
         10_000_000,
-        "Discord Support, 'File upload size limit' (10 MB without Nitro since 2025)",
+        "Discord Support, 'File upload size limit' (10 MB a file without Nitro, GIFs included)",
+        gif_bytes=10_000_000,
     ),
+    "slack": gif_only(
+        5_000_000, "Slack: about 5 MB for a GIF that plays inline (issue 16's figure, not checked)"
+    ),
+    "telegram": gif_only(5_000_000, "Telegram: about 5 MB (issue 16's figure, not checked)"),
+    "phone": gif_only(5_000_000, "X's mobile apps and messaging apps on phones: about 5 MB"),
+    "preview": gif_only(2_000_000, "--preview's budget: small and fast to load (no platform)"),
+}
+TARGETS = {name: row for name, row in PLATFORMS.items() if row.max_side is not None}
+# the GIF budgets in the order `--gif-target` has listed them since it came (x first)
+GIF_TARGETS = {
+    name: PLATFORMS[name].gif_bytes
+    for name in ("x", "discord", "slack", "telegram", "phone", "preview", "mastodon")
 }
 
 
@@ -189,6 +238,12 @@ def frame_fit(preset, name: str, shown: int, background: tuple[int, int, int]) -
         raise RenderError(
             f"{preset.name}: --target {name} takes at most {target.fps} fps, output.fps is {fps}; "
             f"set output.fps to {target.fps} or less"
+        )
+    codec = CODECS[preset.output.mp4]
+    if codec != target.codec:
+        raise RenderError(
+            f"{preset.name}: --target {name} takes {target.codec.upper()} (the codec its page names), "
+            f"output.mp4 is {preset.output.mp4} ({codec.upper()}); leave output.mp4 unset or set browser"
         )
     out_w, out_h = target_size(target, width, height, how)
     crop = pad = None
