@@ -33,7 +33,8 @@ def flag_settings(args) -> list[str]:
             "--reduce: a resumed render keeps its checkpoint's canvas; render the preset with --reduce"
         )
     settings = []
-    budget = args.gif_max_bytes or args.gif_target
+    target = getattr(args, "target", None)
+    budget = args.gif_max_bytes or args.gif_target or (target if target in GIF_TARGETS else None)
     if args.preview:
         settings.extend(["output.formats=[gif]", "output.gif_resample=area"])
         if args.scale is None:
@@ -41,8 +42,8 @@ def flag_settings(args) -> list[str]:
         budget = budget or "preview"
     if budget is not None:
         settings.append(f"output.gif_max_bytes={budget}")
-    if getattr(args, "target", None) is not None:
-        settings.append(f"output.target={args.target}")
+    if target is not None:
+        settings.append(f"output.target={target}")
     return settings
 
 
@@ -128,8 +129,11 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         choices=list(TARGETS),
         help="fit the MP4 to a platform (output.target): its size, aspect (padded, or cropped with "
-        "--set output.target_fit=crop), frame rate, duration (looped or trimmed) and file size; "
-        "refused before work where the render cannot meet it (docs/outputs.md, 'Platform targets')",
+        "--set output.target_fit=crop), frame rate, duration (looped or trimmed) and file size, and "
+        "the GIF to its budget where it takes GIFs ("
+        + ", ".join(f"{k} {v / 1e6:g} MB" for k, v in GIF_TARGETS.items() if k in TARGETS)
+        + "; a budget flag wins); refused before work where the render cannot meet it "
+        "(docs/outputs.md, 'Platform targets')",
     )
     render.add_argument(
         "--preview",
