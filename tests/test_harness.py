@@ -173,3 +173,61 @@ def test_the_committed_table_holds_the_cpu_cases_rows():
     assert {"look", "colour", "outputs", "gif", "stream", "keyframes"} <= {r["case"] for r in rows}
     assert all(r["commit"] and r["machine"].startswith("cpu-2core") for r in rows)
     assert all(json.dumps(r["extra"]) for r in rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# scripts/cases/e2e.py part table: the curated presets' walls and stage shares in one command
+
+
+@pytest.fixture
+def e2e_case(monkeypatch):
+    """scripts/cases/e2e.py, loaded as the harness loads it."""
+    import sys
+
+    monkeypatch.setattr(harness, "CASES", {})
+    monkeypatch.delitem(sys.modules, "cases_e2e", raising=False)
+    harness.load_cases(ROOT / "scripts" / "cases")
+    return sys.modules["cases_e2e"]
+
+
+def test_the_tables_presets_name_their_reduction_and_a_bad_one_is_refused(e2e_case):
+    assert e2e_case.table_entries("quickstart, cosmos:16,") == [("quickstart", None), ("cosmos", 16)]
+    for bad in ("cosmos:1", "cosmos:x", "cosmos:-2"):
+        with pytest.raises(SystemExit, match="--reduce factor"):
+            e2e_case.table_entries(bad)
+    cpu = dict(e2e_case.table_entries(e2e_case.TABLE_PRESETS_CPU))
+    assert set(cpu) == set(e2e_case.TABLE_PRESETS.split(",")) and cpu["cosmos"] and cpu["panorama"]
+
+
+def test_stage_shares_divide_the_stages_seconds_largest_first(e2e_case):
+    timings = {"total_s": 9.0, "frames_s": 4.0, "stage_colour_s": 1.0, "stage_simulation_s": 3.0}
+    assert e2e_case.stage_shares(timings) == {"simulation": 0.75, "colour": 0.25}
+    assert e2e_case.stage_shares({"total_s": 1.0}) == {}
+
+
+def test_the_markdown_table_puts_a_presets_cold_and_warm_walls_on_one_line(e2e_case):
+    row = {"preset": "cosmos", "reduce": 16, "startup_and_exit_s": 2.5, "bound": "colour"}
+    rows = [
+        {**row, "cache": "cold", "wall_s": 30.5, "shares": {"colour": 0.6, "simulation": 0.4}},
+        {**row, "cache": "warm", "wall_s": 20.25, "shares": {"colour": 0.7, "simulation": 0.3}},
+    ]
+    lines = e2e_case.table_markdown(rows, "a 2-core CPU").splitlines()
+    assert "a 2-core CPU" in lines[0]
+    assert lines[-1] == "| cosmos | --reduce 16 | 30.5 | 20.25 | 2.5 | colour | colour 70%, simulation 30% |"
+
+
+@pytest.mark.slow
+def test_the_table_part_renders_each_preset_cold_then_warm_as_its_own_process(e2e_case, tmp_path):
+    opts = e2e_case.options(["--parts", "table", "--table-presets", "quickstart:16"])
+    opts.backend, opts.device, opts.set = "torch", "cpu", ["run.steps=5"]  # --set is not applied
+    rows = e2e_case.run_parts(opts, None)["table"]
+    assert [(r["preset"], r["reduce"], r["cache"]) for r in rows] == [
+        ("quickstart", 16, "cold"),
+        ("quickstart", 16, "warm"),
+    ]
+    for row in rows:
+        assert row["wall_s"] > row["render_s"] > 0 and row["startup_and_exit_s"] > 0
+        assert row["frames"] == 80  # the curated run (400 steps, 5 a frame), not --set's
+        assert abs(sum(row["shares"].values()) - 1) < 0.01
+        largest = next(iter(row["shares"]))  # the bound stage, an encoder's wait named as the encoder
+        assert row["bound"] == (f"encoder {largest[5:]}" if largest.startswith("wait_") else largest)

@@ -25,6 +25,21 @@ the other parts: one row each, their data in the row's extra column), and with -
 - importtime: `python -X importtime -m physarum.render.cli render quickstart` (warm): the
   modules imported by a render, largest first, ours marked.
 - hashes: sha256 of quickstart's GIF, MP4 and PNG at --reduce 4 (same bytes before and after).
+- table: the README's table in one command: each of --table-presets (PRESET or PRESET:K, K the
+  `--reduce K` a machine too small for the preset renders it at, stated in the table) rendered
+  as its own process with an empty Triton cache (cold), then again (warm); its process wall,
+  the start-up and exit around the render (the wall less the sidecar's total_s), and its stage
+  shares (the sidecar's stage_*_s, each a share of their sum) and bound stage; --set is not
+  applied (the curated presets as they are). Printed as a Markdown table (and, as a case, one
+  row per render in the machine's table).
+
+The curated presets' table, on the GPU host (full size):
+
+    python3 -m physarum.render.tools.harness case e2e --parts table --backend auto --device cuda
+
+and on a 2-core CPU (reduced, as TABLE_PRESETS_CPU says):
+
+    python3 -m physarum.render.tools.harness case e2e --small --parts table
 
 On the GPU host: source scripts/gpu_env.sh > /dev/null && python3 -m physarum.render.tools.harness
 --out $OUT case e2e --label before --json-out $OUT. On a CPU (a smoke test): --small.
@@ -170,6 +185,94 @@ def hashes(opts, env: dict[str, str], work: Path) -> dict:
         if path.suffix in (".gif", ".mp4", ".png", ".webp"):
             found[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# table: the curated presets' process walls and stage shares, one command
+
+TABLE_PRESETS = "quickstart,labyrinth,embers,nebula,cosmos,panorama"
+# a 2-core CPU renders cosmos (512^3, 30.7M agents) and panorama (3840x2160, 5M agents) in hours:
+# each is reduced (render --reduce K: the same picture on a canvas K times smaller a side, the
+# same steps), and labyrinth and embers (1024^2, 2M and 0.8M agents, 1500 steps) by 2
+TABLE_PRESETS_CPU = "quickstart,labyrinth:2,embers:2,nebula,cosmos:16,panorama:8"
+
+
+def table_entries(spec: str) -> list[tuple[str, int | None]]:
+    """--table-presets PRESET[:K],...: each preset and the --reduce K it renders at (None: full
+    size). SystemExit for a K that is not a whole number of at least 2."""
+    entries = []
+    for entry in filter(None, (part.strip() for part in spec.split(","))):
+        name, _, factor = entry.partition(":")
+        if factor and (not factor.isdigit() or int(factor) < 2):
+            sys.exit(f"--table-presets {entry}: K in PRESET:K is a --reduce factor, a whole number >= 2")
+        entries.append((name, int(factor) if factor else None))
+    return entries
+
+
+def stage_shares(timings: dict) -> dict[str, float]:
+    """Each stage's share of the stages' seconds (stage_<name>_s in a sidecar's timings), largest
+    first; {} where the sidecar has no stages."""
+    stages = {k[len("stage_") : -len("_s")]: v for k, v in timings.items() if k.startswith("stage_")}
+    total = sum(stages.values())
+    if total <= 0:
+        return {}
+    return {name: round(v / total, 3) for name, v in sorted(stages.items(), key=lambda kv: -kv[1])}
+
+
+def table(opts, env: dict[str, str], work: Path) -> list[dict]:
+    """One row per render: each entry of --table-presets cold (an empty TRITON_CACHE_DIR) and warm."""
+    rows = []
+    for preset, factor in table_entries(opts.table_presets):
+        cache = work / f"triton-table-{preset}"
+        shutil.rmtree(cache, ignore_errors=True)
+        run_env = {**env, "TRITON_CACHE_DIR": str(cache)}
+        out = work / f"out-table-{preset}"
+        extra = ["--reduce", str(factor)] if factor else []
+        plain = argparse.Namespace(**{**vars(opts), "set": []})  # the curated preset as it is
+        for run in ("cold", "warm"):
+            wall, _ = run_cli([*render_args(preset, plain, out), *extra, "--quiet"], run_env)
+            record = sidecar(out, preset)
+            t = record["timings"]
+            row = {
+                "preset": preset,
+                "reduce": factor,
+                "cache": run,
+                "wall_s": round(wall, 2),
+                "render_s": round(t["total_s"], 2),
+                "startup_and_exit_s": round(wall - t["total_s"], 2),
+                "frames": record.get("frames"),
+                **{k: round(v, 3) for k, v in t.items()},
+                "shares": stage_shares(t),
+                "bound": record.get("bound"),
+                "device": record.get("device"),
+                "backend": record.get("backend"),
+            }
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def table_markdown(rows: list[dict], machine: str) -> str:
+    """The rows as the README's table: a line per preset, the cold and warm walls side by side."""
+    lines = [
+        f"Process wall of `physarum render PRESET` on {machine}; the stage shares are the warm "
+        "render's (the sidecar's stage timings, scripts/cases/e2e.py part table).",
+        "",
+        "| preset | size | cold, s | warm, s | start-up and exit (warm), s | bound | stage shares (warm) |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
+    by_preset: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        by_preset.setdefault(row["preset"], {})[row["cache"]] = row
+    for preset, runs in by_preset.items():
+        warm, cold = runs.get("warm", {}), runs.get("cold", {})
+        size = "full" if not warm.get("reduce") else f"--reduce {warm['reduce']}"
+        shares = ", ".join(f"{name} {share:.0%}" for name, share in warm.get("shares", {}).items())
+        lines.append(
+            f"| {preset} | {size} | {cold.get('wall_s', '')} | {warm.get('wall_s', '')} | "
+            f"{warm.get('startup_and_exit_s', '')} | {warm.get('bound') or ''} | {shares} |"
+        )
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,6 +476,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
         help="PRESET[:KEY=VALUE...][:child] entries, separated by ';' (child: encoders in a child process)",
     )
     parser.add_argument("--startup-presets", default="quickstart")
+    parser.add_argument("--table-presets", default=TABLE_PRESETS, help="PRESET[:K],... (K: --reduce K)")
     parser.add_argument("--backend", default="triton")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--set", action="append", default=[], help="KEY=VALUE for every render")
@@ -415,6 +519,10 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                         data.append({"preset": preset, "cache": run, **json.loads(line[0][8:])})
             elif part == "hashes":
                 data = hashes(opts, env, work)
+            elif part == "table":
+                data = table(opts, env, work)
+                machine = f"{os.cpu_count()}-core CPU" if opts.device == "cpu" else opts.device
+                print(table_markdown(data, f"{machine} ({opts.backend} backend)"), flush=True)
             elif part == "inner":
                 data = []
                 for entry in opts.inner_presets.split(";"):
@@ -464,12 +572,14 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
         parts="walls,formats,startup,importtime,inner,hashes",
         inner_presets="quickstart;quickstart:output.formats=[gif];quickstart:child",
         startup_presets="quickstart",
+        table_presets=TABLE_PRESETS,
         backend="triton",
         device="cuda",
         set="",
         small={
             "presets": "quickstart",
             "parts": "walls,formats",
+            "table_presets": TABLE_PRESETS_CPU,
             "backend": "torch",
             "device": "cpu",
             "set": "run.steps=40",
@@ -479,7 +589,8 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
         """The time a user waits (issue 34): process walls of whole renders with a cold and a warm
         Triton cache beside their sidecar timings and bound stage; quickstart's formats alone; a
         render's start step by step; -X importtime's tree; in-process stage timers and a stack
-        sampler; sha256 of quickstart's reduced outputs (scripts/cases/e2e.py's docstring)."""
+        sampler; sha256 of quickstart's reduced outputs; the curated presets' table of walls and
+        stage shares (scripts/cases/e2e.py's docstring)."""
         if run.device.startswith("cuda"):
             import torch
 
@@ -487,7 +598,7 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
                 raise Skip("--device cuda: no CUDA GPU here (--small: torch on the CPU)")
         argv = ["--label", run.label, "--presets", run.presets, "--parts", run.parts]
         argv += ["--inner-presets", run.inner_presets, "--startup-presets", run.startup_presets]
-        argv += ["--backend", run.backend, "--device", run.device]
+        argv += ["--table-presets", run.table_presets, "--backend", run.backend, "--device", run.device]
         argv += [p for s in run.set.split(";") if s for p in ("--set", s)]
         found = run_parts(options(argv), Path(run.json_out) if run.json_out else None)
         for part, data in found.items():
@@ -495,6 +606,12 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
                 for row in data:
                     row = dict(row)
                     run.record(f"{row.pop('command')}, {row.pop('cache')} cache", row.pop("wall_s"), **row)
+            elif part == "table":
+                for row in data:
+                    row = dict(row)
+                    size = f" --reduce {row['reduce']}" if row["reduce"] else ""
+                    variant = f"table: render {row.pop('preset')}{size}, {row.pop('cache')} cache"
+                    run.record(variant, row.pop("wall_s"), **row)
             else:
                 run.record(part, data=data)
 
