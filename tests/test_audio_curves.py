@@ -5,11 +5,13 @@ PNG, the same bytes twice; what is refused, one message, exit 2, nothing written
 
 from __future__ import annotations
 
+import hashlib
+import json
 from fractions import Fraction
 
 import pytest
 from PIL import Image
-from test_audio_render import audio_data, beat_track, write_wav
+from test_audio_render import audio_data, beat_track, render, write_wav
 
 import physarum
 from physarum.render.base.errors import RenderError
@@ -86,3 +88,24 @@ def test_validate_plot(tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml", "beat.wav", "c.png", "dir.png"]
+
+
+def test_the_sidecar_records_what_a_key_follows_and_its_curves_digest(tmp_path):
+    sound = write_wav(tmp_path / "beat.wav", beat_track(1.0))
+    data = audio_data(sound, output={"formats": ["png"], "fps": 20})
+    preset_file = write_preset(tmp_path, data, "a.yaml")
+    assert render(preset_file, tmp_path / "out") == 0
+    record = json.loads(next((tmp_path / "out").rglob("*.json")).read_text())
+    entry = record["schedules"]["model.decay"]
+    assert "keyframes" not in entry
+    assert entry["follows"] == {"audio": "bass", "range": [0.05, 0.2], "attack": 10, "release": "250ms"}
+    # the digest is that of the hold keyframes the frames' values make (a line per change)
+    preset = build_preset(data, "a.yaml")
+    values = physarum.curves(preset)["model.decay"]
+    starts = [0] + [f * 2 + 1 for f in range(1, len(values))]  # frame f's first step (no warmup)
+    changes = [(step, v) for i, (step, v) in enumerate(zip(starts, values)) if i == 0 or values[i - 1] != v]
+    text = "".join(f"{step} {v!r}\n" for step, v in changes)
+    assert entry["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert entry["keyframes_count"] == len(changes) > 1 and entry["steps"] == [0, changes[-1][0]]
+    # what --from reads is unchanged: the embedded preset text with the key as written
+    assert "audio: bass" in record["preset_yaml"]

@@ -28,6 +28,7 @@ frame; from then on they are schedules like any other, their range bounding thei
 from __future__ import annotations
 
 import bisect
+import hashlib
 import re
 from collections.abc import Iterator
 from fractions import Fraction
@@ -160,6 +161,23 @@ class Resolved(BaseModel):
     def change_after(self, step: int) -> int | None:
         at = bisect.bisect_right(self._steps, step)
         return self._steps[at] if at < len(self._steps) else None
+
+    def described(self) -> dict:
+        """The sidecar's entry of the key (its `schedules`): what it follows as written, and its
+        curve in brief instead of every keyframe (a 3-minute track has thousands): how many
+        hold keyframes, the first and last step, and the sha256 of their text, a line
+        "STEP VALUE\n" each (the value as Python's repr of its float: '2.9395'). The curve is
+        resolved again from the preset and its track (or the feature table its outputs carry):
+        `physarum.curves` gives it a frame, and the digest says it is the same."""
+        curve = self.resolved(0)
+        text = "".join(f"{step} {float(value)!r}\n" for step, value in curve)
+        return {
+            "ease": self.ease,
+            "follows": self.model_dump(mode="json"),
+            "keyframes_count": len(curve),
+            "steps": [curve[0][0], curve[-1][0]],
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        }
 
     def value(self, share: Fraction) -> Fraction:
         """The value at `share` (0 .. 1) of the range, rounded half to even to DECIMALS decimals
