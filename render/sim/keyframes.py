@@ -17,15 +17,18 @@ import torch
 
 from ...kernels import api
 from ...kernels.exact import build_tables, coefficients, degrees_to_heading
-from ..preset.schedule import next_change, value_at
+from ..preset.schedule import Resolved, next_change, value_at
 from ..world.maps import food_amounts, group_food, interaction_mix
 
 
 def describe(preset) -> dict:
     """The sidecar's `schedules`: each scheduled key's easing and its keyframes as [step, value]
-    (percentages resolved to steps; values as written)."""
+    (percentages resolved to steps; values as written); a key resolved from a soundtrack or a
+    periodic shape, what it follows and its curve's digest (schedule.Resolved.described)."""
     return {
-        path: {
+        path: schedule.described()
+        if isinstance(schedule, Resolved)
+        else {
             "ease": schedule.ease,
             "keyframes": [[step, float(value)] for step, value in schedule.resolved(preset.end_step)],
         }
