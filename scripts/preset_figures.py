@@ -137,6 +137,7 @@ def strip(out: Path, sidecar: Path, frames_dir: Path, count: int = 6, gap: int =
     schedules = {
         key.rsplit(".", 1)[-1].replace("_", " "): Schedule(keys=dict(s["keyframes"]), ease=s["ease"])
         for key, s in data.get("schedules", {}).items()
+        if "keyframes" in s  # a key resolved from a soundtrack records its digest instead
     }
     label = 26
     tiles = [Image.open(files[k]).convert("RGB") for k in picks]
