@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import wave
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -490,3 +491,38 @@ def test_a_sweep_varies_the_mapping_and_each_job_renders_as_alone(tmp_path, trac
     assert (tmp_path / "a" / "mapping-0003" / "mapping-0003-s3.gif").read_bytes() == (
         job / "mapping-0003-s3.gif"
     ).read_bytes()
+
+
+def test_loop_bars_take_the_audio_sections_tempo(tmp_path, track, capsys):
+    from physarum.render.base.errors import RenderError
+    from physarum.render.out.specs import check_loop_bars
+
+    bars = {"formats": ["png"], "fps": 20, "loop_bars": 1}
+    # 1 bar at 120 bpm is 2 s: the track's 40 frames at 20 fps exactly
+    given = build_preset(audio_data(track, audio={"path": str(track), "bpm": 120}, output=bars), "a.yaml")
+    assert check_loop_bars(given) == ["loop: 1 bars at 120 BPM (audio.bpm) and 20 fps = 40 frames exactly"]
+    # the detected tempo, to 1/100 bpm, gives the bar's frames, rounded to the nearest
+    detected = build_preset(audio_data(track, output=bars), "a.yaml")
+    bpm = soundtrack.analysis_of(detected).bpm
+    exact = Fraction(4 * 60 * 20) / bpm
+    frames = int(exact + Fraction(1, 2))
+    if frames == detected.frames:
+        assert "(the track's, detected)" in check_loop_bars(detected)[0]
+    else:
+        with pytest.raises(
+            RenderError, match=rf"at {float(bpm):g} BPM \(the track's, detected\) .* are {frames} frames"
+        ):
+            check_loop_bars(detected)
+    # output.bpm wins over the track's
+    both = build_preset(audio_data(track, output={**bars, "bpm": 120}), "a.yaml")
+    assert check_loop_bars(both) == ["loop: 1 bars at 120 BPM and 20 fps = 40 frames exactly"]
+
+
+def test_loop_bars_without_a_tempo_are_refused(tmp_path, capsys):
+    t = np.arange(RATE * 2)
+    sine = write_wav(tmp_path / "sine.wav", (10000 * np.sin(2 * np.pi * 220 * t / RATE)).astype(np.int16))
+    flat = audio_data(sine, model={"deposit": 5}, look={}, output={"formats": ["png"], "loop_bars": 1})
+    err = refused(tmp_path, capsys, flat)
+    assert "output.loop_bars: the track has no tempo to count bars in (no onsets)" in err
+    err = refused(tmp_path, capsys, tiny_data(output={"formats": ["png"], "loop_bars": 1}))
+    assert "output.loop_bars needs a tempo: set output.bpm, or add an audio section" in err

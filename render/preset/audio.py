@@ -407,7 +407,8 @@ def resolve(preset, context: dict | None) -> list[str]:
     ]
     wants_length = preset.run.steps == "audio"
     if preset.audio is None and not keys and not wants_length and not musical:
-        return []
+        problem = loop_bars_problem(preset, None)
+        return [problem] if problem else []
     problems = []
     if preset.audio is None:
         for path, _ in musical:
@@ -440,6 +441,9 @@ def resolve(preset, context: dict | None) -> list[str]:
             )
     if problems:
         return problems
+    problem = loop_bars_problem(preset, analysis)
+    if problem:
+        problems.append(problem)
     for path, value in musical:
         if analysis.bpm is None:
             problems.append(f"{path}.keys: a key in beats or bars needs a tempo: give audio.bpm")
@@ -466,6 +470,36 @@ def resolve(preset, context: dict | None) -> list[str]:
             shares = wave_shares(value, preset, analysis)
         value.set_curve(curve(value, shares, frame_steps(preset.run)))
     return problems
+
+
+def loop_tempo(preset) -> tuple[float | Fraction, str]:
+    """(bpm, whose) of output.loop_bars: output.bpm as written (whose ''), else the audio
+    section's tempo: audio.bpm as written or the track's, detected to 1/100 bpm (whose says which).
+    The preset's validation (loop_bars_problem) has refused a loop_bars without either."""
+    if preset.output.bpm is not None:
+        return preset.output.bpm, ""
+    analysis = analysis_of(preset)
+    whose = " (audio.bpm)" if preset.audio.bpm is not None else " (the track's, detected)"
+    return analysis.bpm, whose
+
+
+def loop_bars_problem(preset, analysis: Analysis | None) -> str | None:
+    """Why output.loop_bars has no tempo: no output.bpm and no audio section, or a track
+    without a tempo (no onsets) and no audio.bpm; None where it has one."""
+    out = preset.output
+    if out.loop_bars is None or out.bpm is not None:
+        return None
+    if preset.audio is None:
+        return (
+            "output.loop_bars needs a tempo: set output.bpm, or add an audio section (its sound "
+            "file's detected tempo, or audio.bpm)"
+        )
+    if analysis is not None and analysis.bpm is None:
+        return (
+            "output.loop_bars: the track has no tempo to count bars in (no onsets): set output.bpm "
+            "or audio.bpm"
+        )
+    return None
 
 
 def musical_step(form: Musical, preset, analysis: Analysis) -> int:
