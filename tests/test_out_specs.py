@@ -117,7 +117,8 @@ def test_loop_bars_refused_unless_the_render_shows_its_frames():
     longer = tiny_data(output={"formats": ["png"], "fps": 10, "loop_bars": 1, "bpm": 150})  # 16 frames
     with pytest.raises(RenderError, match=r"16 frames .* shows 8; run.steps: 48 shows them"):
         check_outputs(build_preset(longer, "t.yaml"))
-    assert any("go together" in p for p in problems_of(tiny_data(output={"loop_bars": 2})))
+    assert any("needs a tempo" in p for p in problems_of(tiny_data(output={"loop_bars": 2})))
+    assert any("leave bpm out" in p for p in problems_of(tiny_data(output={"bpm": 120})))
     pong = tiny_data(
         output={"formats": ["png"], "fps": 7, "loop_bars": 1, "bpm": 150, "loop_mode": "ping-pong"}
     )

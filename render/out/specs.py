@@ -27,6 +27,7 @@ from ..formats.registry import FORMATS
 from ..formats.still import StillSpec, check_still, host_available
 from ..formats.targets import describe, frame_fit
 from ..preset import Preset
+from ..preset.audio import loop_tempo
 from ..preset.output_sections import bar_frames
 from ..preset.provenance import embedded_text
 
@@ -169,9 +170,10 @@ def check_loop_bars(preset: Preset) -> list[str]:
         return []
     from ..look.loops import shown_frames  # start-up: torch, for a render only
 
-    frames, exact = bar_frames(out.loop_bars, out.bpm, out.fps)
+    bpm, whose = loop_tempo(preset)
+    frames, exact = bar_frames(out.loop_bars, bpm, out.fps)
     mode = preset.loop[0]
-    bars = f"{out.loop_bars} bars at {out.bpm:g} BPM and {out.fps} fps"
+    bars = f"{out.loop_bars} bars at {float(bpm):g} BPM{whose} and {out.fps} fps"
     if mode == "closest":
         raise RenderError(
             f"{preset.name}: output.loop_bars needs a loop of a known length; closest finds its own "

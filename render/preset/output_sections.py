@@ -273,12 +273,21 @@ class Output(OptionalSection):
     loop_bars: int | None = Field(
         None, ge=1, le=1024, description="the loop's length in 4/4 bars at output.bpm (a VJ host's grid)"
     )
-    bpm: float | None = Field(None, ge=20, le=999, description="beats a minute of output.loop_bars")
+    bpm: float | None = Field(
+        None,
+        ge=20,
+        le=999,
+        description="beats a minute of output.loop_bars; unset with an audio section: its tempo (docs/audio.md)",
+    )
 
     @model_validator(mode="after")
     def _bars_and_bpm(self) -> Output:
-        if (self.loop_bars is None) != (self.bpm is None):
-            raise ValueError("output.loop_bars and output.bpm go together: set both, or neither")
+        """bpm is loop_bars' tempo; loop_bars without it takes the audio section's (audio.resolve
+        refuses it without one)."""
+        if self.bpm is not None and self.loop_bars is None:
+            raise ValueError(
+                "output.bpm is the tempo of output.loop_bars: set loop_bars too, or leave bpm out"
+            )
         return self
 
     @field_validator("gif_max_bytes", mode="before")
