@@ -25,10 +25,12 @@ class NodeProgress:
         self.drawn = shown and self.stream.isatty()
         self.bars: dict[str, tqdm] = {}
         self.running: dict[str, int] = {}
+        self.done: dict[str, int] = {}
 
     def _bar(self, node: str, label: str) -> tqdm:
         if node not in self.bars:
             self.running[node] = 0
+            self.done[node] = 0
             self.bars[node] = tqdm(
                 total=self.total,
                 desc=label,
@@ -51,6 +53,7 @@ class NodeProgress:
         """`jobs` jobs of `node` ended (done or failed)."""
         bar = self._bar(node, label)
         self.running[node] = max(0, self.running[node] - jobs)
+        self.done[node] += jobs
         bar.set_postfix_str(f"{self.running[node]} running", refresh=False)
         bar.update(jobs)
 
@@ -62,7 +65,7 @@ class NodeProgress:
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """Each node's (jobs done, jobs running)."""
-        return {node: (int(bar.n), self.running[node]) for node, bar in self.bars.items()}
+        return {node: (self.done[node], self.running[node]) for node in self.bars}
 
     def write(self, line: str) -> None:
         """A log line, above the bars where they are drawn."""
