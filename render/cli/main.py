@@ -33,6 +33,9 @@ def _say(line: str) -> None:
 
 
 def cmd_render(args) -> int:
+    from ..run import preload  # start-up: imports nothing heavy itself
+
+    preload.start(args.backend, args.device)  # PHYSARUM_PRELOAD=1: torch on a thread meanwhile
     from ..out.specs import gif_size  # start-up: the preset schema
     from ..run.reload import load_for_render  # start-up: the same
 
