@@ -1,13 +1,17 @@
 """kernels/warmup.py: a simulation's first-step launches recorded without running a kernel (its
-state unchanged, the kernels put back), and compiled into Triton's cache on a GPU."""
+state unchanged, the kernels put back), specialised as every launch of a render, and compiled
+into Triton's cache on a GPU; a render compiles them ahead where PHYSARUM_COMPILE_AHEAD=1."""
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 import pytest
 import torch
 
 from physarum.kernels import triton_kernels, triton_sort, warmup
-from support import build_preset, tiny_data
+from support import build_preset, tiny_data, world_data
 
 
 def _simulation(device: str):
@@ -53,3 +57,81 @@ def test_the_recorded_launches_compile_and_the_render_finds_them(tmp_path, monke
     assert len(done["kernels"]) == 4
     simulation.advance(3)  # the same specialisations: found in the kernels' own caches
     torch.cuda.synchronize()
+
+
+@contextlib.contextmanager
+def _launched() -> Iterator[set]:
+    """Inside, every kernel of warmup.KERNEL_MODULES launched through its launcher runs as ever,
+    and the key of the specialisation it compiles (warmup._key) is collected."""
+    keys: set = set()
+    saved = [
+        (module, name, value)
+        for module in warmup.KERNEL_MODULES
+        for name, value in vars(module).items()
+        if hasattr(value, "warmup") and hasattr(value, "__getitem__")
+    ]
+
+    class Traced:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __call__(self, *args, **kwargs):  # a device function called from a kernel
+            return self.kernel(*args, **kwargs)
+
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                keys.add(warmup._key(warmup.Launch(self.kernel, grid, args, kwargs)))
+                return self.kernel[grid](*args, **kwargs)
+
+            return launch
+
+    try:
+        for module, name, value in saved:
+            setattr(module, name, Traced(value))
+        yield keys
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+@pytest.mark.slow
+@pytest.mark.interpreter(cpu=True)
+@pytest.mark.parametrize("kind", ["tiny", "world"])
+def test_what_warmup_compiles_is_every_specialisation_a_render_launches(kind, images):
+    """A render compiled ahead (runner.compile_ahead) compiles nothing at its first step only if
+    the launches warmup records specialise as every launch of the render does (both parities'
+    buffers, the sorts, the steps after them): the same keys, through Triton's interpreter."""
+    from physarum.render.sim.simulation import make_batch_simulation
+
+    data = tiny_data(run={"steps": 18, "steps_per_frame": 3}) if kind == "tiny" else world_data()
+    preset = build_preset(data, str(images / "p.yaml"))
+    simulation = make_batch_simulation([preset], "triton", torch.device("cpu"))
+    ahead = {warmup._key(call) for call in warmup.launches(simulation)}
+    with _launched() as rendered:
+        simulation.advance(preset.run.steps)
+    assert len(ahead) == 4 and rendered == ahead
+
+
+def test_a_render_compiles_ahead_only_where_the_switch_asks_on_a_triton_gpu():
+    from physarum.render.run import runner
+
+    on = {runner.COMPILE_AHEAD: "1"}
+    cases = [
+        (on, "torch", "cuda"),
+        (on, "triton", "cpu"),
+        ({}, "triton", "cuda"),
+        ({runner.COMPILE_AHEAD: "0"}, "triton", "cuda"),
+    ]
+    for environ, backend, device in cases:
+        assert runner.compile_ahead(object(), backend, torch.device(device), environ) is None
+
+
+@pytest.mark.gpu
+def test_a_render_compiled_ahead_says_so_and_finds_its_kernels_compiled(tmp_path, monkeypatch):
+    from physarum.render.run import runner
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))  # cold: every kernel compiled
+    monkeypatch.setenv(runner.COMPILE_AHEAD, "1")
+    preset = build_preset(tiny_data(), "tiny.yaml")
+    result = runner.render(preset, backend="triton", device="cuda", out_dir=tmp_path / "out", quiet=True)
+    assert 0 < result.timings["compile_ahead_s"] <= result.timings["spawn_s"]

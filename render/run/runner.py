@@ -10,6 +10,7 @@ earlier files of their names all at once, or (when one fails) none does (docs/sa
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -65,6 +66,9 @@ from .volume_checks import check_render
 
 # ---------------------------------------------------------------------------------------------
 # Rendering
+
+# the switch that compiles a Triton render's kernels at once before its first step (compile_ahead)
+COMPILE_AHEAD = "PHYSARUM_COMPILE_AHEAD"
 
 
 @dataclass
@@ -154,6 +158,7 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
     paths = job_paths(presets, options.out_dir, options.frames_dir, held) if options.write_files else None
     paths = paths or [{} for _ in presets]
     simulation = make_batch_simulation(presets, backend, torch_device, start)
+    compiled = compile_ahead(simulation, backend, torch_device)  # PHYSARUM_COMPILE_AHEAD=1
     windows: list[Window | None] = [_resumed_window(options)]
     if windows[0] is None and any(p.loop[0] == "closest" for p in presets):
         # a first pass finds the loops; the render repeats it (a resumed render's checkpoint has it)
@@ -193,6 +198,8 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
             zip(("spawn_s", "open_s", "frames_s", "finish_s"), (b - a for a, b in zip(clock, clock[1:])))
         )
         phases["total_s"] = clock[-1] - clock[0]
+        if compiled is not None:  # within spawn_s
+            phases["compile_ahead_s"] = compiled
         extra = [options.extra_files] + [None] * (len(jobs) - 1)  # the first job's (simulation 0)
         results = [
             _batch_result(job, backend, torch_device, phases, len(jobs), e) for job, e in zip(jobs, extra)
@@ -204,6 +211,19 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
         for job in jobs:
             job.abort(error)
         raise
+
+
+def compile_ahead(simulation, backend: str, device: torch.device, environ=os.environ) -> float | None:
+    """Where COMPILE_AHEAD=1 asks for it and the simulation is Triton's on CUDA: the kernels of its
+    first step compiled at once on threads (kernels/warmup.py: the launches recorded, not run;
+    what is in Triton's cache already is loaded, not compiled) before that step would compile
+    them one after another. The seconds it took, or None where it did not run. Off by default:
+    it has not been measured on a GPU yet (benchmarks/unreleased/e2e.txt)."""
+    if environ.get(COMPILE_AHEAD) != "1" or backend != "triton" or device.type != "cuda":
+        return None
+    from ...kernels import warmup  # start-up: triton, for the Triton backend only
+
+    return warmup.compile_all(warmup.launches(simulation))["seconds"]
 
 
 def _checkpoint_plan(presets: list[Preset], options: RenderOptions) -> CheckpointPlan | None:
