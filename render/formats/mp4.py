@@ -77,8 +77,9 @@ MP4_SETTINGS = {
         ),
         tag="hvc1",
         note="mp4 hevc: libx265's bytes repeat run to run at its pinned threads (pools "
-        f"{HEVC_POOL_THREADS}, frame threads {HEVC_FRAME_THREADS}), not at other thread counts "
-        "(measured); HEVC plays in Safari, and in Chrome and Edge where the hardware decodes it",
+        f"{HEVC_POOL_THREADS}, frame threads {HEVC_FRAME_THREADS}), not at other thread counts, "
+        "and on x86-64 CPUs with AVX2 or AVX-512 alike, not in C alone (measured); HEVC plays in "
+        "Safari, and in Chrome and Edge where the hardware decodes it",
     ),
     "av1": Mp4Setting(
         "libsvtav1",
@@ -86,8 +87,10 @@ MP4_SETTINGS = {
         1,
         (("crf", str(AV1_CRF)), ("preset", str(AV1_PRESET))),
         ("svtav1-params", f"lp={AV1_THREADS}"),
-        note="mp4 av1: SVT-AV1's bytes repeat run to run and at any thread count (measured at 16 and "
-        "2); AV1 plays in current Chrome, Firefox and Edge, in Safari where the hardware decodes it",
+        note="mp4 av1: SVT-AV1's bytes repeat run to run, at any thread count (measured at 16 and "
+        "2) and with its assembly off as on (measured: the RGB-to-YUV conversion, FFmpeg's, needs "
+        "AVX2 or AVX-512 alike); AV1 plays in current Chrome, Firefox and Edge, in Safari where the "
+        "hardware decodes it",
     ),
 }
 
