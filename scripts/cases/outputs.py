@@ -1,6 +1,7 @@
 """Cases of the output stage: time to each file (outputs), GIF encoding (gif), the colour each MP4
-setting keeps (mp4-colour), encoder throughput and the 4K/8K pipeline (pipeline), and
-physarum.frames() streamed against a frames folder (stream).
+setting keeps (mp4-colour), encoder throughput and the 4K/8K pipeline (pipeline),
+physarum.frames() streamed against a frames folder (stream), and whether each video codec's bytes
+follow the CPU's instruction sets (codec-asm).
 
     python -m physarum.render.tools.harness case outputs --x264 4:slice,16:frame   # the GPU host
     python -m physarum.render.tools.harness case outputs --presets quickstart --device cpu --scale-down 2
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -570,5 +572,152 @@ def stream(run) -> None:
         )
 
 
-if __name__ == "__main__":  # the stream case's child: VARIANT FRAMES SIDE DEVICE
-    print(json.dumps(stream_child(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])))
+# Each codec's own switch of its assembly (what a CPU of fewer instruction sets runs): "none" C
+# only, "avx2" up to AVX2 (no AVX-512), absent: the codec's own choice (auto). x264 takes a CPU
+# mask (0: none) in x264-params, x265 and SVT-AV1 an instruction set by name, libvpx the
+# VPX_SIMD_CAPS mask (HAS_* bits up to AVX2: 0x1ff) from the environment, at its start; ProRes
+# (prores_ks) and the RGB-to-YUV conversion (swscale) are FFmpeg's, which av_force_cpu_flags sets.
+CODEC_ASM = {
+    "h264": {"none": "asm=0", "avx2": "asm={}"},  # x264's detected mask less X264_CPU_AVX512 (0x10000)
+    "hevc": {"none": "asm=0", "avx2": "asm=avx2", "avx512": "asm=avx512"},
+    "av1": {"none": "asm=c", "avx2": "asm=avx2"},
+    "vp9": {"none": "0", "avx2": "0x1ff"},
+    "prores": {},
+}
+FFMPEG_AVX512 = 0x100000 | 0x200000  # AV_CPU_FLAG_AVX512, AV_CPU_FLAG_AVX512ICL
+
+
+def force_ffmpeg_flags(level: str) -> int:
+    """FFmpeg's CPU flags in this process (av_force_cpu_flags of the libavutil PyAV loaded):
+    none (C only), avx2 (the detected flags less AVX-512) or auto; the flags in force."""
+    import ctypes
+
+    import av  # noqa: F401  (loads PyAV's libavutil)
+
+    with open("/proc/self/maps") as maps:
+        path = next(line.split()[-1] for line in maps if "libavutil" in line)
+    avutil = ctypes.CDLL(path)
+    detected = avutil.av_get_cpu_flags()
+    flags = {"none": 0, "avx2": detected & ~FFMPEG_AVX512, "auto": detected}[level]
+    avutil.av_force_cpu_flags(flags)
+    return avutil.av_get_cpu_flags()
+
+
+def x264_detected() -> int:
+    """x264's own CPU mask on this machine (x264_cpu_detect of the libx264 PyAV loaded)."""
+    import ctypes
+
+    with open("/proc/self/maps") as maps:
+        path = next(line.split()[-1] for line in maps if "libx264" in line)
+    library = ctypes.CDLL(path)
+    library.x264_cpu_detect.restype = ctypes.c_uint32
+    return library.x264_cpu_detect()
+
+
+def asm_child(codec: str, codec_level: str, ffmpeg_level: str, frames_path: str, folder: str) -> dict:
+    """One encode of the frames (an .npy [N, H, W, 3]) by `codec` at the repository's settings,
+    its assembly at codec_level and FFmpeg's at ffmpeg_level (VPX_SIMD_CAPS is the parent's to
+    set): the file's sha256, bytes and seconds."""
+    import dataclasses
+    import hashlib
+
+    import numpy as np
+
+    from physarum.render.formats import mov, mp4, webm
+    from physarum.render.formats.av_video import AvVideoWriter
+    from physarum.render.formats.contract import Frame
+
+    flags = force_ffmpeg_flags(ffmpeg_level)
+    frames = np.load(frames_path)
+    height, width = frames.shape[1:3]
+    switch = CODEC_ASM[codec].get(codec_level)
+    path = (
+        Path(folder)
+        / f"{codec}-{codec_level}-{ffmpeg_level}.{'mp4' if codec in ('h264', 'hevc', 'av1') else codec}"
+    )
+    if codec == "h264" and switch:
+        params, switch = mp4.x264_params, switch.format(x264_detected() & ~0x10000)
+        mp4.x264_params = lambda: f"{params()}:{switch}"
+    if codec in ("hevc", "av1") and switch:
+        setting = mp4.MP4_SETTINGS[codec]
+        key, value = setting.params
+        mp4.MP4_SETTINGS[codec] = dataclasses.replace(setting, params=(key, f"{value}:{switch}"))
+    if codec in ("h264", "hevc", "av1"):
+        writer = mp4.Mp4Writer(
+            mp4.Mp4Spec(path, width, height, 30, "asm", "browser" if codec == "h264" else codec)
+        )
+    else:
+        module, fmt = (webm, "webm") if codec == "vp9" else (mov, "mov")
+        table = webm.WEBM_SETTINGS if codec == "vp9" else mov.MOV_SETTINGS
+        options = webm.WEBM_CONTAINER if codec == "vp9" else None
+        writer = AvVideoWriter(
+            path, fmt, table["opaque"], (width, height), 30, "asm", None, container_options=options
+        )
+    began = time.perf_counter()
+    for number, rgb in enumerate(frames):
+        writer.write(Frame(number, rgb=rgb))
+    writer.commit()
+    seconds = time.perf_counter() - began
+    data = path.read_bytes()
+    return {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "seconds": seconds,
+        "ffmpeg_flags": flags,
+    }
+
+
+@case("codec-asm", side=256, frames=48, codecs="h264,hevc,av1,vp9,prores", small={"side": 128, "frames": 12})
+def codec_asm(run) -> None:
+    """Whether each video codec's bytes follow the CPU's instruction sets: the same frames
+    (quickstart at SIDE x SIDE) encoded at the repository's settings with the codec's assembly
+    as detected, up to AVX2, and off (C only), and FFmpeg's (swscale's RGB to YUV, prores_ks) as
+    detected, up to AVX2, and off; each encode in a process of its own, its sha256 against the
+    first's. A codec whose bytes are the same with its assembly off as on gives the same file on
+    a CPU of any instruction sets (x86-64; ARM's own assembly is not measured)."""
+    import numpy as np
+
+    import physarum
+
+    settings = {"canvas.width": run.side, "canvas.height": run.side, "run.steps": 5 * run.frames}
+    settings |= {"agents.count": 120_000 * run.side**2 // 512**2, "output.loop_frames": 1}
+    frames = np.stack(list(physarum.frames(physarum.load("quickstart", settings), device="cpu")))
+    with tempfile.TemporaryDirectory(prefix="physarum-asm-") as folder:
+        np.save(Path(folder) / "frames.npy", frames)
+        for codec in run.codecs.split(","):
+            levels = [("auto", "auto"), *((level, "auto") for level in CODEC_ASM[codec])]
+            levels += [("auto", "avx2"), ("auto", "none"), ("none", "none")]
+            first = None
+            for codec_level, ffmpeg_level in levels:
+                env = dict(os.environ)
+                if codec == "vp9" and codec_level in CODEC_ASM["vp9"]:
+                    env["VPX_SIMD_CAPS"] = CODEC_ASM["vp9"][codec_level]
+                argv = [
+                    sys.executable,
+                    __file__,
+                    "asm",
+                    codec,
+                    codec_level,
+                    ffmpeg_level,
+                    str(Path(folder) / "frames.npy"),
+                    folder,
+                ]
+                done = subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                first = first or row["sha256"]
+                run.record(
+                    f"{codec} asm {codec_level}, ffmpeg {ffmpeg_level}",
+                    row.pop("seconds"),
+                    same_bytes=row["sha256"] == first,
+                    frames=len(frames),
+                    canvas=f"{run.side}x{run.side}",
+                    cpu=platform.processor() or platform.machine(),
+                    **row,
+                )
+
+
+if __name__ == "__main__":  # a child: the stream case's (VARIANT FRAMES SIDE DEVICE), codec-asm's (asm ...)
+    if sys.argv[1] == "asm":
+        print(json.dumps(asm_child(*sys.argv[2:7])))
+    else:
+        print(json.dumps(stream_child(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])))
