@@ -128,7 +128,7 @@ def _run_here(preset, call: RenderCall, say) -> Rendered:
     from ..run import machine  # start-up: torch
     from ..run.estimate import estimate_line  # start-up: torch
     from ..run.reload import refuse_writing_over  # start-up: the preset schema
-    from ..run.runner import RenderOptions, render  # start-up: torch
+    from ..run.runner import COMPILE_AHEAD, RenderOptions, render  # start-up: torch
     from ..tools.stats import StatsRecorder  # start-up: torch
 
     paths = output_paths(preset, call.out)
@@ -158,7 +158,9 @@ def _run_here(preset, call: RenderCall, say) -> Rendered:
         if estimate:
             speak(estimate)
         if backend == "triton":
-            speak("physarum: preparing the Triton kernels (compiled on first use, then cached)...")
+            ahead = os.environ.get(COMPILE_AHEAD) == "1"  # runner.compile_ahead
+            how = "compiled at once before the first step" if ahead else "compiled on first use"
+            speak(f"physarum: preparing the Triton kernels ({how}, then cached)...")
     with signals_interrupt() if call.interruptible else contextlib.nullcontext():
         result = render(preset, options)
     return Rendered(result, paths)
