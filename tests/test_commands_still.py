@@ -178,6 +178,9 @@ def test_a_still_no_file_can_hold_names_the_largest_that_can():
     sizes = [stills.fitted((48, 32), (Fraction(side), Fraction(side))) for side in (largest, largest + 1)]
     assert [exr_opens(*size) for size in sizes] == [True, False]  # FFmpeg's own limit, named
     assert stills.check(preset, stills.StillCall(out="unused", size=20000, formats=("png",)), 1 << 40)
+    both = stills.StillCall(out="unused", size=20000, formats=("png", "exr"))
+    with pytest.raises(RenderError, match=r"at most --size \d+ fits here .*, or --formats png at this size"):
+        stills.check(preset, both, 1 << 40)
 
 
 def test_a_refused_still_loads_no_torch(tmp_path, preset_file):

@@ -212,7 +212,14 @@ def still_preset(preset, step: int):
 def check(preset, call: StillCall, available: int | None = None) -> StillPlan:
     """What a still refuses before torch (RenderError, one message each), and its plan.
     available: the host's free memory (default: what it has now)."""
-    from ..formats.still import check_kind, host_available, size_problem, still_fits, written_formats
+    from ..formats.still import (
+        check_kind,
+        format_fits,
+        host_available,
+        size_problem,
+        still_fits,
+        written_formats,
+    )
     from ..out.specs import output_stem  # start-up: the preset schema
     from ..preset.provenance import check_readable  # start-up: the preset schema
 
@@ -229,14 +236,17 @@ def check(preset, call: StillCall, available: int | None = None) -> StillPlan:
     available = host_available() if available is None else available
     if not still_fits(*size, written, available):
         problem = size_problem(*size, written, available)
-        raise RenderError(f"{preset.name}: {problem}: {largest_fitting(frame, call, written, available)}")
+        advice = largest_fitting(frame, call, written, available)
+        others = [f for f in written if format_fits(f, *size)]
+        if others and still_fits(*size, others, available):  # a file's limit, not the memory
+            advice += f", or --formats {','.join(others)} at this size"
+        raise RenderError(f"{preset.name}: {problem}: {advice}")
     rendered = still_preset(preset, step)
     check_readable(rendered)
     stem = f"{output_stem(rendered)}-step{step}-{size[0]}x{size[1]}"
     folder = Path(call.out) / rendered.name
-    notes = [
-        f"still: step {step}, {frame[0]}x{frame[1]} enlarged to {size[0]}x{size[1]} as {', '.join(written)}"
-    ]
+    grown = f"enlarged to {size[0]}x{size[1]}" if size != frame else "at its own size"
+    notes = [f"still: step {step}, {frame[0]}x{frame[1]} {grown} as {', '.join(written)}"]
     if len(written) < len(formats):
         notes.append("still: no exr (without a look section there is no linear light)")
     return StillPlan(rendered, step, size, dpi, {f: folder / f"{stem}.{f}" for f in written}, notes)
