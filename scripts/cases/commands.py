@@ -1,12 +1,14 @@
 """Cases of whole commands: explore's candidates per minute (explore), the live page's rate and
 latency (live), a batched sweep against separate renders and across GPUs (sweep), where a sweep's
 time goes (sweep-profile), process wall and Triton's kernel cache (startup), a preset's wavelength
-at several sizes (resolution).
+at several sizes (resolution), a Ray sweep's jobs per minute on one node and two and its driver's
+memory while files come back (sweep-ray).
 
     python -m physarum.render.tools.harness case explore                      # H200: 1-3 minutes
     python -m physarum.render.tools.harness case explore --device cpu --backend torch --size 128 \
         --steps 200 --population 12                                           # 2 cores: ~2 minutes
     python -m physarum.render.tools.harness case live --args "--backend torch --device cpu"
+    python -m physarum.render.tools.harness case sweep-ray                    # 2 cores: ~15 minutes
 """
 
 from __future__ import annotations
@@ -430,3 +432,177 @@ def resolution(run) -> None:
             sheet.paste(tile, (x, 0))
             x += tile.width + 8
         sheet.save(run.figure, optimize=True)
+
+
+RAY_LOOPBACK = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def _ray_cluster(cpus: list[int], work: Path) -> tuple[str, list[str]]:
+    """A local Ray cluster of one node per entry of `cpus` (that many CPUs each, no GPU), on
+    127.0.0.2, .3, ... of the loopback network, each with its own temp folder: its address and
+    the temp folders (for _stop_cluster)."""
+    ray = str(Path(sys.executable).parent / "ray")
+    temps, address = [], None
+    for index, count in enumerate(cpus):
+        temp = tempfile.mkdtemp(prefix="phray-", dir="/tmp")
+        temps.append(temp)
+        node = [f"--node-ip-address=127.0.0.{index + 2}", f"--temp-dir={temp}", f"--num-cpus={count}"]
+        node += ["--num-gpus=0", "--object-store-memory=300000000", "--disable-usage-stats"]
+        head = (
+            ["--head", "--port=0", "--include-dashboard=false"]
+            if address is None
+            else [f"--address={address}"]
+        )
+        folder = work / f"node-{index}"
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [ray, "start", *head, *node],
+            cwd=folder,
+            env={**os.environ, **RAY_LOOPBACK},
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
+        if address is None:
+            address = (Path(temp) / "ray_current_cluster").read_text().strip()
+    return address, temps
+
+
+def _stop_cluster(temps: list[str]) -> None:
+    """Kill exactly the processes of the cluster of these temp folders (and their children), not
+    every Ray of the machine (`ray stop` would)."""
+    import ray  # noqa: F401  (puts its bundled psutil on the path)
+
+    psutil = __import__("psutil")
+
+    found = {}
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        if any(temp in " ".join(process.info["cmdline"] or []) for temp in temps):
+            found[process.pid] = process
+            try:
+                found.update({child.pid: child for child in process.children(recursive=True)})
+            except psutil.Error:
+                pass
+    for process in found.values():
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(list(found.values()), timeout=30)
+    for temp in temps:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _ray_sweep(path: Path, address: str, out: Path) -> dict:
+    """`physarum sweep PATH --ray ADDRESS` as its own process: its wall, the driver's peak RSS
+    (wait4's ru_maxrss of that process: Ray's workers are the raylet's children, not its), the
+    span of its jobs in the manifest, the bytes of its files and where they ran."""
+    command = [*CLI, "sweep", str(path), "--ray", address, "--out", str(out), "--no-gallery", "--quiet"]
+    began = time.perf_counter()
+    driver = subprocess.Popen(command, env={**os.environ, **RAY_LOOPBACK}, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(driver.pid, 0)
+    wall = time.perf_counter() - began
+    driver.returncode = os.waitstatus_to_exitcode(status)
+    if driver.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: exit {driver.returncode}")
+    sweep_dir = next(out.glob("*/manifest.jsonl")).parent
+    records = [json.loads(line) for line in (sweep_dir / "manifest.jsonl").read_text().splitlines()]
+    done = [r for r in records if r["status"] == "done"]
+    first = min(datetime.fromisoformat(r["time"]) for r in records if r["status"] == "running")
+    last = max(datetime.fromisoformat(r["time"]) for r in done)
+    files = [p for p in sweep_dir.rglob("*") if p.is_file() and p.name != "manifest.jsonl"]
+    return {
+        "wall": wall,
+        "span": (last - first).total_seconds(),
+        "jobs": len(done),
+        "driver_peak_mib": usage.ru_maxrss / 1024,  # KiB on Linux
+        "file_mib": sum(p.stat().st_size for p in files) / 2**20,
+        "largest_file_mib": max(p.stat().st_size for p in files) / 2**20,
+        "jobs_per_node": sorted(
+            [sum(1 for r in done if r["node"] == node) for node in {r["node"] for r in done}], reverse=True
+        ),
+    }
+
+
+def _write_sweep(folder: Path, name: str, base: dict, jobs: int) -> Path:
+    """A sweep of `jobs` jobs (model.sensor_angle x model.turn_angle, 8 wide) over `base`."""
+    import yaml
+
+    angles = [10 + 10 * i for i in range(8)]
+    rows = max(1, jobs // 8)
+    grid = {
+        "model.sensor_angle": angles[: min(8, jobs)],
+        "model.turn_angle": [5 + 5 * i for i in range(rows)],
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "base": base, "grid": grid}, sort_keys=False))
+    return path
+
+
+@case(
+    "sweep-ray",
+    size=192,
+    agents=20000,
+    steps=1200,
+    jobs=64,
+    big_size=512,
+    big_frames=60,
+    big_jobs=56,
+    work="/tmp/sweep-ray-bench",
+    small={"size": 64, "agents": 2000, "steps": 100, "jobs": 8, "big_size": 128, "big_jobs": 8},
+)
+def sweep_ray(run) -> None:
+    """A Ray sweep's throughput and its driver's memory on local clusters of this machine (issue
+    35): JOBS jobs of SIZE^2, AGENTS agents, STEPS steps (GIF + PNG; about 2 s a job alone on 2
+    cores) on one node of 2 CPUs, then on two nodes of 1 CPU each (both on the same cores: the
+    ratio measures the second node's overhead, not scaling), as jobs per minute of the jobs'
+    span in the manifest and of the driver's wall; then BIG_JOBS jobs each writing a MOV of
+    BIG_SIZE^2 x BIG_FRAMES frames (ProRes 4444, about 17 MiB; about 1 GB in all) through the
+    object store (--files driver) on the two nodes, with the driver's peak RSS beside the first
+    sweep's: a driver holding a batch's files would grow by them."""
+    work = Path(run.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    base = {
+        "seed": 1,
+        "canvas": {"width": run.size, "height": run.size},
+        "agents": {"count": run.agents},
+        "run": {"steps": run.steps, "steps_per_frame": run.steps // 10},
+        "output": {"formats": ["gif", "png"]},
+    }
+    small = _write_sweep(work, "rate", base, run.jobs)
+    big_base = {
+        "seed": 1,
+        "canvas": {"width": run.big_size, "height": run.big_size},
+        "agents": {"count": 2000},
+        "run": {"steps": run.big_frames, "steps_per_frame": 1},
+        "output": {"formats": ["mov"]},
+    }
+    big = _write_sweep(work, "files", big_base, run.big_jobs)
+    rates = {}
+    for label, cpus in (("one node of 2 CPUs", [2]), ("two nodes of 1 CPU", [1, 1])):
+        address, temps = _ray_cluster(cpus, work / label.replace(" ", "-"))
+        try:
+            seen = _ray_sweep(small, address, work / f"out-{len(cpus)}")
+            rates[len(cpus)] = seen["jobs"] / seen["span"] * 60
+            run.record(
+                f"{run.jobs} jobs {run.size}px {run.agents} agents {run.steps} steps on {label}",
+                seen["wall"],
+                peak_mib=seen["driver_peak_mib"],
+                peak_kind="driver rss",
+                jobs_per_minute=round(rates[len(cpus)], 1),
+                jobs_per_minute_wall=round(seen["jobs"] / seen["wall"] * 60, 1),
+                **seen,
+            )
+            if len(cpus) == 2:
+                files = _ray_sweep(big, address, work / "out-files")
+                run.record(
+                    f"{run.big_jobs} MOVs {run.big_size}px x {run.big_frames} through the object store on {label}",
+                    files["wall"],
+                    peak_mib=files["driver_peak_mib"],
+                    peak_kind="driver rss",
+                    **files,
+                )
+        finally:
+            _stop_cluster(temps)
+    run.record("two nodes against one (same 2 cores)", ratio=round(rates[2] / rates[1], 3))
