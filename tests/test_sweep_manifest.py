@@ -60,3 +60,35 @@ def test_a_done_job_whose_sidecar_nests_too_deep_runs_again_without_a_traceback(
     assert job_states(sweep, tmp_path, manifest) == {job.id: "done"}
     monkeypatch.setattr(manifests, "SIDECAR_BYTES", len(own) - 1)
     assert job_states(sweep, tmp_path, manifest) == {job.id: "pending"}
+
+
+def test_a_stored_manifest_is_stored_at_most_every_few_seconds_and_whole_at_flush(monkeypatch):
+    """A manifest in object storage is one object stored whole: records that come within
+    STORE_EVERY seconds of its last store wait for the next one or for flush(), not a PUT each."""
+    from physarum.render.base.storage import open_store
+    from physarum.render.sweep.manifest import STORE_EVERY, StoredManifest
+
+    store = open_store("memory://manifests/coalesced")
+    puts = []
+    write_bytes = store.write_bytes
+    monkeypatch.setattr(store, "write_bytes", lambda rel, data: (puts.append(data), write_bytes(rel, data)))
+    clock = [1000.0]
+    monkeypatch.setattr("physarum.render.sweep.manifest.time.monotonic", lambda: clock[0])
+    try:
+        manifest = StoredManifest(store)
+        manifest.extend([{"id": "a", "status": "running"}])  # the first is stored at once
+        for name in "bcdefghij":
+            clock[0] += STORE_EVERY / 10
+            manifest.append({"id": name, "status": "done"})
+        assert len(puts) == 1
+        clock[0] += STORE_EVERY
+        manifest.append({"id": "k", "status": "done"})  # STORE_EVERY after the last store
+        assert len(puts) == 2 and puts[-1].count(b"\n") == 11
+        manifest.append({"id": "l", "status": "done"})
+        manifest.flush()
+        manifest.flush()  # nothing new: no PUT
+        assert len(puts) == 3
+        again = StoredManifest(store)
+        assert [r["id"] for r in again.records()] == list("abcdefghijkl")
+    finally:
+        store.fs.rm("/manifests", recursive=True)

@@ -148,7 +148,15 @@ def run_sweep(
             manifest = Manifest(sweep_dir / "manifest.jsonl", log)
         else:
             manifest = StoredManifest(store, log)
-        summary = _run_jobs(sweep, store, work_dir, manifest, devices, options, files, log, pool, terminal)
+        try:
+            summary = _run_jobs(
+                sweep, store, work_dir, manifest, devices, options, files, log, pool, terminal
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):  # what landed before the stop, where the store takes it
+                manifest.flush()
+            raise
+        manifest.flush()
         latest = manifest.latest()
         summary.records = [
             latest.get(job.id) or job_record(job, "failed", error="no record") for job in sweep.jobs
