@@ -28,10 +28,24 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
+from ..base import lazy
 from ..base.errors import RenderError
+from ..base.files import commit_together, remove_stale_parts_of
 from ..base.interrupts import signals_interrupt
+from ..formats.still import (
+    STILL_FORMATS,
+    check_kind,
+    format_fits,
+    host_available,
+    size_problem,
+    still_files,
+    still_fits,
+    written_formats,
+)
 
-STILL_FORMATS = ("png", "tiff", "exr")  # formats/still.py's (it loads numpy's name lazily)
+# start-up: loaded at first use (base/lazy.py)
+np = lazy.module("numpy")
+
 INCHES = {"mm": Fraction(10, 254), "cm": Fraction(100, 254), "in": Fraction(1)}  # a unit's inches
 PRINT = re.compile(r"(\d{1,4}(?:\.\d{1,3})?)x(\d{1,4}(?:\.\d{1,3})?)(mm|cm|in)")
 DEFAULT_DPI = 300
@@ -175,7 +189,6 @@ def requested_size(frame: tuple[int, int], call: StillCall) -> tuple[tuple[int, 
 def largest_fitting(frame, call: StillCall, formats, available: int) -> str:
     """The advice of a still too large: the largest --size (or --dpi at the print size) that
     fits this host's memory and the files' limits, or that none does."""
-    from ..formats.still import still_fits  # start-up: numpy's name only
 
     def fits_at(side: int) -> bool:
         return still_fits(*fitted(frame, (Fraction(side),) * 2), formats, available)
@@ -212,14 +225,6 @@ def still_preset(preset, step: int):
 def check(preset, call: StillCall, available: int | None = None) -> StillPlan:
     """What a still refuses before torch (RenderError, one message each), and its plan.
     available: the host's free memory (default: what it has now)."""
-    from ..formats.still import (
-        check_kind,
-        format_fits,
-        host_available,
-        size_problem,
-        still_fits,
-        written_formats,
-    )
     from ..out.specs import output_stem  # start-up: the preset schema
     from ..preset.provenance import check_readable  # start-up: the preset schema
 
@@ -264,22 +269,16 @@ def run(preset, call: StillCall, say: Callable[[str], None] | None = None) -> St
 
 def _render(plan: StillPlan, call: StillCall, speak: Callable[[str], None]) -> Still:
     """The simulation to the plan's step, its frame coloured in 16 bits, the files written."""
-    from contextlib import ExitStack
-
-    from ..base import lazy
-    from ..base.files import commit_together, remove_stale_parts_of
-    from ..formats.still import still_files
     from ..look.colour import make_colourist  # start-up: torch
     from ..look.layers import layer_map, needs_agents  # start-up: torch
     from ..look.still import still_frame  # start-up: torch
     from ..out.job import name_lock  # start-up: torch
-    from ..preset.provenance import embedded_text
+    from ..preset.provenance import embedded_text  # start-up: the preset schema
     from ..run import machine  # start-up: torch
     from ..run.estimate import estimate_line  # start-up: torch
     from ..sim.course import Course  # start-up: torch
     from ..sim.simulation import make_batch_simulation  # start-up: torch
 
-    np = lazy.module("numpy")
     preset, began = plan.preset, time.perf_counter()
     device = machine.resolve_device(call.device)
     backend = machine.resolve_backend(call.backend, device)
@@ -290,7 +289,7 @@ def _render(plan: StillPlan, call: StillCall, speak: Callable[[str], None]) -> S
     text = embedded_text(preset)
     folder = next(iter(plan.paths.values())).parent
     folder.mkdir(parents=True, exist_ok=True)
-    with ExitStack() as held:
+    with contextlib.ExitStack() as held:
         held.callback(name_lock(folder / next(iter(plan.paths.values())).stem).release)
         for path in plan.paths.values():
             remove_stale_parts_of(path)
