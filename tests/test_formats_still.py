@@ -94,3 +94,25 @@ def test_memory_is_checked_before_work():
     with pytest.raises(RenderError, match=f"at most output.still.scale {fits}"):
         check_still(preset, 10 << 20)
     assert check_still(preset, 1 << 40)
+
+
+def test_a_file_s_own_limit_is_checked_before_work():
+    """FFmpeg opens no EXR past 16255 x 16255 (formats/still.py, format_fits): a 512 x 512 canvas
+    at scale 64 is refused with the largest scale whose EXR FFmpeg opens, memory aside."""
+    data = tiny_data(
+        canvas={"width": 512, "height": 512}, output={"formats": ["png"], "still": {"scale": 64}}
+    )
+    data["look"] = {"bloom": 0.3}
+    preset = build_preset(data, "t.yaml")
+    with pytest.raises(RenderError, match="cannot be written as exr .*: at most output.still.scale 31"):
+        check_still(preset, 1 << 42)
+    fits = []
+    for side in (512 * 31, 512 * 32):
+        codec = av.CodecContext.create("exr", "w")
+        codec.width, codec.height, codec.pix_fmt, codec.time_base = side, side, "grayf32le", 1
+        try:
+            codec.open()
+            fits.append(True)
+        except av.error.FFmpegError:
+            fits.append(False)
+    assert fits == [True, False]  # FFmpeg's own answer at the scale named and one more
