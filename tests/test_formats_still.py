@@ -100,7 +100,8 @@ def test_a_file_s_own_limit_is_checked_before_work():
     """FFmpeg opens no EXR past 16255 x 16255 (formats/still.py, format_fits): a 512 x 512 canvas
     at scale 64 is refused with the largest scale whose EXR FFmpeg opens, memory aside."""
     data = tiny_data(
-        canvas={"width": 512, "height": 512}, output={"formats": ["png"], "still": {"scale": 64}}
+        canvas={"width": 512, "height": 512},
+        output={"formats": ["png"], "still": {"scale": 64, "formats": ["png", "exr"]}},
     )
     data["look"] = {"bloom": 0.3}
     preset = build_preset(data, "t.yaml")
