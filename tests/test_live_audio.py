@@ -1,5 +1,5 @@
-"""The live studio playing a preset's soundtrack (render/live/session.py clock mode,
-render/live/server.py /sound and `clock`): the frame shown follows the page's audio clock (floor
+"""The live studio playing a preset's soundtrack (the live loop's clock mode, the server's
+/sound and `clock`): the frame shown follows the page's audio clock (floor
 of time x fps), a seek back replays from step 0, each frame shown is that frame of a render of
 the recorded preset; the server serves the preset's own sound file, its bytes and type, and
 refuses a clock that is no time and a file changed since it was read."""
@@ -68,33 +68,33 @@ def test_a_followed_key_is_kept_as_written_and_the_run_is_the_tracks(sound):
         live.check("model.deposit", 4.0, 10, 3)
 
 
-def follow(session: LiveSession, times: list, changes: dict) -> list:
+def follow(loop: LiveSession, times: list, changes: dict) -> list:
     """Report each clock time in turn (a change first where `changes` names the time), taking the
     frame it shows: [(take, frame, sha256)]."""
     shown = []
     for time in times:
         if time in changes:
-            session.change(*changes[time])
-        target = session.follow_clock(time)
+            loop.change(*changes[time])
+        target = loop.follow_clock(time)
         if shown and shown[-1][1] == target:  # the clock stands on the frame shown: nothing new
             continue
-        frame = session.frames.get(timeout=60)
+        frame = loop.frames.get(timeout=60)
         assert frame.number == target, (time, frame.number, target)
         shown.append((frame.take, frame.number, sha(frame.rgb)))
     return shown
 
 
 def test_frames_follow_the_clock_and_are_the_recorded_renders(sound):
-    session = LiveSession(performance(sound), backend="torch", device="cpu").start()
+    loop = LiveSession(performance(sound), backend="torch", device="cpu").start()
     try:
-        first = session.frames.get(timeout=60)  # before any clock: frame 0
+        first = loop.frames.get(timeout=60)  # before any clock: frame 0
         assert (first.number, first.take) == (0, 0)
         # forward with skips, back (a replay), a change, on to past the end
         times = [0.12, 0.26, 0.27, 0.1, 0.31, 0.61, 5.0]
-        shown = follow(session, times, {0.31: ("model.sensor_angle", 60.0)})
-        recorded = session.snapshot()[1].recorded(len(shown))
+        shown = follow(loop, times, {0.31: ("model.sensor_angle", 60.0)})
+        recorded = loop.snapshot()[1].recorded(len(shown))
     finally:
-        session.close()
+        loop.close()
     assert [(take, number) for take, number, _ in shown] == [(0, 2), (0, 5), (1, 2), (1, 6), (1, 12), (1, 19)]
     assert recorded.frames == 20  # the recorded render is the whole track
     rendered = [sha(frame.rgb) for frame in FrameStream(recorded, backend="torch", device="cpu")]

@@ -22,7 +22,7 @@ frames the page was shown, byte for byte, on the same canvas. What makes that ho
 - a preset with a soundtrack (docs/audio.md) keeps its own run, the track's length, live and
   recorded, and its followed and periodic keys as written: they are resolved again from the
   track, frame by frame the same values, so frame i shown is frame i of the recorded render
-  (the page's audio clock picks which frames are shown: render/live/session.py).
+  (the page's audio clock picks which frames are shown: the live loop's clock mode).
 
 Keys that no schedule may hold (the palette, the look's curve, black point, bloom radius and
 dithering, the seed, a look section added) change only by a restart: a new performance from step

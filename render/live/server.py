@@ -13,7 +13,7 @@ pages send JSON commands: set, restart, pause, resume, step, save, render, clock
   file it serves that it did not write is the preset's own sound file (`/sound`: the file the
   preset's validation checked and decoded, refused once it has changed);
 - plays a preset with a sound file to the page's audio clock: the page plays the track in an
-  <audio> element and reports its time (`clock`), and the frames follow it (render/live/session.py);
+  <audio> element and reports its time (`clock`), and the frames follow it (the loop's clock mode);
 - gives control to one page at a time (the first; the others watch) unless `shared`;
 - stops on Ctrl-C or SIGTERM: the loop's and the render's threads are stopped and joined.
 """
