@@ -208,12 +208,27 @@ def test_stage_shares_divide_the_stages_seconds_largest_first(e2e_case):
 def test_the_markdown_table_puts_a_presets_cold_and_warm_walls_on_one_line(e2e_case):
     row = {"preset": "cosmos", "reduce": 16, "startup_and_exit_s": 2.5, "bound": "colour"}
     rows = [
-        {**row, "cache": "cold", "wall_s": 30.5, "shares": {"colour": 0.6, "simulation": 0.4}},
-        {**row, "cache": "warm", "wall_s": 20.25, "shares": {"colour": 0.7, "simulation": 0.3}},
+        {
+            **row,
+            "cache": "cold",
+            "wall_s": 30.5,
+            "shares": {"colour": 0.6, "simulation": 0.4},
+            "load_1min": 3.0,
+        },
+        {
+            **row,
+            "cache": "warm",
+            "wall_s": 20.25,
+            "shares": {"colour": 0.7, "simulation": 0.3},
+            "load_1min": 1.5,
+        },
     ]
     lines = e2e_case.table_markdown(rows, "a 2-core CPU").splitlines()
     assert "a 2-core CPU" in lines[0]
-    assert lines[-1] == "| cosmos | --reduce 16 | 30.5 | 20.25 | 2.5 | colour | colour 70%, simulation 30% |"
+    assert (
+        lines[-1]
+        == "| cosmos | --reduce 16 | 30.5 | 20.25 | 2.5 | colour | colour 70%, simulation 30% | 3.0 / 1.5 |"
+    )
 
 
 @pytest.mark.slow

@@ -246,6 +246,7 @@ def table(opts, env: dict[str, str], work: Path) -> list[dict]:
                 "bound": record.get("bound"),
                 "device": record.get("device"),
                 "backend": record.get("backend"),
+                "load_1min": round(os.getloadavg()[0], 2),  # a shared machine's other work, at the end
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -256,10 +257,11 @@ def table_markdown(rows: list[dict], machine: str) -> str:
     """The rows as the README's table: a line per preset, the cold and warm walls side by side."""
     lines = [
         f"Process wall of `physarum render PRESET` on {machine}; the stage shares are the warm "
-        "render's (the sidecar's stage timings, scripts/cases/e2e.py part table).",
+        "render's (the sidecar's stage timings, scripts/cases/e2e.py part table); load: the "
+        "machine's 1-minute load average as each render ended (cold / warm).",
         "",
-        "| preset | size | cold, s | warm, s | start-up and exit (warm), s | bound | stage shares (warm) |",
-        "|---|---|---:|---:|---:|---|---|",
+        "| preset | size | cold, s | warm, s | start-up and exit (warm), s | bound | stage shares (warm) | load |",
+        "|---|---|---:|---:|---:|---|---|---|",
     ]
     by_preset: dict[str, dict[str, dict]] = {}
     for row in rows:
@@ -270,7 +272,8 @@ def table_markdown(rows: list[dict], machine: str) -> str:
         shares = ", ".join(f"{name} {share:.0%}" for name, share in warm.get("shares", {}).items())
         lines.append(
             f"| {preset} | {size} | {cold.get('wall_s', '')} | {warm.get('wall_s', '')} | "
-            f"{warm.get('startup_and_exit_s', '')} | {warm.get('bound') or ''} | {shares} |"
+            f"{warm.get('startup_and_exit_s', '')} | {warm.get('bound') or ''} | {shares} | "
+            f"{cold.get('load_1min', '')} / {warm.get('load_1min', '')} |"
         )
     return "\n".join(lines)
 
