@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import queue
 import threading
 
 import pytest
@@ -92,6 +93,9 @@ def test_frames_follow_the_clock_and_are_the_recorded_renders(sound):
         # forward with skips, back (a replay), a change, on to past the end
         times = [0.12, 0.26, 0.27, 0.1, 0.31, 0.61, 5.0]
         shown = follow(loop, times, {0.31: ("model.sensor_angle", 60.0)})
+        loop.follow_clock(1.2)  # the clock stands on the last frame (paused, or past the end)
+        with pytest.raises(queue.Empty):
+            loop.frames.get(timeout=1.5)
         recorded = loop.snapshot()[1].recorded(len(shown))
     finally:
         loop.close()
@@ -154,6 +158,9 @@ def test_the_server_serves_the_track_and_follows_the_reported_clock(tmp_path, so
             await ws.send_json({"type": "save"})
             saved = await message(ws, "saved")
             assert saved["frames"] == 2  # the take since the seek back: frames 1 and 19
+            await ws.send_json({"type": "restart", "settings": {"seed": 9}})
+            header = await message(ws, "frame")  # a new performance starts at the track's start
+            assert (header["segment"], header["frame"], header["take"]) == (1, 0, 0)
         os.utime(sound, ns=(1, 1))  # the file is not the one the preset followed any more
         changed = await client.get("/sound")
         assert changed.status == 409 and "changed after it was read" in await changed.text()
