@@ -48,16 +48,21 @@ def still_frame(gif: Path) -> Image.Image:
     return frames[len(frames) // 2 if mode == "ping-pong" else -1]
 
 
-WINDOW = re.compile(r"(\d+)x(\d+) -> (\d+)x(\d+), [^()]*distances kept \(a window\)")
+WINDOW = re.compile(
+    r"(\d+)x(\d+) -> \d+x\d+, [^()]*distances (?:kept \(a window\)|/ [\d.]+ \(a window of (\d+)x(\d+)\))"
+)
 
 
 def window_of(gif: Path) -> tuple[int, int] | None:
-    """(full width, full height) of a preview that is a window (its sidecar's description says
-    'distances kept (a window)'), else None."""
+    """(width, height) of the canvas whose texture a window preview shows a piece of (its
+    sidecar's description says 'distances kept (a window)': the full canvas, or 'distances / 2
+    (a window of 512x512)': that canvas), else None."""
     sidecar = gif.with_suffix(".json")
     text = json.loads(sidecar.read_text()).get("preset_yaml", "") if sidecar.is_file() else ""
     found = WINDOW.search(" ".join(text.split()))
-    return (int(found[1]), int(found[2])) if found else None
+    if not found:
+        return None
+    return (int(found[3]), int(found[4])) if found[3] else (int(found[1]), int(found[2]))
 
 
 def to_scale(frame: Image.Image, full: tuple[int, int]) -> Image.Image:

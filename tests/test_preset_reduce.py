@@ -18,6 +18,7 @@ from physarum.render.preset.reduce import (
     PREVIEW_FRAME_3D,
     PREVIEW_FRAMES_3D,
     PREVIEW_WORK,
+    TEXTURE_SENSOR_PIXELS,
     is_window,
     preview_ratio,
     reduce_preset,
@@ -26,6 +27,7 @@ from physarum.render.preset.reduce import (
     side_ratio,
     step_pixels,
     thinning,
+    window_scale,
 )
 from physarum.render.preset.schedule import keyframe_values
 from support import ROOT, save_image, tiny_data, world_data, write_preset
@@ -78,9 +80,9 @@ def test_the_note_says_how_it_was_reduced_and_the_description_carries_it():
     assert reduced.description.endswith(f"({note})")
 
 
-@pytest.mark.parametrize("name", ["labyrinth", "journey", "cells", "panorama"])
+@pytest.mark.parametrize("name", ["labyrinth", "journey", "cells", "panorama", "quickstart"])
 def test_a_preview_of_a_uniform_pixel_texture_is_a_window_at_full_scale(name):
-    preset = curated(name)  # random spawn, no world, pixel units, sensors under 3.5 pixels at 256
+    preset = curated(name)  # random spawn, no world, pixel units, sensors of 12 pixels or fewer
     assert is_window(preset, side_ratio(preset, 256)) and preview_ratio(preset, 256) == side_ratio(
         preset, 256
     )
@@ -93,13 +95,36 @@ def test_a_preview_of_a_uniform_pixel_texture_is_a_window_at_full_scale(name):
     assert reduced.model == preset.model and reduced.species == preset.species  # distances, diffuse kept
 
 
+@pytest.mark.parametrize(("name", "texture"), [("cave", 683), ("veins", 492), ("crowd", 492)])
+def test_a_texture_with_a_larger_sensor_is_a_window_of_it_reduced_to_that_sensor(name, texture):
+    """A texture whose sensor 256 would bring under TEXTURE_SENSOR_PIXELS (cave's 18 to 4.5,
+    veins's 25 to 6.25) is a 256 window of the texture reduced so far that its sensor is 12
+    pixels (cave's at 683: 18 / 1.5), no further: the agents per pixel kept, distances and
+    diffuse reduced by window_scale."""
+    preset = curated(name)
+    ratio = side_ratio(preset, 256)
+    assert is_window(preset, ratio) and sensor_pixels(preset) * ratio < TEXTURE_SENSOR_PIXELS
+    scale = window_scale(preset)
+    assert scale < 1 and sensor_pixels(preset) * scale == TEXTURE_SENSOR_PIXELS
+    assert preview_ratio(preset, 256) == ratio
+    reduced, note = reduce_preset(preset, ratio)
+    assert (reduced.canvas.width, reduced.canvas.height) == (256, 256)
+    assert note.endswith(f"(a window of {texture}x{texture})") and reduced.agents.count == round(
+        preset.agents.count * ratio**2
+    )
+    assert sensor_pixels(reduced) == TEXTURE_SENSOR_PIXELS
+    assert reduced.model.step_size == float(Fraction(preset.model.step_size) * scale)
+    assert reduced.model.diffuse == float(Fraction(preset.model.diffuse) * scale**2)
+    assert reduce_preset(preset, ratio, "reduce")[1].endswith("distances / 4")  # --reduce scales
+
+
 @pytest.mark.parametrize(
     "name",
-    ["anywhere", "bloom", "compass", "feast", "lettering", "maze", "rings", "rivals", "crowd", "quickstart"],
+    ["anywhere", "bloom", "compass", "feast", "lettering", "maze", "rings", "rivals", "tribes"],
 )
 def test_a_preview_of_a_composition_or_short_side_preset_is_scaled(name):
-    preset = curated(name)  # short_side units, a spawn shape or image, a world, species, or a sensor
-    assert not is_window(preset, side_ratio(preset, 256))  # that stays 3.5 pixels or more
+    preset = curated(name)  # short_side units, a spawn shape or image, a world, or species
+    assert not is_window(preset, side_ratio(preset, 256))
     reduced, note = reduce_preset(preset, preview_ratio(preset, 256))
     assert "distances /" in note
 

@@ -24,10 +24,17 @@ it again). It keeps what the model's dynamics depend on, per unit of canvas:
 The preset's description says how it was reduced (`note`), so its outputs and sidecar do too.
 
 A preview (kind 'preview') of one species' texture that is the same everywhere, in pixel units
-(random spawn, no world; 2D), whose sensor the reduction would bring under
-MIN_SENSOR_PIXELS pixels (is_window) is a window instead: the canvas and agents as above, the
-model kept. Such presets' look depends on the pixel grid (a scaled reduction of labyrinth,
-journey or cells came out a much finer network than the full render), and a window at full scale shows it as the full render does (docs/figures/previews.png). Another
+(random spawn, no world; 2D: is_texture), whose sensor the reduction would bring under
+TEXTURE_SENSOR_PIXELS (12) pixels (is_window) is a window instead: a canvas of the requested side
+(256) with the same agents per pixel, showing a piece of the texture reduced only as far as
+keeps its smallest sensor at 12 pixels (window_scale: cave's 18 -> 12, a piece of its texture at
+683; veins's and crowd's 25 -> 12, at 492), or at its full scale where the sensor is 12 pixels or
+fewer already (labyrinth, journey, cells, quickstart: the model kept). Such presets' look
+depends on the pixel grid: scaled to 256, labyrinth, journey or cells came out a much finer
+network than the full render, cave's and quickstart's sensors fell to 4.5 pixels and their
+textures came out finer, veins's lit too much of the canvas. A window keeps the sensor at
+enough pixels at a 256 canvas's cost; docs/figures/previews.png tiles it to its texture's
+scale. Another
 preset's preview size (preview_ratio) is the requested short side (256), made larger where that
 would bring a sensor under MIN_SENSOR_PIXELS pixels or, where a species spawns in a shape (a
 front that moves: rings, starburst, bloom, compass, tribes), its largest step under
@@ -71,6 +78,17 @@ MIN_STEP_PIXELS = Fraction(1)
 # (rings with 100,000 agents of its 800,000 at 1024: the same front radius and lit share)
 SHAPED_SPAWNS = ("center", "disk", "ring")
 MAX_THINNING = 64
+# A texture (is_texture: one species the same everywhere, in pixel units) is previewed with its
+# smallest sensor at this many pixels, or its own where it has fewer: a window (is_window) of
+# 256 of the texture reduced only that far (window_scale). Scaled to 256, cave's 18-pixel sensor
+# fell to 4.5 and its texture came out finer (end wavelength 0.068 against 0.091 of the short
+# side, lit 0.214 against 0.133) and veins's lit too much (0.211 against 0.164); cave at 512 (9
+# pixels) matched but cost 2.3 times PREVIEW_WORK, and thinned there (agents / 4, / 16) lit
+# 0.19 and 0.18. Windows of cave: at 9 pixels lit 0.171, at 12 pixels 0.141 and wavelength
+# 0.096; at 18 (its full scale) finer, 0.063 of 1024 against 0.091: a 256 window held under
+# three of its cells. veins at 12: lit 0.174, wavelength 0.103 against 0.110. Quickstart
+# (9 pixels on 512, scaled to 4.5: 0.101 against 0.144) is a window of 256 at its full scale.
+TEXTURE_SENSOR_PIXELS = Fraction(12)
 # A 2D preview's GIF is at most the GIF of a preview of this short side (preview_gif)
 PREVIEW_GIF_SIDE = 256
 # A 3D preview's camera frame is at most this many pixels on its long side (the ray marcher's
@@ -198,31 +216,43 @@ def scale_model(model: dict, units: str, ratio: Fraction) -> dict:
     return model
 
 
-def is_window(preset: Preset, ratio: Fraction) -> bool:
-    """Whether the preset's preview by `ratio` is a window (reduce_preset): one species, a 2D
-    texture the same everywhere (random spawn, no world section) in pixel units, whose smallest
-    sensor would fall under MIN_SENSOR_PIXELS if scaled by `ratio`. Not a volume: a 48^3 window
-    of cosmos's model condensed into two tubes, where its scaled preview shows its web."""
+def is_texture(preset: Preset) -> bool:
+    """Whether the preset is a 2D texture the same everywhere: one species, random spawn, no
+    world section, pixel units. Not a volume: a 48^3 window of cosmos's model condensed into two
+    tubes, where its scaled preview shows its web."""
     return (
         preset.dims == 2
         and preset.species_count == 1
         and preset.agents.spawn == "random"
         and preset.world is None
         and preset.model.units == "pixels"
-        and sensor_pixels(preset) * ratio < MIN_SENSOR_PIXELS
     )
+
+
+def is_window(preset: Preset, ratio: Fraction) -> bool:
+    """Whether the preset's preview by `ratio` is a window (reduce_preset): a texture
+    (is_texture) whose smallest sensor would fall under TEXTURE_SENSOR_PIXELS if scaled by
+    `ratio`."""
+    return is_texture(preset) and sensor_pixels(preset) * ratio < TEXTURE_SENSOR_PIXELS
+
+
+def window_scale(preset: Preset) -> Fraction:
+    """The ratio by which a window's texture is reduced: the one that brings its smallest sensor
+    to TEXTURE_SENSOR_PIXELS, or 1 (its full scale) where the sensor is that small already."""
+    return min(Fraction(1), TEXTURE_SENSOR_PIXELS / sensor_pixels(preset))
 
 
 def reduced_data(
     preset: Preset,
     width: int,
     height: int,
-    window: bool = False,
+    scale: Fraction | None = None,
     frame: int | None = None,
     thinned: int = 1,
 ) -> dict:
-    """The preset's dump on a width x height canvas (see the module's rules); a `window` keeps
-    the model (distances and diffuse) as it is; a 3D preset's camera frame is scaled with the
+    """The preset's dump on a width x height canvas (see the module's rules); its model's
+    distances and diffuse reduced by `scale` (a window's window_scale; 1 keeps the model as it
+    is), by the canvas's ratio where it is None; a 3D preset's camera frame is scaled with the
     volume, or where `frame` is given (a preview) brought from its full size to `frame` pixels
     on its long side (preview_frame: cosmos's 1024 -> 160, not the 96 of 1024 x 48 / 512);
     `thinned` k keeps 1 / k of the agents, each depositing k times as much."""
@@ -252,14 +282,15 @@ def reduced_data(
         for species in data.get("species") or []:
             if (species.get("model") or {}).get("deposit") is not None:
                 species["model"]["deposit"] = scaled(species["model"]["deposit"], Fraction(thinned))
-    if window:
+    scale = ratio if scale is None else scale
+    if scale == 1:
         return data
     units = preset.model.units
-    data["model"] = scale_model(data["model"], units, ratio)
+    data["model"] = scale_model(data["model"], units, scale)
     for species in data.get("species") or []:
         if species.get("model"):
             own = species["model"].get("units") or units
-            species["model"] = scale_model(species["model"], own, ratio)
+            species["model"] = scale_model(species["model"], own, scale)
     return data
 
 
@@ -331,17 +362,32 @@ def strided(data: dict, stride: int) -> dict:
     return {"run": run, "palette": palette, "output": output}
 
 
+def shown(ratio: Fraction) -> str:
+    """1 / ratio as a note writes it: '4', or '1.369' where it is no whole number."""
+    inverse = 1 / ratio
+    return str(inverse.numerator) if inverse.denominator == 1 else f"{float(inverse):.4g}"
+
+
+def window_note(preset: Preset, scale: Fraction) -> str:
+    """How a window shows its texture: 'distances kept (a window)' at its full scale, else
+    'distances / 2 (a window of 512x512)', the canvas whose texture it shows a piece of."""
+    if scale == 1:
+        return "distances kept (a window)"
+    width, height = (reduced_side(side, scale) for side in (preset.canvas.width, preset.canvas.height))
+    return f"distances / {shown(scale)} (a window of {width}x{height})"
+
+
 def note(
     preset: Preset, reduced: Preset, kind: str = "preview", window: bool = False, thinned: int = 1
 ) -> str:
     """How a preset was reduced, e.g. 'preview: 1024x1024 -> 256x256, 2,000,000 -> 125,000
-    agents, distances / 4' (a window: '..., distances kept (a window)'; thinned agents:
+    agents, distances / 4' (a window: '..., distances kept (a window)' or '..., distances / 2
+    (a window of 512x512)' (window_note); thinned agents:
     '... agents (thinned / 4, deposit x 4), ...'; a 3D preset: its volume WxHxD and, where they
     changed, ', frame 400x400 -> 160x160', ', opacity 0.15 -> 0.353' and ', every 4th frame
     (625 -> 157)')."""
     before, after = preset.canvas, reduced.canvas
-    ratio = Fraction(min(before.width, before.height), min(after.width, after.height))
-    shown = f"{float(ratio):.4g}" if ratio.denominator != 1 else str(ratio.numerator)
+    ratio = Fraction(min(after.width, after.height), min(before.width, before.height))
     sides = [f"{c.width}x{c.height}" + (f"x{c.depth}" if preset.dims == 3 else "") for c in (before, after)]
     frames = [p.frame_size for p in (preset, reduced)]
     stride = reduced.run.steps_per_frame // preset.run.steps_per_frame
@@ -353,7 +399,7 @@ def note(
         f"{kind}: {sides[0]} -> {sides[1]}, "
         f"{preset.agents.count:,} -> {reduced.agents.count:,} agents"
         + (f" (thinned / {thinned}, deposit x {thinned})" if thinned > 1 else "")
-        + (", distances kept (a window)" if window else f", distances / {shown}")
+        + (f", {window_note(preset, window_scale(preset))}" if window else f", distances / {shown(ratio)}")
         + (framed if preset.dims == 3 and frames[0] != frames[1] else "")
         + (opacity if preset.dims == 3 and preset.camera.opacity != reduced.camera.opacity else "")
         + (f", every {ordinal(stride)} frame ({preset.frames} -> {reduced.frames})" if stride > 1 else "")
@@ -390,7 +436,7 @@ def reduce_preset(preset: Preset, ratio: Fraction, kind: str = "preview") -> tup
         return preset, ""
     frame = PREVIEW_FRAME_3D if kind == "preview" and preset.dims == 3 else None
     thinned = thinning(preset, ratio) if kind == "preview" else 1
-    data = reduced_data(preset, width, height, window, frame, thinned)
+    data = reduced_data(preset, width, height, window_scale(preset) if window else None, frame, thinned)
     reduced = build_preset(data, f"--{kind}", base=".", carried=preset.carried)
     text = note(preset, reduced, kind, window, thinned)
     description = f"{preset.description} ({text})" if preset.description else f"({text})"
