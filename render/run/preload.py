@@ -10,12 +10,12 @@ for. A failure on the thread is dropped: the main thread's own import raises it 
 would without a preload. The thread is a daemon: a preset's mistake still exits at once.
 
 Why off: on the 2-core CPU the imports hold the interpreter lock (GIL) nearly throughout, so
-the thread and the main thread take turns rather than overlap. A render's process wall did not
-move (tiny quickstart, 10 alternated runs: medians 5.52 s plain, 5.58 s preloaded, within the
-shared machine's noise) and a bad preset's message came after 1.21 s instead of 0.38 s (its
-checks ran in turns with torch's import). On a GPU host, CUDA's context is made with the lock
-released, which a thread can overlap with the preset's checks: the switch is there to measure
-it (benchmarks/unreleased/e2e.txt).
+the thread and the main thread take turns rather than overlap. The process wall did not move
+(alternated runs, medians: a 64x64 quickstart 2.63 s plain, 2.68 s preloaded, 8 each;
+quickstart 6.68 s and 6.78 s, 4 each; the same bytes) and a bad preset's message came after
+1.09 s instead of 0.39 s (its checks ran in turns with torch's import). Whether CUDA's context,
+made by the thread on a GPU host, overlaps the preset's checks there is for the GPU run to
+measure with this switch (benchmarks/unreleased/e2e.txt).
 """
 
 from __future__ import annotations
