@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from physarum.kernels import triton_kernels, triton_sort, warmup
-from support import build_preset, tiny_data, world_data
+from support import build_preset, tiny_3d, tiny_data, world_data
 
 
 def _simulation(device: str):
@@ -96,20 +96,24 @@ def _launched() -> Iterator[set]:
 
 @pytest.mark.slow
 @pytest.mark.interpreter(cpu=True)
-@pytest.mark.parametrize("kind", ["tiny", "world"])
+@pytest.mark.parametrize("kind", ["tiny", "world", "3d"])
 def test_what_warmup_compiles_is_every_specialisation_a_render_launches(kind, images):
     """A render compiled ahead (runner.compile_ahead) compiles nothing at its first step only if
     the launches warmup records specialise as every launch of the render does (both parities'
     buffers, the sorts, the steps after them): the same keys, through Triton's interpreter."""
     from physarum.render.sim.simulation import make_batch_simulation
 
-    data = tiny_data(run={"steps": 18, "steps_per_frame": 3}) if kind == "tiny" else world_data()
+    data = {
+        "tiny": tiny_data(run={"steps": 18, "steps_per_frame": 3}),
+        "world": world_data(),
+        "3d": tiny_3d(run={"steps": 12, "steps_per_frame": 3}),  # its sort is torch's: no kernel
+    }[kind]
     preset = build_preset(data, str(images / "p.yaml"))
     simulation = make_batch_simulation([preset], "triton", torch.device("cpu"))
     ahead = {warmup._key(call) for call in warmup.launches(simulation)}
     with _launched() as rendered:
         simulation.advance(preset.run.steps)
-    assert len(ahead) == 4 and rendered == ahead
+    assert len(ahead) == (2 if kind == "3d" else 4) and rendered == ahead
 
 
 def test_a_render_compiles_ahead_only_where_the_switch_asks_on_a_triton_gpu():
