@@ -15,6 +15,7 @@ from ..base.interrupts import Terminated
 from ..commands import render as render_command
 from ..commands import sweep as sweep_command
 from ..preset.catalog import resolve_preset_path
+from ..run import preload
 from . import show
 from .arguments import flag_settings, parser, reduction, stop_settings
 from .research import cmd_bench, cmd_explore, cmd_graph, cmd_profile, cmd_sensitivity
@@ -33,8 +34,6 @@ def _say(line: str) -> None:
 
 
 def cmd_render(args) -> int:
-    from ..run import preload  # start-up: imports nothing heavy itself
-
     preload.start(args.backend, args.device)  # PHYSARUM_PRELOAD=1: torch on a thread meanwhile
     from ..out.specs import gif_size  # start-up: the preset schema
     from ..run.reload import load_for_render  # start-up: the same
