@@ -18,6 +18,7 @@ from physarum.render.preset.reduce import (
     PREVIEW_FRAME_3D,
     PREVIEW_FRAMES_3D,
     PREVIEW_WORK,
+    SCALED_TEXTURE_PIXELS,
     TEXTURE_SENSOR_PIXELS,
     is_window,
     preview_ratio,
@@ -95,15 +96,15 @@ def test_a_preview_of_a_uniform_pixel_texture_is_a_window_at_full_scale(name):
     assert reduced.model == preset.model and reduced.species == preset.species  # distances, diffuse kept
 
 
-@pytest.mark.parametrize(("name", "texture"), [("cave", 683), ("veins", 492), ("crowd", 492)])
+@pytest.mark.parametrize(("name", "texture"), [("cave", 683)])
 def test_a_texture_with_a_larger_sensor_is_a_window_of_it_reduced_to_that_sensor(name, texture):
-    """A texture whose sensor 256 would bring under TEXTURE_SENSOR_PIXELS (cave's 18 to 4.5,
-    veins's 25 to 6.25) is a 256 window of the texture reduced so far that its sensor is 12
-    pixels (cave's at 683: 18 / 1.5), no further: the agents per pixel kept, distances and
-    diffuse reduced by window_scale."""
+    """A texture whose sensor 256 would bring under SCALED_TEXTURE_PIXELS (cave's 18 to 4.5) is
+    a 256 window of the texture reduced so far that its sensor is TEXTURE_SENSOR_PIXELS (cave's
+    at 683: 18 / 1.5), no further: the agents per pixel kept, distances and diffuse reduced by
+    window_scale."""
     preset = curated(name)
     ratio = side_ratio(preset, 256)
-    assert is_window(preset, ratio) and sensor_pixels(preset) * ratio < TEXTURE_SENSOR_PIXELS
+    assert is_window(preset, ratio) and sensor_pixels(preset) * ratio < SCALED_TEXTURE_PIXELS
     scale = window_scale(preset)
     assert scale < 1 and sensor_pixels(preset) * scale == TEXTURE_SENSOR_PIXELS
     assert preview_ratio(preset, 256) == ratio
@@ -120,11 +121,23 @@ def test_a_texture_with_a_larger_sensor_is_a_window_of_it_reduced_to_that_sensor
 
 @pytest.mark.parametrize(
     "name",
-    ["anywhere", "bloom", "compass", "feast", "lettering", "maze", "rings", "rivals", "tribes"],
+    [
+        "anywhere",
+        "bloom",
+        "compass",
+        "feast",
+        "lettering",
+        "maze",
+        "rings",
+        "rivals",
+        "tribes",
+        "veins",
+        "crowd",
+    ],
 )
 def test_a_preview_of_a_composition_or_short_side_preset_is_scaled(name):
-    preset = curated(name)  # short_side units, a spawn shape or image, a world, or species
-    assert not is_window(preset, side_ratio(preset, 256))
+    preset = curated(name)  # short_side units, a spawn shape or image, a world, species, or a
+    assert not is_window(preset, side_ratio(preset, 256))  # texture whose sensor stays 6 pixels
     reduced, note = reduce_preset(preset, preview_ratio(preset, 256))
     assert "distances /" in note
 

@@ -25,16 +25,15 @@ The preset's description says how it was reduced (`note`), so its outputs and si
 
 A preview (kind 'preview') of one species' texture that is the same everywhere, in pixel units
 (random spawn, no world; 2D: is_texture), whose sensor the reduction would bring under
-TEXTURE_SENSOR_PIXELS (12) pixels (is_window) is a window instead: a canvas of the requested side
+SCALED_TEXTURE_PIXELS (6) pixels (is_window) is a window instead: a canvas of the requested side
 (256) with the same agents per pixel, showing a piece of the texture reduced only as far as
-keeps its smallest sensor at 12 pixels (window_scale: cave's 18 -> 12, a piece of its texture at
-683; veins's and crowd's 25 -> 12, at 492), or at its full scale where the sensor is 12 pixels or
-fewer already (labyrinth, journey, cells, quickstart: the model kept). Such presets' look
-depends on the pixel grid: scaled to 256, labyrinth, journey or cells came out a much finer
-network than the full render, cave's and quickstart's sensors fell to 4.5 pixels and their
-textures came out finer, veins's lit too much of the canvas. A window keeps the sensor at
-enough pixels at a 256 canvas's cost; docs/figures/previews.png tiles it to its texture's
-scale. Another
+keeps its smallest sensor at TEXTURE_SENSOR_PIXELS (12) pixels (window_scale: cave's 18 -> 12, a
+piece of its texture at 683), or at its full scale where the sensor is 12 pixels or fewer
+already (labyrinth, journey, cells, quickstart: the model kept). Such presets' look depends on
+the pixel grid: scaled to 256, labyrinth, journey or cells came out a much finer network than
+the full render, cave's and quickstart's sensors fell to 4.5 pixels and their textures came out
+finer. A window costs what a 256 preview costs; docs/figures/previews.png tiles it to its
+texture's scale. Another
 preset's preview size (preview_ratio) is the requested short side (256), made larger where that
 would bring a sensor under MIN_SENSOR_PIXELS pixels or, where a species spawns in a shape (a
 front that moves: rings, starburst, bloom, compass, tribes), its largest step under
@@ -78,16 +77,19 @@ MIN_STEP_PIXELS = Fraction(1)
 # (rings with 100,000 agents of its 800,000 at 1024: the same front radius and lit share)
 SHAPED_SPAWNS = ("center", "disk", "ring")
 MAX_THINNING = 64
-# A texture (is_texture: one species the same everywhere, in pixel units) is previewed with its
-# smallest sensor at this many pixels, or its own where it has fewer: a window (is_window) of
-# 256 of the texture reduced only that far (window_scale). Scaled to 256, cave's 18-pixel sensor
-# fell to 4.5 and its texture came out finer (end wavelength 0.068 against 0.091 of the short
-# side, lit 0.214 against 0.133) and veins's lit too much (0.211 against 0.164); cave at 512 (9
-# pixels) matched but cost 2.3 times PREVIEW_WORK, and thinned there (agents / 4, / 16) lit
-# 0.19 and 0.18. Windows of cave: at 9 pixels lit 0.171, at 12 pixels 0.141 and wavelength
-# 0.096; at 18 (its full scale) finer, 0.063 of 1024 against 0.091: a 256 window held under
-# three of its cells. veins at 12: lit 0.174, wavelength 0.103 against 0.110. Quickstart
-# (9 pixels on 512, scaled to 4.5: 0.101 against 0.144) is a window of 256 at its full scale.
+# A texture (is_texture: one species the same everywhere, in pixel units) scaled to the preview's
+# side keeps its look where its smallest sensor stays at this many pixels: veins and crowd at
+# 6.25 (wavelength 0.108 and 0.244 of the short side against 0.110 and 0.249). Under it the
+# preview is a window (is_window): cave's and quickstart's sensors at 4.5 came out finer (cave's
+# wavelength 0.068 against 0.091, lit 0.214 against 0.133; quickstart's 0.101 against 0.144).
+SCALED_TEXTURE_PIXELS = Fraction(6)
+# A window shows a piece of its texture reduced only as far as keeps its smallest sensor at this
+# many pixels, or at its full scale where the sensor is that small already (window_scale). cave
+# at 512 (9 pixels) matched but cost 2.3 times PREVIEW_WORK, and thinned there (agents / 4,
+# / 16) lit 0.19 and 0.18; windows of cave: at its full 18 pixels a 256 window held under three
+# of its cells and came out finer (0.063 of 1024 against 0.091), at 9 pixels it lit 0.171, at 12
+# pixels 0.149 with wavelength 0.115 (0.096 with one agent more). A window of crowd at 12 pixels
+# held two of its ribbons and halved their spacing (0.128 against 0.249): scaled, it matched.
 TEXTURE_SENSOR_PIXELS = Fraction(12)
 # A 2D preview's GIF is at most the GIF of a preview of this short side (preview_gif)
 PREVIEW_GIF_SIDE = 256
@@ -231,9 +233,9 @@ def is_texture(preset: Preset) -> bool:
 
 def is_window(preset: Preset, ratio: Fraction) -> bool:
     """Whether the preset's preview by `ratio` is a window (reduce_preset): a texture
-    (is_texture) whose smallest sensor would fall under TEXTURE_SENSOR_PIXELS if scaled by
+    (is_texture) whose smallest sensor would fall under SCALED_TEXTURE_PIXELS if scaled by
     `ratio`."""
-    return is_texture(preset) and sensor_pixels(preset) * ratio < TEXTURE_SENSOR_PIXELS
+    return is_texture(preset) and sensor_pixels(preset) * ratio < SCALED_TEXTURE_PIXELS
 
 
 def window_scale(preset: Preset) -> Fraction:
