@@ -5,16 +5,23 @@ only; and what it writes (only into its folder), and its threads stopped when it
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import struct
 import threading
+from pathlib import Path
 
+import numpy as np
+import yaml
 from aiohttp import WSMsgType
 from aiohttp.test_utils import TestClient, TestServer
+from PIL import Image
 
 from physarum.render.live.record import Performance
 from physarum.render.live.server import Studio, loopback, make_app
-from physarum.render.preset import build_preset
+from physarum.render.preset import build_preset, load_preset
+from physarum.render.preset.sections import saved_in
+from physarum.render.run.stream import FrameStream
 from support import tiny_data
 
 
@@ -168,3 +175,75 @@ def test_render_renders_the_saved_preset_in_the_background(tmp_path):
             assert png.status == 200 and (await png.read())[:4] == b"\x89PNG"
 
     run(test, studio(tmp_path))
+
+
+def imaged(folder) -> dict:
+    """The tiny preset with walls, a starting trail, a food image and an image spawn, its images
+    in folder/images and named relative to folder (where the preset file lies)."""
+    images = folder / "images"
+    images.mkdir(parents=True)
+    walls = np.zeros((32, 48), np.uint8)
+    walls[12:20, 20:23] = 255
+    Image.fromarray(walls).save(images / "walls.png")
+    Image.fromarray(np.tile(np.arange(48, dtype=np.uint8) * 5, (32, 1))).save(images / "glow.png")
+    return tiny_data(
+        name="walled",
+        agents={"count": 400, "spawn": "image", "image": "images/glow.png"},
+        world={
+            "walls": {"path": "images/walls.png"},
+            "trail_image": {"path": "images/glow.png", "scale": 2},
+            "food": {"image": {"path": "images/glow.png", "amount": 0.5}},
+        },
+        output={"formats": ["png"]},
+    )
+
+
+def test_a_saved_preset_finds_its_images_from_any_working_directory(tmp_path, monkeypatch):
+    """The preset file in project/presets, its images beside it, saved from project (the working
+    directory) into project/live/out: the saved file names its images relative to its own
+    folder, and rendered from another working directory it gives the frames shown."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "presets").mkdir(parents=True)
+    elsewhere.mkdir()
+    source = project / "presets" / "walled.yaml"
+    source.write_text(yaml.safe_dump(imaged(project / "presets")))
+    monkeypatch.chdir(project)
+    live = Studio(Performance.of(load_preset(source)), Path("live/out"), backend="torch", device="cpu")
+
+    async def test(client):
+        async with client.ws_connect("/ws") as ws:
+            while (await frame(ws))["frame"] < 2:
+                pass
+            await ws.send_json({"type": "pause"})
+            await reply(ws, "paused")
+            await ws.send_json({"type": "save"})
+            assert (await reply(ws, "saved"))["name"] == "walled-live-1"
+
+    run(test, live)
+    monkeypatch.chdir(elsewhere)
+    saved = project / "live" / "out" / "walled-live-1.yaml"
+    data = yaml.safe_load(saved.read_text())
+    assert data["world"]["walls"]["path"] == "../../presets/images/walls.png"
+    assert (
+        data["agents"]["image"] == data["world"]["food"]["image"]["path"] == "../../presets/images/glow.png"
+    )
+    recorded = load_preset(saved)
+    assert recorded.world.walls.path == str(project / "presets" / "images" / "walls.png")
+    with FrameStream(recorded, backend="torch", device="cpu") as stream:
+        frames = [hashlib.sha256(f.rgb.tobytes()).hexdigest() for f in stream]
+    shown = json.loads((project / "live" / "out" / "walled-live-1.frames.json").read_text())["frames"]
+    assert frames == [sha for _, _, sha in shown] and len(set(frames)) > 1
+
+
+def test_saved_paths_are_relative_to_the_saved_files_folder_for_images_and_sound(tmp_path):
+    dump = {
+        "audio": {"path": "/music/beat.flac"},
+        "world": {"walls": {"path": "/work/images/walls.png"}, "food": {"image": {"path": "/carried.png"}}},
+        "agents": {"image": "/work/presets/glow.png"},
+    }
+    saved = saved_in(dump, Path("/work/live/out"), keep=("/carried.png",))
+    assert saved["audio"]["path"] == "../../../music/beat.flac"
+    assert saved["world"]["walls"]["path"] == "../../images/walls.png"
+    assert saved["world"]["food"]["image"]["path"] == "/carried.png"  # carried: no file, as named
+    assert saved["agents"]["image"] == "../../presets/glow.png"
+    assert dump["agents"]["image"] == "/work/presets/glow.png"  # the dump itself unchanged

@@ -25,7 +25,6 @@ import hashlib
 import io
 import ipaddress
 import json
-import os
 import queue
 import re
 import secrets
@@ -37,7 +36,6 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
 from aiohttp import WSMsgType, web
 from PIL import Image
 
@@ -405,7 +403,7 @@ class Studio:
         name = self.next_name(performance.preset.name)
         recorded = performance.recorded(len(shown), name)
         path = self.out_dir / f"{name}.yaml"
-        text = saved_text(recorded, self.out_dir)
+        text = recorded.saved_yaml(self.out_dir)
         stage(path, lambda file: file.write(text), "w", encoding="utf-8").commit()
         frames = self.out_dir / f"{name}.frames.json"
         changes = [c.data() for c in performance.changes]
@@ -447,15 +445,6 @@ class Studio:
         """From the render's thread: its files (linked in the page) or why it failed."""
         paths = [path for path in outputs.values() if Path(path).is_file()]
         self.event({"type": "rendered", "error": error, "files": self.register(paths)})
-
-
-def saved_text(preset, folder: Path) -> str:
-    """The saved preset's YAML: its sound file named relative to the folder it is saved in (a
-    preset's paths are read against its own folder)."""
-    data = preset.portable_dump()
-    if preset.audio is not None and preset.audio.path is not None:
-        data["audio"]["path"] = os.path.relpath(preset.audio.path, folder.resolve())
-    return yaml.safe_dump(data, sort_keys=False)
 
 
 def make_app(studio: Studio) -> web.Application:

@@ -47,6 +47,7 @@ from .sections import (
     Section,
     portable,
     portable_path,
+    saved_in,
 )
 from .units import density_count
 from .worlds import Species, World
@@ -317,6 +318,13 @@ class Preset(Section):
     def portable_path(self, path: str) -> str:
         """One image path as portable_dump writes it."""
         return portable_path(path, Path.cwd(), self._carried)
+
+    def saved_yaml(self, folder: Path) -> str:
+        """The preset as a preset file saved in `folder` reads it back: every image and sound path
+        relative to `folder` (a preset's paths are read against its own folder), so it renders
+        the same from any working directory; carried images as `render --from` names them."""
+        data = saved_in(self.model_dump(mode="json"), folder, self._carried)
+        return yaml.safe_dump(data, sort_keys=False)
 
 
 def section_at(loc: tuple) -> type[BaseModel] | None:

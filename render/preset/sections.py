@@ -57,15 +57,40 @@ IMAGE_KEYS = ("path", "image")  # the keys whose values name image files (trail,
 def portable(node, cwd: Path, keep=()):
     """A dump with every absolute image path under `cwd` made relative to it, but those in
     `keep` (the paths of images a `render --from` file carries, kept as that file names them)."""
+    return paths_changed(node, lambda path: portable_path(path, cwd, keep))
+
+
+def saved_in(node, folder: Path, keep=()):
+    """A dump as a preset file saved in `folder` names its files: every absolute image and sound
+    path relative to `folder`, since a preset's paths are read against its own folder (located),
+    so the saved file finds them from any working directory; those in `keep` (what a
+    `render --from` file carries: no files) as they are."""
+    return paths_changed(node, lambda path: saved_path(path, folder, keep))
+
+
+def saved_path(path: str, folder: Path, keep=()) -> str:
+    """One path as saved_in writes it: relative to `folder` (taken absolute, '..' collapsed as
+    located reads it back); as it is where it is relative, in `keep`, or on another drive."""
+    if path in keep or not Path(path).is_absolute():
+        return path
+    try:
+        return Path(os.path.relpath(path, os.path.abspath(folder))).as_posix()
+    except ValueError:  # another drive (Windows): no relative path leads there
+        return path
+
+
+def paths_changed(node, change):
+    """A dump with every string under an image key replaced by change(path): the images' paths
+    and the sound file's (audio.path is under a key of IMAGE_KEYS too)."""
     if isinstance(node, list):
-        return [portable(item, cwd, keep) for item in node]
+        return [paths_changed(item, change) for item in node]
     if not isinstance(node, dict):
         return node
     out = {}
     for key, value in node.items():
         if key in IMAGE_KEYS and isinstance(value, str):
-            value = portable_path(value, cwd, keep)
-        out[key] = portable(value, cwd, keep)
+            value = change(value)
+        out[key] = paths_changed(value, change)
     return out
 
 
