@@ -4,8 +4,8 @@ on statistics of the trail's structure (scripts/preview_figure.py: structure), w
 The full renders' numbers are tests/golden/preview-structure.json, measured on the 2-core CPU
 with `python scripts/preview_figure.py stats OUT.json NAME ... --full` (torch); the previews'
 are measured here the same way. The rules that make a preview keep the look are checked for
-every curated preset without simulating (fast); the measured comparison simulates the previews
-of the presets whose look is a moving front (slow)."""
+every curated preset without simulating (fast); the measured comparison simulates the preview
+of every measured preset (slow), a look preset standing for its twin (TWINS)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from physarum.render.preset.reduce import (
     MIN_STEP_PIXELS,
     PREVIEW_WORK,
     SHAPED_SPAWNS,
+    TEXTURE_SENSOR_PIXELS,
     is_shaped,
     is_window,
     ray_samples,
@@ -32,26 +33,62 @@ from physarum.render.preset.reduce import (
     sensor_pixels,
     step_pixels,
     thinning,
+    window_scale,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "golden" / "preview-structure.json"
-FRONTS = ("rings", "starburst", "bloom", "compass")  # a spawn shape whose front moves
-TEXTURES = ("veins", "anywhere")  # scaled textures (veins-glow has veins's model: the same trail)
-# Known gaps, held here (strict) until they are closed: scaled textures whose sensors fall to 4.5
-# pixels at 256 come out finer than their full renders. cave: wavelength 0.068 against 0.091 at
-# the end, lit 0.214 against 0.133 (at 342 0.089 and 0.195; at 512, `--reduce 2`, 0.091 and 0.150,
-# twice PREVIEW_WORK); quickstart: wavelength 0.101 against 0.144 at the end (0.111 against 0.114
-# at half the run: its full render coarsens in its second half, the preview does not)
-GAPS = tuple(
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="finer at 256: a known gap"))
-    for name in ("cave", "quickstart")
-)
+# A look preset simulates its twin's preset (the same canvas, agents, model, world, seed and run;
+# only its colours differ), so its trail is the twin's: measured once, as the twin
+TWINS = {"embers": "feast", "aurora-night": "aurora", "filaments-static": "filaments", "veins-glow": "veins"}
+LOOK_KEYS = ("name", "description", "palette", "look", "output")
+# Curated 2D presets whose full render is not measured, and why: their full renders are 2.5e9 to
+# 5e9 agent- plus cell-steps (a quarter to half an hour each of torch on the shared 2-core CPU),
+# panorama's 3.2e10; measured as far as the time of issue 33 allowed, the rest left for later
+LATER = "a full render of 2.5e9 to 5e9 steps of work, not measured yet"
+NOT_MEASURED = dict.fromkeys(("cells", "filaments", "labyrinth", "mosaic", "rivals", "spots"), LATER)
+NOT_MEASURED["panorama"] = "its full render is 3.2e10 steps of work: hours of torch on the 2-core CPU"
+# Known gaps, held here (strict) until they are closed. tribes: its ring species steps 0.3 pixels
+# at 256 and stands still (a front stepping under a pixel stalls: MIN_STEP_PIXELS), its end
+# wavelength 0.325 (the ring's) against 0.114, lit 0.090 against 0.066; its step floor asks for
+# 854 pixels, and its four species' trails cost 5.4e8 of work at 256 already (PREVIEW_WORK 4.5e8).
+# Its step floored to a pixel at 256 (all species) was further off (lit 0.043, r50 0.399 against
+# 0.321), and thinning spares agents, not the trails' cells.
+# feast (and embers, its twin): within the bounds but for its end wavelength, 0.094 against 0.111
+# (1.18): its full render's strongest ring is 9 cycles a side at every point of the run, its
+# preview's 10 to 11; at 341 and 413 pixels (the sensor at 5.3 and 6.5 pixels, 413 the most
+# PREVIEW_WORK allows) the end was 0.094 too. Its lit share, r50 and reach are within.
+# aurora (and aurora-night): its ribbons coarsen from 0.08 of the side apart (at a quarter and at
+# half of the run) to 0.241 (247 pixels) at the end, a spacing its 256 window at full scale
+# cannot hold (0.081 at the end, a ring 2 off); its lit share is within.
+# maze: within the bounds but for its end wavelength, 0.048 against 0.076, at 299 pixels (its
+# sensor at the 3.5-pixel floor).
+GAPS = {
+    "aurora": "its ribbons end 247 pixels apart, wider than its 256 window holds",
+    "maze": "its end wavelength 0.048 against 0.076 at 299 pixels",
+    "tribes": "its ring species stands still at 256 (steps of 0.3 pixels)",
+    "feast": "its end wavelength 0.094 against 0.111 (ring 10 to 11 against 9)",
+}
+# Where the full render ends as a blob whose spectrum is flat, its dominant ring is a matter of
+# chance: the wavelength is bounded at this point of the run instead. rolling's ring contracts to
+# a blob (r50 0.098 at the end); its preview's six strongest rings there (6, 16, 11, 1, 17, 21
+# cycles a side) hold within 11% of the same power, the full render's 0.705 and the preview's
+# 0.158 are two of them; halfway, 0.909 and 0.902.
+WAVELENGTH_AT = {"rolling": "0.5"}
 # The bounds: r50 and reach (shares of the short side) within RADIUS of the full render's, the
 # lit share within a factor LIT, the dominant wavelength at the end within a factor WAVELENGTH.
 # r90 is measured, not bounded: bloom's full render ends with a tenth of its trail in one petal
 # (r90 0.290), which neither its full canvas with a quarter of the agents (0.119) nor 768 pixels
 # (0.122) repeat: a seed's chance, not the reduction. reach moves as much (0.485 to 0.558).
+# A window (is_window) shows a piece of a texture the same everywhere: its wavelength is compared
+# as a share of the canvas it is a piece of (window_scale), within WAVELENGTH or within one ring
+# of its spectrum, and its r50 and reach are not bounded. The spectrum of a 256 window of a
+# texture of cells 60 pixels wide has its power in rings 3 to 5 (256 / 60 = 4.3 cycles): one ring
+# is a quarter of the wavelength, and the ring that wins moves by one with the seed's chance
+# (cave's window with 62,501 agents: wavelength 0.096 of the texture's side; with 62,500: 0.115;
+# a window of veins at 12 pixels, 0.103 and 0.125). r50 and reach, over a canvas of a few cells, say where the few
+# brightest fall (journey's window ended with r50 0.447 against its full render's 0.395, where a
+# texture spread evenly has 0.399), not how far a shape reaches, which such a texture lacks.
 RADIUS = 0.05
 LIT = Fraction(4, 3)
 WAVELENGTH = 1.15
@@ -69,15 +106,43 @@ def curated():
     return [(path.stem, load_preset(path)) for path in preset_files()]
 
 
-def within(full: dict, preview: dict) -> list[str]:
-    """What of a preview's structure at one point of the run is out of BOUNDS of the full's."""
+def measured() -> dict:
+    """The full renders' numbers, by preset name."""
+    return json.loads(REFERENCE.read_text())["presets"]
+
+
+def within(full: dict, preview: dict, window: bool = False) -> list[str]:
+    """What of a preview's structure at one point of the run is out of BOUNDS of the full's (a
+    window's r50 and reach are not bounded: see the bounds)."""
     out = []
-    for key in ("r50", "reach"):
+    for key in () if window else ("r50", "reach"):
         if not abs(preview[key] - full[key]) <= RADIUS:
             out.append(f"{key} {preview[key]:.3f} against {full[key]:.3f}")
     if not 1 / LIT <= preview["lit"] / full["lit"] <= LIT:
         out.append(f"lit {preview['lit']:.4f} against {full['lit']:.4f}")
     return out
+
+
+def texture_side(preset, reduced) -> float:
+    """The short side, in the preview's pixels, of the canvas a preview shows: its own, or for
+    a window that of the texture it is a piece of (the full side times window_scale)."""
+    if "a window" not in reduced.description:
+        return min(reduced.canvas.width, reduced.canvas.height)
+    return float(min(preset.canvas.width, preset.canvas.height) * window_scale(preset))
+
+
+def wavelength_problem(preset, reduced, wavelength: float, full: float) -> str | None:
+    """The preview's end wavelength (a share of its short side) against the full render's
+    (`full`), as shares of the canvas it shows (texture_side): within a factor WAVELENGTH, or
+    for a window within one ring of its spectrum (see the bounds); None where it is."""
+    side = min(reduced.canvas.width, reduced.canvas.height)
+    shown = wavelength * side / texture_side(preset, reduced)
+    if 1 / WAVELENGTH <= shown / full <= WAVELENGTH:
+        return None
+    rings = (side / (shown * texture_side(preset, reduced)), side / (full * texture_side(preset, reduced)))
+    if "a window" in reduced.description and abs(rings[0] - rings[1]) <= 1:
+        return None
+    return f"wavelength {shown:.3f} against {full:.3f} (rings {rings[0]:.2f} and {rings[1]:.2f})"
 
 
 @pytest.mark.parametrize(("name", "preset"), curated(), ids=lambda v: v if isinstance(v, str) else "")
@@ -92,8 +157,13 @@ def test_every_preview_keeps_its_sensors_and_fronts_resolved(name, preset):
         return
     short = min(preset.canvas.width, preset.canvas.height)
     ratio = Fraction(min(reduced.canvas.width, reduced.canvas.height), short)
-    if "a window" in reduced.description:
-        assert reduced.model == preset.model and is_window(preset, ratio)
+    if "a window" in reduced.description:  # its sensor at TEXTURE_SENSOR_PIXELS, or its own
+        area = Fraction(
+            reduced.canvas.width * reduced.canvas.height, preset.canvas.width * preset.canvas.height
+        )
+        assert is_window(preset, ratio) and reduced.agents.count == round(preset.agents.count * area)
+        assert sensor_pixels(reduced) == min(sensor_pixels(preset), TEXTURE_SENSOR_PIXELS)
+        assert window_scale(preset) < 1 or reduced.model == preset.model
         return
     shaped = any(preset.species_agents(s).spawn in SHAPED_SPAWNS for s in range(preset.species_count))
     floors = sensor_pixels(preset) * ratio >= MIN_SENSOR_PIXELS - Fraction(1, 100)
@@ -140,21 +210,57 @@ def test_cosmos_previews_scaled_with_the_opacity_of_its_full_rays():
     assert "distances / " in reduced.description and "opacity 0.05 -> 0.418" in reduced.description
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", FRONTS + TEXTURES + GAPS)
-def test_a_preview_is_within_bounds_of_its_full_render(name):
-    """The moving fronts (rings: a ring that marches inwards and buckles; starburst: a disc of
-    rays; bloom and compass: a burst) and a scaled texture (veins) against their full renders at
-    25%, 50% and 100% of the run: radii within RADIUS, the lit share within a factor LIT, the
-    wavelength at the end within WAVELENGTH. Before the step floor rings' ring stood still (r50
-    0.446 against 0.282, lit 0.020 against 0.054) and starburst lit 0.025 of its canvas against
-    0.120; veins's preview was and is within them (lit 0.211 against 0.164 at the end)."""
+def test_every_curated_2d_preset_is_measured_against_its_full_render():
+    """Every curated 2D preset's full render is in the reference, as itself or as its twin (a
+    look preset that simulates the same), or is named in NOT_MEASURED with the reason."""
+    names = {path.stem for path in preset_files() if load_preset(path).dims == 2}
+    reference = measured()
+    missing = sorted(
+        n for n in names if TWINS.get(n, n) not in reference and TWINS.get(n, n) not in NOT_MEASURED
+    )
+    assert not missing, f"not measured: {missing}"
+    assert not set(NOT_MEASURED) & set(reference), "measured, still named in NOT_MEASURED"
+
+
+@pytest.mark.parametrize(("twin", "measured_as"), TWINS.items())
+def test_a_twin_simulates_what_its_measured_preset_does(twin, measured_as):
+    """A twin's preset and its preview differ from its measured preset's only in their colours
+    (LOOK_KEYS), so their trails, and so their structure, are the same."""
     figure = load_script()
-    full = json.loads(REFERENCE.read_text())["presets"][name]
-    preset = figure.preview_of(load_preset(ROOT / "presets" / f"{name}.yaml"))
-    measured = figure.measure(preset)["at"]
-    problems = [f"{at}: {p}" for at in full["at"] for p in within(full["at"][at], measured[at])]
-    end_full, end = full["at"]["1.0"]["wavelength"], measured["1.0"]["wavelength"]
-    if not 1 / WAVELENGTH <= end / end_full <= WAVELENGTH:
-        problems.append(f"wavelength {end:.3f} against {end_full:.3f}")
+    presets = [load_preset(ROOT / "presets" / f"{name}.yaml") for name in (twin, measured_as)]
+    for pair in (presets, [figure.preview_of(p) for p in presets]):
+        dumps = [{k: v for k, v in p.model_dump().items() if k not in LOOK_KEYS} for p in pair]
+        assert dumps[0] == dumps[1]
+    assert measured_as in measured() or measured_as in NOT_MEASURED
+
+
+def measured_names() -> list:
+    """The measured presets, each known gap marked as a strict xfail (GAPS)."""
+    return [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=GAPS[name])) if name in GAPS else name
+        for name in sorted(measured())
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", measured_names())
+def test_a_preview_is_within_bounds_of_its_full_render(name):
+    """Every measured curated preset's preview against its full render at 25%, 50% and 100% of
+    the run: radii within RADIUS (not a window's), the lit share within a factor LIT, the
+    wavelength at the end (WAVELENGTH_AT) within WAVELENGTH (a window's as a share of the canvas
+    it shows, or within a ring of its spectrum).
+    Before the step floor rings' ring stood still (r50 0.446 against 0.282, lit 0.020 against
+    0.054) and starburst lit 0.025 of its canvas against 0.120; scaled to 256, cave's texture was
+    finer (wavelength 0.068 against 0.091, lit 0.214 against 0.133) and quickstart's did not
+    coarsen (0.101 against 0.144)."""
+    figure = load_script()
+    full = measured()[name]
+    preset = load_preset(ROOT / "presets" / f"{name}.yaml")
+    reduced = figure.preview_of(preset)
+    window = "a window" in reduced.description
+    at = figure.measure(reduced)["at"]
+    problems = [f"{t}: {p}" for t in full["at"] for p in within(full["at"][t], at[t], window)]
+    end = WAVELENGTH_AT.get(name, "1.0")
+    wavelength = wavelength_problem(preset, reduced, at[end]["wavelength"], full["at"][end]["wavelength"])
+    problems += [wavelength] if wavelength else []
     assert not problems, f"{name}: " + "; ".join(problems)
