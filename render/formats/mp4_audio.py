@@ -30,6 +30,19 @@ COPIED = ("aac", "mp3", "mp3float", "alac", "opus")  # codecs an MP4 holds: copi
 AAC_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350)
 AAC_BITRATE = 192_000
 AAC_FALLBACK_RATE = 48000
+# The demuxers a sound file is read with (FFmpeg's format_whitelist): WAV, FLAC, MP3, M4A/AAC,
+# OGG and their near kin. Without it FFmpeg probes every demuxer, and some read other files that
+# the sound file names (concat: `ffconcat version 1.0` / `file other.wav`; hls, dash), so a file
+# from a stranger (a preset's sound, a --from file's carried sound) could read any file below
+# the working folder into the curves and the MP4.
+SOUND_DEMUXERS = "wav,w64,flac,mp3,mov,ogg,aac,aiff,caf,matroska"
+
+
+def read_sound(source: str | bytes):
+    """A sound file (its path or bytes) opened for reading by PyAV with SOUND_DEMUXERS only;
+    PyAV's error (an FFmpegError) for a file none of them reads."""
+    opened = io.BytesIO(source) if isinstance(source, bytes) else source
+    return av.open(opened, mode="r", options={"format_whitelist": SOUND_DEMUXERS})
 
 
 @dataclass(frozen=True)
@@ -48,7 +61,7 @@ class SoundMuxer:
 
     def __init__(self, soundtrack: Soundtrack):
         source = soundtrack.source
-        self.input = av.open(io.BytesIO(source) if isinstance(source, bytes) else source, mode="r")
+        self.input = read_sound(source)
         self.source = self.input.streams.audio[0]
         self.copy = self.source.codec_context.name in COPIED
         self.stream = None

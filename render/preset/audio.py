@@ -24,7 +24,6 @@ again without the sound file; the file itself only with `audio.carry: true`.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from dataclasses import dataclass
 from fractions import Fraction
@@ -36,6 +35,7 @@ from ..base import lazy
 from ..base.errors import printable
 from ..base.files import stage
 from ..base.inputs import file_problem
+from ..formats.mp4_audio import read_sound
 from . import audio_features as features
 from .audio_features import FEATURES, FULL, NEEDS_SOUND, RATE, Analysis
 from .images import remember
@@ -195,9 +195,8 @@ def resample(mono: np.ndarray, rate: int) -> np.ndarray:
 
 def decode(source, name: str) -> Track:
     """The track of a sound file (a path, or its bytes); ValueError naming the problem."""
-    opened = io.BytesIO(source) if isinstance(source, bytes) else source
     try:
-        container = av.open(opened, mode="r")
+        container = read_sound(source)
     except (av.error.FFmpegError, OSError, ValueError, UnicodeDecodeError) as error:
         raise ValueError(
             f"{name} is not a sound file PyAV can read ({SOUND_KINDS}): {type(error).__name__}: {error}"
