@@ -62,11 +62,11 @@ def test_a_done_job_whose_sidecar_nests_too_deep_runs_again_without_a_traceback(
     assert job_states(sweep, tmp_path, manifest) == {job.id: "pending"}
 
 
-def test_a_stored_manifest_is_stored_at_most_every_few_seconds_and_whole_at_flush(monkeypatch):
-    """A manifest in object storage is one object stored whole: records that come within
-    STORE_EVERY seconds of its last store wait for the next one or for flush(), not a PUT each."""
+def test_a_stored_manifest_is_stored_at_most_at_its_rate_and_whole_at_flush(monkeypatch):
+    """A manifest in object storage is one object stored whole: records that come sooner after its
+    last store than its size takes at the rate wait for the next store or for flush()."""
     from physarum.render.base.storage import open_store
-    from physarum.render.sweep.manifest import STORE_EVERY, StoredManifest
+    from physarum.render.sweep.manifest import StoredManifest
 
     store = open_store("memory://manifests/coalesced")
     puts = []
@@ -75,14 +75,14 @@ def test_a_stored_manifest_is_stored_at_most_every_few_seconds_and_whole_at_flus
     clock = [1000.0]
     monkeypatch.setattr("physarum.render.sweep.manifest.time.monotonic", lambda: clock[0])
     try:
-        manifest = StoredManifest(store)
+        manifest = StoredManifest(store, rate=100.0)  # 100 bytes a second: a record's 30 bytes wait 0.3 s
         manifest.extend([{"id": "a", "status": "running"}])  # the first is stored at once
         for name in "bcdefghij":
-            clock[0] += STORE_EVERY / 10
+            clock[0] += 0.1
             manifest.append({"id": name, "status": "done"})
-        assert len(puts) == 1
-        clock[0] += STORE_EVERY
-        manifest.append({"id": "k", "status": "done"})  # STORE_EVERY after the last store
+        assert len(puts) == 1  # 10 records' 300 bytes wait 3 s; 0.9 s passed
+        clock[0] += 3.0
+        manifest.append({"id": "k", "status": "done"})
         assert len(puts) == 2 and puts[-1].count(b"\n") == 11
         manifest.append({"id": "l", "status": "done"})
         manifest.flush()
@@ -90,5 +90,10 @@ def test_a_stored_manifest_is_stored_at_most_every_few_seconds_and_whole_at_flus
         assert len(puts) == 3
         again = StoredManifest(store)
         assert [r["id"] for r in again.records()] == list("abcdefghijkl")
+        quick = StoredManifest(store)  # at the default rate, a small manifest is stored each time
+        quick.append({"id": "m", "status": "done"})
+        clock[0] += 0.01
+        quick.append({"id": "n", "status": "done"})
+        assert len(puts) == 5
     finally:
         store.fs.rm("/manifests", recursive=True)

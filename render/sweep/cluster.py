@@ -281,8 +281,9 @@ def run_ray(
         task = ray.remote(max_retries=0, retry_exceptions=False)(_store_chunk)
         extra = {}
     nodes = cluster_nodes(ray, per_node)
-    waiting: deque[tuple[int, int, list[dict]]] = deque(
-        (number, 1, payload) for number, payload in enumerate(payloads)
+    # chunks waiting for a slot: (number, attempt, payload, the node an earlier attempt died on)
+    waiting: deque[tuple[int, int, list[dict], str | None]] = deque(
+        (number, 1, payload, None) for number, payload in enumerate(payloads)
     )
     running: dict[object, _Attempt] = {}
 
@@ -306,8 +307,9 @@ def run_ray(
     read = time.monotonic()
 
     def fill() -> None:
-        """Waiting chunks onto free slots, the emptiest node first (the nodes read again every
-        NODES_READ seconds: a node that joined takes work, a dead one's slots go)."""
+        """Waiting chunks onto free slots, the emptiest node first, a node other than the one a
+        chunk's last attempt died on where one is free (Ray may not yet know that node is dead);
+        the nodes read again every NODES_READ seconds (a node that joined takes work)."""
         nonlocal nodes, read
         if waiting and time.monotonic() - read > NODES_READ:
             nodes, read = _refreshed(nodes, cluster_nodes(ray, per_node)), time.monotonic()
@@ -315,8 +317,10 @@ def run_ray(
             free = [node for node in nodes.values() if node.running < node.slots]
             if not free:
                 return
-            node = min(free, key=lambda n: (n.running / n.slots, n.ip, n.id))
-            submit(node, *waiting.popleft())
+            number, attempt, payload, died_on = waiting.popleft()
+            others = [node for node in free if node.id != died_on] or free
+            node = min(others, key=lambda n: (n.running / n.slots, n.ip, n.id))
+            submit(node, number, attempt, payload)
 
     def ended(run: _Attempt) -> None:
         """The attempt's task is over: its slot is free (on the node as last read)."""
@@ -346,7 +350,7 @@ def run_ray(
                 f"batch {run.number + 1}: {reason}; running its {len(owed)} unfinished jobs again "
                 f"(attempt {run.attempt + 1} of {max_attempts})"
             )
-            waiting.appendleft((run.number, run.attempt + 1, owed))
+            waiting.appendleft((run.number, run.attempt + 1, owed, run.node.id))
         else:
             device = "cuda" if run.node.gpu else "cpu"
             outcomes = failed_outcomes(owed, f"{reason} (after {max_attempts} attempts)", device)
@@ -355,7 +359,7 @@ def run_ray(
     fill()
     while running or waiting:
         if not running:  # jobs wait, and no node can take them
-            for number, attempt, payload in waiting:
+            for number, attempt, payload, _ in waiting:
                 reason = "no live node of the Ray cluster has a CPU or GPU to run it"
                 on_done(
                     number,

@@ -4,11 +4,12 @@ so that a sweep killed at any moment finishes when the same command runs again.
 On a local disk the file is appended to and synced record by record (Manifest). In object
 storage (base/storage.py) an object cannot be appended to: StoredManifest keeps the lines and
 stores the whole object again (one PUT), after the files its records name are stored, so the
-manifest is always the last thing written; at most once every STORE_EVERY seconds while records
-come (and once at the end: flush), so that a sweep of n jobs uploads about (its seconds /
-STORE_EVERY) manifests, not 2n of them (2n^2 records' bytes: 2 GB for 1,000 jobs of 1 KB
-records). A driver killed between two stores loses the records of its last seconds: those jobs
-run again on resume, their stored files replaced by the same bytes."""
+manifest is always the last thing written; not sooner after the last store than its size at
+STORE_RATE takes (a 20 KB manifest: 20 ms, at once for a small sweep; a 1,000-job sweep's 2 MB:
+2 s), and once at the end (flush). So the uploads average at most STORE_RATE, where a store per
+record uploaded 2n^2 records' bytes for n jobs (2 GB for 1,000 jobs of 1 KB records). A driver
+killed between two stores loses the records of those last seconds: those jobs run again on
+resume, their stored files replaced by the same bytes."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ FIELD_TYPES = {
     "max_attempts": int,
 }
 MAX_MANIFEST_BYTES = 1 << 30  # a stored manifest is read up to this size
-STORE_EVERY = 2.0  # seconds between two stores of a manifest in object storage, at least
+STORE_RATE = 1 << 20  # bytes per second a manifest in object storage is stored at, at most
 
 
 def record_problem(record) -> str | None:
@@ -146,12 +147,13 @@ def _parse(text: str, where, warn, warned: set[int]) -> list[dict]:
 
 class StoredManifest:
     """manifest.jsonl in object storage: read once, kept here, and stored whole (one PUT) by an
-    append or extend at least `every` seconds after the last store, and by flush() (the records
-    between wait for the next). A write the store refuses is a RenderError naming its URL."""
+    append or extend once its size at `rate` bytes a second has passed since the last store, and
+    by flush() (the records between wait for the next). A write the store refuses is a
+    RenderError naming its URL."""
 
-    def __init__(self, store: Store, warn: Callable[[str], None] | None = None, every: float = STORE_EVERY):
+    def __init__(self, store: Store, warn: Callable[[str], None] | None = None, rate: float = STORE_RATE):
         self.store = store
-        self.every = every
+        self.rate = rate
         self.stored_at = -math.inf  # time.monotonic() of the last store
         self.unstored = False
         self.path = store.location / "manifest.jsonl"
@@ -181,7 +183,7 @@ class StoredManifest:
             return
         self._text += "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
         self.unstored = True
-        if time.monotonic() - self.stored_at >= self.every:
+        if time.monotonic() - self.stored_at >= len(self._text) / self.rate:
             self.flush()
 
     def flush(self) -> None:
