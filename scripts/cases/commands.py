@@ -493,14 +493,35 @@ def _stop_cluster(temps: list[str]) -> None:
         shutil.rmtree(temp, ignore_errors=True)
 
 
+def _memory_parts(pid: int, peaks: dict) -> None:
+    """The largest of each part of a process's resident memory seen so far (MiB): private
+    (RssAnon: its heap), mapped files (RssFile: libraries) and shared memory (RssShmem: here Ray's
+    object store, mapped into every client)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                key = line.split(":")[0]
+                if key in ("RssAnon", "RssFile", "RssShmem"):
+                    peaks[key] = max(peaks.get(key, 0.0), int(line.split()[1]) / 1024)
+    except OSError:  # it has just ended
+        pass
+
+
 def _ray_sweep(path: Path, address: str, out: Path) -> dict:
     """`physarum sweep PATH --ray ADDRESS` as its own process: its wall, the driver's peak RSS
-    (wait4's ru_maxrss of that process: Ray's workers are the raylet's children, not its), the
-    span of its jobs in the manifest, the bytes of its files and where they ran."""
+    (wait4's ru_maxrss of that process: Ray's workers are the raylet's children, not its) and the
+    peak of each part of it (_memory_parts, every 0.1 s), the span of its jobs in the manifest,
+    the bytes of its files and where they ran."""
     command = [*CLI, "sweep", str(path), "--ray", address, "--out", str(out), "--no-gallery", "--quiet"]
     began = time.perf_counter()
     driver = subprocess.Popen(command, env={**os.environ, **RAY_LOOPBACK}, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(driver.pid, 0)
+    peaks: dict = {}
+    while True:
+        _memory_parts(driver.pid, peaks)
+        ended, status, usage = os.wait4(driver.pid, os.WNOHANG)
+        if ended:
+            break
+        time.sleep(0.1)
     wall = time.perf_counter() - began
     driver.returncode = os.waitstatus_to_exitcode(status)
     if driver.returncode != 0:
@@ -516,6 +537,9 @@ def _ray_sweep(path: Path, address: str, out: Path) -> dict:
         "span": (last - first).total_seconds(),
         "jobs": len(done),
         "driver_peak_mib": usage.ru_maxrss / 1024,  # KiB on Linux
+        "driver_peak_private_mib": round(peaks.get("RssAnon", 0.0), 1),
+        "driver_peak_shared_mib": round(peaks.get("RssShmem", 0.0), 1),
+        "driver_peak_files_mib": round(peaks.get("RssFile", 0.0), 1),
         "file_mib": sum(p.stat().st_size for p in files) / 2**20,
         "largest_file_mib": max(p.stat().st_size for p in files) / 2**20,
         "jobs_per_node": sorted(
@@ -548,6 +572,7 @@ def _write_sweep(folder: Path, name: str, base: dict, jobs: int) -> Path:
     big_size=512,
     big_frames=60,
     big_jobs=56,
+    parts="rate,files",
     work="/tmp/sweep-ray-bench",
     small={"size": 64, "agents": 2000, "steps": 100, "jobs": 8, "big_size": 128, "big_jobs": 8},
 )
@@ -558,8 +583,9 @@ def sweep_ray(run) -> None:
     ratio measures the second node's overhead, not scaling), as jobs per minute of the jobs'
     span in the manifest and of the driver's wall; then BIG_JOBS jobs each writing a MOV of
     BIG_SIZE^2 x BIG_FRAMES frames (ProRes 4444, about 17 MiB; about 1 GB in all) through the
-    object store (--files driver) on the two nodes, with the driver's peak RSS beside the first
-    sweep's: a driver holding a batch's files would grow by them."""
+    object store (--files driver) on the two nodes, then as many of 64^2 (small files), with the
+    driver's peak RSS and its parts: a driver holding a batch's files would grow by them. PARTS:
+    rate, files or both."""
     work = Path(run.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -579,30 +605,37 @@ def sweep_ray(run) -> None:
         "output": {"formats": ["mov"]},
     }
     big = _write_sweep(work, "files", big_base, run.big_jobs)
+    tiny = _write_sweep(work, "tiny", dict(big_base, canvas={"width": 64, "height": 64}), run.big_jobs)
+    parts = run.parts.split(",")
     rates = {}
     for label, cpus in (("one node of 2 CPUs", [2]), ("two nodes of 1 CPU", [1, 1])):
+        if "rate" not in parts and len(cpus) == 1:
+            continue
         address, temps = _ray_cluster(cpus, work / label.replace(" ", "-"))
         try:
-            seen = _ray_sweep(small, address, work / f"out-{len(cpus)}")
-            rates[len(cpus)] = seen["jobs"] / seen["span"] * 60
-            run.record(
-                f"{run.jobs} jobs {run.size}px {run.agents} agents {run.steps} steps on {label}",
-                seen["wall"],
-                peak_mib=seen["driver_peak_mib"],
-                peak_kind="driver rss",
-                jobs_per_minute=round(rates[len(cpus)], 1),
-                jobs_per_minute_wall=round(seen["jobs"] / seen["wall"] * 60, 1),
-                **seen,
-            )
-            if len(cpus) == 2:
-                files = _ray_sweep(big, address, work / "out-files")
+            if "rate" in parts:
+                seen = _ray_sweep(small, address, work / f"out-{len(cpus)}")
+                rates[len(cpus)] = seen["jobs"] / seen["span"] * 60
                 run.record(
-                    f"{run.big_jobs} MOVs {run.big_size}px x {run.big_frames} through the object store on {label}",
-                    files["wall"],
-                    peak_mib=files["driver_peak_mib"],
+                    f"{run.jobs} jobs {run.size}px {run.agents} agents {run.steps} steps on {label}",
+                    seen["wall"],
+                    peak_mib=seen["driver_peak_mib"],
                     peak_kind="driver rss",
-                    **files,
+                    jobs_per_minute=round(rates[len(cpus)], 1),
+                    jobs_per_minute_wall=round(seen["jobs"] / seen["wall"] * 60, 1),
+                    **seen,
                 )
+            if "files" in parts and len(cpus) == 2:
+                for sweep_file, size in ((big, run.big_size), (tiny, 64)):
+                    files = _ray_sweep(sweep_file, address, work / f"out-{sweep_file.stem}")
+                    run.record(
+                        f"{run.big_jobs} MOVs {size}px x {run.big_frames} through the object store on {label}",
+                        files["wall"],
+                        peak_mib=files["driver_peak_mib"],
+                        peak_kind="driver rss",
+                        **files,
+                    )
         finally:
             _stop_cluster(temps)
-    run.record("two nodes against one (same 2 cores)", ratio=round(rates[2] / rates[1], 3))
+    if len(rates) == 2:
+        run.record("two nodes against one (same 2 cores)", ratio=round(rates[2] / rates[1], 3))
