@@ -18,7 +18,9 @@ truncated file under a final name:
 A job's files are several objects, and an object store has no rename of several at once: a
 sweep's manifest says a job is done only after all of its files are stored (the manifest is
 written last), and a resumed sweep checks each stored file's size and sha256 against the
-manifest.
+manifest. A render's files are stored by `ObjectStore.put_together`: the earlier objects of their
+names copied aside first, and put back where an upload fails or a signal stops it, so that a
+failed or stopped upload leaves the store as it was (render/commands/render.py).
 
 Credentials come only from the environment and fsspec's own configuration (for S3: the AWS
 variables, ~/.aws, FSSPEC_S3_* or AWS_ENDPOINT_URL_S3 for an S3-compatible server); a URL that
@@ -29,13 +31,14 @@ sidecar, message or log. fsspec and the S3 driver are the optional extra `cloud`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -50,6 +53,8 @@ COLLAPSED = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")
 # object stores where one PUT is atomic: an object appears whole or not at all
 ATOMIC_PUT = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "memory"})
 READ_CHUNK = 1 << 20
+# what a failed or interrupted ObjectStore.put_together says of the store
+PUT_BACK = "the files stored before it were put back: the store holds what it held before"
 
 
 def is_url(destination) -> bool:
@@ -294,6 +299,66 @@ class ObjectStore(Store):
 
     def put_file(self, source: Path, rel: str) -> None:
         self._upload(Path(source), rel)
+
+    def put_together(
+        self, files: Sequence[tuple[Path, str]], stop: Callable[[], None] = lambda: None
+    ) -> None:
+        """Local files stored at their `rel`s, in order, as one commit as far as an object store
+        allows: each earlier object at a `rel` is first copied (server side) to a hidden name beside
+        it (.NAME.TOKEN.earlier) and stays readable under its name until its own upload replaces
+        it. `stop()` is called before each upload and after the last (a deferred signal raises
+        there, base/interrupts.signals_deferred). Where an upload fails or `stop()` raises, every
+        object stored so far gets its earlier bytes back (or is removed where there was none)
+        and the error is raised: the store holds what it held before. The copies are removed."""
+        kept: list[tuple[str, str | None]] = []  # (rel, its earlier object's copy) in upload order
+        self.forget_listings()  # whether an earlier object is there: asked of the store, not a cache
+        try:
+            for source, rel in files:
+                stop()
+                kept.append((rel, self._keep_earlier(rel)))
+                self._upload(Path(source), rel)
+            stop()
+        except RenderError as error:
+            self._put_back(kept, error)
+            raise RenderError(f"{error}; {PUT_BACK}") from None
+        except BaseException as error:
+            self._put_back(kept, error)
+            raise
+        for _, earlier in kept:
+            if earlier is not None:
+                with contextlib.suppress(Exception):  # a copy left behind is hidden and harmless
+                    self.fs.rm_file(earlier)
+
+    def _keep_earlier(self, rel: str) -> str | None:
+        """A hidden copy of the object at `rel` (its key), or None where there is none."""
+        if self.size(rel) is None:
+            return None
+        key = self.key(rel)
+        earlier = f"{key.rsplit('/', 1)[0]}/.{PurePosixPath(rel).name}.{secrets.token_hex(6)}.earlier"
+        with self.refusals(rel, reading=True):
+            self.fs.copy(key, earlier)
+        return earlier
+
+    def _put_back(self, kept: list[tuple[str, str | None]], cause: BaseException) -> None:
+        """The objects stored so far given their earlier bytes back (removed where there were
+        none), the last first; RenderError naming what could not be, and where its copy is."""
+        lost = []
+        for rel, earlier in reversed(kept):
+            key = self.key(rel)
+            try:
+                if earlier is not None:
+                    self.fs.mv(earlier, key)
+                elif self.fs.exists(key):
+                    self.fs.rm_file(key)
+            except Exception as error:
+                copy = (
+                    f" (its earlier bytes are at {self.url}/{earlier[len(self.root) + 1 :]})"
+                    if earlier
+                    else ""
+                )
+                lost.append(f"{self.url}/{rel}{copy}: {_reason(error)}")
+        if lost:
+            raise RenderError(f"{_reason(cause)}; and could not put back " + "; ".join(lost)) from None
 
     def _upload(self, source: Path, rel: str) -> None:
         key = self.key(rel)
