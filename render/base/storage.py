@@ -109,7 +109,7 @@ def open_store(destination: str | Path) -> Store:
     check_url(destination)
     scheme = SCHEME.match(destination).group(1).lower()
     if scheme in ("file", "local"):
-        return LocalStore(Path(urlsplit(destination).path))
+        return LocalStore(Path(file_url_path(destination)))
     try:
         import fsspec  # start-up: fsspec, for a sweep into object storage
     except ImportError:
@@ -123,6 +123,19 @@ def open_store(destination: str | Path) -> Store:
             f"--out {destination}: {error} (S3 needs s3fs: pip install 'physarum[cloud]')"
         ) from None
     return ObjectStore(destination.rstrip("/"), fs, root.rstrip("/"), scheme)
+
+
+def file_url_path(url: str) -> str:
+    """The local path of a file:// URL; RenderError where it names a host (file://out/x is the
+    path /x on the host 'out', not the folder out/x): only file:///PATH or file://localhost/PATH."""
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "localhost") or not parts.path:
+        host = f"; {parts.netloc!r} would be a host, not a folder" if parts.netloc else ""
+        raise RenderError(
+            f"--out {url}: a file URL is file:///ABSOLUTE/PATH (three slashes{host}): give "
+            "file:///... or a plain path such as outputs/x"
+        )
+    return parts.path
 
 
 class Location(str):
