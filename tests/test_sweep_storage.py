@@ -187,3 +187,24 @@ def test_the_commands_out_keeps_a_url_whole(capsys):
 
     assert main(["sweep", "angles", "--dry-run", "--out", "memory://bucket/p"]) == 0
     assert "-> memory://bucket/p/angles/" in capsys.readouterr().out
+
+
+def test_a_jobs_files_beside_its_outputs_are_stored_too(tmp_path, memory):
+    """A job's print still (output.still), which RenderResult.outputs does not name, is stored in
+    object storage with the job's outputs (the record's `extras`, with its size and sha256 in
+    `files`), the same bytes as in a local sweep's folder: a Ray task sends its files the same way
+    (delivered_files)."""
+    base = copy.deepcopy(SWEEP_BASE)
+    base["output"] = {"formats": ["png"], "still": {"scale": 2, "formats": ["tiff"]}}
+    path = write_sweep(tmp_path, base=base, grid={"model.decay": [0.1, 0.2]})
+    stored = run(path, "memory://bucket/still")
+    local = run(path, tmp_path / "local")
+    for ours, theirs in zip(stored.records, local.records):
+        assert ours["extras"] == theirs["extras"] == [f"{ours['name']}/{ours['name']}-s3-still.tiff"]
+        rel = ours["extras"][0]
+        data = memory.cat_file(f"/bucket/still/s/{rel}")
+        assert data == (local.sweep_dir / rel).read_bytes() and len(data) > 64 * 64 * 6
+        assert ours["files"][rel]["bytes"] == len(data)
+    assert sweeps.job_states(sweeps.load_sweep(path), open_store("memory://bucket/still/s")) == {
+        record["id"]: "done" for record in stored.records
+    }

@@ -113,14 +113,40 @@ def _render_batch_outcomes(
             "batch": len(items),
         }
         if result.error is None:
-            outcome.update(
-                status="done",
-                outputs={fmt: str(path.relative_to(sweep_dir)) for fmt, path in result.outputs.items()},
-            )
+            outputs = {fmt: str(path.relative_to(sweep_dir)) for fmt, path in result.outputs.items()}
+            outcome.update(status="done", outputs=outputs)
+            extras = job_extras(sweep_dir, outputs)
+            if extras:
+                outcome["extras"] = extras
         else:
             outcome.update(status="failed", error=result.error)
         outcomes.append(outcome)
     return outcomes
+
+
+def job_extras(sweep_dir: Path, outputs: dict[str, str]) -> list[str]:
+    """The files a job committed beside its outputs that RenderResult.outputs does not name
+    (output.still's prints, output.fields, checkpoints: its stem's files), relative to sweep_dir:
+    every visible regular file of the job's folder but its outputs (a job's folder is its own)."""
+    named = set(outputs.values())
+    folders = {Path(rel).parent for rel in named}
+    extras = []
+    for folder in sorted(folders):
+        for path in sorted((sweep_dir / folder).iterdir()):
+            rel = str(folder / path.name)
+            if (
+                rel not in named
+                and not path.name.startswith(".")
+                and path.is_file()
+                and not path.is_symlink()
+            ):
+                extras.append(rel)
+    return extras
+
+
+def delivered_files(outcome: dict) -> list[str]:
+    """Every file of a done job's outcome to store: its outputs, then its extras (job_extras)."""
+    return [*outcome["outputs"].values(), *outcome.get("extras", [])]
 
 
 def _error_text(error: BaseException) -> str:

@@ -46,7 +46,7 @@ from ..base.files import process_running
 from ..base.storage import Staged, Store, described, open_store
 from ..preset import carried
 from ..preset.provenance import carried_images
-from .chunk import chunk_outcomes, failed_outcomes
+from .chunk import chunk_outcomes, delivered_files, failed_outcomes
 from .plan import FILES, MAX_ATTEMPTS
 from .progress import NodeProgress, node_label
 
@@ -175,7 +175,7 @@ def _stream_chunk(chunk: list[dict], backend: str):
         device, gpus = task_device()
         for outcome in chunk_outcomes(chunk, str(folder), device, backend, True):
             outcome.update(node=node, gpus=gpus)
-            rels = list((outcome.get("outputs") or {}).values()) if outcome["status"] == "done" else []
+            rels = delivered_files(outcome) if outcome["status"] == "done" else []
             try:
                 outcome["files"] = described(folder, rels)
             except OSError as error:
@@ -208,7 +208,7 @@ def _store_chunk(chunk: list[dict], destination: str, backend: str) -> list[dict
             outcome.update(node=node, gpus=gpus)
             if outcome["status"] != "done":
                 continue
-            rels = list(outcome["outputs"].values())
+            rels = delivered_files(outcome)
             try:
                 outcome["files"] = described(folder, rels)
                 for rel in rels:

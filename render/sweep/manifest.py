@@ -43,6 +43,7 @@ FIELD_TYPES = {
     "device": (str, type(None)),
     "time": str,
     "files": (dict, type(None)),
+    "extras": (list, type(None)),
     "attempt": int,
     "max_attempts": int,
 }

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..base.errors import RenderError, printable
 from ..base.files import remove_stale_parts
 from ..base.storage import Location, Store, described
+from .chunk import delivered_files
 from .cluster import FILES, MAX_ATTEMPTS, check_per_node, ray_connect, ray_payloads, ray_workers, run_ray
 from .expand import Sweep
 from .gallery import write_gallery
@@ -231,7 +232,7 @@ def _run_jobs(
         for outcome in outcomes:
             if outcome["status"] != "done":
                 continue
-            rels = list(outcome["outputs"].values())
+            rels = delivered_files(outcome)
             outcome["files"] = described(work_dir, rels)
             for rel in rels:
                 store.put_file(work_dir / rel, rel)  # RenderError where the store refuses
