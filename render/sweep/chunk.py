@@ -126,7 +126,7 @@ def _render_batch_outcomes(
 
 def job_extras(sweep_dir: Path, outputs: dict[str, str]) -> list[str]:
     """The files a job committed beside its outputs that RenderResult.outputs does not name
-    (output.still's prints, output.fields, checkpoints: its stem's files), relative to sweep_dir:
+    (output.still's prints: any file of its stem), relative to sweep_dir:
     every visible regular file of the job's folder but its outputs (a job's folder is its own)."""
     named = set(outputs.values())
     folders = {Path(rel).parent for rel in named}
