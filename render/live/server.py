@@ -25,6 +25,7 @@ import hashlib
 import io
 import ipaddress
 import json
+import os
 import queue
 import re
 import secrets
@@ -60,6 +61,7 @@ SOUND_TYPES = {
     ".oga": "audio/ogg",
     ".opus": "audio/ogg",
 }
+FILE_NUMBER = re.compile(r"[0-9]{1,9}")  # /files/N: ASCII digits (str.isdigit passes '²', which int refuses)
 PAGE_FILES = {"/": ("page.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
 
 
@@ -97,11 +99,10 @@ def packed(header: dict, payload: bytes) -> bytes:
 @dataclass(frozen=True)
 class Sound:
     """The preset's sound file as the page gets it: its path (checked and decoded by the preset's
-    validation), the size and modification time it had then, and its type."""
+    validation), the identity it had then (`identity`), and its type."""
 
     path: Path
-    size: int
-    mtime_ns: int
+    stamp: tuple[int, ...]
     kind: str
 
     @classmethod
@@ -109,9 +110,8 @@ class Sound:
         if preset.audio is None or preset.audio.path is None:
             return None
         path = Path(preset.audio.path)
-        stat = path.stat()
         kind = SOUND_TYPES.get(path.suffix.lower(), "application/octet-stream")
-        return cls(path, stat.st_size, stat.st_mtime_ns, kind)
+        return cls(path, identity(path.stat()), kind)
 
     def problem(self) -> str | None:
         """Why the file is not the one the preset followed any more (gone or changed); None."""
@@ -119,7 +119,7 @@ class Sound:
             stat = self.path.stat()
         except OSError:
             return f"the sound file {self.path.name} is gone: restart physarum live"
-        if (stat.st_size, stat.st_mtime_ns) != (self.size, self.mtime_ns):
+        if identity(stat) != self.stamp:
             return f"the sound file {self.path.name} changed after it was read: restart physarum live"
         return None
 
@@ -127,6 +127,13 @@ class Sound:
         """What the page needs to play it: its name, type, and the clock's fps and frames."""
         fps, frames = clock
         return {"url": "sound", "name": self.path.name, "type": self.kind, "fps": fps, "frames": frames}
+
+
+def identity(stat: os.stat_result) -> tuple[int, ...]:
+    """A file's identity as far as stat tells: its device and inode (a file moved over it is
+    another), size, modification time and change time (which no program sets back: a file
+    rewritten in place with its old modification time restored is another)."""
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 @dataclass
@@ -259,7 +266,7 @@ class Studio:
         if not self.allowed(request):
             raise web.HTTPForbidden(text="a token is required")
         index = request.match_info["index"]
-        if not index.isdigit() or int(index) >= len(self.files):
+        if not FILE_NUMBER.fullmatch(index) or int(index) >= len(self.files):
             raise web.HTTPNotFound()
         path = self.files[int(index)]
         return web.FileResponse(path, headers={"Content-Disposition": f'inline; filename="{path.name}"'})
