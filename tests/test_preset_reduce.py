@@ -18,7 +18,6 @@ from physarum.render.preset.reduce import (
     PREVIEW_FRAME_3D,
     PREVIEW_FRAMES_3D,
     PREVIEW_WORK,
-    SCALED_TEXTURE_PIXELS,
     TEXTURE_SENSOR_PIXELS,
     is_window,
     preview_ratio,
@@ -98,13 +97,13 @@ def test_a_preview_of_a_uniform_pixel_texture_is_a_window_at_full_scale(name):
 
 @pytest.mark.parametrize(("name", "texture"), [("cave", 683)])
 def test_a_texture_with_a_larger_sensor_is_a_window_of_it_reduced_to_that_sensor(name, texture):
-    """A texture whose sensor 256 would bring under SCALED_TEXTURE_PIXELS (cave's 18 to 4.5) is
+    """A texture whose sensor 256 would bring under MIN_SENSOR_PIXELS (cave's 18 to 4.5) is
     a 256 window of the texture reduced so far that its sensor is TEXTURE_SENSOR_PIXELS (cave's
     at 683: 18 / 1.5), no further: the agents per pixel kept, distances and diffuse reduced by
     window_scale."""
     preset = curated(name)
     ratio = side_ratio(preset, 256)
-    assert is_window(preset, ratio) and sensor_pixels(preset) * ratio < SCALED_TEXTURE_PIXELS
+    assert is_window(preset, ratio) and sensor_pixels(preset) * ratio < MIN_SENSOR_PIXELS
     scale = window_scale(preset)
     assert scale < 1 and sensor_pixels(preset) * scale == TEXTURE_SENSOR_PIXELS
     assert preview_ratio(preset, 256) == ratio
@@ -180,7 +179,7 @@ def test_images_are_box_resized_onto_the_reduced_canvas(tmp_path):
     np.testing.assert_array_equal(preset_pixels(reduced, wall), box_resize(read_grey(wall), 24, 16))
 
 
-@pytest.mark.parametrize("name", ["maze"])
+@pytest.mark.parametrize("name", ["maze", "feast", "lettering", "rivals"])
 def test_a_preview_stops_reducing_where_a_sensor_would_fall_below_the_floor(name):
     preset = curated(name)
     ratio = preview_ratio(preset, 256)
@@ -194,7 +193,8 @@ def test_a_preview_stops_reducing_where_a_sensor_would_fall_below_the_floor(name
     assert not at_floor or sensor_pixels(preset) * Fraction(side - 1, short) < MIN_SENSOR_PIXELS
     assert reduced_work(preset, ratio) <= PREVIEW_WORK
     reduced, note = reduce_preset(preset, ratio)
-    assert min(reduced.canvas.width, reduced.canvas.height) == side and f"-> {side}x{side}" in note
+    sides = (reduced.canvas.width, reduced.canvas.height)
+    assert min(sides) == side and f"-> {sides[0]}x{sides[1]}," in note
 
 
 def test_the_work_bounds_a_preview_that_the_floor_would_make_large():
@@ -207,9 +207,10 @@ def test_the_work_bounds_a_preview_that_the_floor_would_make_large():
     assert reduced_work(preset, ratio) <= PREVIEW_WORK < reduced_work(preset, Fraction(side + 1, 1024))
 
 
-@pytest.mark.parametrize("name", ["anywhere", "feast", "veins"])
+@pytest.mark.parametrize("name", ["anywhere", "veins", "crowd", "tribes"])
 def test_a_preview_keeps_256_where_the_sensor_stays_or_the_work_is_spent(name):
-    preset = curated(name)  # sensors >= 3.5 pixels at 256 (anywhere: short_side units)
+    preset = curated(name)  # sensors >= 6 pixels at 256 (anywhere: short_side units), or tribes's
+    # four species' trails past PREVIEW_WORK at 256 already
     assert preview_ratio(preset, 256) == side_ratio(preset, 256)
 
 

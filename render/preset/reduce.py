@@ -25,7 +25,7 @@ The preset's description says how it was reduced (`note`), so its outputs and si
 
 A preview (kind 'preview') of one species' texture that is the same everywhere, in pixel units
 (random spawn, no world; 2D: is_texture), whose sensor the reduction would bring under
-SCALED_TEXTURE_PIXELS (6) pixels (is_window) is a window instead: a canvas of the requested side
+MIN_SENSOR_PIXELS (6) pixels (is_window) is a window instead: a canvas of the requested side
 (256) with the same agents per pixel, showing a piece of the texture reduced only as far as
 keeps its smallest sensor at TEXTURE_SENSOR_PIXELS (12) pixels (window_scale: cave's 18 -> 12, a
 piece of its texture at 683), or at its full scale where the sensor is 12 pixels or fewer
@@ -35,14 +35,15 @@ the full render, cave's and quickstart's sensors fell to 4.5 pixels and their te
 finer. A window costs what a 256 preview costs; docs/figures/previews.png tiles it to its
 texture's scale. Another
 preset's preview size (preview_ratio) is the requested short side (256), made larger where that
-would bring a sensor under MIN_SENSOR_PIXELS pixels or, where a species spawns in a shape (a
+would bring a sensor under MIN_SENSOR_PIXELS (6) pixels (maze 436, feast 384, lettering
+616x308, rivals 308) or, where a species spawns in a shape (a
 front that moves: rings, starburst, bloom, compass, tribes), its largest step under
 MIN_STEP_PIXELS (a front that moves less than a pixel a step stalls), as far as PREVIEW_WORK
 allows (a preview stays seconds on a 2-core CPU); a shaped preset that would pass PREVIEW_WORK
 keeps that size and thins its agents instead (thinning: count / k, deposit x k). A 3D reduction
 keeps the opacity of a ray across the volume (kept_opacity: fewer samples, each more opaque).
 Measured against the full renders: tests/test_preview_structure.py. The rules read the preset
-alone, in integers, so a preview is the same preset on every machine.
+alone, in integers and fractions, so a preview is the same preset on every machine.
 """
 
 from __future__ import annotations
@@ -60,9 +61,12 @@ OPACITY_DEFAULT = 0.08  # camera.opacity's default (preset/camera.py)
 MIN_SIDE = 8  # Canvas's bound
 DISTANCE_KEYS = ("sensor_distance", "step_size")
 # A preview is not reduced below the side where its smallest sensor distance is this many pixels
-# (3.5: compass's and bloom's 3.75 at 256 are enough; compass at 274 needed a GIF of 128 levels,
-# which shows its heading layer's black as red: gif_file.level_palette takes index 1 for 0 and 1)
-MIN_SENSOR_PIXELS = Fraction(7, 2)
+# (a texture under it is a window instead: is_window). 6: maze at 299 (3.5 pixels) ended finer
+# than its full render (wavelength 0.048 of the side against 0.076), at 436 (5.1 pixels, the most
+# PREVIEW_WORK allows) 0.072; lettering at 616x308 (6 pixels) is within its bounds as at 512x256;
+# veins and crowd scaled to 6.25 pixels match theirs (wavelength 0.108 and 0.244 against 0.110
+# and 0.249), cave and quickstart at 4.5 did not (0.068 against 0.091; 0.101 against 0.144).
+MIN_SENSOR_PIXELS = Fraction(6)
 # ... unless that costs more than this many agent-steps plus cell-steps (warmup and steps, both of
 # closest's passes): about 15 s of simulation with torch on the 2-core CPU (docs/presets.md,
 # "Previews"; a 256^2 preview of a 2,000,000-agent 1024^2 preset over 1500 steps is 2.9e8)
@@ -77,12 +81,6 @@ MIN_STEP_PIXELS = Fraction(1)
 # (rings with 100,000 agents of its 800,000 at 1024: the same front radius and lit share)
 SHAPED_SPAWNS = ("center", "disk", "ring")
 MAX_THINNING = 64
-# A texture (is_texture: one species the same everywhere, in pixel units) scaled to the preview's
-# side keeps its look where its smallest sensor stays at this many pixels: veins and crowd at
-# 6.25 (wavelength 0.108 and 0.244 of the short side against 0.110 and 0.249). Under it the
-# preview is a window (is_window): cave's and quickstart's sensors at 4.5 came out finer (cave's
-# wavelength 0.068 against 0.091, lit 0.214 against 0.133; quickstart's 0.101 against 0.144).
-SCALED_TEXTURE_PIXELS = Fraction(6)
 # A window shows a piece of its texture reduced only as far as keeps its smallest sensor at this
 # many pixels, or at its full scale where the sensor is that small already (window_scale). cave
 # at 512 (9 pixels) matched but cost 2.3 times PREVIEW_WORK, and thinned there (agents / 4,
@@ -233,9 +231,9 @@ def is_texture(preset: Preset) -> bool:
 
 def is_window(preset: Preset, ratio: Fraction) -> bool:
     """Whether the preset's preview by `ratio` is a window (reduce_preset): a texture
-    (is_texture) whose smallest sensor would fall under SCALED_TEXTURE_PIXELS if scaled by
+    (is_texture) whose smallest sensor would fall under MIN_SENSOR_PIXELS if scaled by
     `ratio`."""
-    return is_texture(preset) and sensor_pixels(preset) * ratio < SCALED_TEXTURE_PIXELS
+    return is_texture(preset) and sensor_pixels(preset) * ratio < MIN_SENSOR_PIXELS
 
 
 def window_scale(preset: Preset) -> Fraction:
