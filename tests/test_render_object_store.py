@@ -6,6 +6,12 @@ in this process against fsspec's memory:// file system."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -86,10 +92,59 @@ def test_a_store_that_refuses_a_write_is_one_message_naming_the_url(bucket, caps
     assert main([*ARGV, "--out", url]) == 2
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [
-        f"error: {url}/quickstart/quickstart-s1.mp4: the store refused to write it: Access Denied"
+        f"error: {url}/quickstart/quickstart-s1.mp4: the store refused to write it: Access Denied; "
+        "the files stored before it were put back: the store holds what it held before"
     ]
-    # what was stored before it stays (sorted: the GIF first); no sidecar says the render is whole
-    assert sorted(stored(key)) == ["quickstart/quickstart-s1.gif"]
+    # the GIF stored before it (sorted: the GIF first) is taken back: there was none before
+    assert stored(key) == {}
+
+
+def test_a_failed_upload_leaves_the_earlier_render_whole(bucket, capsys, monkeypatch):
+    url, key = bucket
+    assert main([*ARGV, "--out", url]) == 0
+    earlier = stored(key)
+    put_file = MemoryFileSystem.put_file
+    puts = []
+
+    def refusing(self, lpath, rpath, **kwargs):
+        puts.append((rpath[len(key) + 1 :], Path(lpath).read_bytes()))
+        if rpath.endswith(".png"):
+            raise PermissionError("Access Denied")
+        return put_file(self, lpath, rpath, **kwargs)
+
+    monkeypatch.setattr(MemoryFileSystem, "put_file", refusing)
+    assert main([*ARGV, "--set=model.decay=0.3", "--out", url]) == 2
+    assert "put back" in capsys.readouterr().err
+    assert [rel for rel, _ in puts] == [f"quickstart/quickstart-s1.{kind}" for kind in ("gif", "mp4", "png")]
+    assert all(data != earlier[rel] for rel, data in puts)  # another render's bytes
+    assert stored(key) == earlier  # the new GIF and MP4 were stored, then given their earlier bytes back
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["term", "int"])
+def test_a_signal_during_the_upload_leaves_the_earlier_render_whole(
+    bucket, capsys, monkeypatch, signum, code
+):
+    """The signal comes while the first PUT is in flight: that PUT ends, no other starts, and the
+    store holds the earlier render's files, byte for byte (nothing hidden left beside them)."""
+    url, key = bucket
+    assert main([*ARGV, "--out", url]) == 0
+    earlier = stored(key)
+    put_file = MemoryFileSystem.put_file
+    puts = []
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+
+    def signalled(self, lpath, rpath, **kwargs):
+        puts.append((rpath, Path(lpath).read_bytes()))
+        os.kill(os.getpid(), signum)  # delivered here, in the PUT: recorded, not raised
+        return put_file(self, lpath, rpath, **kwargs)
+
+    monkeypatch.setattr(MemoryFileSystem, "put_file", signalled)
+    assert main([*ARGV, "--set=model.decay=0.3", "--out", url]) == code
+    assert "no partial output was left" in capsys.readouterr().err
+    assert [rpath for rpath, _ in puts] == [f"{key}/quickstart/quickstart-s1.gif"]
+    assert puts[0][1] != earlier["quickstart/quickstart-s1.gif"]  # another GIF was stored, then taken back
+    assert stored(key) == earlier
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers  # they came back
 
 
 def test_a_url_with_credentials_is_refused_before_the_render(capsys):
@@ -120,3 +175,78 @@ def test_the_api_stores_at_a_url_as_the_command_does(bucket):
         "json": f"{url}/quickstart/quickstart-s1.json",
     }
     assert sorted(stored(key)) == ["quickstart/quickstart-s1.json", "quickstart/quickstart-s1.png"]
+
+
+# A render whose every PUT to S3 is followed by a line in a marker file and a 5 s wait, so that
+# the test signals it while its first upload is in flight (argv: the marker, then physarum's).
+SLOW_PUTS = """
+import asyncio, sys
+from pathlib import Path
+import s3fs
+from physarum.render.cli.main import main
+
+marker, put = Path(sys.argv[1]), s3fs.S3FileSystem._put_file
+
+async def slow_put(self, lpath, rpath, **kwargs):
+    done = await put(self, lpath, rpath, **kwargs)
+    with marker.open("a") as file:
+        file.write(rpath + "\\n")
+    await asyncio.sleep(5)
+    return done
+
+s3fs.S3FileSystem._put_file = slow_put
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """moto's S3 server on 127.0.0.1 (any free port), its credentials in this process's environment
+    (which a subprocess inherits), and a bucket `renders`."""
+    moto_server = pytest.importorskip("moto.server", reason="the test extra's moto[server] runs the S3 API")
+    s3fs = pytest.importorskip("s3fs", reason="object storage is the optional extra physarum[cloud]")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing-secret",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.get_host_and_port()[1]}",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    s3fs.S3FileSystem.clear_instance_cache()  # an instance of another test's server (another port)
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    fs.mkdir("renders")
+    yield fs
+    fs.rm("renders", recursive=True)  # moto's state outlives the server within this process
+    server.stop()
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.mark.slow  # an S3 server, a render here and one in a subprocess that waits 5 s: about 20 s
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["term", "int"])
+def test_a_render_killed_during_its_upload_to_s3_leaves_the_earlier_render_whole(tmp_path, s3, signum, code):
+    """A render into moto's S3, then another (other bytes, the same names) in a subprocess signalled
+    while its first PUT is in flight: it stores nothing more, puts the earlier GIF back, and exits
+    as signalled; the bucket holds the earlier render's objects, byte for byte, and nothing else."""
+    url = "s3://renders/out"
+    assert main([*ARGV, "--out", url]) == 0
+    earlier = {path: s3.cat_file(path) for path in s3.find("renders")}
+    assert len(earlier) == 5
+    marker = tmp_path / "puts"
+    command = [sys.executable, "-c", SLOW_PUTS, str(marker), *ARGV, "--set=model.decay=0.3", "--out", url]
+    render = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists() and render.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        render.send_signal(signum)
+        out, err = render.communicate(timeout=120)
+    finally:
+        render.kill()
+    assert render.returncode == code, err
+    assert marker.read_text().splitlines() == ["renders/out/quickstart/quickstart-s1.gif"]  # no other PUT
+    s3.invalidate_cache()
+    assert {path: s3.cat_file(path) for path in s3.find("renders")} == earlier

@@ -1,5 +1,7 @@
 """Stopping a render on a signal: SIGTERM and SIGHUP end `physarum render` the way Ctrl-C does,
-at the next frame, with the same clean-up (no partial file is left, earlier files stay)."""
+at the next frame, with the same clean-up (no partial file is left, earlier files stay). While a
+render's files are uploaded to an object store, all three wait for the upload in flight
+(signals_deferred), so that the store's earlier files are put back whole."""
 
 from __future__ import annotations
 
@@ -50,3 +52,43 @@ def signals_interrupt():
         stop_requested.clear()
         for kind, handler in earlier.items():
             signal.signal(kind, handler)
+
+
+class Deferred:
+    """The signals a `signals_deferred` block received, in order; `check()` raises the first."""
+
+    def __init__(self):
+        self.received: list[int] = []
+        self.raised = False
+
+    def record(self, signum, frame) -> None:
+        self.received.append(signum)
+
+    def check(self) -> None:
+        """Raise the first signal received (once): SIGINT as Ctrl-C's KeyboardInterrupt, SIGTERM
+        and SIGHUP as Terminated."""
+        if self.received and not self.raised:
+            self.raised = True
+            signum = self.received[0]
+            raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Within: SIGINT, SIGTERM and SIGHUP are recorded, not raised (main thread only; elsewhere
+    nothing changes), so that a step cut in the middle would leave a mix (an upload of a render's
+    files: storage.ObjectStore.put_together) runs its parts whole; it calls the yielded
+    Deferred's `check()` between them, which raises the first signal received. The earlier
+    handlers come back at the end, and a signal not raised yet is raised then."""
+    deferred = Deferred()
+    if threading.current_thread() is not threading.main_thread():
+        yield deferred
+        return
+    kinds = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    earlier = {kind: signal.signal(kind, deferred.record) for kind in kinds}
+    try:
+        yield deferred
+    finally:
+        for kind, handler in earlier.items():
+            signal.signal(kind, handler)
+    deferred.check()

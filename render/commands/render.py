@@ -10,10 +10,14 @@ files), the estimate said before a long render, and the run.
 An `out` that is an fsspec URL (s3://bucket/prefix, gs://..., memory:// in tests) renders into a
 local temporary folder, then stores the committed files through base/storage.py's ObjectStore
 under URL/<name>/, each file whole (one PUT) and the sidecar last, so that a sidecar in the store
-says its render's files are all there. The URL is checked (credentials only from the
-environment, fsspec installed) before anything renders; a store that refuses a write is one
-RenderError naming the file's URL, and what was stored before it stays. A folder, or a file://
-URL, is the local render as always.
+says its render's files are all there. The upload is one commit as far as an object store allows
+(ObjectStore.put_together): each earlier object of the same name is copied aside before its
+upload, and where the store refuses a write (one RenderError naming the file's URL) or Ctrl-C,
+SIGTERM or SIGHUP comes during the upload (deferred to the end of the PUT in flight:
+interrupts.signals_deferred), the objects stored so far get their earlier bytes back, so the store
+holds what it held before (docs/outputs.md). The URL is checked (credentials only from the
+environment, fsspec installed) before anything renders. A folder, or a file:// URL, is the local
+render as always.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.interrupts import signals_interrupt
+from ..base.interrupts import signals_deferred, signals_interrupt
 from ..base.storage import Location, ObjectStore, is_url, open_store
 
 
@@ -102,8 +106,9 @@ def _run_into_store(preset, call: RenderCall, store: ObjectStore, say) -> Render
             if path.is_file() and not path.name.startswith(".")  # a name's lock, of no render's files
         )
         last = sidecar.relative_to(here).as_posix()
-        for rel in [*(rel for rel in rels if rel != last), last]:  # the sidecar last
-            store.put_file(here / rel, rel)  # RenderError naming the URL where the store refuses
+        uploads = [(here / rel, rel) for rel in [*(rel for rel in rels if rel != last), last]]  # sidecar last
+        with signals_deferred() as signals:  # a signal stops it between two uploads, never in one
+            store.put_together(uploads, signals.check)  # RenderError naming the URL where the store refuses
         files = {**rendered.paths, **rendered.result.outputs}
         sizes = {fmt: path.stat().st_size for fmt, path in files.items()}
         text = sidecar.read_text(encoding="utf-8")
