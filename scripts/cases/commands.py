@@ -442,7 +442,18 @@ def _ray_cluster(cpus: list[int], work: Path) -> tuple[str, list[str]]:
     127.0.0.2, .3, ... of the loopback network, each with its own temp folder: its address and
     the temp folders (for _stop_cluster)."""
     ray = str(Path(sys.executable).parent / "ray")
-    temps, address = [], None
+    temps: list[str] = []
+    try:
+        address = _start_nodes(ray, cpus, work, temps)
+    except BaseException:  # the nodes started so far are stopped
+        _stop_cluster(temps)
+        raise
+    return address, temps
+
+
+def _start_nodes(ray: str, cpus: list[int], work: Path, temps: list[str]) -> str:
+    """_ray_cluster's nodes started one by one, each temp folder added to `temps` first."""
+    address = None
     for index, count in enumerate(cpus):
         temp = tempfile.mkdtemp(prefix="phray-", dir="/tmp")
         temps.append(temp)
@@ -465,7 +476,7 @@ def _ray_cluster(cpus: list[int], work: Path) -> tuple[str, list[str]]:
         )
         if address is None:
             address = (Path(temp) / "ray_current_cluster").read_text().strip()
-    return address, temps
+    return address
 
 
 def _stop_cluster(temps: list[str]) -> None:
