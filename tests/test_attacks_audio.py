@@ -30,3 +30,31 @@ def test_a_carried_sound_naming_another_file_reads_nothing(tmp_path, monkeypatch
         soundtrack.decode(CONCAT, "the sound beat.wav the file carries")
     with pytest.raises(ValueError, match="beat.wav: the soundtrack cannot be read"):
         mp4_audio.open_sound(mp4_audio.Soundtrack(CONCAT, "beat.wav"))
+
+
+def carried_block(**header) -> str:
+    """A carried block of a soundtrack's features whose header's fields are replaced by `header`."""
+    from fractions import Fraction
+
+    from physarum.render.preset import audio_features, carried
+
+    analysis = audio_features.tempo_only(8, 20, Fraction(120), Fraction(0))
+    text = carried.block([], [carried.CarriedAudio("beat.wav", analysis)])
+    for key, value in header.items():
+        old = {"offset": '"offset": "0"', "bpm": '"bpm": "120"', "samples": '"samples": 0'}[key]
+        assert old in text
+        text = text.replace(old, f'"{key}": {value}', 1)
+    return text
+
+
+@pytest.mark.parametrize(
+    "header",
+    [{"offset": '"1e99999999"'}, {"bpm": '"1e-99999999"'}, {"samples": "-7"}, {"samples": str(10**30)}],
+)
+def test_a_carried_tables_numbers_are_refused_before_they_cost(header):
+    """Fraction('1e99999999') computes 10**99999999: a few bytes in a --from file took minutes."""
+    from physarum.render.preset import carried
+
+    assert carried.read_block(carried_block())  # the block as written reads back
+    with pytest.raises(ValueError, match="bpm or offset is not a fraction|samples are not 0 to"):
+        carried.read_block(carried_block(**header))

@@ -41,6 +41,7 @@ import binascii
 import bz2
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -58,6 +59,9 @@ AUDIO_FORMAT = 2  # a block that carries a soundtrack's features (and perhaps it
 MAX_TABLE_FRAMES = 200_000  # a carried feature table: at most this many frames
 MARK = "# physarum images "  # at the start of a line: nothing in a YAML dump starts so at column 0
 END = "# end"
+FRACTION_TEXT = re.compile(r"-?[0-9]{1,30}(?:/[0-9]{1,30})?")  # a carried bpm or offset, as str(Fraction)
+SHA256_TEXT = re.compile(r"[0-9a-f]{64}")
+MAX_SAMPLES = 1 << 40  # a carried soundtrack's PCM samples (20 minutes at 22050 Hz are 26.5 million)
 MAX_CARRIED_BYTES = 32 << 20  # the block, in characters: 32 MiB
 MAX_PATH_CHARS = 4096
 LINE_CHARS = 76
@@ -343,6 +347,12 @@ def _read_audio_entry(lines: list[str], at: int, end: int, sounds: dict) -> None
     values = np.frombuffer(table, dtype="<u2").reshape(frames, len(FEATURES)).astype(np.int64)
     if values.max() > FULL:
         raise ValueError(f"line {number}: the feature table of {excerpt(path)} has values above {FULL}")
+    texts = [header["offset"]] + ([] if header["bpm"] is None else [header["bpm"]])
+    if not all(FRACTION_TEXT.fullmatch(text) for text in texts):  # Fraction('1e99999999') takes minutes
+        raise ValueError(
+            f"line {number}: the soundtrack's bpm or offset is not a fraction as written here "
+            f"(like '120' or '-7/32', at most 30 digits a side): {excerpt(texts)}"
+        )
     try:
         bpm = None if header["bpm"] is None else Fraction(header["bpm"])
         offset = Fraction(header["offset"])
@@ -350,6 +360,12 @@ def _read_audio_entry(lines: list[str], at: int, end: int, sounds: dict) -> None
         raise ValueError(f"line {number}: the soundtrack's bpm or offset is not a number") from None
     if (bpm is not None and not 1 <= bpm <= 1000) or not -1 <= offset <= 100_000:
         raise ValueError(f"line {number}: the soundtrack's bpm or offset is out of bounds")
+    digest = header["pcm_sha256"]
+    if digest is not None and not SHA256_TEXT.fullmatch(digest) or not 0 <= header["samples"] <= MAX_SAMPLES:
+        raise ValueError(
+            f"line {number}: the soundtrack's pcm_sha256 is no 64 hex digits, or its samples are not "
+            f"0 to {MAX_SAMPLES}"
+        )
     if path in sounds:
         raise ValueError(f"line {number}: the soundtrack {excerpt(path)} is carried twice")
     analysis = Analysis(header["fps"], values, bpm, offset, header["pcm_sha256"], header["samples"])
