@@ -204,8 +204,14 @@ def largest_fitting(frame, call: StillCall, formats, available: int) -> str:
     if call.print_size is None:
         return f"at most --size {low} fits here ({size[0]}x{size[1]})"
     dpi = call.dpi or DEFAULT_DPI
-    most = max(d for d in range(1, dpi + 1) if max(fitted(frame, print_box(call.print_size, d))) <= low)
-    return f"at most --dpi {most} at {call.print_size} fits here (--size {low}: {size[0]}x{size[1]})"
+    fitting = [d for d in range(1, dpi + 1) if max(fitted(frame, print_box(call.print_size, d))) <= low]
+    if not fitting:  # even 1 dpi is more pixels than fit
+        least = fitted(frame, print_box(call.print_size, 1))
+        return (
+            f"not even 1 dpi at {call.print_size} fits here ({least[0]}x{least[1]} pixels): a smaller "
+            f"--print, or --size {low} ({size[0]}x{size[1]})"
+        )
+    return f"at most --dpi {max(fitting)} at {call.print_size} fits here (--size {low}: {size[0]}x{size[1]})"
 
 
 def still_preset(preset, step: int):
