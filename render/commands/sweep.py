@@ -1,6 +1,7 @@
 """A sweep, read and checked, its dry run and its run: the one place for `physarum sweep`
 (render/cli/main.py) and `physarum.sweep` (physarum_api/). A sweep batches 2D presets only (a job
-of a 3D preset is refused, one message) and at least one simulation per batch, dry run or not.
+of a 3D preset is refused, one message; so is a job that asks for checkpoints, raw fields or a
+space-time stack, which a sweep does not write) and at least one simulation per batch, dry run or not.
 Reading a sweep and its dry run load no torch.
 """
 
@@ -22,7 +23,29 @@ def load(name_or_path: str):
     sweep = sweeps.load_sweep(resolve_sweep_path(name_or_path))
     for job in sweep.jobs:
         refuse_3d_command(job.preset, "sweep")
+        refuse_file_sections(job)
     return sweep
+
+
+def refuse_file_sections(job) -> None:
+    """RenderError where a job's preset asks for files a sweep does not write: checkpoints, raw
+    fields or a space-time stack (a batch of simulations writes each job's outputs, its still
+    and sidecar; these sections were dropped without a word)."""
+    output = job.preset.output
+    asked = [
+        name
+        for name, section in (
+            ("checkpoint", job.preset.checkpoint),
+            ("output.fields", output.fields),
+            ("output.volume", output.volume),
+        )
+        if section is not None
+    ]
+    if asked:
+        raise RenderError(
+            f"{job.name}: a sweep writes each job's outputs, still and sidecar, not {', '.join(asked)}; "
+            "remove them from the sweep, or render that job alone with physarum render --set"
+        )
 
 
 def batch_of(max_batch: int | None) -> int:
