@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from physarum.render.base.errors import RenderError
+from physarum.render.cli.main import main
 from physarum.render.commands import still as stills
+from physarum.render.formats.registry import read_embedded
 from physarum.render.formats.still import still_bytes
 from physarum.render.preset import build_preset
-from support import tiny_data
+from support import tiny_data, write_preset
 
 
 def test_a_print_too_large_even_at_1_dpi_names_what_fits():
@@ -19,3 +23,37 @@ def test_a_print_too_large_even_at_1_dpi_names_what_fits():
     call = stills.StillCall(out="unused", print_size="9999x9999in", dpi=300)
     with pytest.raises(RenderError, match=r"not even 1 dpi at 9999x9999in fits here .*--size (\d+)"):
         stills.check(preset, call, available)
+
+
+def test_render_from_a_stills_tiff_renders_what_its_png_does(tmp_path, capsys):
+    """docs/outputs.md: every output renders again with --from; a still's TIFF carries the preset
+    in its XMP tag, and --from once read it as a PNG ('carries no physarum preset')."""
+    preset_file = write_preset(tmp_path, tiny_data(look={"curve": "aces"}, output={"formats": ["png"]}))
+    folder = tmp_path / "still" / "tiny"
+    assert (
+        main(
+            ["still", str(preset_file), "--formats", "png,tiff", "--out", str(tmp_path / "still"), "--quiet"]
+        )
+        == 0
+    )
+    texts = [read_embedded(next(folder.glob(f"*.{fmt}"))) for fmt in ("png", "tiff")]
+    assert texts[0] == texts[1] and "name: tiny" in texts[0]
+    assert (
+        main(["render", "--from", str(next(folder.glob("*.tiff"))), "--out", str(tmp_path / "r"), "--quiet"])
+        == 0
+    )
+    assert (tmp_path / "r" / "tiny" / "tiny-s3.png").exists()
+
+
+def test_a_tiff_from_a_stranger_is_read_within_bounds(tmp_path):
+    tiff = tmp_path / "x.tiff"
+    header = b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 1)
+    tiff.write_bytes(header + struct.pack("<HHII", 700, 1, 2**31, 64) + bytes(4))  # a 2 GiB tag
+    with pytest.raises(ValueError, match="its XMP tag is 2147483648 bytes; at most 1000 are read"):
+        read_embedded(tiff, 1000)
+    tiff.write_bytes(header + struct.pack("<HHII", 700, 1, 500, 64) + bytes(4))  # cut short
+    with pytest.raises(ValueError, match="runs past the file's end"):
+        read_embedded(tiff, 1000)
+    tiff.write_bytes(b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 60000))
+    with pytest.raises(ValueError, match="60000 entries"):
+        read_embedded(tiff, 1000)

@@ -15,6 +15,7 @@ from ..base.files import parse_json
 from ..base.inputs import read_text as read_input
 from . import png
 from .contract import Format, Spec, Writer
+from .still import read_tiff_text
 
 
 def _found() -> dict[str, Format]:
@@ -49,5 +50,10 @@ def read_embedded(path: Path, limit: int = SIDECAR_BYTES) -> str:
     suffix = path.suffix.lower().lstrip(".")
     if suffix == "json":
         return parse_json(read_input(path, limit))["preset_yaml"]
+    if suffix in (
+        "tiff",
+        "tif",
+    ):  # a still's TIFF (output.still, physarum still): no format of output.formats
+        return read_tiff_text(path, limit)
     fmt = FORMATS.get(suffix)
     return (fmt.read_text if fmt is not None else png.read_text)(path)

@@ -133,6 +133,44 @@ def tiff16(colour: np.ndarray, comment: str, dpi: int | None, icc: bytes) -> byt
     return b"II*\x00" + struct.pack("<I", header) + ifd + bytes(extra) + pixels
 
 
+XMP_TAG = 700
+MAX_TIFF_ENTRIES = 64  # a still's TIFF has 14
+
+
+def read_tiff_text(path: Path, limit: int) -> str:
+    """The preset a still's TIFF carries (its XMP tag, tiff16), read from a file trusted in
+    nothing: the header and first IFD read by hand (Pillow would read every tag's data whole),
+    the tag's length checked against `limit` before its bytes are read; ValueError naming what
+    is wrong."""
+    with open(path, "rb") as file:
+        head = file.read(8)
+        if len(head) < 8 or head[:4] not in (b"II*\x00", b"MM\x00*"):
+            raise ValueError("not a TIFF (no II*/MM* header)")
+        order = "<" if head[:2] == b"II" else ">"
+        file.seek(struct.unpack(order + "I", head[4:])[0])
+        (count,) = struct.unpack(order + "H", file.read(2).rjust(2, b"\x00"))
+        if count > MAX_TIFF_ENTRIES:
+            raise ValueError(
+                f"its first IFD has {count} entries; a still's TIFF has at most {MAX_TIFF_ENTRIES}"
+            )
+        table = file.read(12 * count)
+        for at in range(0, len(table) - 11, 12):
+            tag, kind, length, offset = struct.unpack(order + "HHII", table[at : at + 12])
+            if tag != XMP_TAG or kind not in (1, 7):
+                continue
+            if length > limit:
+                raise ValueError(f"its XMP tag is {length} bytes; at most {limit} are read")
+            if length <= 4:
+                data = table[at + 8 : at + 8 + length]
+            else:
+                file.seek(offset)
+                data = file.read(length)
+            if len(data) != length:
+                raise ValueError("its XMP tag runs past the file's end: the file was cut short")
+            return data.decode("utf-8")
+    raise ValueError("it has no XMP tag (the preset a still's TIFF carries)")
+
+
 def exr(light: np.ndarray) -> bytes:
     """An EXR of light [H, W] float32 (one Y channel, float, zip16), by FFmpeg's exr encoder."""
     codec = av.CodecContext.create("exr", "w")
