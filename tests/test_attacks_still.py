@@ -57,3 +57,21 @@ def test_a_tiff_from_a_stranger_is_read_within_bounds(tmp_path):
     tiff.write_bytes(b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 60000))
     with pytest.raises(ValueError, match="60000 entries"):
         read_embedded(tiff, 1000)
+
+
+@pytest.mark.parametrize("fmt", ["png", "tiff"])
+def test_render_from_a_print_still_never_writes_over_it(tmp_path, capsys, fmt):
+    """render --from out/x-still.png --out out rendered output.still again over the file it read."""
+    data = tiny_data(
+        look={"curve": "aces"}, output={"formats": ["png"], "still": {"formats": ["png", "tiff"]}}
+    )
+    out = tmp_path / "out"
+    assert main(["render", str(write_preset(tmp_path, data)), "--out", str(out), "--quiet"]) == 0
+    source = out / "tiny" / f"tiny-s3-still.{fmt}"
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "tiny").iterdir()}
+    capsys.readouterr()
+    assert (
+        main(["render", "--from", str(source), "--out", str(out), "--quiet", "--set", "model.decay=0.2"]) == 2
+    )
+    assert "would write over" in capsys.readouterr().err
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "tiny").iterdir()} == before

@@ -193,7 +193,7 @@ def refuse_writing_over_input(source: Path, preset: Preset, out: Path, frames_di
     written) where FILE is one of the files this render of `preset` may write: its outputs,
     sidecar and stats (under `out`), a frame of --frames-dir, a raw field, a volume export (a 3D
     preset's volumes, a 2D preset's space-time stack: any suffix, since a file of no format's
-    suffix is read as a PNG) or a checkpoint."""
+    suffix is read as a PNG), a checkpoint or a print still (output.still)."""
     outputs = output_paths(preset, out)
     refuse_writing_over(source, [*outputs.values(), outputs["json"].with_suffix(".stats.csv")])
     stem, folder = re.escape(output_stem(preset)), outputs["json"].parent
@@ -205,6 +205,8 @@ def refuse_writing_over_input(source: Path, preset: Preset, out: Path, frames_di
         kinds.append((folder, rf"{stem}-{label}\.(npz|npy|obj|stl)", "a volume export", "--out"))
     if preset.checkpoint is not None:
         kinds.append((folder, rf"{stem}-checkpoint-\d+\.npz", "a checkpoint", "--out"))
+    if preset.output.still is not None:
+        kinds.append((folder, rf"{stem}-still\.(png|tiff|exr)", "a print still", "--out"))
     real = source.resolve()
     for where, pattern, what, instead in kinds:
         if where is not None and _same_folder(real.parent, where) and re.fullmatch(pattern, real.name):
