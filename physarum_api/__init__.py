@@ -118,7 +118,7 @@ def still(
             arguments.count_of(value, call, what)
     if print_size is not None:
         arguments.text_of(print_size, call, "print_size", "a print size like '30x40cm'")
-    formats = arguments.formats_of(formats, call)
+    formats = arguments.formats_of(formats, call, stills.STILL_FORMATS)
     request = stills.StillCall(
         out=arguments.folder_of(out, call),
         step=step,

@@ -75,3 +75,17 @@ def test_render_from_a_print_still_never_writes_over_it(tmp_path, capsys, fmt):
     )
     assert "would write over" in capsys.readouterr().err
     assert {p.name: p.stat().st_mtime_ns for p in (out / "tiny").iterdir()} == before
+
+
+def test_the_apis_formats_of_a_still_name_a_stills_formats(tmp_path):
+    """physarum.still(formats=['png', 3]) named a render's formats (gif, mp4, webp, png)."""
+    import physarum
+
+    preset = build_preset(tiny_data(look={"curve": "aces"}), "t.yaml")
+    with pytest.raises(TypeError, match=r"each format is a name \(png, tiff, exr\), got int 3"):
+        physarum.still(preset, out=tmp_path, formats=["png", 3])
+    with pytest.raises(TypeError, match=r"e.g. \['png', 'exr'\], got str 'png'"):
+        physarum.still(preset, out=tmp_path, formats="png")
+    with pytest.raises(TypeError, match=r"e.g. \['gif', 'png'\], got str 'png'"):
+        physarum.render(preset, out=tmp_path, formats="png")
+    assert list(tmp_path.iterdir()) == []

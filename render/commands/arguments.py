@@ -92,17 +92,18 @@ def text_of(value, call: str, what: str, allowed: str, optional: bool = False) -
     return value
 
 
-def formats_of(value, call: str) -> list[str] | None:
-    """A list of format names (["gif", "png"]) or None; TypeError for a single text or another type."""
+def formats_of(value, call: str, names: tuple[str, ...] = ("gif", "mp4", "webp", "png")) -> list[str] | None:
+    """A list of format names (["gif", "png"]) or None; TypeError for a single text or another
+    type, naming `names` (the call's formats: a render's, or a still's png, tiff, exr)."""
     if value is None:
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         raise TypeError(
-            f"{call}: formats must be a list of format names, e.g. ['gif', 'png'], got {_got(value)}"
+            f"{call}: formats must be a list of format names, e.g. {[names[0], names[-1]]}, got {_got(value)}"
         )
     for name in value:
         if not isinstance(name, str):
-            raise TypeError(f"{call}: formats: each format is a name (gif, mp4, webp, png), got {_got(name)}")
+            raise TypeError(f"{call}: formats: each format is a name ({', '.join(names)}), got {_got(name)}")
     return list(value)
 
 
