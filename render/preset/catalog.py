@@ -19,6 +19,7 @@ from their YAML as written (`listed`), and the commands that list or find files 
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -64,14 +65,17 @@ class Shelf:
 
     def resolve(self, name: str) -> Path:
         """The path as given where it is a file or ends in .yaml/.yml (loading reports a missing
-        file), else the shipped file of that name. PresetError, with the closest name and the
-        list, where it is neither."""
+        file), else the shipped file of that name, else the path where something else is there
+        (a folder, a FIFO, a device: loading names what it is). PresetError, with the closest
+        name and the list, where there is nothing."""
         path = Path(name)
         if path.is_file() or path.suffix in SUFFIXES:
             return path
         names = self.names()
         if name in names:
             return self.folder() / f"{name}.yaml"
+        if os.path.lexists(path):
+            return path
         raise PresetError(
             [
                 f"{name}: no such file, and no {self.noun} of that name; "
