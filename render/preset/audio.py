@@ -38,6 +38,7 @@ from ..base.inputs import file_problem
 from ..formats.mp4_audio import read_sound
 from . import audio_features as features
 from .audio_features import FEATURES, FULL, NEEDS_SOUND, RATE, Analysis
+from .carried import MAX_TABLE_FRAMES
 from .images import remember
 from .schedule import (
     Follow,
@@ -408,6 +409,12 @@ def resolve(preset, context: dict | None) -> list[str]:
     if preset.audio is None and not keys and not wants_length and not musical:
         problem = loop_bars_problem(preset, None)
         return [problem] if problem else []
+    if preset.run.steps != "audio" and preset.frames > MAX_TABLE_FRAMES and (keys or preset.audio):
+        return [  # a value a frame is worked out exactly here (10 million frames took minutes)
+            f"run.steps: {preset.run.steps} steps at {preset.run.steps_per_frame} a frame are "
+            f"{preset.frames} frames; a preset with an audio section or followed or periodic keys has at most "
+            f"{MAX_TABLE_FRAMES} (the feature table its outputs carry): fewer steps, or more a frame"
+        ]
     problems = []
     if preset.audio is None:
         for path, _ in musical:
