@@ -196,8 +196,13 @@ class AvVideoSpec:
         )
 
 
+VIDEO_DEMUXERS = "mov,matroska"  # a --from video is read by these alone (FFmpeg's format_whitelist)
+
+
 def read_comment(path: Path) -> str:
-    """The preset a video carries: its container's comment tag (any case: Matroska upper-cases it)."""
-    with av.open(str(path)) as container:
+    """The preset a video carries: its container's comment tag (any case: Matroska upper-cases
+    it), read by VIDEO_DEMUXERS only: a file from a stranger named x.mp4 that is an ffconcat or
+    HLS text would have FFmpeg open the files it names."""
+    with av.open(str(path), options={"format_whitelist": VIDEO_DEMUXERS}) as container:
         tags = {key.lower(): value for key, value in container.metadata.items()}
     return tags["comment"]

@@ -259,8 +259,9 @@ def check(preset) -> list[str]:
 
 
 def read_text(path: Path) -> str:
-    """The preset an MP4 carries: its container's comment tag."""
-    with av.open(str(path)) as container:
+    """The preset an MP4 carries: its container's comment tag, read by the MOV/MP4 demuxer only
+    (av_video.read_comment)."""
+    with av.open(str(path), options={"format_whitelist": "mov"}) as container:
         return container.metadata["comment"]
 
 
