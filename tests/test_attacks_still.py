@@ -89,3 +89,21 @@ def test_the_apis_formats_of_a_still_name_a_stills_formats(tmp_path):
     with pytest.raises(TypeError, match=r"e.g. \['gif', 'png'\], got str 'png'"):
         physarum.render(preset, out=tmp_path, formats="png")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/prints", "memory://b/x", "file:///tmp/x"])
+def test_a_still_into_a_url_is_refused_not_written_into_a_local_folder_named_s3(
+    tmp_path, capsys, monkeypatch, url
+):
+    import physarum
+
+    monkeypatch.chdir(tmp_path)
+    preset_file = write_preset(tmp_path, tiny_data(look={"curve": "aces"}))
+    assert main(["still", str(preset_file), "--out", url, "--quiet"]) == 2
+    assert "physarum still writes into a local folder, not a URL" in capsys.readouterr().err
+    from pathlib import Path
+
+    for out in (url, Path(url)):
+        with pytest.raises(RenderError, match="not a URL"):
+            physarum.still(physarum.load(str(preset_file)), out=out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["preset.yaml"]

@@ -32,6 +32,7 @@ from ..base import lazy
 from ..base.errors import RenderError
 from ..base.files import commit_together, remove_stale_parts_of
 from ..base.interrupts import signals_interrupt
+from ..base.storage import is_url, restored
 from ..formats.still import (
     STILL_FORMATS,
     check_kind,
@@ -214,6 +215,17 @@ def largest_fitting(frame, call: StillCall, formats, available: int) -> str:
     return f"at most --dpi {max(fitting)} at {call.print_size} fits here (--size {low}: {size[0]}x{size[1]})"
 
 
+def check_folder(out) -> None:
+    """RenderError where --out is a URL (s3://, memory://, file://...): a still is written to a
+    local folder only (it once went into a local folder named 's3:')."""
+    url = restored(out)  # a Path collapses s3://b to s3:/b
+    if is_url(url):
+        raise RenderError(
+            f"--out {url}: physarum still writes into a local folder, not a URL; give a folder (and "
+            "copy the files), or render with output.still and --out URL (physarum render)"
+        )
+
+
 def still_preset(preset, step: int):
     """The preset a still renders: run.steps = step, and none of what changes no step but would
     write or reorder frames (loop, bars, target, alpha, output.still, checkpoints, fields,
@@ -234,6 +246,7 @@ def check(preset, call: StillCall, available: int | None = None) -> StillPlan:
     from ..out.specs import output_stem  # start-up: the preset schema
     from ..preset.provenance import check_readable  # start-up: the preset schema
 
+    check_folder(call.out)
     check_kind(preset, "physarum still")
     step = check_step(preset, call.step)
     formats = check_formats(call.formats)
