@@ -22,3 +22,14 @@ def test_a_file_url_with_a_host_writes_nowhere(tmp_path, capsys, monkeypatch, ur
     with pytest.raises(RenderError, match="a file URL is file:///ABSOLUTE/PATH"):
         physarum.render(physarum.load(str(preset_file)), out=url)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["preset.yaml"]
+
+
+@pytest.mark.parametrize("command", ["graph", "live", "sensitivity", "explore", "still"])
+def test_a_command_without_object_storage_refuses_an_out_url(tmp_path, capsys, monkeypatch, command):
+    """physarum graph X --out s3://b/g wrote into a local folder named 's3:' and said nothing."""
+    monkeypatch.chdir(tmp_path)
+    preset_file = write_preset(tmp_path, tiny_data(output={"formats": ["png"]}))
+    assert main([command, str(preset_file), "--out", "s3://bucket/x"]) == 2
+    err = capsys.readouterr().err
+    assert f"physarum {command} writes into a local folder, not a URL" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["preset.yaml"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..base.errors import PresetError, RenderError, machine_problem, printable, shown
 from ..base.interrupts import Terminated
+from ..base.storage import is_url
 from ..commands import render as render_command
 from ..commands import sweep as sweep_command
 from ..preset.catalog import resolve_preset_path
@@ -295,12 +296,27 @@ def fail(problems: list[str]) -> int:
     return EXIT_USAGE
 
 
+URL_OUT = {"render", "sweep"}  # the commands whose --out may be a URL (base/storage.py)
+
+
+def check_local_out(args) -> None:
+    """RenderError where a command that writes only into local folders is given --out URL (graph
+    --out s3://b/g wrote into a local folder named 's3:')."""
+    out = getattr(args, "out", None)
+    if args.command not in URL_OUT and isinstance(out, str) and is_url(out):
+        raise RenderError(
+            f"--out {out}: physarum {args.command} writes into a local folder, not a URL; give a folder "
+            "(physarum render and sweep take --out URL)"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Bad input, a machine that cannot do it (a file or a read-only folder where
     the outputs go, a full disk, memory that runs out after the check) end in one message and
     exit code 2; a killed render leaves nothing partial behind (files.written_whole, the writers)."""
     args = parser().parse_args(argv)
     try:
+        check_local_out(args)
         return COMMANDS[args.command](args)
     except PresetError as error:
         return fail(error.problems)
