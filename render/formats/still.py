@@ -21,7 +21,11 @@ encoder checks it as if 8 bytes a pixel: 16255 x 16255 is the largest square EXR
 PNG and TIFF are written here, not by Pillow, which writes no 16-bit RGB: the PNG's pixels
 deflated by Python's zlib (its bytes follow the zlib the interpreter links; the pixels do not),
 the TIFF uncompressed (the same bytes everywhere). Not a format of output.formats (no FORMAT): a
-key asks for it, and its files sit beside the outputs: <stem>-still.png, .tiff, .exr."""
+key asks for it, and its files sit beside the outputs: <stem>-still.png, .tiff, .exr, named
+among a render's outputs (RenderResult.outputs, the sidecar's `outputs`, the printed list) as
+"still.png", "still.tiff" and "still.exr" (still_key). The EXR carries no preset: FFmpeg's exr
+encoder writes a fixed header (channels, compression, windows, lineOrder, gamma, writer "lavc")
+and takes no attribute from its caller, so `render --from` reads the PNG's or the TIFF's."""
 
 from __future__ import annotations
 
@@ -181,9 +185,34 @@ def exr(light: np.ndarray) -> bytes:
     return b"".join(bytes(packet) for packet in [*codec.encode(frame), *codec.encode(None)])
 
 
+STILL_KEY = "still."  # what a still's output name starts with
+
+
+def still_key(fmt: str) -> str:
+    """The name a still's file of format `fmt` has among a render's outputs: "still.<fmt>"."""
+    return f"{STILL_KEY}{fmt}"
+
+
+def is_still_key(key: str) -> bool:
+    """Whether an output name (a key of RenderResult.outputs) is a print still's."""
+    return key.startswith(STILL_KEY)
+
+
+def still_file(folder: Path, stem: str, fmt: str) -> Path:
+    """Where a render's still of format `fmt` goes: FOLDER/<stem>-still.<fmt>."""
+    return Path(folder) / f"{stem}-still.{fmt}"
+
+
+def still_paths(folder: Path, stem: str, formats) -> dict[str, Path]:
+    """The still's files a render writes, by output name (still_key), in `formats`' order:
+    `formats` are those written (written_formats)."""
+    return {still_key(fmt): still_file(folder, stem, fmt) for fmt in formats}
+
+
 @dataclass(frozen=True)
 class StillSpec:
-    """The print still of a render: folder, stem, the preset text, scale, dpi, formats."""
+    """The print still of a render: folder, stem, the preset text, scale, dpi, formats (those
+    written: written_formats)."""
 
     folder: Path
     stem: str
@@ -197,7 +226,7 @@ class StillSpec:
 
     @property
     def path(self) -> Path:
-        return Path(self.folder) / f"{self.stem}-still.{self.formats[0]}"
+        return still_file(self.folder, self.stem, self.formats[0])
 
     def open(self) -> StillWriter:
         return StillWriter(self)
@@ -275,7 +304,7 @@ class StillWriter:
     def complete(self) -> list[PartialFile]:
         spec, k = self.spec, self.spec.scale
         height, width = self.colour.shape[:2]
-        files = {fmt: Path(spec.folder) / f"{spec.stem}-still.{fmt}" for fmt in spec.formats}
+        files = {fmt: still_file(spec.folder, spec.stem, fmt) for fmt in spec.formats}
         self.partials = still_files(
             self.colour, self.light, (width * k, height * k), files, spec.comment, spec.dpi
         )

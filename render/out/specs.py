@@ -24,7 +24,7 @@ from ..formats.gif_file import (
     reduced_size,
 )
 from ..formats.registry import FORMATS
-from ..formats.still import StillSpec, check_still, host_available
+from ..formats.still import StillSpec, check_still, host_available, still_paths, written_formats
 from ..formats.targets import describe, frame_fit
 from ..preset import Preset
 from ..preset.audio import loop_tempo
@@ -50,9 +50,23 @@ def output_stem(preset: Preset) -> str:
 
 
 def output_paths(preset: Preset, out_dir: Path) -> dict[str, Path]:
-    """Each output's path by format, and the sidecar's ("json"): OUT/<name>/<name>-s<seed>.<fmt>."""
+    """Each output's path by format (OUT/<name>/<name>-s<seed>.<fmt>), then with output.still
+    each still file written by its key ("still.png", "still.tiff", "still.exr":
+    OUT/<name>/<name>-s<seed>-still.<fmt>; formats/still.py), then the sidecar's ("json")."""
     folder = Path(out_dir) / preset.name
-    return {fmt: folder / f"{output_stem(preset)}.{fmt}" for fmt in (*preset.output.formats, "json")}
+    paths = {fmt: folder / f"{output_stem(preset)}.{fmt}" for fmt in preset.output.formats}
+    paths.update(still_outputs(preset, folder))
+    paths["json"] = folder / f"{output_stem(preset)}.json"
+    return paths
+
+
+def still_outputs(preset: Preset, folder: Path) -> dict[str, Path]:
+    """The print still's files a render of `preset` writes into `folder`, by key (none without
+    output.still; no EXR without a look: formats/still.py, written_formats)."""
+    still = preset.output.still
+    if still is None:
+        return {}
+    return still_paths(folder, output_stem(preset), written_formats(preset, still.formats))
 
 
 def gif_digits(preset: Preset) -> tuple[int, int]:
@@ -83,11 +97,10 @@ def output_specs(
     shared = Shared(text, palette, gif_size(preset), gif_digits(preset), jobs, handed_frames(preset))
     specs = [FORMATS[fmt].make_spec(preset, paths[fmt], shared) for fmt in preset.output.formats]
     still = preset.output.still
-    if still is not None:
+    formats = () if still is None else tuple(written_formats(preset, still.formats))
+    if formats:  # exr alone without a look writes nothing
         folder = paths[preset.output.formats[0]].parent
-        specs.append(
-            StillSpec(folder, output_stem(preset), text, still.scale, still.dpi, tuple(still.formats))
-        )
+        specs.append(StillSpec(folder, output_stem(preset), text, still.scale, still.dpi, formats))
     if frames_dir is not None:
         alpha = preset.output.alpha
         specs.append(FramesDirSpec(Path(frames_dir), output_stem(preset), text, alpha, reads(alpha)))

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from ..base.errors import RenderError, machine_problem, out_of_memory
+from ..formats.still import is_still_key
 from ..preset import Preset, PresetError, carried
 from ..run import machine, runner
 from .manifest import now
@@ -113,9 +114,10 @@ def _render_batch_outcomes(
             "batch": len(items),
         }
         if result.error is None:
-            outputs = {fmt: str(path.relative_to(sweep_dir)) for fmt, path in result.outputs.items()}
+            named = {key: str(path.relative_to(sweep_dir)) for key, path in result.outputs.items()}
+            outputs, stills = record_outputs(named)
             outcome.update(status="done", outputs=outputs)
-            extras = job_extras(sweep_dir, outputs)
+            extras = [*stills, *job_extras(sweep_dir, named)]
             if extras:
                 outcome["extras"] = extras
         else:
@@ -124,10 +126,19 @@ def _render_batch_outcomes(
     return outcomes
 
 
+def record_outputs(named: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """A done job's files as its record keeps them, from RenderResult.outputs (paths relative
+    to the sweep's folder): `outputs`, its formats and sidecar by key, as records always had
+    them (manifest.outputs_complete resumes by them), and its print stills' paths ("still.*"
+    keys: formats/still.py), which the record lists among its extras."""
+    stills = [rel for key, rel in named.items() if is_still_key(key)]
+    return {key: rel for key, rel in named.items() if not is_still_key(key)}, stills
+
+
 def job_extras(sweep_dir: Path, outputs: dict[str, str]) -> list[str]:
-    """The files a job committed beside its outputs that RenderResult.outputs does not name
-    (output.still's prints: any file of its stem), relative to sweep_dir:
-    every visible regular file of the job's folder but its outputs (a job's folder is its own)."""
+    """The files a job committed beside the files RenderResult.outputs names (`outputs`): a
+    raw field's, a volume export's (any file of its stem), relative to sweep_dir: every visible
+    regular file of the job's folder but those named (a job's folder is its own)."""
     named = set(outputs.values())
     folders = {Path(rel).parent for rel in named}
     extras = []
