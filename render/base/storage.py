@@ -22,6 +22,11 @@ manifest. A render's files are stored by `ObjectStore.put_together`: the earlier
 names copied aside first, and put back where an upload fails or a signal stops it, so that a
 failed or stopped upload leaves the store as it was (render/commands/render.py).
 
+Before a render or a sweep writes anything it probes its store (`Store.probe`, called by
+render/commands/render.py and render/commands/sweep.py before torch is loaded): an empty hidden
+object written and removed under the prefix, so that no credentials, a missing bucket, a refused
+connection, a bad endpoint or no right to write is one message before minutes of work, not after.
+
 Credentials come only from the environment and fsspec's own configuration (for S3: the AWS
 variables, ~/.aws, FSSPEC_S3_* or AWS_ENDPOINT_URL_S3 for an S3-compatible server); a URL that
 carries them (user:secret@, a query) is refused, so that no credential reaches a manifest,
@@ -55,6 +60,16 @@ ATOMIC_PUT = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "memory
 READ_CHUNK = 1 << 20
 # what a failed or interrupted ObjectStore.put_together says of the store
 PUT_BACK = "the files stored before it were put back: the store holds what it held before"
+# the empty hidden object ObjectStore.probe writes and removes: PROBE + a random token
+PROBE = ".physarum-probe."
+# the probe of an S3 store, bounded: two attempts, 5 s to connect, 10 s to read (botocore's
+# defaults are 5 attempts with backoff, 60 s each: 9 s for a refused connection, minutes for a
+# host that never answers); s3fs's own retries of a timeout are one attempt (its default 5)
+S3_PROBE = {
+    "connect_timeout": 5,
+    "read_timeout": 10,
+    "retries": {"total_max_attempts": 2, "mode": "standard"},
+}
 
 
 def is_url(destination) -> bool:
@@ -186,6 +201,10 @@ class Store:
     location: Path | Location
     local: bool
 
+    def probe(self) -> None:
+        """RenderError where this store cannot take a file, before anything is rendered (a local
+        folder: nothing to ask; files.py names the file its disk refuses)."""
+
     def stage(self, rel: str) -> Staged:
         raise NotImplementedError
 
@@ -297,6 +316,37 @@ class ObjectStore(Store):
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
+
+    def probe(self) -> None:
+        """One RenderError naming the URL and the cause where the store cannot take a file: an
+        empty hidden object (.physarum-probe.TOKEN) written under the prefix and removed. Its
+        write refused (no credentials, a missing bucket, a refused connection, a bad endpoint, no
+        right to write) leaves nothing anywhere. Two requests (a PUT and a DELETE); on S3 bounded
+        by S3_PROBE (about 1 s for a refused connection, at most about 21 s for a host that never
+        answers). A removal the store refuses (a policy that lets one write, not delete) is no
+        error: the empty object stays, hidden."""
+        key = f"{self.root}/{PROBE}{secrets.token_hex(6)}"
+        try:
+            fs = self._probing_fs()
+            fs.pipe_file(key, b"")
+        except Exception as error:
+            raise RenderError(
+                f"{self.url}: the store refused a write, so nothing was rendered or written: "
+                f"{type(error).__name__}: {_reason(error)}; {_store_hint(self.scheme)}"
+            ) from None
+        with contextlib.suppress(Exception):  # an empty hidden object left behind is harmless
+            fs.rm_file(key)
+
+    def _probing_fs(self):
+        """The file system the probe asks: the store's, or for S3 one of the same options
+        bounded by S3_PROBE (the store's own keeps the defaults its uploads need)."""
+        if self.scheme not in ("s3", "s3a"):
+            return self.fs
+        options = dict(self.fs.storage_options)
+        options["config_kwargs"] = {**options.get("config_kwargs", {}), **S3_PROBE}
+        fs = type(self.fs)(**options, skip_instance_cache=True)
+        fs.retries = 1  # s3fs's own retry loop (its default 5) over botocore's attempts
+        return fs
 
     def stage(self, rel: str) -> Staged:
         check_relative(rel)
@@ -441,6 +491,17 @@ class ObjectStore(Store):
         except Exception as error:
             verb = "read" if reading else "write"
             raise RenderError(f"{self.url}/{rel}: the store refused to {verb} it: {_reason(error)}") from None
+
+
+def _store_hint(scheme: str) -> str:
+    """What to check where a store refused the probe: for S3, the variables it reads."""
+    if scheme in ("s3", "s3a"):
+        return (
+            "check that the bucket exists, the credentials (AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws) and the endpoint (AWS_ENDPOINT_URL_S3 or "
+            "FSSPEC_S3_ENDPOINT_URL for an S3-compatible server)"
+        )
+    return "check that the bucket exists, and the credentials and endpoint in the environment"
 
 
 def _reason(error: BaseException) -> str:

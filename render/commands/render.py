@@ -16,7 +16,9 @@ upload, and where the store refuses a write (one RenderError naming the file's U
 SIGTERM or SIGHUP comes during the upload (deferred to the end of the PUT in flight:
 interrupts.signals_deferred), the objects stored so far get their earlier bytes back, so the store
 holds what it held before (docs/outputs.md). The URL is checked (credentials only from the
-environment, fsspec installed) before anything renders. A folder, or a file:// URL, is the local
+environment, fsspec installed) and the store probed (ObjectStore.probe: an empty hidden object
+written and removed) before torch is loaded and anything renders: a store that cannot be
+written is one message, not minutes of work lost. A folder, or a file:// URL, is the local
 render as always.
 """
 
@@ -89,6 +91,7 @@ def run(preset, call: RenderCall, say: Callable[[str], None] | None = None) -> R
     if store.local:  # file://: the local folder
         return _run_here(preset, dataclasses.replace(call, out=store.root), say)
     try:
+        store.probe()  # refused here (no credentials, no bucket, no connection), before torch
         return _run_into_store(preset, call, store, say)
     finally:
         store.close()

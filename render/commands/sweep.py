@@ -105,6 +105,20 @@ def destination(out: str | Path) -> str | Path:
     return out if isinstance(out, str) and "://" in out else Path(out)
 
 
+def probe(out: str | Path, name: str) -> None:
+    """RenderError where the sweep's folder OUT/<name> is in a store that cannot be written (no
+    credentials, no bucket, no connection: base/storage.ObjectStore.probe), before torch is
+    loaded and any job renders; a local folder is not asked."""
+    from ..sweep.manifest import sweep_store  # start-up: the sweep modules, for sweep only
+
+    store = sweep_store(destination(out), name)
+    try:
+        store.probe()
+    finally:
+        if not store.local:
+            store.close()
+
+
 def dry_run(
     sweep,
     out: str | Path,
@@ -137,6 +151,7 @@ def run(
     from .. import sweep as sweeps  # start-up: torch, for a run
 
     ray_flags_of(options.get("ray"), files, max_attempts, per_node)
+    probe(out, sweep.name)
     return sweeps.run_sweep(
         sweep,
         sweeps.SweepOptions(
