@@ -281,5 +281,7 @@ def test_a_killed_driver_resumes_from_s3_and_a_refused_write_is_one_message(tmp_
     lines = [line for line in err.splitlines() if line.startswith("error")]
     assert (
         len(lines) == 1
-        and "s3://no-such-bucket/x/s/manifest.jsonl: the store refused to write it" in lines[0]
+        and "s3://no-such-bucket/x/s: the store refused a write, so nothing was rendered or written: "
+        "FileNotFoundError: The specified bucket does not exist"
+        in lines[0]
     )
