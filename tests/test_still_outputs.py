@@ -140,3 +140,44 @@ def test_ffmpeg_s_exr_header_is_fixed_so_the_exr_carries_no_preset():
         "gamma",
         "writer",
     ]
+
+
+def test_render_from_a_still_s_exr_is_refused_and_never_writes_over_a_still(tmp_path, capsys):
+    data = tiny_data(output={"formats": ["png"], "still": {"scale": 1}}, look={"bloom": 0.3})
+    preset = tmp_path / "p.yaml"
+    preset.write_text(yaml.safe_dump(data))
+    flags = ["--backend", "torch", "--device", "cpu", "--quiet"]
+    out = tmp_path / "out"
+    assert main(["render", str(preset), "--out", str(out), *flags]) == 0
+    capsys.readouterr()
+    still = out / "tiny" / "tiny-s3-still"
+    assert main(["render", "--from", f"{still}.exr", "--out", str(tmp_path / "again"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert "carries no physarum preset" in err and "Traceback" not in err
+    assert not (tmp_path / "again").exists()
+    tiff = still.with_suffix(".tiff").read_bytes()
+    assert main(["render", "--from", f"{still}.tiff", "--out", str(out), *flags]) == 2
+    assert "would write over" in capsys.readouterr().err and still.with_suffix(".tiff").read_bytes() == tiff
+
+
+def test_a_render_into_object_storage_prints_its_stills(tmp_path, capsys):
+    import fsspec
+
+    data = tiny_data(output={"formats": ["png"], "still": {"scale": 2, "formats": ["tiff"]}})
+    preset = tmp_path / "p.yaml"
+    preset.write_text(yaml.safe_dump(data))
+    url = "memory://still-outputs/x"
+    assert (
+        main(["render", str(preset), "--out", url, "--backend", "torch", "--device", "cpu", "--quiet"]) == 0
+    )
+    printed = [line.split(" ") for line in capsys.readouterr().out.splitlines()]
+    assert [row[:2] for row in printed] == [
+        ["png", f"{url}/tiny/tiny-s3.png"],
+        ["still.tiff", f"{url}/tiny/tiny-s3-still.tiff"],
+        ["json", f"{url}/tiny/tiny-s3.json"],
+    ]
+    memory = fsspec.filesystem("memory")
+    assert int(printed[1][2]) == memory.size("/still-outputs/x/tiny/tiny-s3-still.tiff") > 64 * 96 * 6
+    sidecar = json.loads(memory.cat_file("/still-outputs/x/tiny/tiny-s3.json"))
+    assert sidecar["outputs"]["still.tiff"]["bytes"] == int(printed[1][2])
+    memory.rm("/still-outputs", recursive=True)
