@@ -41,6 +41,9 @@ from .volume_export import SpacetimeWriter
 
 @dataclass
 class RenderResult:
+    # the files by output name: each format's ("gif", "mp4", ...), a print still's ("still.png",
+    # "still.tiff", "still.exr": out/specs.py output_paths), the sidecar's ("json"), then the
+    # extra files committed with them (--stats, --metrics)
     outputs: dict[str, Path]
     backend: str
     device: str
@@ -54,9 +57,9 @@ class RenderResult:
 def sidecar(preset: Preset, result: RenderResult, sizes: dict[str, int], loop: dict | None = None) -> dict:
     """The JSON sidecar of a finished job: the preset (portable and as embedded text), where and
     how it ran (with the encoder builds that wrote its bytes, provenance.encoder_builds), its
-    timings and notes, each output file's name and size (sizes: bytes by format), with
-    output.loop_mode the loop (loops.TrailLoop.describe) and with schedules their keyframes
-    (keyframes.describe)."""
+    timings and notes, each output file's name and size (sizes: bytes by output name, a print
+    still's too), with output.loop_mode the loop (loops.TrailLoop.describe) and with schedules
+    their keyframes (keyframes.describe)."""
     out = {
         "physarum_version": version(),
         "preset": preset.portable_dump(),
