@@ -58,7 +58,7 @@ def refusal(capsys) -> str:
     return lines[0]
 
 
-def test_a_probe_that_passes_leaves_nothing_in_the_store(monkeypatch):
+def test_a_probe_that_passes_leaves_nothing_in_the_store(monkeypatch, capsys, never):
     fs = fsspec.filesystem("memory")
     written = []
     pipe = MemoryFileSystem.pipe_file
@@ -72,6 +72,11 @@ def test_a_probe_that_passes_leaves_nothing_in_the_store(monkeypatch):
     assert len(written) == 1 and written[0].startswith(f"/probe-passes/renders/{PROBE}")
     assert not fs.exists(written[0]) and fs.find("/probe-passes") == []
     assert open_store("outputs").probe() is None  # a local folder: nothing asked
+    # through the commands: the probe passes and the render, then the sweep, is started
+    assert main([*RENDER, "--out", "memory://probe-passes/renders"]) == 2
+    assert main([*SWEEP, "--out", "memory://probe-passes/sweeps"]) == 2
+    assert capsys.readouterr().err.splitlines() == ["error: started"] * 2
+    assert never == ["render", "sweep"] and fs.find("/probe-passes") == []
 
 
 def test_a_refused_write_stops_render_and_sweep_before_they_start(monkeypatch, capsys, never):

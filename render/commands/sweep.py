@@ -2,7 +2,8 @@
 (render/cli/main.py) and `physarum.sweep` (physarum_api/). A sweep batches 2D presets only (a job
 of a 3D preset is refused, one message; so is a job that asks for checkpoints, raw fields or a
 space-time stack, which a sweep does not write) and at least one simulation per batch, dry run or not.
-Reading a sweep and its dry run load no torch.
+Reading a sweep and its dry run load no torch; a run into a URL probes the store before torch
+is loaded (probe: one message where it cannot be written).
 """
 
 from __future__ import annotations
