@@ -190,7 +190,8 @@ def test_the_commands_out_keeps_a_url_whole(capsys):
 
 
 def test_a_jobs_files_beside_its_outputs_are_stored_too(tmp_path, memory):
-    """A job's print still (output.still), which RenderResult.outputs does not name, is stored in
+    """A job's print still (output.still), which a record lists among its `extras` (its `outputs`
+    keep the formats' keys, so that manifests resume as before), is stored in
     object storage with the job's outputs (the record's `extras`, with its size and sha256 in
     `files`), the same bytes as in a local sweep's folder: a Ray task sends its files the same way
     (delivered_files)."""
