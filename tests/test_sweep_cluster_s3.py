@@ -90,6 +90,19 @@ def cluster_processes(temp_dirs: list[str]) -> list:
     return list(found.values())
 
 
+def stop_cluster(temps: list[str]) -> None:
+    """Our cluster's processes killed (and waited for) and its temp folders removed."""
+    processes = cluster_processes(temps)
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(processes, timeout=20)
+    for folder in temps:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture
 def cluster(tmp_path):
     """A head and a second node, each with its own short temp folder (Ray's socket paths are
@@ -122,15 +135,7 @@ def cluster(tmp_path):
         )
         yield {"address": address, "temps": temps}
     finally:
-        processes = cluster_processes(temps)
-        for process in processes:
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(processes, timeout=20)
-        for folder in temps:
-            shutil.rmtree(folder, ignore_errors=True)
+        stop_cluster(temps)
 
 
 def physarum(*arguments, cwd: Path, **options) -> subprocess.Popen:

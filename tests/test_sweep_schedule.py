@@ -12,7 +12,6 @@ import fcntl
 import io
 import os
 import pty
-import shutil
 import struct
 import subprocess
 import sys
@@ -77,7 +76,7 @@ def mixed_cluster(tmp_path_factory):
     """The two nodes (see the module's text), each with its own short temp folder; stopped by
     killing exactly their processes."""
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'physarum[ray]'")
-    from test_sweep_cluster_s3 import HEAD, LOOPBACK, SECOND, cluster_processes, psutil, start_node
+    from test_sweep_cluster_s3 import HEAD, LOOPBACK, SECOND, start_node, stop_cluster
 
     temps = [tempfile.mkdtemp(prefix="phray-", dir="/tmp") for _ in range(2)]
     works = [tmp_path_factory.mktemp("gpu-node"), tmp_path_factory.mktemp("cpu-node")]
@@ -112,15 +111,7 @@ def mixed_cluster(tmp_path_factory):
         )
         yield address
     finally:
-        processes = cluster_processes(temps)
-        for process in processes:
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(processes, timeout=20)
-        for folder in temps:
-            shutil.rmtree(folder, ignore_errors=True)
+        stop_cluster(temps)
 
 
 @pytest.fixture(scope="module")
