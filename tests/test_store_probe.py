@@ -2,7 +2,8 @@
 `physarum sweep --out URL` and their API faces probe the store (base/storage.ObjectStore.probe:
 an empty hidden object written and removed) before torch is loaded and anything renders, and
 refuse with one message naming the URL and the cause, exit 2 (RenderError from the API),
-nothing written. On memory:// (a probe that passes, a write refused), moto's S3 server (a
+nothing written; `physarum sweep --dry-run --out URL` probes it for a read (nothing written),
+with the same bounds. On memory:// (a probe that passes, a write refused), moto's S3 server (a
 missing bucket) and a closed loopback port (a refused connection)."""
 
 from __future__ import annotations
@@ -212,3 +213,47 @@ def test_the_command_loads_no_torch_before_a_refused_connection(tmp_path):
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "s3://renders/x: the store refused a write" in lines[0], done.stderr
     assert "EndpointConnectionError" in lines[0] and list(tmp_path.iterdir()) == []
+
+
+def test_a_dry_run_into_an_unreachable_store_is_one_message_within_seconds(monkeypatch, capsys, never):
+    """A dry run reads, never writes: it probes the store for a read, with the probe's bounds,
+    before its manifest is read (botocore's defaults took about 9 s and named the manifest)."""
+    pytest.importorskip("s3fs", reason="object storage is the optional extra physarum[cloud]")
+    aws(monkeypatch, f"http://127.0.0.1:{closed_port()}")
+    began = time.perf_counter()
+    assert main([*SWEEP, "--dry-run", "--out", "s3://renders/x"]) == 2
+    seconds = time.perf_counter() - began
+    line = refusal(capsys)
+    assert line.startswith(
+        "error: s3://renders/x/decay: the store refused a read, so nothing was read: "
+        "EndpointConnectionError: Could not connect to the endpoint URL"
+    )
+    assert S3_CAUSE in line and "manifest.jsonl" not in line and never == []
+    assert seconds < 3, seconds
+    with pytest.raises(RenderError, match=r"^s3://renders/x/decay: the store refused a read"):
+        physarum.sweep("decay", out="s3://renders/x", dry_run=True)
+
+
+def test_a_dry_run_probes_by_reading_and_writes_nothing(monkeypatch, capsys, never):
+    """A store that refuses every write is still read by a dry run; one that refuses to read
+    is one message naming the URL."""
+
+    def refusing(self, path, value, **kwargs):
+        raise PermissionError("Access Denied")
+
+    monkeypatch.setattr(MemoryFileSystem, "pipe_file", refusing)
+    assert main([*SWEEP, "--dry-run", "--out", "memory://read-only/s"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("sweep decay: 12 jobs") and "12 to run" in out.splitlines()[0] and err == ""
+
+    def unreadable(self, path, **kwargs):
+        raise PermissionError("Access Denied")
+
+    monkeypatch.setattr(MemoryFileSystem, "info", unreadable)
+    assert main([*SWEEP, "--dry-run", "--out", "memory://read-only/s"]) == 2
+    assert refusal(capsys) == (
+        "error: memory://read-only/s/decay: the store refused a read, so nothing was read: "
+        "PermissionError: Access Denied; check that the bucket exists, and the credentials and "
+        "endpoint in the environment"
+    )
+    assert never == [] and fsspec.filesystem("memory").find("/read-only") == []

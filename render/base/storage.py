@@ -201,9 +201,10 @@ class Store:
     location: Path | Location
     local: bool
 
-    def probe(self) -> None:
-        """RenderError where this store cannot take a file, before anything is rendered (a local
-        folder: nothing to ask; files.py names the file its disk refuses)."""
+    def probe(self, reading: bool = False) -> None:
+        """RenderError where this store cannot take a file (or, `reading`, cannot be read), before
+        anything is rendered or read (a local folder: nothing to ask; files.py names the file its
+        disk refuses)."""
 
     def stage(self, rel: str) -> Staged:
         raise NotImplementedError
@@ -317,25 +318,35 @@ class ObjectStore(Store):
             shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
 
-    def probe(self) -> None:
+    def probe(self, reading: bool = False) -> None:
         """One RenderError naming the URL and the cause where the store cannot take a file: an
         empty hidden object (.physarum-probe.TOKEN) written under the prefix and removed. Its
         write refused (no credentials, a missing bucket, a refused connection, a bad endpoint, no
         right to write) leaves nothing anywhere. Two requests (a PUT and a DELETE); on S3 bounded
         by S3_PROBE (about 1 s for a refused connection, at most about 21 s for a host that never
         answers). A removal the store refuses (a policy that lets one write, not delete) is no
-        error: the empty object stays, hidden."""
+        error: the empty object stays, hidden. `reading` (a dry run): the store is asked for that
+        hidden object's details instead, and writes nothing; the object missing (or the bucket)
+        is no error, for there is nothing yet to read; the same bounds."""
         key = f"{self.root}/{PROBE}{secrets.token_hex(6)}"
         try:
             fs = self._probing_fs()
-            fs.pipe_file(key, b"")
+            if reading:
+                with contextlib.suppress(FileNotFoundError):
+                    fs.info(key)
+            else:
+                fs.pipe_file(key, b"")
         except Exception as error:
+            verb, undone = (
+                ("a read", "nothing was read") if reading else ("a write", "nothing was rendered or written")
+            )
             raise RenderError(
-                f"{self.url}: the store refused a write, so nothing was rendered or written: "
+                f"{self.url}: the store refused {verb}, so {undone}: "
                 f"{type(error).__name__}: {_reason(error)}; {_store_hint(self.scheme)}"
             ) from None
-        with contextlib.suppress(Exception):  # an empty hidden object left behind is harmless
-            fs.rm_file(key)
+        if not reading:
+            with contextlib.suppress(Exception):  # an empty hidden object left behind is harmless
+                fs.rm_file(key)
 
     def _probing_fs(self):
         """The file system the probe asks: the store's, or for S3 one of the same options

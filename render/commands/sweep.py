@@ -3,7 +3,8 @@
 of a 3D preset is refused, one message; so is a job that asks for checkpoints, raw fields or a
 space-time stack, which a sweep does not write) and at least one simulation per batch, dry run or not.
 Reading a sweep and its dry run load no torch; a run into a URL probes the store before torch
-is loaded (probe: one message where it cannot be written).
+is loaded (probe: one message where it cannot be written), a dry run into a URL probes it for a
+read before the manifest is read (one message, within the probe's bounds, where it cannot be read).
 """
 
 from __future__ import annotations
@@ -106,15 +107,16 @@ def destination(out: str | Path) -> str | Path:
     return out if isinstance(out, str) and "://" in out else Path(out)
 
 
-def probe(out: str | Path, name: str) -> None:
+def probe(out: str | Path, name: str, reading: bool = False) -> None:
     """RenderError where the sweep's folder OUT/<name> is in a store that cannot be written (no
     credentials, no bucket, no connection: base/storage.ObjectStore.probe), before torch is
-    loaded and any job renders; a local folder is not asked."""
+    loaded and any job renders; `reading` (a dry run): one that cannot be read, before its
+    manifest is read, and nothing written. A local folder is not asked."""
     from ..sweep.manifest import sweep_store  # start-up: the sweep modules, for sweep only
 
     store = sweep_store(destination(out), name)
     try:
-        store.probe()
+        store.probe(reading=reading)
     finally:
         if not store.local:
             store.close()
@@ -130,10 +132,12 @@ def dry_run(
     per_node: int | None = None,
 ) -> list[str]:
     """The lines `physarum sweep --dry-run` prints: every job, its values and its state (the run's
-    flags checked as a run checks them)."""
+    flags checked as a run checks them; a store URL probed for a read first: RenderError naming
+    it where it cannot be read)."""
     from .. import sweep as sweeps  # start-up: the sweep modules, for sweep only
 
     ray_flags_of(ray, files, max_attempts, per_node)
+    probe(out, sweep.name, reading=True)
     return sweeps.dry_run_lines(sweep, destination(out), batch_of(max_batch))
 
 
