@@ -241,20 +241,25 @@ def read_block(text: str) -> dict[str, CarriedImage | CarriedAudio]:
     """The images a carried block holds, by path; ValueError naming what is wrong (line numbers
     count from the block's first line). Nothing is decompressed here."""
     if len(text) > MAX_CARRIED_BYTES:
-        raise ValueError(f"the carried images are {len(text)} bytes; at most {MAX_CARRIED_BYTES} are read")
+        raise ValueError(
+            f"the carried images and soundtrack are {len(text)} bytes; at most {MAX_CARRIED_BYTES} are read"
+        )
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines or not lines[0].startswith(MARK):
-        raise ValueError(f"the carried images start with {MARK!r}")
+        raise ValueError(f"the carried images and soundtrack start with {MARK!r}")
     version = lines[0][len(MARK) :]
     if version not in (str(FORMAT), str(AUDIO_FORMAT)):
         raise ValueError(
-            f"the carried images are in format {excerpt(version)}; this physarum reads format {FORMAT}: "
-            "render it with the release that wrote it, or give their folder with --images DIR"
+            f"the carried images and soundtrack are in format {excerpt(version)}; this physarum reads "
+            f"format {FORMAT} or {AUDIO_FORMAT}: render it with the release that wrote it, or give the "
+            "images' folder with --images DIR and the sound file with --set audio.path=FILE"
         )
     if len(lines) < 2 or lines[-1] != END:
-        raise ValueError(f"the carried images end before their last line {END!r}: the file was cut short")
+        raise ValueError(
+            f"the carried images and soundtrack end before their last line {END!r}: the file was cut short"
+        )
     images: dict[str, CarriedImage] = {}
     sounds: dict[str, CarriedAudio] = {}
     at = 1
@@ -291,6 +296,7 @@ AUDIO_KINDS = {
     "bytes": int,
 }
 SOUND_KINDS = {"path": str, "sha256": str, "bytes": int}
+HEADERS = {"audio": "soundtrack's features", "sound": "sound file's"}  # what messages call each entry
 
 
 def _read_audio_entry(lines: list[str], at: int, end: int, sounds: dict) -> None:
@@ -302,24 +308,28 @@ def _read_audio_entry(lines: list[str], at: int, end: int, sounds: dict) -> None
     try:
         header = parse_json(lines[at][len("# audio ") :])
     except ValueError as error:
-        raise ValueError(f"line {number}: the {kind} header is not JSON ({error})") from None
+        raise ValueError(f"line {number}: the {HEADERS[kind]} header is not JSON ({error})") from None
     if not isinstance(header, dict) or set(header) != set(kinds):
         raise ValueError(
-            f"line {number}: a {kind} header has the keys {sorted(kinds)}, got {excerpt(header)}"
+            f"line {number}: the {HEADERS[kind]} header has the keys {sorted(kinds)}, got {excerpt(header)}"
         )
     for key, types in kinds.items():
         if not isinstance(header[key], types) or isinstance(header[key], bool):
             raise ValueError(
-                f"line {number}: the {kind} header's {key} is of the wrong type: {excerpt(header)}"
+                f"line {number}: the {HEADERS[kind]} header's {key} is of the wrong type: {excerpt(header)}"
             )
     path = header["path"]
     if not path or len(path) > MAX_PATH_CHARS or "\0" in path:
-        raise ValueError(f"line {number}: a sound path has 1 to {MAX_PATH_CHARS} characters and no NUL")
+        raise ValueError(
+            f"line {number}: a sound file's path has 1 to {MAX_PATH_CHARS} characters and no NUL"
+        )
     data = _entry_data(lines[at + 1 : end], number + 1, header)
     if kind == "sound":
         if hashlib.sha256(data).hexdigest() != header["sha256"] or path not in sounds:
             raise ValueError(
-                f"line {number}: the sound {excerpt(path)} does not match its sha256, or comes before its features"
+                f"line {number}: the sound file {excerpt(path)} does not match its sha256, or comes before "
+                "its soundtrack's features: the file was altered or damaged; give the sound file with "
+                "--set audio.path=FILE"
             )
         sounds[path] = CarriedAudio(path, sounds[path].analysis, data)
         return

@@ -1,6 +1,7 @@
 """What `physarum render` renders: a preset file by path or name, or the preset a rendered file
 carries (`--from FILE`: read within the loader's limits, with the images the file carries, or
-those under the folder `--images DIR` names, docs/safety.md), and the guard that a render never
+those under the folder `--images DIR` names, docs/safety.md; its soundtrack, features and sound
+file, only as FILE carries it, messages naming the sound file), and the guard that a render never
 writes over FILE.
 
 A shared file decides only what it renders: the sections that say how a render keeps its state
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from ..base.errors import RenderError, printable
 from ..base.files import parse_json
-from ..base.inputs import file_problem, read_text, shorten
+from ..base.inputs import excerpt, file_problem, read_text, shorten
 from ..formats.registry import SIDECAR_BYTES, read_embedded
 from ..out.specs import output_paths, output_stem
 from ..preset import Preset, PresetError, build_preset, carried, load_preset, parse_yaml
@@ -132,20 +133,36 @@ def _sidecar_builds_note(path: Path) -> str | None:
     return builds_note(recorded, str(sidecar))
 
 
+SOUND_KEY = "audio.path"  # the one path of a preset that names a sound file, not an image
+
+
 def _images(data: dict, block: str | None, source: str, folder: str | None, named: set[str]) -> dict:
-    """The images the render of a carried preset reads, by the path the preset names: those under
-    `folder` (--images, confined) or those the file carries; PresetError where a path can be
-    neither. The shipped images are read where the file carries none (they are no private file)."""
+    """The images and soundtrack the render of a carried preset reads, by the path the preset
+    names: images under `folder` (--images, confined) or those the file carries, its soundtrack
+    (features, and the sound file with audio.carry) only as the file carries it; PresetError where
+    a path can be neither, naming an image or the sound file as it is. The shipped images and
+    sounds are read where the file carries none (they are no private file)."""
     wanted = image_paths(data, named)
-    if folder is not None:
-        return _folder_images(wanted, data, source, Path(folder), named)
-    if not wanted:
-        return {}
+    sounds = [(key, value) for key, value in wanted if key == SOUND_KEY]
+    images = [(key, value) for key, value in wanted if key != SOUND_KEY]
+    found = {} if folder is None else _folder_images(images, data, source, Path(folder), named | {SOUND_KEY})
+    asked = sounds if folder is not None else wanted
+    if not asked:
+        return found
     try:
-        found = carried.read_block(block) if block is not None else {}
+        block_entries = carried.read_block(block) if block is not None else {}
     except ValueError as error:
-        raise PresetError([f"{source}: its carried images cannot be read: {error}"]) from None
-    missing = [key for key, value in wanted if value not in found and not is_shipped(value)]
+        what = " and ".join(
+            name for name, given in (("images", images and folder is None), ("soundtrack", sounds)) if given
+        )
+        raise PresetError([f"{source}: its carried {what} cannot be read: {error}"]) from None
+    _refuse_missing(images if folder is None else [], sounds, block_entries, block, source)
+    return {**found, **{value: block_entries[value] for _, value in asked if value in block_entries}}
+
+
+def _refuse_missing(images, sounds, entries: dict, block: str | None, source: str) -> None:
+    """PresetError where an image or the sound file the preset names is neither carried nor shipped."""
+    missing = [key for key, value in images if value not in entries and not is_shipped(value)]
     if missing:
         which = "carries none" if block is None else "does not carry them"
         raise PresetError(
@@ -155,7 +172,18 @@ def _images(data: dict, block: str | None, source: str, folder: str | None, name
                 "(their paths are read relative to it)"
             ]
         )
-    return {value: found[value] for _, value in wanted if value in found}
+    for key, value in sounds:
+        if value not in entries and not is_shipped(value):
+            raise PresetError(
+                [
+                    printable(
+                        f"{source}: names the sound file {excerpt(value)} ({key}) but carries neither "
+                        "it nor its soundtrack's features (a file read back is followed without its "
+                        "sound file only where it carries them): give the sound file with "
+                        f"--set {key}=FILE"
+                    )
+                ]
+            )
 
 
 def _folder_images(wanted, data: dict, source: str, folder: Path, named: set[str]) -> dict:
