@@ -63,6 +63,7 @@ MIN_PEAK = 33  # a track whose loudest sample is below this (-60 dBFS) is silent
 MAX_CARRIED_SOUND = 16 << 20  # audio.carry: a sound file of at most 16 MiB travels in outputs
 SOUND_KINDS = "WAV, FLAC, MP3, M4A/AAC, OGG"
 BLOCK = 1 << 20  # output samples resampled at a time
+CHUNK = 1 << 18  # source samples mixed before they are resampled (Resampler)
 
 _TRACKS: dict[tuple, Track] = {}
 _ANALYSES: dict[tuple, Analysis] = {}
@@ -168,30 +169,74 @@ def mix(channels: np.ndarray) -> np.ndarray:
 def resample(mono: np.ndarray, rate: int) -> np.ndarray:
     """int16 mono at `rate` -> int16 at RATE: output sample j is the mean of the source over
     [j rate / RATE, (j + 1) rate / RATE) seconds times RATE (source sample i covering [i, i + 1)),
-    weighted by the time covered, rounded half up; exact in integers, block by block. Output
-    samples whose span passes the source's end are dropped."""
+    weighted by the time covered, rounded half up; exact in integers. Output samples whose span
+    passes the source's end are dropped. The whole track at once: Resampler streams it."""
+    stream = Resampler(rate)
+    stream.push(mono)
+    return stream.result()
+
+
+class Resampler:
+    """`resample` block by block: mono int16 blocks at `rate` pushed in order give the same
+    RATE samples as resample(all of them, rate). Between pushes it keeps only the output and a
+    carry: the source samples from the first one the next output sample covers (fewer than
+    rate / RATE + 2), plus pushed blocks held until they reach CHUNK samples."""
+
+    def __init__(self, rate: int):
+        self.rate = rate
+        self.carry = np.empty(0, dtype=np.int16)
+        self.start = 0  # the source index of carry[0]
+        self.made = 0  # output samples made so far
+        self.held: list[np.ndarray] = []
+        self.held_count = 0
+        self.out: list[np.ndarray] = []
+
+    def push(self, mono: np.ndarray) -> None:
+        """Add the next source samples (int16 mono at the rate)."""
+        self.held.append(mono)
+        self.held_count += len(mono)
+        if self.held_count >= CHUNK:
+            self._flush()
+
+    def result(self) -> np.ndarray:
+        """The RATE samples of everything pushed (those whose span passes its end dropped)."""
+        self._flush()
+        return np.concatenate(self.out) if self.out else np.empty(0, dtype=np.int16)
+
+    def _flush(self) -> None:
+        if not self.held:
+            return
+        source = np.concatenate([self.carry, *self.held])
+        self.held, self.held_count = [], 0
+        rate, end = self.rate, self.start + len(source)
+        count = end * RATE // rate  # output samples whose span ends within the source so far
+        for j0 in range(self.made, count, BLOCK):
+            self.out.append(area_means(source, self.start, j0, min(count, j0 + BLOCK), rate))
+        self.made = count
+        first = self.made * rate // RATE  # the first source sample the next output covers
+        self.carry = source[first - self.start :].copy()
+        self.start = first
+
+
+def area_means(source: np.ndarray, start: int, j0: int, j1: int, rate: int) -> np.ndarray:
+    """Output samples j0 .. j1 - 1 of `resample` (int16), from `source`: the int16 source
+    samples from index `start`, holding every sample those outputs cover."""
     if rate == RATE:
-        return mono.astype(np.int16)
-    n = len(mono)
-    count = n * RATE // rate
-    out = np.empty(count, dtype=np.int16)
-    for j0 in range(0, count, BLOCK):
-        j1 = min(count, j0 + BLOCK)
-        i0 = j0 * rate // RATE
-        i1 = min(n, -(-j1 * rate // RATE) + 1)
-        local = mono[i0:i1].astype(np.int64)
-        prefix = np.concatenate(([0], np.cumsum(local))) * RATE  # integral at i0 + k, in 1/RATE units
+        return source[j0 - start : j1 - start].astype(np.int16)
+    i0 = j0 * rate // RATE
+    i1 = -(-j1 * rate // RATE) + 1
+    local = source[i0 - start : i1 - start].astype(np.int64)
+    prefix = np.concatenate(([0], np.cumsum(local))) * RATE  # integral at i0 + k, in 1/RATE units
 
-        def integral(x: np.ndarray) -> np.ndarray:
-            i, rem = np.divmod(x, RATE)  # x: time in 1/RATE source samples
-            k = i - i0
-            inside = np.minimum(k, len(local) - 1)
-            return prefix[k] + np.where(rem > 0, local[inside] * rem, 0)
+    def integral(x: np.ndarray) -> np.ndarray:
+        i, rem = np.divmod(x, RATE)  # x: time in 1/RATE source samples
+        k = i - i0
+        inside = np.minimum(k, len(local) - 1)
+        return prefix[k] + np.where(rem > 0, local[inside] * rem, 0)
 
-        j = np.arange(j0, j1 + 1, dtype=np.int64)
-        area = np.diff(integral(j * rate))
-        out[j0:j1] = ((2 * area + rate) // (2 * rate)).astype(np.int16)
-    return out
+    j = np.arange(j0, j1 + 1, dtype=np.int64)
+    area = np.diff(integral(j * rate))
+    return ((2 * area + rate) // (2 * rate)).astype(np.int16)
 
 
 def decode(source, name: str) -> Track:
@@ -211,7 +256,7 @@ def decode(source, name: str) -> Track:
         _check_rate(name, rate, channels)
         if container.duration is not None and container.duration > MAX_SECONDS * 1_000_000:
             raise _too_long(name, Fraction(container.duration, 1_000_000))
-        parts, total = [], 0
+        resampler, total = Resampler(rate), 0
         try:
             for frame in container.decode(stream):
                 if frame.sample_rate != rate:
@@ -227,7 +272,7 @@ def decode(source, name: str) -> Track:
                     raise ValueError(
                         f"{name} changes its channels from {channels} to {count} within the track"
                     )
-                parts.append(mix(to_int16(data, kind)))
+                resampler.push(mix(to_int16(data, kind)))
                 total += data.shape[1]
                 if total > MAX_SECONDS * rate:
                     raise _too_long(name, None)
@@ -239,16 +284,16 @@ def decode(source, name: str) -> Track:
         codec = context.name
     if total == 0:
         raise ValueError(f"{name} holds no sound (0 samples decoded): give a track of at least a frame")
-    pcm = resample(np.concatenate(parts), rate)
+    pcm = resampler.result()
     if len(pcm) == 0:
         raise ValueError(f"{name} holds no sound (less than one sample at {RATE} Hz)")
-    peak = int(np.abs(pcm.astype(np.int64)).max())
+    peak = max(int(pcm.max()), -int(pcm.min()))  # no int64 copy of the track
     if peak < MIN_PEAK:
         raise ValueError(
             f"{name} is silent (its loudest sample is {peak} of 32767, below {MIN_PEAK}: -60 dBFS): "
             "nothing to follow; give a track with sound"
         )
-    digest = hashlib.sha256(pcm.astype("<i2").tobytes()).hexdigest()
+    digest = hashlib.sha256(np.ascontiguousarray(pcm, dtype="<i2")).hexdigest()  # no copy on little-endian
     return Track(pcm, rate, channels, codec, digest)
 
 
