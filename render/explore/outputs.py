@@ -3,7 +3,9 @@
 - candidates.csv: every candidate (id, round, parent, name, status, novelty, the kept rank, each
   mutable model value, the descriptor, its PNG);
 - kept/<name>.yaml: the preset of each kept candidate, which `physarum render` renders to the
-  same PNG (candidates/<name>/<name>-s<seed>.png) byte for byte;
+  same PNG (candidates/<name>/<name>-s<seed>.png) byte for byte; its image and sound paths
+  relative to kept/ (Preset.saved_yaml), so it renders from any working directory and moves
+  with its project (the folder holding the explore's folder and the images);
 - index.html and contact.png: the kept candidates, in the order chosen, through the sweep's
   gallery and contact sheet (render/sweep/gallery.py, contact.py), labelled with their novelty
   and the values they changed.
@@ -15,8 +17,6 @@ Each file is written whole (files.write_csv, written_whole); kept presets of an 
 from __future__ import annotations
 
 from pathlib import Path
-
-import yaml
 
 from ..base.files import write_csv, written_whole
 from ..preset import Preset
@@ -61,7 +61,8 @@ def write_csv_table(folder: Path, entries: list[Entry], ranks: dict[int, int]) -
 
 
 def write_kept(folder: Path, explored: Preset, origin: dict, seed: int, chosen: list[Entry]) -> list[Path]:
-    """kept/<name>.yaml for each chosen candidate (its preset's full dump); stale ones removed."""
+    """kept/<name>.yaml for each chosen candidate (its preset's full dump, its image and sound
+    paths relative to kept/: Preset.saved_yaml); stale ones removed."""
     kept_dir = Path(folder) / KEPT_DIR
     kept_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -72,9 +73,7 @@ def write_kept(folder: Path, explored: Preset, origin: dict, seed: int, chosen: 
             f"# {preset.description}\n# novelty {entry.novelty:.4g}: physarum render {KEPT_DIR}/{path.name}\n"
         )
         with written_whole(path) as temporary:
-            temporary.write_text(
-                header + yaml.safe_dump(preset.model_dump(mode="json"), sort_keys=False), encoding="utf-8"
-            )
+            temporary.write_text(header + preset.saved_yaml(kept_dir), encoding="utf-8")
         paths.append(path)
     for stale in kept_dir.glob(f"{explored.name}-r*-*.yaml"):
         if stale not in paths:
