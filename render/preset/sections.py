@@ -30,6 +30,7 @@ from pydantic import (
 
 from ...kernels.limits import MAX_CANVAS, MAX_DISTANCE, MAX_SIDE_3D
 from ..base.errors import printable
+from .catalog import PRESETS
 from .images import image_size
 from .schedule import optional_form, scheduled
 from .units import REFERENCE_SIDE
@@ -70,13 +71,22 @@ def saved_in(node, folder: Path, keep=()):
 
 def saved_path(path: str, folder: Path, keep=()) -> str:
     """One path as saved_in writes it: relative to `folder` (taken absolute, '..' collapsed as
-    located reads it back); as it is where it is relative, in `keep`, or on another drive."""
-    if path in keep or not Path(path).is_absolute():
+    located reads it back); as it is where it is relative, in `keep`, on another drive, or one of
+    the files that ship with the curated presets (an absolute path into the installed package
+    stays right when the saved file's project moves; a relative one would not)."""
+    if path in keep or not Path(path).is_absolute() or shipped(path):
         return path
     try:
         return Path(os.path.relpath(path, os.path.abspath(folder))).as_posix()
     except ValueError:  # another drive (Windows): no relative path leads there
         return path
+
+
+def shipped(path: str) -> bool:
+    """Whether an absolute path names a file under the curated presets' folder (their images and
+    sounds, shipped in the package)."""
+    folder = os.path.realpath(PRESETS.folder())
+    return os.path.realpath(path).startswith(folder + os.sep)
 
 
 def paths_changed(node, change):
