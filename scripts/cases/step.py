@@ -271,17 +271,28 @@ def keyframes(run) -> None:
     spawn untimed), after a warm-up run; the retunes and the slowdown against fixed."""
     from physarum.render.preset import load_preset
     from physarum.render.preset.catalog import resolve_preset_path
+
+    extra = [s for s in run.set.split(";") if s]
+    presets = (
+        (name, load_preset(resolve_preset_path(run.preset), [*extra, f"run.steps={run.steps}", *settings]))
+        for name, settings in KEYFRAMES.items()
+    )
+    if not steps_against_fixed(run, presets):
+        raise Skip("no case ran")
+
+
+def steps_against_fixed(run, presets) -> bool:
+    """RUN.steps steps of each (label, preset), the first the fixed one: each after a warm-up
+    run (compiles, graphs), timed from a fresh spawn (spawned before the clock), with its
+    retunes and its slowdown against the first recorded. Whether any ran."""
     from physarum.render.run.machine import resolve_backend, resolve_device
     from physarum.render.sim.simulation import make_simulation
 
     device = resolve_device(run.device)
     backend = resolve_backend("auto", device)
-    extra = [s for s in run.set.split(";") if s]
     fixed = None
-    for name, settings in KEYFRAMES.items():
-        preset = load_preset(resolve_preset_path(run.preset), [*extra, f"run.steps={run.steps}", *settings])
+    for label, preset in presets:
         make_simulation(preset, backend, device).advance(run.steps)  # warm-up: compiles, graphs
-        # spawned before the clock: each repeat times a fresh simulation's steps
         fresh = [
             make_simulation(preset, backend, device) for _ in range((run.repeats or 3) + (run.warmup or 0))
         ]
@@ -293,12 +304,11 @@ def keyframes(run) -> None:
             retunes.append(getattr(simulation, "retunes", 0))
 
         timing = run.measure(
-            name, step_one, per=run.steps, warmup=0, repeats=3, device=device, backend=backend
+            label, step_one, per=run.steps, warmup=0, repeats=3, device=device, backend=backend
         )
         fixed = fixed or timing.median
-        run.record(f"{name} summary", retunes=retunes[0], slowdown=round(timing.median / fixed, 3))
-    if fixed is None:
-        raise Skip("no case ran")
+        run.record(f"{label} summary", retunes=retunes[0], slowdown=round(timing.median / fixed, 3))
+    return fixed is not None
 
 
 AUDIO_FOLLOWING = [
@@ -362,8 +372,6 @@ def audio_cost(run) -> None:
 
     from physarum.render.preset import audio, audio_features, load_preset
     from physarum.render.preset.catalog import resolve_preset_path
-    from physarum.render.run.machine import resolve_backend, resolve_device
-    from physarum.render.sim.simulation import make_simulation
 
     with tempfile.TemporaryDirectory() as folder:
         track = write_track(Path(folder) / "track.flac", run.seconds)
@@ -381,34 +389,9 @@ def audio_cost(run) -> None:
         )
         if not run.steps:
             return
-        device = resolve_device(run.device)
-        backend = resolve_backend("auto", device)
         base = [*[s for s in run.set.split(";") if s], f"run.steps={run.steps}", f"audio.path={track}"]
-        fixed = None
-        for name, settings in (("fixed", []), ("following", AUDIO_FOLLOWING)):
-            preset = load_preset(resolve_preset_path(run.preset), [*base, *settings])
-            make_simulation(preset, backend, device).advance(run.steps)  # warm-up
-            fresh = [
-                make_simulation(preset, backend, device)
-                for _ in range((run.repeats or 3) + (run.warmup or 0))
-            ]
-            retunes = []
-
-            def step_one():
-                simulation = fresh.pop()
-                simulation.advance(run.steps)
-                retunes.append(getattr(simulation, "retunes", 0))
-
-            timing = run.measure(
-                f"{run.preset} {name}",
-                step_one,
-                per=run.steps,
-                warmup=0,
-                repeats=3,
-                device=device,
-                backend=backend,
-            )
-            fixed = fixed or timing.median
-            run.record(
-                f"{run.preset} {name} summary", retunes=retunes[0], slowdown=round(timing.median / fixed, 3)
-            )
+        presets = (
+            (f"{run.preset} {name}", load_preset(resolve_preset_path(run.preset), [*base, *settings]))
+            for name, settings in (("fixed", []), ("following", AUDIO_FOLLOWING))
+        )
+        steps_against_fixed(run, presets)
