@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..base.errors import RenderError
 from ..base.files import PartialFile, commit_together
 from .alpha import reads
 from .av_video import AvVideoWriter, VideoSetting
-from .contract import Format, Frame, Shared
+from .contract import Format, Frame, Shared, refuse_side_over
 from .png import EMBED_KEY
 from .png import read_text as png_text
 
@@ -115,12 +114,7 @@ def make_spec(preset, path: Path, shared: Shared) -> ApngSpec:
 
 def check(preset) -> list[str]:
     """Refuse a side over APNG_MAX_SIDE before the render."""
-    width, height = preset.frame_size
-    if max(width, height) > APNG_MAX_SIDE:
-        raise RenderError(
-            f"{preset.name}: APNG allows at most {APNG_MAX_SIDE} pixels per side here, the canvas "
-            f"is {width}x{height}; remove apng from output.formats"
-        )
+    refuse_side_over(preset, APNG_MAX_SIDE, "apng", "APNG")
     return []
 
 

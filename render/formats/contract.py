@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..base import lazy
+from ..base.errors import RenderError
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")
@@ -114,6 +115,19 @@ class Format:
     make_spec: Callable[[object, Path, Shared], object]
     check: Callable[[object], list[str]]
     read_text: Callable[[Path], str]
+
+
+def refuse_side_over(preset, max_side: int, name: str, label: str, here: bool = True) -> None:
+    """A format's check of its largest side: RenderError naming the format (`label`), its limit
+    (`here`: a limit of this writer's settings, not of the format itself), the picture's size and
+    the way out (remove `name` from output.formats), where a side of the picture is over
+    `max_side`."""
+    width, height = preset.frame_size
+    if max(width, height) > max_side:
+        raise RenderError(
+            f"{preset.name}: {label} allows at most {max_side} pixels per side{' here' if here else ''}, "
+            f"the canvas is {width}x{height}; remove {name} from output.formats"
+        )
 
 
 def no_notes(preset) -> list[str]:

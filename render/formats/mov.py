@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..base.errors import RenderError
 from .alpha import reads
 from .av_video import AvVideoSpec, VideoSetting, read_comment
-from .contract import Format, Shared
+from .contract import Format, Shared, refuse_side_over
 
 MOV_MAX_SIDE = 8192  # ProRes as Apple's decoders take it (8K); prores_ks itself goes further
 # prores_ks at fixed settings: profile 4444 (4: "4444"), Apple's vendor tag so that Apple's
@@ -47,12 +46,7 @@ def make_spec(preset, path: Path, shared: Shared) -> MovSpec:
 
 def check(preset) -> list[str]:
     """Refuse a side over MOV_MAX_SIDE before the render."""
-    width, height = preset.frame_size
-    if max(width, height) > MOV_MAX_SIDE:
-        raise RenderError(
-            f"{preset.name}: MOV (ProRes 4444) allows at most {MOV_MAX_SIDE} pixels per side here, "
-            f"the canvas is {width}x{height}; remove mov from output.formats"
-        )
+    refuse_side_over(preset, MOV_MAX_SIDE, "mov", "MOV (ProRes 4444)")
     return []
 
 

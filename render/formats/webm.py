@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..base.errors import RenderError
 from .alpha import reads
 from .av_video import AvVideoSpec, VideoSetting, padded_size, read_comment
-from .contract import Format, Shared
+from .contract import Format, Shared, refuse_side_over
 
 WEBM_MAX_SIDE = 16384  # VP9 allows 65536; beyond 16384 no browser decodes it
 WEBM_CRF = 20  # constant quality (b=0): the VP9 counterpart of the MP4's CRF 18
@@ -55,12 +54,8 @@ def make_spec(preset, path: Path, shared: Shared) -> WebmSpec:
 
 def check(preset) -> list[str]:
     """Refuse a side over WEBM_MAX_SIDE; note odd-side padding."""
+    refuse_side_over(preset, WEBM_MAX_SIDE, "webm", "WebM (VP9)")
     width, height = preset.frame_size
-    if max(width, height) > WEBM_MAX_SIDE:
-        raise RenderError(
-            f"{preset.name}: WebM (VP9) allows at most {WEBM_MAX_SIDE} pixels per side here, the "
-            f"canvas is {width}x{height}; remove webm from output.formats"
-        )
     video = padded_size(width, height, True)
     if video != (width, height):
         return ["webm padded from {}x{} to {}x{} (VP9 4:2:0 needs even sides)".format(width, height, *video)]

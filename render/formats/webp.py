@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..base import lazy
-from ..base.errors import RenderError
 from ..base.files import PartialFile, commit_together
 from .alpha import join, reads
-from .contract import Format, Frame, Shared
+from .contract import Format, Frame, Shared, refuse_side_over
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")
@@ -104,12 +103,7 @@ def make_spec(preset, path: Path, shared: Shared) -> WebpSpec:
 
 def check(preset) -> list[str]:
     """Refuse a canvas side over WEBP_MAX_SIDE before the render (libwebp would fail at its end)."""
-    width, height = preset.frame_size
-    if max(width, height) > WEBP_MAX_SIDE:
-        raise RenderError(
-            f"{preset.name}: WebP allows at most {WEBP_MAX_SIDE} pixels per side, the canvas is "
-            f"{width}x{height}; remove webp from output.formats"
-        )
+    refuse_side_over(preset, WEBP_MAX_SIDE, "webp", "WebP", here=False)
     return []
 
 
