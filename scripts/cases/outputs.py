@@ -394,14 +394,24 @@ def mp4_colour(run) -> None:
     frames=600,
     fps_frames=60,
     parts="fps,4k,8k",
-    small={"frames": 6, "fps_frames": 4, "parts": "fps"},
+    fps_presets="veins,panorama",
+    codecs="gif,mp4,png-sequence",
+    small={"frames": 6, "fps_frames": 4, "parts": "fps", "fps_presets": "quickstart"},
 )
 def pipeline(run) -> None:
-    """The render pipeline (the GPU never waits for the encoder): encoder throughput (frames/s of
-    GIF from index frames, MP4 and a PNG sequence at veins' 1024x1024 and panorama's 3840x2160,
-    frames prepared in memory beforehand: part fps); a 3840x2160 render of FRAMES frames to MP4
-    against encoding the same frames alone (4k); a 7680x4320 render to MP4 and PNG (8k)."""
+    """The render pipeline (the GPU never waits for the encoder): encoder throughput (frames/s
+    and bytes of each of CODECS, by default GIF from index frames, MP4 and a PNG sequence, at each
+    of FPS_PRESETS' canvas, by default veins' 1024x1024 and panorama's 3840x2160, frames prepared
+    in memory beforehand: part fps; CODECS may also name mp4-hevc, mp4-av1, webm, webm-alpha,
+    mov-alpha, apng, apng-alpha and webp, each at its module's pinned settings and threads, the
+    alpha plane the frame's index as output.alpha makes it); a 3840x2160 render of FRAMES frames
+    to MP4 against encoding the same frames alone (4k); a 7680x4320 render to MP4 and PNG (8k)."""
     import numpy as np
+
+    from physarum.render.formats.apng import ApngSpec
+    from physarum.render.formats.mov import MovSpec
+    from physarum.render.formats.webm import WebmSpec
+    from physarum.render.formats.webp import WebpSpec
 
     from physarum.render.formats.contract import Frame
     from physarum.render.formats.frames_dir import FramesDirSpec
@@ -436,24 +446,46 @@ def pipeline(run) -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for preset in (load_preset(ROOT / "presets" / "veins.yaml"), uhd) if "fps" in parts else ():
+        fps_presets = [p for p in run.fps_presets.split(",") if p] if "fps" in parts else []
+        for name in fps_presets:
+            preset = uhd if name == "panorama" else load_preset(ROOT / "presets" / f"{name}.yaml")
             index, rgb, colourist = prepared(preset, run.fps_frames)
             h, w = index.shape[1:]
+            a = folder / "a"
             specs = {
-                "gif": lambda: GifSpec(folder / "a.gif", w, h, 30, 0, "c", colourist.table(0).tobytes()),
-                "mp4": lambda: Mp4Spec(folder / "a.mp4", w, h, 30, "c"),
+                "gif": lambda: GifSpec(a.with_suffix(".gif"), w, h, 30, 0, "c", colourist.table(0).tobytes()),
+                "mp4": lambda: Mp4Spec(a.with_suffix(".mp4"), w, h, 30, "c"),
+                "mp4-hevc": lambda: Mp4Spec(a.with_suffix(".mp4"), w, h, 30, "c", "hevc"),
+                "mp4-av1": lambda: Mp4Spec(a.with_suffix(".mp4"), w, h, 30, "c", "av1"),
+                "webm": lambda: WebmSpec(a.with_suffix(".webm"), w, h, 30, "c"),
+                "webm-alpha": lambda: WebmSpec(a.with_suffix(".webm"), w, h, 30, "c", "straight", "rgba"),
+                "mov-alpha": lambda: MovSpec(a.with_suffix(".mov"), w, h, 30, "c", "straight", "rgba"),
+                "apng": lambda: ApngSpec(a.with_suffix(".apng"), w, h, 30, 0, "c"),
+                "apng-alpha": lambda: ApngSpec(a.with_suffix(".apng"), w, h, 30, 0, "c", "straight", "rgba"),
+                "webp": lambda: WebpSpec(a.with_suffix(".webp"), w, h, 30, 0, "c"),
                 "png-sequence": lambda: FramesDirSpec(folder, "seq", "c"),
             }
-            for name, spec in specs.items():
+            for codec in run.codecs.split(","):
+                make = specs[codec]
 
-                def encode(spec=spec):
-                    writer = open_writer(spec())
+                def encode(make=make):
+                    writer = open_writer(make())
                     for f in range(len(index)):
-                        writer.write(Frame(f, index[f], colourist.table(f), rgb[f]))
+                        writer.write(Frame(f, index[f], colourist.table(f), rgb[f], alpha=index[f]))
                     writer.commit()
 
-                timing = run.measure(f"{w}x{h} encode {name}", encode, repeats=1, warmup=0, per=len(index))
-                run.record(f"{w}x{h} encode {name} rate", frames_per_s=round(1e3 / timing.median, 1))
+                timing = run.measure(f"{w}x{h} encode {codec}", encode, repeats=1, warmup=0, per=len(index))
+                spec = make()
+                size = sum(f.stat().st_size for f in folder.rglob("*.png")) if codec == "png-sequence" else (
+                    spec.path.stat().st_size
+                )
+                run.record(
+                    f"{w}x{h} encode {codec} rate",
+                    frames_per_s=round(1e3 / timing.median, 1),
+                    bytes=size,
+                    frames=len(index),
+                    preset=name,
+                )
         if "4k" in parts:
             index, rgb, _ = prepared(uhd, run.frames)
             del index
