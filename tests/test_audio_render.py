@@ -254,6 +254,30 @@ def test_a_missing_sound_file(tmp_path, capsys):
     assert f"audio.path: no such sound file: {tmp_path / 'nowhere.wav'}" in err
 
 
+ALLOWED = f"give a sound file ({soundtrack.SOUND_KINDS})"
+
+
+def test_a_sound_file_that_is_missing_or_no_file_is_named_once_with_what_is_allowed(tmp_path, capsys):
+    """`render pulse --set audio.path=/no/such.flac` said 'no such sound file: /no/such.flac
+    (got '/no/such.flac')': the path twice and nothing of what a sound file may be."""
+    missing, out = tmp_path / "such.flac", tmp_path / "out"
+    assert main(["render", "pulse", "--set", f"audio.path={missing}", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f".yaml: audio.path: no such sound file: {missing}; {ALLOWED}\n"), err
+    assert err.count(str(missing)) == 1 and err.count("\n") == 1 and not out.exists()
+    for given, named, problem in [
+        (str(tmp_path), tmp_path, "is a folder, not a regular file"),
+        ("nowhere.wav", tmp_path / "nowhere.wav", None),
+    ]:
+        err = refused(tmp_path, capsys, audio_data(Path(given)))
+        if problem is None:  # relative to the preset file's folder, which the message says
+            shape = f"no such sound file: {named} (relative to the preset's folder); {ALLOWED}"
+        else:
+            shape = f"{named} {problem}: {ALLOWED}"
+        assert err.endswith(f"preset.yaml: audio.path: {shape}\n"), err
+        assert "(got " not in err
+
+
 def test_a_corrupt_sound_file(tmp_path, capsys):
     bad = tmp_path / "bad.wav"
     bad.write_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt garbage" + bytes(range(256)) * 4)

@@ -3,7 +3,9 @@
 Inputs (preset and sweep files, images, the files `render --from` reads) are opened only when
 they are regular files: a FIFO, a device or a folder would block or mean nothing, so it is
 named and refused before anything opens it. Texts are read only up to MAX_TEXT_BYTES, checked
-on the file's size before reading. A bad value is quoted in messages by `excerpt`, never whole.
+on the file's size before reading. A bad value is quoted in messages by `excerpt`, never whole;
+a message that names the value itself (an input file by its path) is a `NamedValueError`, and
+no quote follows it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+class NamedValueError(ValueError):
+    """A bad value's message that names the value itself (an input file by its path): the
+    preset's message adds no quote of the value after it, which would name it twice."""
 
 
 def excerpt(value, limit: int = EXCERPT_CHARS) -> str:

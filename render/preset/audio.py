@@ -34,7 +34,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from ..base import lazy
 from ..base.errors import printable
 from ..base.files import stage
-from ..base.inputs import file_problem
+from ..base.inputs import NamedValueError, file_problem
 from ..formats.mp4_audio import read_sound
 from . import audio_features as features
 from .audio_features import FEATURES, FULL, NEEDS_SOUND, RATE, Analysis
@@ -78,19 +78,25 @@ def sound_path(path: str | None, info: ValidationInfo) -> str | None:
     resolved = located(path, info, "a sound file")
     if resolved is None:
         return path
-    problem = sound_file_problem(resolved)
+    relative = None
+    if not Path(path).expanduser().is_absolute():
+        relative = "the preset's folder" if (info.context or {}).get("base") else "the current folder"
+    problem = sound_file_problem(resolved, relative)
     if problem:
-        raise ValueError(printable(problem))
+        raise NamedValueError(printable(problem))
     return resolved
 
 
-def sound_file_problem(path: str) -> str | None:
-    """Why `path` cannot be a sound file (missing, no regular file, over MAX_SOUND_BYTES); None."""
+def sound_file_problem(path: str, relative_to: str | None = None) -> str | None:
+    """Why `path` cannot be a sound file (missing, no regular file, over MAX_SOUND_BYTES), naming
+    it once and saying what a sound file is; None. `relative_to`: where a relative path given
+    was found from (the message says so)."""
     problem = file_problem(path)
+    named = path if relative_to is None else f"{path} (relative to {relative_to})"
     if problem == "no such file":
-        return f"no such sound file: {path}"
+        return f"no such sound file: {named}; give a sound file ({SOUND_KINDS})"
     if problem:
-        return f"{path} {problem}, not a sound file"
+        return f"{named} {problem}: give a sound file ({SOUND_KINDS})"
     size = os.stat(path).st_size
     if size > MAX_SOUND_BYTES:
         return (

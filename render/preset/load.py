@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ...kernels.limits import MAX_DISTANCE
 from ..base.errors import PresetError, did_you_mean
-from ..base.inputs import excerpt, read_text, shorten
+from ..base.inputs import NamedValueError, excerpt, read_text, shorten
 from .images import image_problems
 from .safe_yaml import parse_yaml
 from .schedule import TAGS as SCHEDULE_TAGS
@@ -41,6 +41,8 @@ def _describe(error: dict) -> str:
     message = error["msg"].removeprefix("Value error, ")
     if isinstance(error.get("input"), float) and not math.isfinite(error["input"]):
         message = "must be a finite number"
+    if isinstance((error.get("ctx") or {}).get("error"), NamedValueError):
+        return f"{path}: {message}"
     return f"{path}: {message} (got {excerpt(error.get('input'))})"
 
 
