@@ -257,3 +257,24 @@ def test_a_dry_run_probes_by_reading_and_writes_nothing(monkeypatch, capsys, nev
         "endpoint in the environment"
     )
     assert never == [] and fsspec.filesystem("memory").find("/read-only") == []
+
+
+@pytest.mark.slow  # moto's server: a few seconds
+def test_a_dry_run_into_a_missing_bucket_is_one_message(s3, capsys, never):
+    """The read probe asks for the bucket where the hidden object is missing: a dry run into a
+    bucket that does not exist is refused as a run is (it listed the jobs and exited 0), and
+    into one that exists it lists them, writing nothing either way."""
+    assert main([*SWEEP, "--dry-run", "--out", "s3://no-such-bucket/x"]) == 2
+    assert refusal(capsys) == (
+        "error: s3://no-such-bucket/x/decay: the store refused a read, so nothing was read: "
+        "FileNotFoundError: the bucket 'no-such-bucket' does not exist; "
+        + S3_CAUSE
+        + " (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws) and the endpoint "
+        "(AWS_ENDPOINT_URL_S3 or FSSPEC_S3_ENDPOINT_URL for an S3-compatible server)"
+    )
+    with pytest.raises(RenderError, match=r"^s3://no-such-bucket/x/decay: the store refused a read"):
+        physarum.sweep("decay", out="s3://no-such-bucket/x", dry_run=True)
+    assert main([*SWEEP, "--dry-run", "--out", "s3://renders/x"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("sweep decay: 12 jobs") and err == ""
+    assert never == [] and s3.ls("") == ["renders"] and s3.find("renders") == []

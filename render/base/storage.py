@@ -57,6 +57,8 @@ SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 COLLAPSED = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")
 # object stores where one PUT is atomic: an object appears whole or not at all
 ATOMIC_PUT = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "memory"})
+# object stores whose URL's first part is a bucket (or container) that must exist before any object
+BUCKETED = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
 READ_CHUNK = 1 << 20
 # what a failed or interrupted ObjectStore.put_together says of the store
 PUT_BACK = "the files stored before it were put back: the store holds what it held before"
@@ -326,14 +328,17 @@ class ObjectStore(Store):
         by S3_PROBE (about 1 s for a refused connection, at most about 21 s for a host that never
         answers). A removal the store refuses (a policy that lets one write, not delete) is no
         error: the empty object stays, hidden. `reading` (a dry run): the store is asked for that
-        hidden object's details instead, and writes nothing; the object missing (or the bucket)
-        is no error, for there is nothing yet to read; the same bounds."""
+        hidden object's details instead, and writes nothing; the object missing is no error, for
+        there is nothing yet to read, but its bucket missing is (missing_bucket: one more request
+        where the store has buckets); the same bounds."""
         key = f"{self.root}/{PROBE}{secrets.token_hex(6)}"
         try:
             fs = self._probing_fs()
             if reading:
-                with contextlib.suppress(FileNotFoundError):
+                try:
                     fs.info(key)
+                except FileNotFoundError:
+                    self.missing_bucket(fs)
             else:
                 fs.pipe_file(key, b"")
         except Exception as error:
@@ -347,6 +352,20 @@ class ObjectStore(Store):
         if not reading:
             with contextlib.suppress(Exception):  # an empty hidden object left behind is harmless
                 fs.rm_file(key)
+
+    def missing_bucket(self, fs) -> None:
+        """FileNotFoundError where the store names its folders by bucket (BUCKETED: S3, GCS,
+        Azure) and the URL's bucket is not there; a bucket that cannot be asked about (no right
+        to list it) is no error: its objects may still be readable."""
+        if self.scheme not in BUCKETED:
+            return
+        bucket = self.root.split("/", 1)[0]
+        try:
+            fs.info(bucket)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"the bucket {bucket!r} does not exist") from None
+        except Exception:
+            return
 
     def _probing_fs(self):
         """The file system the probe asks: the store's, or for S3 one of the same options
