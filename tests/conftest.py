@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from physarum.render.preset import build_preset
-from support import save_image, tiny_data
+from support import end_fifo_partners, save_image, tiny_data
 
 # Read when the tests start, before anything imports Triton (which reads it only then).
 INTERPRETER = os.environ.get("TRITON_INTERPRET") == "1"
@@ -55,6 +55,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = _why_not_runnable(item)
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def _fifo_partners_ended():
+    """After each test, the partner threads of the FIFOs it made (support.fifo) are ended."""
+    yield
+    end_fifo_partners()
 
 
 @pytest.fixture

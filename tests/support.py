@@ -5,13 +5,11 @@ live in conftest.py; plain helpers here, imported as `from support import ...`."
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
 import random
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -344,15 +342,36 @@ WORLD_CASES = [
 ]
 
 
-def fifo(path: Path, unblock_after: float = 3.0) -> Path:
-    """A FIFO at `path`. A thread opens and closes its writing end after `unblock_after` s, so
-    that code which opens the FIFO to read returns (with no data) instead of hanging the tests."""
+FIFO_POLL = 0.02  # seconds between a FIFO partner's looks for a reader
+_FIFO_PARTNERS: list[tuple[threading.Thread, threading.Event]] = []
+
+
+def fifo(path: Path) -> Path:
+    """A FIFO at `path`, with a partner thread for the code under test: where that code opens it
+    to read, the partner opens and closes the writing end, so the open returns and the read finds
+    end of file instead of hanging the tests. The partner never blocks (a non-blocking open,
+    which finds a reader or fails at once, every FIFO_POLL s): it runs until
+    `end_fifo_partners`, which conftest.py calls after every test, so no thread outlives it."""
     os.mkfifo(path)
-
-    def unblock():
-        time.sleep(unblock_after)
-        with contextlib.suppress(OSError):
-            os.close(os.open(path, os.O_WRONLY))
-
-    threading.Thread(target=unblock, daemon=True).start()
+    ended = threading.Event()
+    partner = threading.Thread(target=_stand_by, args=(path, ended), name=f"fifo {path.name}", daemon=True)
+    _FIFO_PARTNERS.append((partner, ended))
+    partner.start()
     return path
+
+
+def _stand_by(path: Path, ended: threading.Event) -> None:
+    """Until `ended`: each reader of the FIFO (blocked in its open) let through to end of file."""
+    while not ended.wait(FIFO_POLL):
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: no reader yet; ENOENT: the FIFO was removed
+            continue
+
+
+def end_fifo_partners() -> None:
+    """End every FIFO partner thread `fifo` started, and wait for each to end."""
+    while _FIFO_PARTNERS:
+        partner, ended = _FIFO_PARTNERS.pop()
+        ended.set()
+        partner.join()
