@@ -97,3 +97,38 @@ def test_a_stored_manifest_is_stored_at_most_at_its_rate_and_whole_at_flush(monk
         assert len(puts) == 5
     finally:
         store.fs.rm("/manifests", recursive=True)
+
+
+def test_a_resume_whose_jobs_write_other_files_under_the_same_names_is_named():
+    """Job folders are named by index: a resumed sweep whose job of a name writes other files
+    (another seed, formats or print stills: the record's extras) than the manifest's job of that
+    name is one message naming the job and what differs; other changes rerun the jobs as before."""
+    import copy
+
+    from physarum.render.sweep.manifest import job_record, mixed_files
+    from support import SWEEP_BASE, expand_inline
+
+    base = copy.deepcopy(SWEEP_BASE)
+    base["output"] = {"formats": ["png"], "still": {"scale": 2, "formats": ["tiff"]}}
+    first = expand_inline({"grid": {"model.decay": [0.1, 0.2]}}, base=base)
+    records = [job_record(job, status) for job in first.jobs for status in ("running", "done")]
+    assert mixed_files(first, records) is None  # the same sweep resumes
+    other_decay = expand_inline({"grid": {"model.decay": [0.3, 0.4]}}, base=base)
+    assert mixed_files(other_decay, records) is None  # the same files, rewritten by other jobs
+    no_still = copy.deepcopy(base)
+    del no_still["output"]["still"]
+    assert mixed_files(expand_inline({"grid": {"model.decay": [0.1, 0.2]}}, base=no_still), records) == (
+        "this run's jobs write other files than the manifest's jobs of the same names: s-0000: "
+        "output.still {'scale': 2, 'formats': ['tiff']} then, none now (and 1 more job); resumed, "
+        "their folders would hold both runs' files. Run the sweep as it was written, or into "
+        "another --out (or remove the sweep's folder to start it afresh)"
+    )
+    reseeded = expand_inline({"grid": {"model.decay": [0.1]}, "seeds": [3, 4]}, base=base)
+    problem = mixed_files(reseeded, records)  # s-0001 was decay 0.2 seed 3, now decay 0.1 seed 4
+    assert problem.startswith(
+        "this run's jobs write other files than the manifest's jobs of the same names: s-0001: seed 3 then, 4 now;"
+    )
+    more_formats = copy.deepcopy(base)
+    more_formats["output"]["formats"] = ["gif", "png"]
+    problem = mixed_files(expand_inline({"grid": {"model.decay": [0.1, 0.2]}}, base=more_formats), records)
+    assert ": s-0000: output.formats ['png'] then, ['gif', 'png'] now (and 1 more job);" in problem

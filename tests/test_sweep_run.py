@@ -207,3 +207,33 @@ def test_a_starting_sweep_leaves_the_parts_of_a_live_process_in_its_job_folders(
         part.write_text("frames")
     assert main(["sweep", str(path), "--out", str(out), "--devices", "cpu", "--quiet"]) == 0
     assert live.read_text() == "frames" and not stale.exists()
+
+
+def test_a_resume_with_other_extras_is_refused_and_writes_nothing(tmp_path, capsys):
+    """A sweep resumed with its print stills (a record's extras) dropped had rendered its jobs
+    again beside the first run's stills and listed those among their extras: two kinds of jobs
+    in one folder. It is one message naming the job and what differs, exit 2, for the run and
+    the dry run, and nothing in the sweep's folder changes."""
+    import copy
+
+    base = copy.deepcopy(SWEEP_BASE)
+    base["output"] = {"formats": ["png"], "still": {"scale": 2, "formats": ["tiff"]}}
+    path = write_sweep(tmp_path, base=base, grid={"model.decay": [0.1, 0.2]})
+    out = tmp_path / "out"
+    command = ["sweep", str(path), "--out", str(out), "--devices", "cpu", "--quiet", "--no-gallery"]
+    assert main(command) == 0
+    capsys.readouterr()
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    del base["output"]["still"]
+    write_sweep(tmp_path, base=base, grid={"model.decay": [0.1, 0.2]})
+    for flags in ([], ["--dry-run"]):
+        assert main([*command, *flags]) == 2
+        out_text, err = capsys.readouterr()
+        assert out_text == "" and err.splitlines() == [
+            f"error: {out / 's' / 'manifest.jsonl'}: this run's jobs write other files than the "
+            "manifest's jobs of the same names: s-0000: output.still {'scale': 2, 'formats': ['tiff']} "
+            "then, none now (and 1 more job); resumed, their folders would hold both runs' files. Run "
+            "the sweep as it was written, or into another --out (or remove the sweep's folder to "
+            "start it afresh)"
+        ]
+        assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before

@@ -209,3 +209,26 @@ def test_a_jobs_files_beside_its_outputs_are_stored_too(tmp_path, memory):
     assert sweeps.job_states(sweeps.load_sweep(path), open_store("memory://bucket/still/s")) == {
         record["id"]: "done" for record in stored.records
     }
+
+
+def test_a_stored_sweep_resumed_with_other_extras_is_refused(tmp_path, memory):
+    """In object storage as in a folder: a resume whose jobs write other print stills than the
+    stored manifest's jobs of the same names is one RenderError naming the manifest's URL, and
+    no object changes (the first run's stills would have stayed beside the new jobs' files)."""
+    base = copy.deepcopy(SWEEP_BASE)
+    base["output"] = {"formats": ["png"], "still": {"scale": 2, "formats": ["tiff"]}}
+    path = write_sweep(tmp_path, base=base, grid={"model.decay": [0.1, 0.2]})
+    run(path, "memory://bucket/mixed")
+    before = {key: memory.cat_file(key) for key in memory.find("/bucket/mixed")}
+    base["output"]["still"] = {"scale": 1, "formats": ["png"]}
+    write_sweep(tmp_path, base=base, grid={"model.decay": [0.1, 0.2]})
+    with pytest.raises(RenderError) as refused:
+        run(path, "memory://bucket/mixed")
+    assert str(refused.value).startswith(
+        "memory://bucket/mixed/s/manifest.jsonl: this run's jobs write other files than the manifest's "
+        "jobs of the same names: s-0000: output.still {'scale': 2, 'formats': ['tiff']} then, "
+        "{'scale': 1, 'formats': ['png']} now (and 1 more job);"
+    )
+    with pytest.raises(RenderError, match="this run's jobs write other files"):
+        sweeps.dry_run_lines(sweeps.load_sweep(path), "memory://bucket/mixed")
+    assert {key: memory.cat_file(key) for key in memory.find("/bucket/mixed")} == before

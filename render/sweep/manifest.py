@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from ..base.errors import RenderError, name_file, printable
 from ..base.files import parse_json
-from ..base.inputs import MAX_TEXT_BYTES, read_text
+from ..base.inputs import MAX_TEXT_BYTES, excerpt, read_text
 from ..base.storage import LocalStore, Store, is_url, open_store, restored
 from ..preset.carried import MAX_CARRIED_BYTES
 from .expand import Job, Sweep
@@ -47,6 +47,11 @@ FIELD_TYPES = {
     "attempt": int,
     "max_attempts": int,
 }
+# The keys of a job's preset that name the files it writes into its folder: the seed (in every
+# file's name, <name>-s<seed>), its formats and its print stills (the record's extras). Job folders
+# are named by index, so a resume whose job of a name differs in one of them from the manifest's
+# would leave both jobs' files in one folder (mixed_files).
+FILE_KEYS = ("seed", "output.formats", "output.still")
 MAX_MANIFEST_BYTES = 1 << 30  # a stored manifest is read up to this size
 STORE_RATE = 1 << 20  # bytes per second a manifest in object storage is stored at, at most
 
@@ -303,3 +308,62 @@ def job_states(
         else:
             states[job.id] = "pending"
     return states
+
+
+def job_files(preset: dict) -> dict:
+    """The FILE_KEYS of a preset's JSON dump (a record's `preset`), by dotted key."""
+    output = preset.get("output") if isinstance(preset.get("output"), dict) else {}
+    return {
+        "seed": preset.get("seed"),
+        "output.formats": output.get("formats"),
+        "output.still": output.get("still"),
+    }
+
+
+def preset_files(preset) -> dict:
+    """job_files of a Preset, without dumping all of it."""
+    still = preset.output.still
+    return {
+        "seed": preset.seed,
+        "output.formats": list(preset.output.formats),
+        "output.still": None if still is None else still.model_dump(mode="json"),
+    }
+
+
+def mixed_files(sweep: Sweep, records: list[dict]) -> str | None:
+    """Why this run would mix two kinds of jobs in one job folder, or None: a job whose name the
+    manifest's last record of that name gives with another id and other FILE_KEYS (another
+    seed, other formats or other print stills, the extras: the first run's files would stay
+    beside this run's, and be listed among its extras). The first such job and keys are named."""
+    last = {record["name"]: record for record in records if isinstance(record.get("name"), str)}
+    differ = []
+    for job in sweep.jobs:
+        record = last.get(job.name)
+        if record is None or record["id"] == job.id or not isinstance(record.get("preset"), dict):
+            continue
+        before, now = job_files(record["preset"]), preset_files(job.preset)
+        keys = [key for key in FILE_KEYS if before[key] != now[key]]
+        if keys:
+            differ.append((job.name, keys, before, now))
+    if not differ:
+        return None
+    name, keys, before, now = differ[0]
+    said = "; ".join(f"{key} {_value(before[key])} then, {_value(now[key])} now" for key in keys)
+    more = f" (and {len(differ) - 1} more job{'s' * (len(differ) > 2)})" if len(differ) > 1 else ""
+    return (
+        f"this run's jobs write other files than the manifest's jobs of the same names: {name}: "
+        f"{said}{more}; resumed, their folders would hold both runs' files. Run the sweep as it was "
+        "written, or into another --out (or remove the sweep's folder to start it afresh)"
+    )
+
+
+def refuse_mixed_files(sweep: Sweep, manifest: Manifest | StoredManifest) -> None:
+    """RenderError naming the manifest where resuming it would mix two kinds of jobs
+    (mixed_files), before any job runs: a run's and a dry run's check."""
+    problem = mixed_files(sweep, manifest.records())
+    if problem:
+        raise RenderError(f"{manifest.path}: {problem}")
+
+
+def _value(value) -> str:
+    return "none" if value is None else printable(excerpt(value, 80))

@@ -15,7 +15,7 @@ from ..preset import Preset
 from ..world.shape import batch_key
 from .expand import Job, Sweep
 from .labels import format_params
-from .manifest import job_states, sweep_store
+from .manifest import Manifest, StoredManifest, job_states, refuse_mixed_files, sweep_store
 
 if TYPE_CHECKING:
     import torch
@@ -74,11 +74,15 @@ def dry_run_lines(sweep: Sweep, out_dir: Path | str, max_batch: int = DEFAULT_MA
     store = sweep_store(out_dir, sweep.name)
     if store.local:
         sweep_dir = Path(out_dir) / sweep.name
-        states = job_states(sweep, sweep_dir)
+        manifest = Manifest(sweep_dir / "manifest.jsonl")
+        refuse_mixed_files(sweep, manifest)
+        states = job_states(sweep, sweep_dir, manifest)
     else:
         sweep_dir = store.location
         try:
-            states = job_states(sweep, store)
+            manifest = StoredManifest(store)
+            refuse_mixed_files(sweep, manifest)
+            states = job_states(sweep, store, manifest)
         finally:
             store.close()
     batches = len(plan_chunks(sweep.jobs, max_batch))

@@ -28,7 +28,14 @@ from .cluster import FILES, MAX_ATTEMPTS, check_per_node, ray_connect, ray_paylo
 from .expand import Sweep
 from .gallery import write_gallery
 from .labels import format_params
-from .manifest import Manifest, StoredManifest, job_record, job_states, sweep_store
+from .manifest import (
+    Manifest,
+    StoredManifest,
+    job_record,
+    job_states,
+    refuse_mixed_files,
+    sweep_store,
+)
 from .plan import DEFAULT_MAX_BATCH, check_fits, plan_chunks, ray_only_problem
 from .progress import NodeProgress
 from .workers import WorkerPool, parse_devices, run_here
@@ -149,6 +156,7 @@ def run_sweep(
             manifest = Manifest(sweep_dir / "manifest.jsonl", log)
         else:
             manifest = StoredManifest(store, log)
+        refuse_mixed_files(sweep, manifest)
         try:
             summary = _run_jobs(
                 sweep, store, work_dir, manifest, devices, options, files, log, pool, terminal
