@@ -4,8 +4,10 @@ side, aspect, frame rate, durations, codec and file size; a GIF's byte budget; w
 were read), and how the MP4 is fitted to it: cropped or padded to the aspect
 (output.target_fit), scaled to the size by exact nearest-neighbour indexing, looped in whole
 loops up to the shortest duration or trimmed to the longest, its bit rate capped (x264's VBV) to
-stay under the file size. The render refuses before work what cannot meet a target (too fast a
-frame rate, another codec, too few bits a pixel for the budget) and says why. `--target NAME`
+stay under the file size; where the MP4 is trimmed and nothing else reads past its kept frames,
+the render simulates only the frames they come from (trimmed_run). The render refuses before
+work what cannot meet a target (too fast a frame rate, another codec, too few bits a pixel for
+the budget) and says why. `--target NAME`
 sets the platform's GIF budget too, where it has one (render/cli/arguments.py); TARGETS (the
 rows with a video) and GIF_TARGETS (the rows with a GIF budget: gif_targets.py re-exports it) are
 views of the table.
@@ -278,6 +280,82 @@ def frame_fit(preset, name: str, shown: int, background: tuple[int, int, int]) -
             "lower output.fps)"
         )
     return FrameFit((out_w, out_h), crop, pad, frames, repeats, background, rate)
+
+
+def simulated_frames(preset, kept: int) -> int:
+    """The simulated frames (from the first, after the warmup) that the first `kept` frames
+    handed to the outputs come from (render/look/loops.py TrailLoop): a crossfade loop keeps its
+    first N trail maps unshown and shows frame N next, so N + kept; a ping-pong loop hands its
+    simulated frames first and replays them after, and no loop hands each as simulated: kept.
+    At most the preset's frames."""
+    mode, count = preset.loop
+    return min(preset.frames, kept + (count if mode == "crossfade" else 0))
+
+
+def read_past_trim(preset) -> list[str]:
+    """What a render of `preset` writes besides the MP4 that reads frames or steps past a
+    target's trim: its other formats (each shows every frame, the PNG the last), output.still
+    (the last frame), output.fields, output.volume and checkpoint (their steps)."""
+    sections = {
+        "output.still": preset.output.still,
+        "output.fields": preset.output.fields,
+        "output.volume": preset.output.volume,
+        "checkpoint": preset.checkpoint,
+    }
+    others = [fmt for fmt in preset.output.formats if fmt != "mp4"]
+    return others + [name for name, section in sections.items() if section is not None]
+
+
+@dataclass(frozen=True)
+class TrimmedRun:
+    """A render whose MP4 a target trims: of the `handed` frames the MP4 keeps the first `kept`,
+    which come from the first `needed` simulated frames (simulated_frames); `readers`: what
+    else reads past them (read_past_trim, and the run's own: --frames-dir, --stats, ...)."""
+
+    name: str
+    handed: int
+    kept: int
+    needed: int
+    readers: tuple[str, ...]
+
+    @property
+    def frames(self) -> int | None:
+        """The frames this render needs simulated: `needed` where nothing reads past them, else
+        None (every frame)."""
+        return None if self.readers else self.needed
+
+    def note(self, preset, simulated: int) -> str:
+        """What was simulated, for the render's notes and its sidecar: `simulated` frames of the
+        preset's (the batch's most, where several simulations run as one)."""
+        keeps = f"mp4 --target {self.name} keeps {self.kept} of {self.handed} frames"
+        if simulated >= preset.frames:
+            why = ", ".join(self.readers) or "the batch's other simulations"
+            return (
+                f"simulated all {preset.frames} frames: {keeps}, from the first {self.needed} "
+                f"simulated, and {why} read past them (an MP4 alone simulates {self.needed})"
+            )
+        run = preset.run
+        step = run.warmup + min(simulated * run.steps_per_frame, run.steps)
+        return (
+            f"simulated {simulated} of {preset.frames} frames, to step {step} of {preset.end_step}: "
+            f"{keeps} and nothing else reads past them"
+        )
+
+
+def trimmed_run(preset, handed: int, beside: tuple[str, ...] = ()) -> TrimmedRun | None:
+    """With output.target: how its trim of the MP4 bounds the run, the MP4 handed `handed`
+    frames (out/specs.py handed_frames); beside: what the render reads besides the preset's
+    outputs. None where the kept frames need every simulated frame (no trim, a ping-pong loop's
+    replays kept) or the preset has no target."""
+    name = preset.output.target
+    if name is None:
+        return None
+    kept = frame_fit(preset, name, handed, (0, 0, 0)).frames
+    needed = simulated_frames(preset, kept)
+    if needed >= preset.frames:  # no trim, or one a ping-pong's replay reaches back past
+        return None
+    readers = tuple(read_past_trim(preset)) + tuple(beside)
+    return TrimmedRun(name, handed, kept, needed, readers)
 
 
 def describe(preset, name: str, fit: FrameFit, shown: int) -> str:
