@@ -29,6 +29,7 @@ from ..base.files import (
     PartialFile,
 )
 from ..base.interrupts import stop_if_requested
+from ..formats.targets import trimmed_run
 from ..look.layers import layer_map, needs_agents
 from ..look.loops import TrailLoop, Window, find_windows
 from ..out.fields import FieldsStop
@@ -44,7 +45,7 @@ from ..out.journal import (
     render_reads,
 )
 from ..out.sinks import Sink
-from ..out.specs import check_outputs
+from ..out.specs import check_outputs, handed_frames
 from ..out.volume_export import VolumeStop
 from ..preset import Preset
 from ..sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
@@ -186,7 +187,7 @@ def _render_batch(presets: list[Preset], options: RenderOptions, held: ExitStack
                 jobs[0].pipeline.deliver(frame)
         course = _course(presets, paths, jobs, options, _first_frame(options, source))
         course.advance_to(simulation, course.warmup_end, options.on_step)
-        _frame_loop(presets[0], simulation, jobs, options, course)
+        _frame_loop(presets[0], simulation, jobs, options, course, _simulated(jobs, options))
         clock.append(time.perf_counter())
         for job in jobs:  # every job's encoders finish their files at once, then each is waited for
             job.end_input()
@@ -354,14 +355,40 @@ def _course(
     return Course(presets[0].run, start, stops, first)
 
 
-def _frame_loop(run: Preset, simulation, jobs: list[Job], options: RenderOptions, course: Course) -> None:
-    """Advance the batch frame by frame along its course, handing each job's frame to its
-    encoders; the bar shows frames, steps per second (of each simulation) and the slowest
-    encoder's frames per second."""
+def _simulated(jobs: list[Job], options: RenderOptions) -> int:
+    """The frames the batch simulates: every one, or the first ones alone where each job's
+    platform target trims its MP4 and nothing else reads past the kept frames
+    (formats/targets.py trimmed_run); each trimmed job's notes say what was simulated."""
+    beside = {
+        "--frames-dir": options.frames_dir,
+        "--stats": options.on_step,
+        "--metrics": options.on_frame,
+        "the caller's sinks": options.sinks,
+        "--resume": options.resume,
+    }
+    beside = tuple(name for name, value in beside.items() if value)
+    trims = [
+        trimmed_run(job.preset, handed_frames(job.preset), beside) if job.paths else None for job in jobs
+    ]
+    frames = max(
+        job.preset.frames if t is None or t.frames is None else t.frames for job, t in zip(jobs, trims)
+    )
+    for job, trim in zip(jobs, trims):
+        if trim is not None:
+            job.notes.append(trim.note(job.preset, frames))
+    return frames
+
+
+def _frame_loop(
+    run: Preset, simulation, jobs: list[Job], options: RenderOptions, course: Course, frames: int
+) -> None:
+    """Advance the batch frame by frame along its course to its `frames`th frame, handing each
+    job's frame to its encoders; the bar shows frames, steps per second (of each simulation)
+    and the slowest encoder's frames per second."""
     began, first_step = time.perf_counter(), course.step
     label = run.name if len(jobs) == 1 else f"{len(jobs)} simulations"
     with tqdm(
-        total=run.frames,
+        total=frames,
         initial=course.first_frame,
         unit="frame",
         disable=options.quiet,
@@ -369,7 +396,7 @@ def _frame_loop(run: Preset, simulation, jobs: list[Job], options: RenderOptions
         desc=label,
         dynamic_ncols=True,
     ) as bar:
-        for number in range(course.first_frame, run.frames):
+        for number in range(course.first_frame, frames):
             stop_if_requested()
             if all(job.error for job in jobs):
                 break
