@@ -3,10 +3,14 @@ one table of platforms; each target's files of a tiny preset rendered through th
 within the table's limits (the MP4's frame size, aspect, frame rate, duration, codec and bytes,
 read back by FFmpeg through PyAV; the GIF's budget, carried by the preset); --gif-target's
 budgets are those it always had (the same GIF bytes), and what cannot meet a target is refused
-before work."""
+before work. A target that trims simulates only the frames its MP4 keeps where nothing else reads
+past them (counted steps), with the same MP4 bytes as a render of every frame, through each loop,
+a sound, `--from` and the sidecar's note."""
 
 from __future__ import annotations
 
+import json
+import wave
 from fractions import Fraction
 
 import av
@@ -19,10 +23,11 @@ from physarum.render.cli.arguments import flag_settings, parser
 from physarum.render.cli.main import main
 from physarum.render.formats.gif_targets import GIF_TARGETS
 from physarum.render.formats.registry import read_embedded
-from physarum.render.formats.targets import PLATFORMS, TARGETS, FrameFit
-from physarum.render.out.specs import check_outputs
+from physarum.render.formats.targets import PLATFORMS, TARGETS, FrameFit, trimmed_run
+from physarum.render.out.specs import check_outputs, handed_frames
 from physarum.render.preset import build_preset
 from physarum.render.run import runner
+from physarum.render.sim import course
 from support import tiny_data, write_preset
 
 
@@ -184,3 +189,126 @@ def test_refused_before_work_with_why(output, run, words):
 def test_the_flag_is_a_preset_key():
     args = parser().parse_args(["render", "quickstart", "--target", "tiktok"])
     assert "output.target=tiktok" in flag_settings(args)
+
+
+# ---------------------------------------------------------------------------------------------
+# A trim simulates only what the MP4 keeps
+
+
+def long_data(loop_mode: str = "none", steps: int = 200, **output) -> dict:
+    """200 frames at 1 fps (and a warmup of 5 steps): X keeps the first 140 s."""
+    out = {"formats": ["mp4"], "fps": 1, "target": "x", "loop_mode": loop_mode, **output}
+    return tiny_data(output=out, run={"steps": steps, "steps_per_frame": 1, "warmup": 5})
+
+
+@pytest.fixture
+def steps_simulated(monkeypatch) -> list[int]:
+    """Every step the renders of a test advance, counted where the course advances them."""
+    counted, advance = [], course.advance
+
+    def counting(simulation, steps, on_step=None):
+        counted.append(steps)
+        return advance(simulation, steps, on_step)
+
+    monkeypatch.setattr(course, "advance", counting)
+    return counted
+
+
+def render_counted(preset, out, counted: list[int], **options) -> tuple[runner.RenderResult, int]:
+    """A render of `preset` into `out` and the steps it simulated."""
+    counted.clear()
+    result = runner.render(preset, backend="torch", device="cpu", out_dir=out, quiet=True, **options)
+    return result, sum(counted)
+
+
+@pytest.mark.parametrize(("loop_mode", "simulated"), [("none", 140), ("ping-pong", 140), ("crossfade", 165)])
+def test_a_trim_simulates_only_the_kept_frames_with_the_same_bytes(
+    tmp_path, steps_simulated, loop_mode, simulated
+):
+    """X keeps 140 of the frames handed; they come from the first 140 simulated (crossfade: after
+    its 25 unshown maps). The render simulates those alone and writes the MP4 a render of every
+    frame writes (a frames folder reads them all: today's path, counted)."""
+    preset = build_preset(long_data(loop_mode), "t.yaml")
+    trimmed, steps = render_counted(preset, tmp_path / "trimmed", steps_simulated)
+    whole, all_steps = render_counted(preset, tmp_path / "whole", steps_simulated, frames_dir=tmp_path / "f")
+    assert (steps, all_steps) == (5 + simulated, 205)
+    assert trimmed.outputs["mp4"].read_bytes() == whole.outputs["mp4"].read_bytes()
+    assert len(probe(trimmed.outputs["mp4"])["frames"]) == 140
+    notes = json.loads(trimmed.outputs["json"].read_text())["notes"]
+    assert f"simulated {simulated} of 200 frames, to step {5 + simulated} of 205" in " ".join(notes)
+    assert any("--frames-dir read past them" in note for note in whole.notes)
+
+
+def test_a_trim_shows_what_run_steps_cut_by_hand_show(tmp_path, steps_simulated):
+    """The trimmed MP4's frames are those of the preset with run.steps cut to the kept frames by
+    hand (the files differ in the preset they carry, not in a pixel)."""
+    trimmed, _ = render_counted(build_preset(long_data(), "t.yaml"), tmp_path / "a", steps_simulated)
+    cut, steps = render_counted(build_preset(long_data(steps=140), "t.yaml"), tmp_path / "b", steps_simulated)
+    assert steps == 145
+    mine, theirs = probe(trimmed.outputs["mp4"])["frames"], probe(cut.outputs["mp4"])["frames"]
+    assert len(mine) == len(theirs) == 140
+    assert all(np.array_equal(a, b) for a, b in zip(mine, theirs))
+
+
+def test_what_reads_past_the_trim_keeps_every_frame_simulated():
+    """Other formats, a still, fields, volumes, checkpoints and the render's own readers (a
+    frames folder, --stats) read past the kept frames: every frame is simulated and the note says
+    why; a ping-pong loop whose kept frames reach into its replay needs them all (no note)."""
+    handed = 200
+    assert trimmed_run(build_preset(long_data(), "t.yaml"), handed).frames == 140
+    for output in ({"formats": ["mp4", "gif"]}, {"formats": ["mp4", "png"]}, {"still": {"formats": ["png"]}}):
+        preset = build_preset(long_data(**output), "t.yaml")
+        trim = trimmed_run(preset, handed)
+        assert trim.frames is None and trim.readers
+        assert "simulated all 200 frames" in trim.note(preset, 200)
+    preset = build_preset(long_data(), "t.yaml")
+    assert trimmed_run(preset, handed, ("--stats",)).readers == ("--stats",)
+    pong = build_preset(long_data("ping-pong", steps=100), "t.yaml")  # 198 handed, 140 kept
+    assert handed_frames(pong) == 198 and trimmed_run(pong, 198) is None
+    assert trimmed_run(build_preset(long_data(steps=100), "t.yaml"), 100) is None  # no trim
+
+
+def test_a_trimmed_render_with_a_gif_simulates_every_frame(tmp_path, steps_simulated):
+    preset = build_preset(long_data(formats=["mp4", "gif"]), "t.yaml")
+    result, steps = render_counted(preset, tmp_path, steps_simulated)
+    assert steps == 205
+    assert any("gif read past them (an MP4 alone simulates 140)" in note for note in result.notes)
+
+
+def test_from_a_trimmed_mp4_renders_it_again(tmp_path, steps_simulated):
+    """--from the targeted MP4 carries the target: the same cut, the same bytes."""
+    path = write_preset(tmp_path, long_data(), "long.yaml")
+    flags = ["--quiet", "--backend", "torch"]
+    assert main(["render", str(path), "--out", str(tmp_path / "a"), *flags]) == 0
+    first, steps_simulated[:] = tmp_path / "a" / "tiny" / "tiny-s3.mp4", []
+    assert main(["render", "--from", str(first), "--out", str(tmp_path / "b"), *flags]) == 0
+    assert sum(steps_simulated) == 145
+    assert (tmp_path / "b" / "tiny" / "tiny-s3.mp4").read_bytes() == first.read_bytes()
+
+
+def write_tone(path, seconds: int, rate: int = 8000):
+    samples = np.round(8000 * np.sin(np.arange(seconds * rate) * 0.05)).astype(np.int16)
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(samples.tobytes())
+    return path
+
+
+@pytest.mark.slow
+def test_a_trimmed_sound_preset_simulates_the_kept_frames_and_keeps_its_sound(tmp_path, steps_simulated):
+    """run.steps: audio (150 s of sound at 1 fps: 150 frames); X keeps 140, sound and all, as
+    the render of every frame writes them."""
+    data = long_data()
+    data["audio"] = {"path": str(write_tone(tmp_path / "tone.wav", 150))}
+    data["run"]["steps"] = "audio"
+    data["model"]["deposit"] = {"audio": "loudness", "range": [2, 9]}
+    preset = build_preset(data, "t.yaml")
+    assert preset.frames == 150
+    trimmed, steps = render_counted(preset, tmp_path / "trimmed", steps_simulated)
+    whole, all_steps = render_counted(preset, tmp_path / "whole", steps_simulated, frames_dir=tmp_path / "f")
+    assert (steps, all_steps) == (145, 155)
+    assert trimmed.outputs["mp4"].read_bytes() == whole.outputs["mp4"].read_bytes()
+    with av.open(str(trimmed.outputs["mp4"])) as container:
+        assert len(container.streams.audio) == 1
