@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from ..base import lazy
 from ..base.errors import RenderError
+from .alpha import reads
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")
@@ -91,6 +92,32 @@ class Shared:
     digits: tuple[int, int]
     jobs: int = 1
     frames: int = 0  # the frames the video outputs are handed (a ping-pong loop's replays counted)
+
+
+@dataclass(frozen=True)
+class AnimationSpec:
+    """A looping animation of RGB frames, or RGBA ones with alpha (output.alpha's mode), `loop`
+    repeats (0: forever), the preset text as `comment`: the spec the APNG and the WebP are
+    (render/formats/apng.py, webp.py), each a frozen subclass that names its `format` and opens
+    its writer; the fields are the same for both."""
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    loop: int
+    comment: str
+    alpha: str | None = None
+    reads: str = "rgb"
+
+    format: ClassVar[str]
+
+    @classmethod
+    def of(cls, preset, path: Path, shared: Shared):
+        """The spec of a validated preset's output: its whole picture (a 3D preset's camera
+        image), output.fps, output.loop, output.alpha."""
+        (width, height), out = preset.frame_size, preset.output
+        return cls(path, width, height, out.fps, out.loop, shared.text, out.alpha, reads(out.alpha))
 
 
 @dataclass(frozen=True)
