@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..base.files import PartialFile, commit_together
-from .alpha import reads
 from .av_video import AvVideoWriter, VideoSetting
-from .contract import Format, Frame, Shared, refuse_side_over
+from .contract import AnimationSpec, Format, Frame, Shared, refuse_side_over
 from .png import EMBED_KEY
 from .png import read_text as png_text
 
@@ -42,18 +41,9 @@ def itxt_chunk(keyword: str, text: str) -> bytes:
 
 
 @dataclass(frozen=True)
-class ApngSpec:
+class ApngSpec(AnimationSpec):
     """A lossless APNG of RGB frames, or RGBA ones with alpha (output.alpha's mode), `loop`
     repeats (0: forever)."""
-
-    path: Path
-    width: int
-    height: int
-    fps: int
-    loop: int
-    comment: str
-    alpha: str | None = None
-    reads: str = "rgb"
 
     format: ClassVar[str] = "apng"
 
@@ -108,8 +98,7 @@ class ApngWriter(PartialFile):
 
 def make_spec(preset, path: Path, shared: Shared) -> ApngSpec:
     """The APNG of a validated preset: the whole canvas, output.fps, output.loop, output.alpha."""
-    (width, height), out = preset.frame_size, preset.output
-    return ApngSpec(path, width, height, out.fps, out.loop, shared.text, out.alpha, reads(out.alpha))
+    return ApngSpec.of(preset, path, shared)
 
 
 def check(preset) -> list[str]:

@@ -13,8 +13,8 @@ from typing import ClassVar
 
 from ..base import lazy
 from ..base.files import PartialFile, commit_together
-from .alpha import join, reads
-from .contract import Format, Frame, Shared, refuse_side_over
+from .alpha import join
+from .contract import AnimationSpec, Format, Frame, Shared, refuse_side_over
 
 # start-up: loaded at first use (base/lazy.py)
 np = lazy.module("numpy")
@@ -28,18 +28,9 @@ XMP_PRESET = re.compile(rb"<physarum:preset>(.*?)</physarum:preset>", re.DOTALL)
 
 
 @dataclass(frozen=True)
-class WebpSpec:
+class WebpSpec(AnimationSpec):
     """A lossless animated WebP of RGB frames (the exact colours), `loop` repeats (0: forever),
     the preset text in its XMP chunk; alpha: output.alpha's mode (RGBA frames; None: RGB)."""
-
-    path: Path
-    width: int
-    height: int
-    fps: int
-    loop: int
-    comment: str
-    alpha: str | None = None
-    reads: str = "rgb"
 
     format: ClassVar[str] = "webp"
 
@@ -97,8 +88,7 @@ class WebpWriter(PartialFile):
 
 def make_spec(preset, path: Path, shared: Shared) -> WebpSpec:
     """The WebP of a validated preset: the whole canvas, output.fps, output.loop, output.alpha."""
-    (width, height), out = preset.frame_size, preset.output  # a 3D preset's: its camera image
-    return WebpSpec(path, width, height, out.fps, out.loop, shared.text, out.alpha, reads(out.alpha))
+    return WebpSpec.of(preset, path, shared)  # a 3D preset's size: its camera image
 
 
 def check(preset) -> list[str]:
