@@ -110,7 +110,9 @@ def test_a_given_tempo_is_kept_and_the_onsets_follow_the_clicks():
 def test_loudness_is_the_rms_of_each_frame():
     pcm = np.concatenate((sine(440, 1.0, 3000), sine(440, 1.0, 12000))).astype(np.int64)
     frames = af.Frames(10, af.frame_count(len(pcm), 10))
-    rms = af.loudness(pcm, frames)
+    meter = af.Loudness(10)
+    meter.push(pcm)
+    rms = meter.finish(len(pcm))
     lo, hi = frames.samples(3)
     expected = int(np.sqrt((pcm[lo:hi] ** 2).sum() // (hi - lo)))
     assert rms[3] == expected

@@ -1,5 +1,5 @@
 """Exact audio features: one value a frame, the same integers on every machine (docs/model.md,
-section 14; docs/audio.md).
+section 15; docs/audio.md).
 
 Input: the track as 16-bit mono PCM at RATE (render/preset/audio.py decodes, mixes and
 resamples it in integers). Everything here is integer arithmetic on numpy int64 arrays (and
@@ -26,6 +26,11 @@ Python ints where a sum could pass 2^63); no float is rounded anywhere a result 
 Each feature is normalised over the track: divided by its 99th percentile (nearest rank) and
 clipped, as an integer 0 .. FULL rounded half up (its largest value where the percentile is 0).
 Smoothing (attack, release) is applied per key when a schedule follows a feature (smooth).
+
+The track streams through the analysis (Analyser: the samples pushed block by block, analysed a
+batch of CHUNK window pairs at a time, the overlap of the windows and the last window's spectrum
+carried to the next batch): memory is bounded by a batch and a few integers a window and a frame,
+never the spectrogram, and the values are those of the whole track at once (magnitudes).
 """
 
 from __future__ import annotations
@@ -51,7 +56,11 @@ PERCENTILE = 99
 MIN_BPM, MAX_BPM = 70, 180  # the detected tempo's range (one octave and a little)
 BEATS_PER_BAR = 4
 EARLY = Fraction(WINDOW // 2, RATE)  # a detected first beat may lie this much before 0 (the frame 0)
-CHUNK = 512  # window pairs per FFT batch (bounds memory: 512 x 2048 complex int64)
+# Window pairs per FFT batch: the analysis streams over the track a batch at a time (Analyser),
+# so its memory is a batch's (64 windows: about 1 MB an array), not the track's. On the shared
+# 2-core CPU a 10-minute track took the same CPU time (3.8 to 4.1 s) with 16 to 128 pairs and
+# more with 512 (the old whole-track batch size: arrays past the caches)
+CHUNK = 32
 # The bands, in Hz (lower edge included, upper excluded); brilliance ends at the analysed PCM's
 # Nyquist frequency
 BANDS = {
@@ -158,41 +167,177 @@ def isqrt(values: np.ndarray) -> np.ndarray:
     return root
 
 
+def windowed(span: np.ndarray, count: int) -> np.ndarray:
+    """[count, WINDOW] int64: the windows span[i * HOP : i * HOP + WINDOW], i < count, times the
+    Hann window, in Q0: (x * w + 2^14) >> 15. `span`: the track's samples from the first
+    window's first on (zeros outside the track included), at least (count - 1) * HOP + WINDOW."""
+    views = np.lib.stride_tricks.sliding_window_view(span, WINDOW)[: (count - 1) * HOP + 1 : HOP]
+    samples = views.astype(np.int64)
+    samples *= hann()[None, :]
+    samples += 1 << (WINDOW_BITS - 1)
+    samples >>= WINDOW_BITS
+    return samples
+
+
+def track_span(pcm: np.ndarray, low: int, high: int) -> np.ndarray:
+    """The track's samples low .. high - 1, zeros outside it (before 0 and from len(pcm) on)."""
+    span = np.zeros(high - low, dtype=pcm.dtype)
+    first, end = max(low, 0), min(high, len(pcm))
+    if end > first:
+        span[first - low : end - low] = pcm[first:end]
+    return span
+
+
 def windows(pcm: np.ndarray, start: int, count: int) -> np.ndarray:
     """[count, WINDOW] int64 Hann-windowed samples of windows start .. start + count (window h
     centred on sample h * HOP; zeros outside the track), in Q0: (x * w + 2^14) >> 15."""
-    offsets = (np.arange(start, start + count) * HOP - WINDOW // 2)[:, None] + np.arange(WINDOW)[None, :]
-    inside = (offsets >= 0) & (offsets < len(pcm))
-    samples = np.where(inside, pcm[np.clip(offsets, 0, max(len(pcm) - 1, 0))], 0).astype(np.int64)
-    return (samples * hann()[None, :] + (1 << (WINDOW_BITS - 1))) >> WINDOW_BITS
+    low = start * HOP - WINDOW // 2
+    return windowed(track_span(pcm, low, low + (count - 1) * HOP + WINDOW), count)
+
+
+def pair_magnitudes(frames: np.ndarray) -> np.ndarray:
+    """[2P, WINDOW / 2 + 1] int64: 2 |X[k]| of [2P, WINDOW] windowed windows (exact). Windows
+    2i and 2i + 1 go through one complex FFT (a as re, b as im): 2 A[k] = Z[k] + conj(Z[-k])
+    and 2 B[k] = -i (Z[k] - conj(Z[-k])), exact in integers; a window's magnitudes depend on its
+    partner's (the FFT's roundings), so the pairs are always windows 2i and 2i + 1."""
+    bins = WINDOW // 2 + 1
+    mirror = (-np.arange(bins)) % WINDOW
+    pairs = frames.reshape(-1, 2, WINDOW)
+    z_re, z_im = fft(pairs[:, 0, :], pairs[:, 1, :])
+    zr, zi = z_re[:, :bins], z_im[:, :bins]
+    mr, mi = z_re[:, mirror], z_im[:, mirror]
+    a_re, a_im = zr + mr, zi - mi  # 2 A
+    b_re, b_im = zi + mi, mr - zr  # 2 B
+    a, b = isqrt(a_re * a_re + a_im * a_im), isqrt(b_re * b_re + b_im * b_im)
+    return np.stack((a, b), axis=1).reshape(2 * len(pairs), bins)
 
 
 def magnitudes(pcm: np.ndarray) -> np.ndarray:
-    """[H, WINDOW / 2 + 1] int64: 2 |X_h[k]| of every window h = 0 .. len // HOP (exact). Two
-    windows go through one complex FFT (a as re, b as im): 2 A[k] = Z[k] + conj(Z[-k]) and
-    2 B[k] = -i (Z[k] - conj(Z[-k])), exact in integers."""
+    """[H, WINDOW / 2 + 1] int64: 2 |X_h[k]| of every window h = 0 .. len // HOP (exact), the
+    whole spectrogram at once (H x 1025 int64: 0.4 GB for 20 minutes). The analysis never holds
+    it (Spectrum streams); this plain form is what the streaming one is tested against."""
     count = len(pcm) // HOP + 1
-    bins = WINDOW // 2 + 1
-    out = np.zeros((count, bins), dtype=np.int64)
-    mirror = (-np.arange(bins)) % WINDOW
-    for first in range(0, count, 2 * CHUNK):
-        pairs = min(CHUNK, -(-(count - first) // 2))
-        frames = windows(pcm, first, 2 * pairs).reshape(pairs, 2, WINDOW)
-        z_re, z_im = fft(frames[:, 0, :], frames[:, 1, :])
-        zr, zi = z_re[:, :bins], z_im[:, :bins]
-        mr, mi = z_re[:, mirror], z_im[:, mirror]
-        a_re, a_im = zr + mr, zi - mi  # 2 A
-        b_re, b_im = zi + mi, mr - zr  # 2 B
-        a, b = isqrt(a_re * a_re + a_im * a_im), isqrt(b_re * b_re + b_im * b_im)
-        both = np.stack((a, b), axis=1).reshape(2 * pairs, bins)
-        take = min(2 * pairs, count - first)
-        out[first : first + take] = both[:take]
-    return out
+    batches = [
+        pair_magnitudes(windows(pcm, first, 2 * min(CHUNK, -(-(count - first) // 2))))
+        for first in range(0, count, 2 * CHUNK)
+    ]
+    return np.concatenate(batches)[:count]
 
 
 def band_bins(low: int, high: int) -> tuple[int, int]:
     """The bins [first, end) whose frequency k * RATE / WINDOW lies in [low, high) Hz."""
     return -(-low * WINDOW // RATE), min(WINDOW // 2 + 1, -(-high * WINDOW // RATE))
+
+
+def band_sums(mags: np.ndarray) -> np.ndarray:
+    """[W, len(BANDS)] int64: each window's magnitudes summed over each band's bins."""
+    return np.stack(
+        [mags[:, slice(*band_bins(low, high))].sum(axis=1) for low, high in BANDS.values()], axis=1
+    )
+
+
+def onset_flux(mags: np.ndarray, previous: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """([W] positive spectral flux of each window's compressed magnitudes c = isqrt(256 m) over
+    the window's before, c of the last window): `previous` is c of the window before the first
+    (zeros before the track: the first window's flux is from silence)."""
+    compressed = isqrt(mags << 8)
+    before = np.vstack((previous[None, :], compressed[:-1]))
+    return np.maximum(compressed - before, 0).sum(axis=1), compressed[-1].copy()
+
+
+class Spectrum:
+    """Each window's band sums and onset flux over a track pushed block by block, in memory
+    bounded by a batch of 2 * `pairs` windows, never the whole spectrogram. Pushed samples wait
+    until a batch of whole window pairs is complete; each batch's magnitudes are reduced at once
+    to the windows' BANDS sums and onset flux; what the next batch needs is carried: the samples
+    from the next window's first on (windows overlap by WINDOW - HOP samples) and the last
+    window's compressed magnitudes (the next window's flux is over them). The values are those
+    of the whole spectrogram (magnitudes), whatever the blocks and the batch size."""
+
+    def __init__(self, pairs: int = CHUNK):
+        self.pairs = pairs
+        self.carry = np.zeros(WINDOW // 2, dtype=np.int16)  # samples from window `next`'s first
+        self.held: list[np.ndarray] = []  # pushed blocks after the carry
+        self.held_count = 0
+        self.next = 0  # the next window to analyse (even: windows 2i and 2i + 1 share an FFT)
+        self.previous = np.zeros(WINDOW // 2 + 1, dtype=np.int64)  # c of window next - 1
+        self.bands: list[np.ndarray] = []
+        self.onset: list[np.ndarray] = []
+
+    def push(self, samples: np.ndarray) -> None:
+        """Add the track's next samples."""
+        self.held.append(samples)
+        self.held_count += len(samples)
+        if self.held_count >= 2 * self.pairs * HOP:
+            span = self._span()
+            ready = 2 * (max(0, (len(span) - WINDOW) // HOP + 1) // 2)  # whole pairs of windows
+            self._analyse(span, ready)
+            self.carry = span[ready * HOP :].copy()
+
+    def finish(self, samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """([H, len(BANDS)] band sums, [H] onset flux) of windows h = 0 .. samples // HOP, the
+        track of `samples` samples having been pushed (zeros after its end)."""
+        count = samples // HOP + 1
+        left = count - self.next
+        left += left % 2  # an odd last window shares its FFT with the window after it
+        span = self._span()
+        missing = (left - 1) * HOP + WINDOW - len(span)
+        if missing > 0:
+            span = np.concatenate((span, np.zeros(missing, dtype=span.dtype)))
+        self._analyse(span, left)
+        return np.concatenate(self.bands)[:count], np.concatenate(self.onset)[:count]
+
+    def _span(self) -> np.ndarray:
+        span = np.concatenate((self.carry, *self.held))
+        self.held, self.held_count = [], 0
+        return span
+
+    def _analyse(self, span: np.ndarray, count: int) -> None:
+        """Windows next .. next + count (count even), span holding their samples, batch by batch."""
+        for first in range(0, count, 2 * self.pairs):
+            batch = min(2 * self.pairs, count - first)
+            mags = pair_magnitudes(windowed(span[first * HOP :], batch))
+            flux, self.previous = onset_flux(mags, self.previous)
+            self.bands.append(band_sums(mags))
+            self.onset.append(flux)
+        self.next += count
+
+
+class Loudness:
+    """Each frame's RMS over a track pushed block by block: frame f's samples [f RATE // fps,
+    (f + 1) RATE // fps), their squares summed as they come (a frame's part in earlier blocks
+    carried as its partial sum)."""
+
+    def __init__(self, fps: int):
+        self.fps = fps
+        self.start = 0  # the first sample not yet pushed
+        self.frame = 0  # the first frame not yet summed whole (its partial sum carried)
+        self.partial = 0
+        self.sums: list[np.ndarray] = []
+
+    def push(self, samples: np.ndarray) -> None:
+        """Add the track's next samples."""
+        if len(samples) == 0:
+            return
+        low, high = self.start, self.start + len(samples)
+        prefix = np.concatenate(([0], np.cumsum(samples.astype(np.int64) ** 2)))
+        last = -(-high * self.fps // RATE)  # the frames before it start before `high`
+        edges = np.arange(self.frame, last + 1, dtype=np.int64) * RATE // self.fps - low
+        sums = np.diff(prefix[np.clip(edges, 0, len(samples))])
+        sums[0] += self.partial
+        self.sums.append(sums[:-1])
+        self.frame, self.partial, self.start = last - 1, int(sums[-1]), high
+
+    def finish(self, samples: int) -> np.ndarray:
+        """[frame_count(samples, fps)] int64: isqrt(sum of squares // count) of each frame's
+        samples (0 for a frame past the track), the track of `samples` samples having been pushed."""
+        count = frame_count(samples, self.fps)
+        sums = np.zeros(count, dtype=np.int64)
+        done = np.concatenate([*self.sums, [self.partial]])[:count]
+        sums[: len(done)] = done
+        f = np.arange(count, dtype=np.int64)
+        size = np.minimum((f + 1) * RATE // self.fps, samples) - np.minimum(f * RATE // self.fps, samples)
+        return isqrt(np.where(size > 0, sums // np.maximum(size, 1), 0))
 
 
 @dataclass(frozen=True)
@@ -228,26 +373,6 @@ def per_frame_max(values: np.ndarray, spans: np.ndarray) -> np.ndarray:
         if end > first:
             out[f] = values[first:end].max()
     return out
-
-
-def loudness(pcm: np.ndarray, frames: Frames) -> np.ndarray:
-    """[F] the RMS of each frame's samples: isqrt(sum of squares // count) (0 past the track)."""
-    squares = np.concatenate(([0], np.cumsum(pcm.astype(np.int64) ** 2)))
-    out = np.zeros(frames.count, dtype=np.int64)
-    for f in range(frames.count):
-        lo, hi = frames.samples(f)
-        lo, hi = min(lo, len(pcm)), min(hi, len(pcm))
-        if hi > lo:
-            out[f] = (squares[hi] - squares[lo]) // (hi - lo)
-    return isqrt(out)
-
-
-def onset_envelope(mags: np.ndarray) -> np.ndarray:
-    """[H] positive spectral flux of the compressed magnitudes isqrt(256 m), window by window
-    (the first window's flux from silence)."""
-    compressed = isqrt(mags << 8)
-    previous = np.vstack((np.zeros((1, mags.shape[1]), dtype=np.int64), compressed[:-1]))
-    return np.maximum(compressed - previous, 0).sum(axis=1)
 
 
 def normalised(values: np.ndarray) -> np.ndarray:
@@ -344,38 +469,75 @@ class Analysis:
         return self.table[:, FEATURES.index(feature)]
 
 
+class Analyser:
+    """`analyse` of a track pushed block by block: the PCM's sha256, each frame's loudness and
+    each window's band sums and onset flux are taken as the samples come (Spectrum, Loudness),
+    so memory is bounded by a batch of 2 * `pairs` windows plus a few integers a window and a
+    frame, never the track's spectrogram; `result` then gives the same Analysis as analyse of
+    all the samples at once."""
+
+    def __init__(self, fps: int, pairs: int = CHUNK):
+        self.fps = fps
+        self.spectrum = Spectrum(pairs)
+        self.loudness = Loudness(fps)
+        self.digest = hashlib.sha256()
+        self.samples = 0
+
+    def push(self, samples: np.ndarray) -> None:
+        """Add the track's next samples (16-bit values: int16, or int64 within int16's range)."""
+        self.digest.update(np.ascontiguousarray(samples, dtype="<i2"))
+        self.samples += len(samples)
+        self.spectrum.push(samples)
+        self.loudness.push(samples)
+
+    def result(self, bpm: Fraction | None = None, offset: Fraction | None = None) -> Analysis:
+        """The Analysis of everything pushed (analyse's `bpm` and `offset`)."""
+        frames = Frames(self.fps, frame_count(self.samples, self.fps))
+        bands, onset = self.spectrum.finish(self.samples)
+        spans = frames.hops(len(onset))
+        columns = [normalised(self.loudness.finish(self.samples))]
+        columns += [normalised(per_frame_max(bands[:, b], spans)) for b in range(len(BANDS))]
+        columns.append(normalised(per_frame_max(onset, spans)))
+        tempo = bpm if bpm is not None else detect_tempo(onset)
+        if tempo is None:
+            columns.extend([np.zeros(frames.count, dtype=np.int64)] * 2)
+            start = Fraction(0)
+        else:
+            start = offset if offset is not None else first_beat(onset, tempo)
+            beats = beat_frames(frames, tempo, start, Fraction(self.samples, RATE))
+            columns.extend([beats[:, 0], beats[:, 1]])
+        table = np.stack(columns, axis=1)
+        return Analysis(self.fps, table, tempo, start, self.digest.hexdigest(), self.samples)
+
+
+def first_beat(onset: np.ndarray, tempo: Fraction) -> Fraction:
+    """The detected first beat in seconds: beat_phase's window, or a period earlier where that
+    lies less than EARLY before 0 (a centred window hears a beat early)."""
+    start = Fraction(beat_phase(onset, Fraction(60 * RATE, HOP) / tempo) * HOP, RATE)
+    if start - 60 / tempo >= -EARLY:
+        start -= 60 / tempo
+    return start
+
+
 def analyse(
-    pcm: np.ndarray, fps: int, bpm: Fraction | None = None, offset: Fraction | None = None
+    pcm: np.ndarray,
+    fps: int,
+    bpm: Fraction | None = None,
+    offset: Fraction | None = None,
+    pairs: int = CHUNK,
 ) -> Analysis:
     """Every feature of a track of 16-bit mono PCM at RATE, one value a frame at `fps` for the
     frames the track fills (frame_count). `bpm`: the tempo (None: detected); `offset`: the first
-    beat in seconds (None: detected)."""
-    pcm = np.asarray(pcm, dtype=np.int64)
-    frames = Frames(fps, frame_count(len(pcm), fps))
-    mags = magnitudes(pcm)
-    spans = frames.hops(len(mags))
-    columns = [normalised(loudness(pcm, frames))]
-    for low, high in BANDS.values():
-        first, end = band_bins(low, high)
-        columns.append(normalised(per_frame_max(mags[:, first:end].sum(axis=1), spans)))
-    onset = onset_envelope(mags)
-    columns.append(normalised(per_frame_max(onset, spans)))
-    tempo = bpm if bpm is not None else detect_tempo(onset)
-    seconds = Fraction(len(pcm), RATE)
-    if tempo is None:
-        columns.extend([np.zeros(frames.count, dtype=np.int64)] * 2)
-        start = Fraction(0)
-    else:
-        if offset is None:
-            start = Fraction(beat_phase(onset, Fraction(60 * RATE, HOP) / tempo) * HOP, RATE)
-            if start - 60 / tempo >= -EARLY:  # a beat the centred windows heard just before 0
-                start -= 60 / tempo
-        else:
-            start = offset
-        beats = beat_frames(frames, tempo, start, seconds)
-        columns.extend([beats[:, 0], beats[:, 1]])
-    digest = hashlib.sha256(pcm.astype("<i2").tobytes()).hexdigest()
-    return Analysis(fps, np.stack(columns, axis=1), tempo, start, digest, len(pcm))
+    beat in seconds (None: detected). The track is analysed in blocks of 2 * `pairs` windows'
+    hops (Analyser): memory is bounded by the batch, not the track; the values do not depend on
+    `pairs`."""
+    pcm = np.asarray(pcm)
+    analyser = Analyser(fps, pairs)
+    block = 2 * pairs * HOP
+    for first in range(0, len(pcm), block):
+        samples = pcm[first : first + block]
+        analyser.push(samples if samples.dtype == np.int16 else samples.astype(np.int64))
+    return analyser.result(bpm, offset)
 
 
 def tempo_only(frames: int, fps: int, bpm: Fraction, offset: Fraction) -> Analysis:
