@@ -479,6 +479,87 @@ class ObjectStore(Store):
         finally:
             staged.discard()
 
+    def create_bytes(self, rel: str, data: bytes) -> str | None:
+        """`data` stored at `rel` only where no object is there: the new object's version (see
+        read_versioned), or None where one is there. On S3 one conditional PUT (If-None-Match),
+        atomic; elsewhere fsspec's own (memory://: atomic within its process; other file systems,
+        and drivers without the mode: a check, then a write). RenderError where the store refuses."""
+        key = self.key(rel)
+        with self.refusals(rel):
+            try:
+                answer = self.fs.pipe_file(key, data, mode="create")
+            except FileExistsError:
+                return None
+            except (TypeError, NotImplementedError):  # a driver without the mode: check, then write
+                if self.fs.exists(key):
+                    return None
+                answer = self.fs.pipe_file(key, data)
+        return _version(answer, data)
+
+    def read_versioned(self, rel: str, limit: int) -> tuple[bytes, str] | None:
+        """The object at `rel` (at most `limit` bytes: ValueError beyond) and its version, or None
+        where there is none. The version is S3's ETag (asked before the bytes are read: where the
+        object changes between, a conditional request with it is refused), elsewhere the bytes'
+        sha256."""
+        self.forget_listings()
+        with self.refusals(rel, reading=True):
+            try:
+                info = self.fs.info(self.key(rel))
+                data = self.fs.cat_file(self.key(rel)) if int(info.get("size", 0)) <= limit else None
+            except FileNotFoundError:
+                return None
+        if data is None or len(data) > limit:
+            raise ValueError(f"{self.url}/{rel} is larger than {limit} bytes")
+        etag = info.get("ETag") if self._conditional else None
+        return data, etag or _version(None, data)
+
+    def replace_bytes(self, rel: str, data: bytes, version: str) -> str | None:
+        """`data` stored at `rel` only where the object there is still of `version`: its new
+        version, or None where it changed or went. On S3 one conditional PUT (If-Match), atomic;
+        elsewhere a read, a comparison, then a write."""
+        if not self._conditional:
+            now = self.read_versioned(rel, len(data) + READ_CHUNK)
+            if now is None or now[1] != version:
+                return None
+            self.write_bytes(rel, data)
+            return _version(None, data)
+        bucket, key, _ = self.fs.split_path(self.key(rel))
+        with self.refusals(rel):
+            try:
+                answer = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfMatch=version)
+            except Exception as error:
+                if _precondition_failed(error):
+                    return None
+                raise
+        self.forget_listings()
+        return _version(answer, data)
+
+    def remove_if(self, rel: str, version: str) -> bool:
+        """The object at `rel` removed only where it is still of `version`: whether it was. On
+        S3 one conditional DELETE (If-Match), atomic; elsewhere a read, a comparison, a removal."""
+        if not self._conditional:
+            now = self.read_versioned(rel, READ_CHUNK)
+            if now is None or now[1] != version:
+                return False
+            with self.refusals(rel):
+                self.fs.rm_file(self.key(rel))
+            return True
+        bucket, key, _ = self.fs.split_path(self.key(rel))
+        with self.refusals(rel):
+            try:
+                self.fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=version)
+            except Exception as error:
+                if _precondition_failed(error):
+                    return False
+                raise
+        self.forget_listings()
+        return True
+
+    @property
+    def _conditional(self) -> bool:
+        """Whether the store takes S3's conditional requests (If-Match) through s3fs."""
+        return self.scheme in ("s3", "s3a") and hasattr(self.fs, "call_s3")
+
     def open_read(self, rel: str) -> IO[bytes]:
         try:
             return self.fs.open(self.key(rel), "rb")
@@ -532,6 +613,21 @@ def _store_hint(scheme: str) -> str:
             "FSSPEC_S3_ENDPOINT_URL for an S3-compatible server)"
         )
     return "check that the bucket exists, and the credentials and endpoint in the environment"
+
+
+def _version(answer, data: bytes) -> str:
+    """An object's version after a write: S3's ETag from its answer, else the bytes' sha256."""
+    etag = answer.get("ETag") if isinstance(answer, dict) else None
+    return etag if isinstance(etag, str) else "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _precondition_failed(error: BaseException) -> bool:
+    """Whether a conditional S3 request was refused for its condition (412, or no such key)."""
+    if isinstance(error, FileNotFoundError):
+        return True
+    response = getattr(error.__cause__, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return code in ("PreconditionFailed", "412")
 
 
 def _reason(error: BaseException) -> str:

@@ -10,6 +10,7 @@ of the data flow:
 - chunk: one chunk rendered on one device, one outcome per job;
 - workers, cluster: where chunks run (this process, a worker process per device, Ray tasks);
 - progress: a Ray sweep's jobs done and running per node, as bars on a terminal;
+- lock: one driver at a time per sweep (a folder's flock, a store's lock object);
 - run: the sweep itself (lock, resume, summary) and the dry run;
 - gallery, contact: index.html and contact.png.
 
@@ -43,7 +44,8 @@ _LATER = {
     **dict.fromkeys(("cluster_nodes", "ray_connect", "ray_workers", "run_ray"), "cluster"),
     **dict.fromkeys(("contact_sheet", "write_contact_sheet"), "contact"),
     **dict.fromkeys(("gallery_html", "preset_yaml", "write_gallery"), "gallery"),
-    **dict.fromkeys(("SweepLock", "SweepOptions", "SweepSummary", "run_sweep"), "run"),
+    **dict.fromkeys(("SweepLock", "StoreLock"), "lock"),
+    **dict.fromkeys(("SweepOptions", "SweepSummary", "run_sweep"), "run"),
     **dict.fromkeys(("WorkerPool", "parse_devices", "run_here", "start_method"), "workers"),
 }
 
@@ -67,6 +69,7 @@ __all__ = [
     "Job",
     "Manifest",
     "Sweep",
+    "StoreLock",
     "SweepLock",
     "SweepOptions",
     "SweepFile",

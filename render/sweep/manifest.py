@@ -157,9 +157,16 @@ class StoredManifest:
     by flush() (the records between wait for the next). A write the store refuses is a
     RenderError naming its URL."""
 
-    def __init__(self, store: Store, warn: Callable[[str], None] | None = None, rate: float = STORE_RATE):
+    def __init__(
+        self,
+        store: Store,
+        warn: Callable[[str], None] | None = None,
+        rate: float = STORE_RATE,
+        guard: Callable[[], None] | None = None,
+    ):
         self.store = store
         self.rate = rate
+        self.guard = guard  # called before each store: raises where the sweep may store no more
         self.stored_at = -math.inf  # time.monotonic() of the last store
         self.unstored = False
         self.path = store.location / "manifest.jsonl"
@@ -193,8 +200,11 @@ class StoredManifest:
             self.flush()
 
     def flush(self) -> None:
-        """Store the records not stored yet (one PUT of the whole manifest)."""
+        """Store the records not stored yet (one PUT of the whole manifest), where the guard
+        lets it (a sweep that lost its store lock stores no manifest: lock.StoreLock.check)."""
         if self.unstored:
+            if self.guard is not None:
+                self.guard()
             self.store.write_bytes("manifest.jsonl", self._text.encode("utf-8"))
             self.unstored, self.stored_at = False, time.monotonic()
 

@@ -2,15 +2,15 @@
 with the manifest written as it goes and the gallery at the end (the dry run: plan.py).
 
 The sweep's folder is a store (base/storage.py): a local folder (locked, appended to, as
-always), or a folder in object storage (`out_dir` an fsspec URL), where each job's files are
-uploaded whole before the manifest (stored whole after each change) says the job is done, and
-a resumed sweep checks each stored file's size and sha256. Jobs that render on this host render
-into a local staging folder first; Ray tasks send their files back (cluster.py)."""
+always), or a folder in object storage (`out_dir` an fsspec URL), locked by a lock object
+(lock.py), where each job's files are uploaded whole before the manifest (stored whole after each
+change) says the job is done, and a resumed sweep checks each stored file's size and sha256.
+Jobs that render on this host render into a local staging folder first; Ray tasks send their
+files back (cluster.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import sys
@@ -28,6 +28,7 @@ from .cluster import FILES, MAX_ATTEMPTS, check_per_node, ray_connect, ray_paylo
 from .expand import Sweep
 from .gallery import write_gallery
 from .labels import format_params
+from .lock import StoreLock, SweepLock
 from .manifest import (
     Manifest,
     StoredManifest,
@@ -76,26 +77,6 @@ class SweepSummary:
     @property
     def failed(self) -> list[dict]:
         return [r for r in self.records if r.get("status") != "done"]
-
-
-class SweepLock:
-    """One sweep at a time per output folder (an flock, released by the kernel on any exit)."""
-
-    def __init__(self, folder: Path):
-        self.path = folder / ".lock"
-
-    def __enter__(self):
-        self.file = open(self.path, "a")
-        try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.file.close()
-            raise RenderError(f"{self.path.parent}: another sweep is running in this folder") from None
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.file, fcntl.LOCK_UN)
-        self.file.close()
 
 
 def _remove_stale_parts(sweep_dir: Path) -> None:
@@ -154,8 +135,9 @@ def run_sweep(
             stack.enter_context(SweepLock(sweep_dir))
             _remove_stale_parts(sweep_dir)
             manifest = Manifest(sweep_dir / "manifest.jsonl", log)
-        else:
-            manifest = StoredManifest(store, log)
+        else:  # the store's lock object, before its manifest is read
+            lock = stack.enter_context(StoreLock(store, log))
+            manifest = StoredManifest(store, log, guard=lock.check)
         refuse_mixed_files(sweep, manifest)
         try:
             summary = _run_jobs(

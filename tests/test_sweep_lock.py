@@ -1,0 +1,177 @@
+"""One driver at a time per sweep in object storage (render/sweep/lock.py), on moto's S3 server on
+loopback: the lock object is created by a conditional PUT, so that of drivers started at once one
+runs and the others are refused with one message naming it; a stale lock (not renewed for its
+time, or of a driver of this machine that has ended) is taken over with a line saying whose; a
+driver whose lock was taken stores no manifest over the other's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from test_store_probe import aws
+
+from physarum.render import sweep as sweeps
+from physarum.render.base.errors import RenderError
+from physarum.render.base.storage import open_store
+from physarum.render.cli.main import main
+from physarum.render.sweep import lock as locks
+from physarum.render.sweep.manifest import StoredManifest
+from support import write_sweep
+
+pytestmark = pytest.mark.slow  # moto's server: a few seconds per test
+
+URL = "s3://renders/x"
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """moto's S3 server on 127.0.0.1 (any free port), its credentials in the environment
+    (test_store_probe.aws), one bucket, 'renders', and no S3 file system cached from another
+    test's server."""
+    moto_server = pytest.importorskip("moto.server", reason="the test extra's moto[server] runs the S3 API")
+    s3fs = pytest.importorskip("s3fs", reason="object storage is the optional extra physarum[cloud]")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    aws(monkeypatch, f"http://127.0.0.1:{server.get_host_and_port()[1]}")
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    fs.mkdir("renders")
+    yield fs
+    fs.rm("renders", recursive=True)  # moto's state outlives the server within this process
+    server.stop()
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+def holder_lock(s3, machine: str, pid: int, renewed: datetime) -> bytes:
+    """A lock object of another driver, written as a driver writes it."""
+    body = json.dumps(
+        {
+            "sweep_lock": 1,
+            "machine": machine,
+            "pid": pid,
+            "started": "2026-12-05T09:00:00+00:00",
+            "renewed": renewed.isoformat(timespec="seconds"),
+        }
+    ).encode()
+    s3.pipe_file("renders/x/s/.lock", body)
+    return body
+
+
+def run(path, log: list[str]) -> sweeps.SweepSummary:
+    return sweeps.run_sweep(
+        sweeps.load_sweep(path),
+        sweeps.SweepOptions(out_dir=URL, devices="cpu", quiet=True, gallery=False),
+        log=log.append,
+    )
+
+
+def test_of_drivers_started_at_once_one_takes_the_lock(s3):
+    """Eight drivers take the lock of one sweep at the same moment: S3's conditional PUT lets one
+    win; the seven others are refused naming its process; it is removed when the winner ends."""
+    store = open_store(f"{URL}/s")
+    start, won, refused = threading.Barrier(8), [], []
+
+    def driver():
+        lock = locks.StoreLock(store, print)
+        start.wait()
+        try:
+            won.append(lock.__enter__())
+        except RenderError as error:
+            refused.append(str(error))
+
+    threads = [threading.Thread(target=driver) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(won) == 1 and len(refused) == 7
+    assert all(
+        text.startswith(f"{URL}/s: another sweep is running into this URL (its driver: process ")
+        and f"remove {URL}/s/.lock and run again" in text
+        for text in refused
+    ), refused[0]
+    assert s3.find("renders") == ["renders/x/s/.lock"]
+    won[0].__exit__(None, None, None)
+    assert s3.find("renders") == []
+
+
+def test_a_sweep_into_a_locked_url_is_one_message_and_writes_nothing(s3, tmp_path, capsys):
+    path = write_sweep(tmp_path, grid={"model.decay": [0.1]})
+    body = holder_lock(s3, "another-host 1234", 4321, datetime.now(UTC))
+    assert main(["sweep", str(path), "--out", URL, "--devices", "cpu", "--quiet"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [
+        f"error: {URL}/s: another sweep is running into this URL (its driver: process 4321 on "
+        f"another-host, started 2026-12-05T09:00:00+00:00, its lock renewed "
+        f"{json.loads(body)['renewed']}): two drivers would render and store the same jobs. A lock not "
+        f"renewed for 600 s is taken over, as is one whose driver ran on this machine and has ended; "
+        f"if that driver is gone, remove {URL}/s/.lock and run again"
+    ]
+    assert s3.find("renders") == ["renders/x/s/.lock"] and s3.cat_file("renders/x/s/.lock") == body
+    for stranger in (b"[" * 3000 + b"]" * 3000, b"x" * 10_000, json.dumps({"renewed": 1}).encode()):
+        s3.pipe_file("renders/x/s/.lock", stranger)  # no lock this physarum wrote: never taken over
+        assert main(["sweep", str(path), "--out", URL, "--devices", "cpu", "--quiet"]) == 2
+        out, err = capsys.readouterr()
+        assert (
+            err.startswith(
+                f"error: {URL}/s: another sweep is running into this URL (its lock is no sweep lock this "
+                "physarum reads): two drivers"
+            )
+            and len(err.splitlines()) == 1
+        )
+        assert s3.find("renders") == ["renders/x/s/.lock"]
+
+
+def test_a_stale_lock_is_taken_over_with_a_line_saying_whose(s3, tmp_path):
+    """A lock not renewed for STALE_SECONDS, and one of a driver of this machine that has ended,
+    are taken over: the sweep runs, says whose lock it took, and removes it at its end."""
+    path = write_sweep(tmp_path, grid={"model.decay": [0.1]})
+    holder_lock(s3, "another-host 1234", 4321, datetime.now(UTC) - timedelta(minutes=11))
+    log: list[str] = []
+    summary = run(path, log)
+    assert [r["status"] for r in summary.records] == ["done"]
+    assert any(
+        line.startswith(f"{URL}/s/.lock: took over the lock of a sweep whose driver renewed it last ")
+        and "(process 4321)" in line
+        for line in log
+    ), log
+    assert not s3.exists("renders/x/s/.lock")
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    dead = int(ended.stdout)
+    holder_lock(s3, locks.machine(), dead, datetime.now(UTC))
+    log.clear()
+    run(path, log)  # the job is done: nothing renders, the lock is taken and removed
+    assert f"{URL}/s/.lock: took over the lock of a sweep whose driver (process {dead} on this machine, " in (
+        "\n".join(log)
+    )
+    assert not s3.exists("renders/x/s/.lock")
+
+
+def test_a_driver_whose_lock_was_taken_stores_no_manifest(s3, monkeypatch):
+    """The driver renews its lock with a conditional PUT on the version it wrote; where the lock
+    changed meanwhile (another driver took it while this one stalled), the lock is lost and the
+    manifest's next store is refused, naming the lock."""
+    store = open_store(f"{URL}/s")
+    lock = locks.StoreLock(store, print, renew=0.05)
+    with lock:
+        manifest = StoredManifest(store, guard=lock.check)
+        manifest.append({"id": "a", "status": "running"})
+        assert s3.exists("renders/x/s/manifest.jsonl")
+        other = holder_lock(s3, "another-host 1234", 4321, datetime.now(UTC))
+        deadline = time.monotonic() + 10
+        while lock.lost is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert lock.lost == "another driver took it over, or it was removed"
+        stored = s3.cat_file("renders/x/s/manifest.jsonl")
+        with pytest.raises(RenderError, match=rf"^{URL}/s/\.lock: this sweep's lock was lost"):
+            manifest.append({"id": "a", "status": "done"})  # a small manifest: stored at once
+    assert s3.cat_file("renders/x/s/manifest.jsonl") == stored  # the other driver's to write
+    assert s3.cat_file("renders/x/s/.lock") == other  # not removed: not this driver's
