@@ -27,6 +27,11 @@ render/commands/render.py and render/commands/sweep.py before torch is loaded): 
 object written and removed under the prefix, so that no credentials, a missing bucket, a refused
 connection, a bad endpoint or no right to write is one message before minutes of work, not after.
 
+A sweep's lock object (render/sweep/lock.py) is written by conditional requests:
+`ObjectStore.create_bytes` (only where no object is), `replace_bytes` and `remove_if` (only where
+the object is still of the version read), each one atomic request on S3 (If-None-Match, If-Match),
+a check and then a write elsewhere.
+
 Credentials come only from the environment and fsspec's own configuration (for S3: the AWS
 variables, ~/.aws, FSSPEC_S3_* or AWS_ENDPOINT_URL_S3 for an S3-compatible server); a URL that
 carries them (user:secret@, a query) is refused, so that no credential reaches a manifest,
