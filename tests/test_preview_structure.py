@@ -20,6 +20,7 @@ import pytest
 from physarum.render.preset import load_preset
 from physarum.render.preset.catalog import preset_files
 from physarum.render.preset.reduce import (
+    LARGER_WINDOWS,
     MIN_SENSOR_PIXELS,
     MIN_STEP_PIXELS,
     PREVIEW_WORK,
@@ -63,14 +64,11 @@ NOT_MEASURED = {"panorama": "its full render is 3.2e10 steps of work: hours of t
 # rivals: within the bounds but for its end wavelength, 0.059 against 0.076 at 308 pixels (its
 # 14-pixel sensor at 4.2, the most PREVIEW_WORK allows; 0.062 at 256): its territories' borders
 # are finer than its full render's; halfway 0.037 against 0.048.
-# cells: its window's end wavelength 0.060 of the full side against 0.047 (rings 4.2 and 5.3 of
-# the window: just over one apart); its lit share 0.170 against 0.171.
 # mosaic: its window's end wavelength 0.035 of the full side against 0.027 (rings 7.1 and 9.3 of
 # the window); its lit share 0.172 against 0.179.
 GAPS = {
     "aurora": "its ribbons end 247 pixels apart, wider than its 256 window holds",
     "mosaic": "its window's end wavelength 0.035 against 0.027 (2.1 rings apart)",
-    "cells": "its window's end wavelength 0.060 against 0.047 (1.15 rings apart)",
     "rivals": "its end wavelength 0.059 against 0.076 at 308 pixels",
     "labyrinth": "its window does not coarsen in the last half as its full render does",
     "tribes": "its ring species stands still at 256 (steps of 0.3 pixels)",
@@ -188,6 +186,23 @@ def test_every_preview_keeps_its_sensors_and_fronts_resolved(name, preset):
         assert is_shaped(preset) and f"thinned / {k}, deposit x {k}" in reduced.description
         dump = reduced.model.model_dump()["deposit"]
         assert dump == scaled(preset.model.model_dump()["deposit"], Fraction(k))  # a number, keys or a range
+
+
+def test_cells_previews_in_the_larger_window_it_states():
+    """cells states a window twice the preview's side (LARGER_WINDOWS: its 256 window held too few
+    of its cells, and ended 0.060 of the full side against its full render's 0.047): 512x512,
+    its agents per pixel and model kept; the same preset under another name states nothing and
+    previews in a 256 window."""
+    figure = load_script()
+    preset = load_preset(ROOT / "presets" / "cells.yaml")
+    reduced = figure.preview_of(preset)
+    assert LARGER_WINDOWS["cells"] == 2 and (reduced.canvas.width, reduced.canvas.height) == (512, 512)
+    assert reduced.model == preset.model and reduced.agents.count == preset.agents.count // 4
+    assert (
+        "1024x1024 -> 512x512" in reduced.description and "distances kept (a window)" in reduced.description
+    )
+    renamed = figure.preview_of(preset.model_copy(update={"name": "foam"}))
+    assert (renamed.canvas.width, renamed.canvas.height) == (256, 256)
 
 
 @pytest.mark.parametrize("name", ["nebula", "tangle", "cocoon", "coral", "cosmos"])

@@ -32,8 +32,10 @@ piece of its texture at 683), or at its full scale where the sensor is 12 pixels
 already (labyrinth, journey, cells, quickstart: the model kept). Such presets' look depends on
 the pixel grid: scaled to 256, labyrinth, journey or cells came out a much finer network than
 the full render, cave's and quickstart's sensors fell to 4.5 pixels and their textures came out
-finer. A window costs what a 256 preview costs; docs/figures/previews.png tiles it to its
-texture's scale. Another
+finer. A window costs what a 256 preview costs, but where a curated texture states a larger
+window (LARGER_WINDOWS: cells's is 512, four times the work), too few of its cells for its
+foam to coarsen as in the full render; docs/figures/previews.png tiles it to its texture's
+scale. Another
 preset's preview size (preview_ratio) is the requested short side (256), made larger where that
 would bring a sensor under MIN_SENSOR_PIXELS (6) pixels (maze 436, feast 384, lettering
 616x308, rivals 308) or, where a species spawns in a shape (a
@@ -89,6 +91,14 @@ MAX_THINNING = 64
 # pixels 0.149 with wavelength 0.115 (0.096 with one agent more). A window of crowd at 12 pixels
 # held two of its ribbons and halved their spacing (0.128 against 0.249): scaled, it matched.
 TEXTURE_SENSOR_PIXELS = Fraction(12)
+# A curated texture whose window at the preview's side holds too few of its cells to coarsen as
+# its full render does states a larger window here, by name: this many times the preview's side
+# (its work the square of it; window_ratio). cells (a foam of cells 48 pixels wide): its 256
+# window held 5 cells a side and ended at the foam's finer ring or its coarser one by the seed's
+# chance (end wavelength 0.060, 0.028, 0.042 and 0.028 of the full side with seeds 17, 1, 2 and 3,
+# against its full render's 0.047); at 512, 0.046, 0.044, 0.055 and 0.045 (320 and 384 windows,
+# within PREVIEW_WORK: 0.035 and 0.034)
+LARGER_WINDOWS = {"cells": 2}
 # A 2D preview's GIF is at most the GIF of a preview of this short side (preview_gif)
 PREVIEW_GIF_SIDE = 256
 # A 3D preview's camera frame is at most this many pixels on its long side (the ray marcher's
@@ -173,14 +183,15 @@ def thinning(preset: Preset, ratio: Fraction) -> int:
 
 
 def preview_ratio(preset: Preset, short_side: int) -> Fraction:
-    """The ratio of a preview (render --preview): its short side `short_side`, or, for a preset
-    that is not a window (is_window), larger, up to the side where the smallest sensor distance is
+    """The ratio of a preview (render --preview): its short side `short_side` (a window's larger
+    where the preset states it: window_ratio), or, for a preset that is not a window
+    (is_window), larger, up to the side where the smallest sensor distance is
     MIN_SENSOR_PIXELS pixels, as long as the reduced preset's work stays within PREVIEW_WORK (the
     largest side that does); never enlarged."""
     short = min(preset.canvas.width, preset.canvas.height)
     base = side_ratio(preset, short_side)
     if is_window(preset, base):  # a window keeps its distances: no floor to keep
-        return base
+        return window_ratio(preset, base)
     side = min(short, math.ceil(short * floor_ratio(preset)))
 
     def work(side: int) -> int:
@@ -190,6 +201,14 @@ def preview_ratio(preset: Preset, short_side: int) -> Fraction:
     while side > short_side and work(side) > PREVIEW_WORK:
         side -= 1
     return Fraction(side, short) if side > short_side else base
+
+
+def window_ratio(preset: Preset, base: Fraction) -> Fraction:
+    """The ratio of a window preview whose ratio would be `base`: `base` times the preset's
+    LARGER_WINDOWS factor where it states one and the larger canvas is still a window
+    (is_window), at most 1; `base` for every other preset."""
+    larger = min(Fraction(1), base * LARGER_WINDOWS.get(preset.name, 1))
+    return larger if is_window(preset, larger) else base
 
 
 def scaled(value, factor: Fraction):
