@@ -280,7 +280,8 @@ def test_from_a_trimmed_mp4_renders_it_again(tmp_path, steps_simulated):
     path = write_preset(tmp_path, long_data(), "long.yaml")
     flags = ["--quiet", "--backend", "torch"]
     assert main(["render", str(path), "--out", str(tmp_path / "a"), *flags]) == 0
-    first, steps_simulated[:] = tmp_path / "a" / "tiny" / "tiny-s3.mp4", []
+    first = tmp_path / "a" / "tiny" / "tiny-s3.mp4"
+    steps_simulated.clear()
     assert main(["render", "--from", str(first), "--out", str(tmp_path / "b"), *flags]) == 0
     assert sum(steps_simulated) == 145
     assert (tmp_path / "b" / "tiny" / "tiny-s3.mp4").read_bytes() == first.read_bytes()
