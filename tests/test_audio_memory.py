@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import tracemalloc
+import wave
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
+from physarum.render.preset import audio
 from physarum.render.preset import audio_features as af
 
 RATE, HOP, WINDOW = af.RATE, af.HOP, af.WINDOW
@@ -144,3 +147,41 @@ def test_a_twenty_minute_track_is_analysed_in_megabytes():
     peak = traced_peak(pcm, af.CHUNK)
     # the whole-track analysis held 2.3 GB here (its spectrogram alone 0.42 GB)
     assert peak < 48 << 20, peak
+
+
+def write_wav(path, pcm: np.ndarray, rate: int) -> str:
+    """A 16-bit stereo WAV of `pcm` at `rate`, the same samples on both channels."""
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(2)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(np.repeat(pcm, 2).astype("<i2").tobytes())
+    return str(path)
+
+
+def test_a_sound_file_decodes_straight_into_the_analysis(tmp_path):
+    path = write_wav(tmp_path / "clicks.wav", track(2 * 44100 + 4321), 44100)  # 4.1 s at 44.1 kHz
+    kept = audio.decode(path, "clicks.wav")
+    analyser = af.Analyser(24, 3)
+    streamed = audio.decode(path, "clicks.wav", analyser)
+    assert streamed.pcm is None and (streamed.sha256, streamed.samples) == (kept.sha256, len(kept.pcm))
+    for bpm in (None, Fraction(100)):  # one analyser, asked for the detected and a given tempo
+        whole, analysis = af.analyse(kept.pcm, 24, bpm), analyser.result(bpm)
+        assert np.array_equal(analysis.table, whole.table) and analysis.pcm_sha256 == kept.sha256
+        assert (analysis.bpm, analysis.offset) == (whole.bpm, whole.offset)
+
+
+def test_decoding_into_the_analysis_holds_no_track(tmp_path):
+    def peak(seconds: int) -> int:
+        path = write_wav(tmp_path / f"{seconds}.wav", track(seconds * RATE), RATE)
+        audio.decode(path, "warm-up", af.Analyser(30))
+        tracemalloc.start()
+        try:
+            audio.decode(path, f"{seconds}.wav", af.Analyser(30))
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    short, long = peak(10), peak(40)
+    # the PCM kept would be 2 bytes a sample: 1024 bytes a window (HOP samples)
+    assert long - short < 512 * (30 * RATE // HOP), (short, long)

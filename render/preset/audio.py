@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -66,6 +67,7 @@ BLOCK = 1 << 20  # output samples resampled at a time
 CHUNK = 1 << 18  # source samples mixed before they are resampled (Resampler)
 
 _TRACKS: dict[tuple, Track] = {}
+_ANALYSERS: dict[tuple, features.Analyser] = {}  # by (sound, fps): the measures of its features
 _ANALYSES: dict[tuple, Analysis] = {}
 
 
@@ -131,18 +133,20 @@ class Audio(OptionalSection):
 
 @dataclass(frozen=True)
 class Track:
-    """A decoded track: `pcm` int16 mono at RATE, the source's rate, channels and codec, and the
-    sha256 of the PCM (little-endian 16-bit)."""
+    """A decoded track: `pcm` int16 mono at RATE (None where decode streamed it to an analyser
+    instead), the source's rate, channels and codec, the sha256 of the PCM (little-endian
+    16-bit) and its length in samples."""
 
-    pcm: np.ndarray
+    pcm: np.ndarray | None
     rate: int
     channels: int
     codec: str
     sha256: str
+    samples: int
 
     @property
     def seconds(self) -> Fraction:
-        return Fraction(len(self.pcm), RATE)
+        return Fraction(self.samples, RATE)
 
 
 def to_int16(samples: np.ndarray, kind: str) -> np.ndarray:
@@ -186,9 +190,10 @@ class Resampler:
     """`resample` block by block: mono int16 blocks at `rate` pushed in order give the same
     RATE samples as resample(all of them, rate). Between pushes it keeps only the output and a
     carry: the source samples from the first one the next output sample covers (fewer than
-    rate / RATE + 2), plus pushed blocks held until they reach CHUNK samples."""
+    rate / RATE + 2), plus pushed blocks held until they reach CHUNK samples. With a `sink`, the
+    output is handed to it block by block, in order, and not kept."""
 
-    def __init__(self, rate: int):
+    def __init__(self, rate: int, sink: Callable[[np.ndarray], None] | None = None):
         self.rate = rate
         self.carry = np.empty(0, dtype=np.int16)
         self.start = 0  # the source index of carry[0]
@@ -196,6 +201,7 @@ class Resampler:
         self.held: list[np.ndarray] = []
         self.held_count = 0
         self.out: list[np.ndarray] = []
+        self.sink = sink if sink is not None else self.out.append
 
     def push(self, mono: np.ndarray) -> None:
         """Add the next source samples (int16 mono at the rate)."""
@@ -205,7 +211,8 @@ class Resampler:
             self._flush()
 
     def result(self) -> np.ndarray:
-        """The RATE samples of everything pushed (those whose span passes its end dropped)."""
+        """The RATE samples of everything pushed (those whose span passes its end dropped);
+        with a sink, the last of them handed to it and none returned."""
         self._flush()
         return np.concatenate(self.out) if self.out else np.empty(0, dtype=np.int16)
 
@@ -217,7 +224,7 @@ class Resampler:
         rate, end = self.rate, self.start + len(source)
         count = end * RATE // rate  # output samples whose span ends within the source so far
         for j0 in range(self.made, count, BLOCK):
-            self.out.append(area_means(source, self.start, j0, min(count, j0 + BLOCK), rate))
+            self.sink(area_means(source, self.start, j0, min(count, j0 + BLOCK), rate))
         self.made = count
         first = self.made * rate // RATE  # the first source sample the next output covers
         self.carry = source[first - self.start :].copy()
@@ -245,8 +252,10 @@ def area_means(source: np.ndarray, start: int, j0: int, j1: int, rate: int) -> n
     return ((2 * area + rate) // (2 * rate)).astype(np.int16)
 
 
-def decode(source, name: str) -> Track:
-    """The track of a sound file (a path, or its bytes); ValueError naming the problem."""
+def decode(source, name: str, analyser: features.Analyser | None = None) -> Track:
+    """The track of a sound file (a path, or its bytes); ValueError naming the problem. With an
+    `analyser`, the RATE samples are pushed to it as they are made and not kept (Track.pcm
+    None): the track is never held whole."""
     try:
         container = read_sound(source)
     except (av.error.FFmpegError, OSError, ValueError, UnicodeDecodeError) as error:
@@ -262,7 +271,8 @@ def decode(source, name: str) -> Track:
         _check_rate(name, rate, channels)
         if container.duration is not None and container.duration > MAX_SECONDS * 1_000_000:
             raise _too_long(name, Fraction(container.duration, 1_000_000))
-        resampler, total = Resampler(rate), 0
+        heard = Heard(analyser)
+        resampler, total = Resampler(rate, heard.take), 0
         try:
             for frame in container.decode(stream):
                 if frame.sample_rate != rate:
@@ -290,17 +300,45 @@ def decode(source, name: str) -> Track:
         codec = context.name
     if total == 0:
         raise ValueError(f"{name} holds no sound (0 samples decoded): give a track of at least a frame")
-    pcm = resampler.result()
-    if len(pcm) == 0:
+    resampler.result()  # the last samples to `heard`
+    if heard.samples == 0:
         raise ValueError(f"{name} holds no sound (less than one sample at {RATE} Hz)")
-    peak = max(int(pcm.max()), -int(pcm.min()))  # no int64 copy of the track
-    if peak < MIN_PEAK:
+    if heard.peak < MIN_PEAK:
         raise ValueError(
-            f"{name} is silent (its loudest sample is {peak} of 32767, below {MIN_PEAK}: -60 dBFS): "
+            f"{name} is silent (its loudest sample is {heard.peak} of 32767, below {MIN_PEAK}: -60 dBFS): "
             "nothing to follow; give a track with sound"
         )
-    digest = hashlib.sha256(np.ascontiguousarray(pcm, dtype="<i2")).hexdigest()  # no copy on little-endian
-    return Track(pcm, rate, channels, codec, digest)
+    return Track(heard.pcm(), rate, channels, codec, heard.digest.hexdigest(), heard.samples)
+
+
+class Heard:
+    """What decode keeps of the RATE track as the Resampler makes it, block by block: its
+    length, its loudest sample and its sha256 (16-bit little-endian), and the blocks themselves,
+    or, given an Analyser, nothing more: the blocks are pushed to it."""
+
+    def __init__(self, analyser: features.Analyser | None):
+        self.analyser = analyser
+        self.blocks: list[np.ndarray] = []
+        self.samples = self.peak = 0
+        self.digest = hashlib.sha256()
+
+    def take(self, block: np.ndarray) -> None:
+        """The track's next int16 samples."""
+        if len(block) == 0:
+            return
+        self.samples += len(block)
+        self.peak = max(self.peak, int(block.max()), -int(block.min()))  # no int64 copy
+        self.digest.update(np.ascontiguousarray(block, dtype="<i2"))  # no copy on little-endian
+        if self.analyser is None:
+            self.blocks.append(block)
+        else:
+            self.analyser.push(block)
+
+    def pcm(self) -> np.ndarray | None:
+        """The whole track (int16), or None where it went to an analyser."""
+        if self.analyser is not None:
+            return None
+        return np.concatenate(self.blocks) if self.blocks else np.empty(0, dtype=np.int16)
 
 
 def _check_rate(name: str, rate: int, channels: int) -> None:
@@ -321,15 +359,22 @@ def _too_long(name: str, seconds: Fraction | None) -> ValueError:
 
 
 def read_track(path: str) -> Track:
-    """The track of a sound file, decoded once per (path, modification time, size)."""
+    """The track of a sound file with its PCM, decoded once per (path, modification time,
+    size). The features need no PCM held (analyser_of)."""
+    key = sound_file_key(path)
+    if key not in _TRACKS:
+        remember(_TRACKS, key, decode(path, path))
+    return _TRACKS[key]
+
+
+def sound_file_key(path: str) -> tuple:
+    """("file", path, modification time, size): a sound file's cache key; ValueError where it
+    is no sound file (sound_file_problem)."""
     problem = sound_file_problem(path)
     if problem:
         raise ValueError(problem)
     stat = os.stat(path)
-    key = ("file", path, stat.st_mtime_ns, stat.st_size)
-    if key not in _TRACKS:
-        remember(_TRACKS, key, decode(path, path))
-    return _TRACKS[key]
+    return ("file", path, stat.st_mtime_ns, stat.st_size)
 
 
 def sound_bytes(preset) -> bytes | None:
@@ -346,21 +391,36 @@ def sound_bytes(preset) -> bytes | None:
     return Path(audio.path).read_bytes()
 
 
-def track_of(preset) -> Track | None:
-    """The preset's decoded track (the carried sound where a --from file carries it); None
-    where it has none or only a carried feature table."""
+def sound_source(preset) -> tuple[tuple, str | bytes, str] | None:
+    """(cache key, what decode reads, its name in messages) of the preset's sound: the sound a
+    --from file carries, or the sound file; None where it has none or only a carried feature
+    table. ValueError where the file is no sound file."""
     audio = preset.audio
     if audio is None or audio.path is None:
         return None
     entry = preset.carried.get(audio.path)
-    if entry is not None:
-        if getattr(entry, "sound", None) is None:
-            return None
-        key = ("carried", hashlib.sha256(entry.sound).hexdigest())
-        if key not in _TRACKS:
-            remember(_TRACKS, key, decode(entry.sound, f"the sound {audio.path} the file carries"))
-        return _TRACKS[key]
-    return read_track(audio.path)
+    if entry is None:
+        return sound_file_key(audio.path), audio.path, audio.path
+    if getattr(entry, "sound", None) is None:
+        return None
+    key = ("carried", hashlib.sha256(entry.sound).hexdigest())
+    return key, entry.sound, f"the sound {audio.path} the file carries"
+
+
+def analyser_of(preset) -> features.Analyser:
+    """The preset's sound decoded straight into a features.Analyser at its fps, once per sound
+    and fps: the PCM streams from the decoder to the analysis and is never held whole. The
+    preset has a sound (sound_source); ValueError naming a problem."""
+    found = sound_source(preset)
+    if found is None:
+        raise ValueError(f"{preset.audio.path}: the file carries neither the sound nor its features")
+    key, source, name = found
+    fps = preset.output.fps
+    if (key, fps) not in _ANALYSERS:
+        analyser = features.Analyser(fps)
+        decode(source, name, analyser)
+        remember(_ANALYSERS, (key, fps), analyser)
+    return _ANALYSERS[(key, fps)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -392,10 +452,10 @@ def analysis_of(preset) -> Analysis | None:
                 + ": give the sound file (--set audio.path=FILE) to change them"
             )
         return table
-    track = track_of(preset)
-    key = (track.sha256, fps, bpm, offset)
+    analyser = analyser_of(preset)
+    key = (analyser.digest.hexdigest(), fps, bpm, offset)
     if key not in _ANALYSES:
-        remember(_ANALYSES, key, features.analyse(track.pcm, fps, bpm, offset))
+        remember(_ANALYSES, key, analyser.result(bpm, offset))
     return _ANALYSES[key]
 
 
