@@ -486,6 +486,7 @@ class Analyser:
         self.loudness = Loudness(fps)
         self.digest = hashlib.sha256()
         self.samples = 0
+        self.measured: tuple | None = None  # (frames, the normalised columns, the onset flux)
 
     def push(self, samples: np.ndarray) -> None:
         """Add the track's next samples (16-bit values: int16, or int64 within int16's range)."""
@@ -495,23 +496,29 @@ class Analyser:
         self.loudness.push(samples)
 
     def result(self, bpm: Fraction | None = None, offset: Fraction | None = None) -> Analysis:
-        """The Analysis of everything pushed (analyse's `bpm` and `offset`)."""
+        """The Analysis of everything pushed (analyse's `bpm` and `offset`); asked again, with
+        another tempo or first beat, from the same measures (nothing is pushed after the first)."""
+        if self.measured is None:
+            self.measured = self._measure()
+        frames, columns, onset = self.measured
+        tempo = bpm if bpm is not None else detect_tempo(onset)
+        if tempo is None:
+            beats, start = np.zeros((frames.count, 2), dtype=np.int64), Fraction(0)
+        else:
+            start = offset if offset is not None else first_beat(onset, tempo)
+            beats = beat_frames(frames, tempo, start, Fraction(self.samples, RATE))
+        table = np.stack([*columns, beats[:, 0], beats[:, 1]], axis=1)
+        return Analysis(self.fps, table, tempo, start, self.digest.hexdigest(), self.samples)
+
+    def _measure(self) -> tuple:
         frames = Frames(self.fps, frame_count(self.samples, self.fps))
         bands, onset = self.spectrum.finish(self.samples)
         spans = frames.hops(len(onset))
         columns = [normalised(self.loudness.finish(self.samples))]
         columns += [normalised(per_frame_max(bands[:, b], spans)) for b in range(len(BANDS))]
         columns.append(normalised(per_frame_max(onset, spans)))
-        tempo = bpm if bpm is not None else detect_tempo(onset)
-        if tempo is None:
-            columns.extend([np.zeros(frames.count, dtype=np.int64)] * 2)
-            start = Fraction(0)
-        else:
-            start = offset if offset is not None else first_beat(onset, tempo)
-            beats = beat_frames(frames, tempo, start, Fraction(self.samples, RATE))
-            columns.extend([beats[:, 0], beats[:, 1]])
-        table = np.stack(columns, axis=1)
-        return Analysis(self.fps, table, tempo, start, self.digest.hexdigest(), self.samples)
+        self.spectrum = self.loudness = None  # their windows' and frames' lists: done with
+        return frames, columns, onset
 
 
 def first_beat(onset: np.ndarray, tempo: Fraction) -> Fraction:
