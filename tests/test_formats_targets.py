@@ -24,6 +24,7 @@ from physarum.render.cli.main import main
 from physarum.render.formats.gif_targets import GIF_TARGETS
 from physarum.render.formats.registry import read_embedded
 from physarum.render.formats.targets import PLATFORMS, TARGETS, FrameFit, trimmed_run
+from physarum.render.out.sinks import FrameQueue
 from physarum.render.out.specs import check_outputs, handed_frames
 from physarum.render.preset import build_preset
 from physarum.render.run import runner
@@ -266,6 +267,20 @@ def test_what_reads_past_the_trim_keeps_every_frame_simulated():
     pong = build_preset(long_data("ping-pong", steps=100), "t.yaml")  # 198 handed, 140 kept
     assert handed_frames(pong) == 198 and trimmed_run(pong, 198) is None
     assert trimmed_run(build_preset(long_data(steps=100), "t.yaml"), 100) is None  # no trim
+
+
+def test_a_sink_reads_past_the_trim_unless_it_declares_it_reads_no_frame():
+    """A caller's sink reads past the kept frames unless it declares reads_frames = False (a
+    progress count); a closest loop, whose length is found as it runs, is never trimmed."""
+
+    class Counting:
+        reads, replays, reads_frames = frozenset(), True, False
+
+    preset = build_preset(long_data(), "t.yaml")
+    assert trimmed_run(preset, 200, sinks=[Counting()]).frames == 140
+    trim = trimmed_run(preset, 200, sinks=[Counting(), FrameQueue()])
+    assert trim.frames is None and trim.readers == ("the caller's sinks",)
+    assert trimmed_run(build_preset(long_data("closest", loop_frames=50), "t.yaml"), 50) is None
 
 
 def test_a_trimmed_render_with_a_gif_simulates_every_frame(tmp_path, steps_simulated):

@@ -342,19 +342,23 @@ class TrimmedRun:
         )
 
 
-def trimmed_run(preset, handed: int, beside: tuple[str, ...] = ()) -> TrimmedRun | None:
+def trimmed_run(preset, handed: int, beside: tuple[str, ...] = (), sinks=()) -> TrimmedRun | None:
     """With output.target: how its trim of the MP4 bounds the run, the MP4 handed `handed`
     frames (out/specs.py handed_frames); beside: what the render reads besides the preset's
-    outputs. None where the kept frames need every simulated frame (no trim, a ping-pong loop's
-    replays kept) or the preset has no target."""
+    outputs; sinks: the caller's sinks (out/sinks.py), read past the trim unless each declares
+    `reads_frames = False` (a progress count: it reads no array of a frame and is handed the
+    frames the render makes, fewer where it trims). None where the kept frames need every
+    simulated frame (no trim, a ping-pong loop's replays kept), the preset has no target, or its
+    loop is closest (its length found as it runs: a target refuses it)."""
     name = preset.output.target
-    if name is None:
+    if name is None or preset.loop[0] == "closest":
         return None
     kept = frame_fit(preset, name, handed, (0, 0, 0)).frames
     needed = simulated_frames(preset, kept)
     if needed >= preset.frames:  # no trim, or one a ping-pong's replay reaches back past
         return None
-    readers = tuple(read_past_trim(preset)) + tuple(beside)
+    reading = any(getattr(sink, "reads_frames", True) for sink in sinks)
+    readers = tuple(read_past_trim(preset)) + tuple(beside) + (("the caller's sinks",) if reading else ())
     return TrimmedRun(name, handed, kept, needed, readers)
 
 
