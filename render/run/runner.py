@@ -355,20 +355,27 @@ def _course(
     return Course(presets[0].run, start, stops, first)
 
 
-def _simulated(jobs: list[Job], options: RenderOptions) -> int:
-    """The frames the batch simulates: every one, or the first ones alone where each job's
-    platform target trims its MP4 and nothing else reads past the kept frames
-    (formats/targets.py trimmed_run); each trimmed job's notes say what was simulated."""
+def readers_beside(options: RenderOptions) -> tuple[str, ...]:
+    """What a render with `options` reads besides its preset's outputs and the caller's sinks,
+    by the flag that asks for it (formats/targets.py trimmed_run's `beside`; the estimate said
+    before a render asks the same, run/estimate.py)."""
     beside = {
         "--frames-dir": options.frames_dir,
         "--stats": options.on_step,
         "--metrics": options.on_frame,
-        "the caller's sinks": options.sinks,
         "--resume": options.resume,
     }
-    beside = tuple(name for name, value in beside.items() if value)
+    return tuple(name for name, value in beside.items() if value)
+
+
+def _simulated(jobs: list[Job], options: RenderOptions) -> int:
+    """The frames the batch simulates: every one, or the first ones alone where each job's
+    platform target trims its MP4 and nothing else reads past the kept frames
+    (formats/targets.py trimmed_run); each trimmed job's notes say what was simulated."""
+    beside = readers_beside(options)
     trims = [
-        trimmed_run(job.preset, handed_frames(job.preset), beside) if job.paths else None for job in jobs
+        trimmed_run(job.preset, handed_frames(job.preset), beside, options.sinks) if job.paths else None
+        for job in jobs
     ]
     frames = max(
         job.preset.frames if t is None or t.frames is None else t.frames for job, t in zip(jobs, trims)
