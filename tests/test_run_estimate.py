@@ -1,11 +1,15 @@
 """The time estimate said before a long render (render/run/estimate.py): the simulation's steps
-and, for a 3D preset, the ray march of every shown frame (its pixels, samples and lens views)."""
+(those the render simulates: a platform target's trim stops it early) and, for a 3D preset, the
+ray march of every shown frame (its pixels, samples and lens views)."""
 
 from __future__ import annotations
 
+import pytest
+
 from physarum.render.preset import build_preset
-from physarum.render.run import estimate
+from physarum.render.run import estimate, runner
 from physarum.render.run.estimate import estimate_line, march_seconds, render_seconds
+from physarum.render.sim import course
 from support import TINY_3D, tiny_3d, tiny_data
 
 
@@ -34,3 +38,75 @@ def test_a_long_3d_render_says_its_frames():
     preset = preset_3d(width=1024, height=1024, samples=512)
     line = estimate_line(preset, "cpu", "torch")
     assert line is not None and "16x12x10" in line and "frames of 1024x1024 ray-marched" in line
+
+
+# ---------------------------------------------------------------------------------------------
+# A platform target's trim: the steps the render simulates (formats/targets.py trimmed_run)
+
+
+def targeted(loop_mode: str = "none", steps: int = 200, **output):
+    """200 frames at 1 fps after a warmup of 5 steps, an MP4 alone for X: it keeps 140 s."""
+    out = {"formats": ["mp4"], "fps": 1, "target": "x", "loop_mode": loop_mode, **output}
+    return build_preset(
+        tiny_data(output=out, run={"steps": steps, "steps_per_frame": 1, "warmup": 5}), "t.yaml"
+    )
+
+
+@pytest.fixture
+def steps_simulated(monkeypatch) -> list[int]:
+    """Every step the renders of a test advance, counted where the course advances them."""
+    counted, advance = [], course.advance
+
+    def counting(simulation, steps, on_step=None):
+        counted.append(steps)
+        return advance(simulation, steps, on_step)
+
+    monkeypatch.setattr(course, "advance", counting)
+    return counted
+
+
+def test_a_trimmed_renders_estimate_counts_the_steps_it_simulates():
+    """X keeps 140 of 200 frames: the render simulates 5 + 140 steps (crossfade: its 25 unshown
+    maps first), and the estimate counts those; where something reads past the kept frames (a
+    GIF, --stats) it counts every step (205), as it does where the target keeps every frame."""
+    assert estimate.simulated_steps(targeted()) == 145
+    assert estimate.simulated_steps(targeted("crossfade", loop_frames=25)) == 170
+    assert estimate.simulated_steps(targeted(formats=["mp4", "gif"])) == 205
+    assert estimate.simulated_steps(targeted(), ("--stats",)) == 205
+    assert estimate.simulated_steps(targeted(steps=100)) == 105  # no trim
+    trimmed, whole = (
+        render_seconds(targeted(), "cpu", "torch"),
+        render_seconds(targeted(formats=["mp4", "gif"]), "cpu", "torch"),
+    )
+    assert trimmed == pytest.approx(whole * 145 / 205)
+
+
+def test_the_estimates_steps_are_the_steps_the_render_simulates(tmp_path, steps_simulated):
+    preset = targeted("crossfade", loop_frames=25)
+    runner.render(preset, backend="torch", device="cpu", out_dir=tmp_path, quiet=True)
+    assert sum(steps_simulated) == estimate.simulated_steps(preset) == 170
+
+
+def test_a_long_trimmed_render_says_the_steps_it_simulates():
+    """A render of about 3 minutes at 1,000,000 agents: the line says its steps of the preset's."""
+    data = tiny_data(
+        canvas={"width": 1000, "height": 1000},
+        agents={"count": 1_000_000, "spawn": "random"},
+        output={"formats": ["mp4"], "fps": 1, "target": "x"},
+        run={"steps": 2000, "steps_per_frame": 10, "warmup": 0},
+    )
+    line = estimate_line(build_preset(data, "t.yaml"), "cpu", "torch")
+    assert line is not None
+    assert "for 1,400 of 2,000 steps (mp4 --target x keeps 140 of 200 frames)" in line
+    assert "about 3 minutes" in line  # 1,400 x 0.14 s, not 2,000 x 0.14 s (5 minutes)
+
+
+def test_a_trimmed_3d_render_marches_its_kept_frames():
+    preset = build_preset(
+        tiny_3d(
+            output={"formats": ["mp4"], "fps": 1, "target": "x"}, run={"steps": 200, "steps_per_frame": 1}
+        ),
+        "t.yaml",
+    )
+    assert estimate.marched_frames(preset) == 140 and estimate.simulated_steps(preset) == 140
+    assert estimate.marched_frames(preset, ("--frames-dir",)) == 200

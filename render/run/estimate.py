@@ -10,9 +10,13 @@ simulation where the constants say 20 s), so the estimate errs long, never short
 step on the CPU costs about 1e-6 s an agent (five sensors in a cube map) and 4e-8 s a voxel (the
 27-cell diffusion): torch, one thread, on the 2-core machine, 48^3 and 112^3 volumes of 25,000
 and 100,000 agents. The GPU's are the H200 bench figures (Triton: 4.8e10 agent-steps a second on
-L; the eager torch step 20 times slower); a 3D step on a GPU is counted as a 2D one.
+L; the eager torch step 20 times slower); a 3D step on a GPU is counted as a 2D one. The steps
+are those the render simulates: every one, or where a platform target trims the MP4 and nothing
+else reads past its kept frames, those to the last frame they come from (formats/targets.py
+trimmed_run, asked as the runner asks it: run/runner.py).
 
-A 3D preset's frames: each frame the outputs show (loops.shown_frames) is ray-marched once per
+A 3D preset's frames: each frame the outputs show (loops.shown_frames; a trimmed run's kept
+frames) is ray-marched once per
 lens view (camera.depth_of_field.rays, else 1): seconds = frames x views x (pixels x samples x
 SAMPLE_S + pixels x PIXEL_S) (MARCH, by device type: the torch marcher on a CPU, the Triton
 kernel on a GPU), PIXEL_S being the frame's own work (compositing, the GIF's palette). Measured on
@@ -23,10 +27,14 @@ the 2-core machine (torch, one thread, 32^3 volume, 128^2 to 1024^2 frames of 8 
 
 from __future__ import annotations
 
+from ..base.errors import RenderError
+from ..formats.targets import TrimmedRun, trimmed_run
 from ..look.camera import default_samples
 from ..look.loops import shown_frames
+from ..out.specs import handed_frames
 from ..preset import Preset
 from ..preset.camera import Camera
+from ..sim.course import Course
 
 SHOWN_FROM_S = 60.0  # an estimate at or above this is said before the render
 # (device type, backend) -> (seconds per agent-step, seconds per cell-step)
@@ -40,20 +48,50 @@ THROUGHPUT_3D = {**THROUGHPUT, ("cpu", "torch"): (1e-6, 4e-8)}
 MARCH = {"cpu": (9e-8, 9e-7), "cuda": (1.2e-11, 2e-9)}
 
 
-def render_seconds(preset: Preset, device_type: str, backend: str) -> float | None:
-    """The estimated seconds of the preset's simulation (warmup and steps) and, for a 3D preset,
-    the ray march of its frames; None for a machine THROUGHPUT does not know."""
+def stopping_trim(preset: Preset, beside: tuple[str, ...] = ()) -> TrimmedRun | None:
+    """The platform target's trim that stops a render of `preset` early (trimmed_run with the
+    frames its MP4 is handed; beside: what the render reads besides its outputs,
+    runner.readers_beside), else None: every frame simulated. A target the render refuses
+    (its check says why, before work) stops nothing here."""
+    try:
+        trim = trimmed_run(preset, handed_frames(preset), beside)
+    except RenderError:
+        return None
+    return trim if trim is not None and trim.frames is not None else None
+
+
+def simulated_steps(preset: Preset, beside: tuple[str, ...] = ()) -> int:
+    """The steps (warmup included) a render of `preset` simulates: to the end, or to the last
+    frame a stopping trim keeps (stopping_trim)."""
+    trim = stopping_trim(preset, beside)
+    return preset.end_step if trim is None else Course(preset.run).frame_end(trim.frames - 1)
+
+
+def render_seconds(
+    preset: Preset, device_type: str, backend: str, beside: tuple[str, ...] = ()
+) -> float | None:
+    """The estimated seconds of the preset's simulation (the steps a render simulates:
+    simulated_steps) and, for a 3D preset, the ray march of its frames; None for a machine
+    THROUGHPUT does not know. beside: as stopping_trim."""
     constants = (THROUGHPUT_3D if preset.dims == 3 else THROUGHPUT).get((device_type, backend))
     if constants is None:
         return None
     agent_s, cell_s = constants
     cells = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1) * preset.species_count
-    simulation = preset.end_step * (preset.agents.count * agent_s + cells * cell_s)
-    return simulation + march_seconds(preset, device_type)
+    simulation = simulated_steps(preset, beside) * (preset.agents.count * agent_s + cells * cell_s)
+    return simulation + march_seconds(preset, device_type, beside)
 
 
-def march_seconds(preset: Preset, device_type: str) -> float:
-    """The estimated seconds of a 3D preset's ray march (MARCH), 0 for a 2D preset."""
+def marched_frames(preset: Preset, beside: tuple[str, ...] = ()) -> int:
+    """The frames a render of a 3D preset ray-marches: those its outputs show, or a stopping
+    trim's kept frames (stopping_trim)."""
+    trim = stopping_trim(preset, beside)
+    return shown_frames(preset) if trim is None else trim.kept
+
+
+def march_seconds(preset: Preset, device_type: str, beside: tuple[str, ...] = ()) -> float:
+    """The estimated seconds of a 3D preset's ray march (MARCH) of its marched_frames, 0 for a
+    2D preset."""
     if preset.dims != 3:
         return 0.0
     sample_s, pixel_s = MARCH.get(device_type, MARCH["cpu"])
@@ -62,12 +100,13 @@ def march_seconds(preset: Preset, device_type: str) -> float:
     grid = (preset.canvas.depth, preset.canvas.height, preset.canvas.width)
     samples = camera.samples or default_samples(grid)
     views = camera.depth_of_field.rays if camera.depth_of_field is not None else 1
-    return shown_frames(preset) * views * width * height * (samples * sample_s + pixel_s)
+    return marched_frames(preset, beside) * views * width * height * (samples * sample_s + pixel_s)
 
 
-def estimate_line(preset: Preset, device_type: str, backend: str) -> str | None:
-    """The line said before a render estimated at SHOWN_FROM_S or more, else None."""
-    seconds = render_seconds(preset, device_type, backend)
+def estimate_line(preset: Preset, device_type: str, backend: str, beside: tuple[str, ...] = ()) -> str | None:
+    """The line said before a render estimated at SHOWN_FROM_S or more, else None; its steps
+    those the render simulates (beside: as stopping_trim)."""
+    seconds = render_seconds(preset, device_type, backend, beside)
     if seconds is None or seconds < SHOWN_FROM_S:
         return None
     minutes = seconds / 60
@@ -78,9 +117,21 @@ def estimate_line(preset: Preset, device_type: str, backend: str) -> str | None:
     frames = ""
     if preset.dims == 3:
         width, height = preset.frame_size
-        frames = f", {shown_frames(preset):,} frames of {width}x{height} ray-marched"
+        frames = f", {marched_frames(preset, beside):,} frames of {width}x{height} ray-marched"
     return (
         f"note: this render is estimated at about {shown} on this {device_type} ({backend}): "
-        f"{preset.agents.count:,} agents on {canvas} for {preset.end_step:,} steps{frames}; "
+        f"{preset.agents.count:,} agents on {canvas} for {steps_said(preset, beside)}{frames}; "
         "--preview renders the same picture smaller in seconds"
+    )
+
+
+def steps_said(preset: Preset, beside: tuple[str, ...] = ()) -> str:
+    """The steps the estimate counts, as its line says them: "1,500 steps", or where a trim stops
+    the render, "145 of 205 steps (mp4 --target x keeps 140 of 200 frames)"."""
+    steps, trim = simulated_steps(preset, beside), stopping_trim(preset, beside)
+    if trim is None:
+        return f"{steps:,} steps"
+    return (
+        f"{steps:,} of {preset.end_step:,} steps (mp4 --target {trim.name} keeps {trim.kept} of "
+        f"{trim.handed} frames)"
     )
