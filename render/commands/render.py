@@ -136,7 +136,7 @@ def _run_here(preset, call: RenderCall, say) -> Rendered:
     from ..run import machine  # start-up: torch
     from ..run.estimate import estimate_line  # start-up: torch
     from ..run.reload import refuse_writing_over  # start-up: the preset schema
-    from ..run.runner import COMPILE_AHEAD, RenderOptions, render  # start-up: torch
+    from ..run.runner import COMPILE_AHEAD, RenderOptions, readers_beside, render  # start-up: torch
     from ..tools.stats import StatsRecorder  # start-up: torch
 
     paths = output_paths(preset, call.out)
@@ -162,7 +162,8 @@ def _run_here(preset, call: RenderCall, say) -> Rendered:
     if not call.quiet:
         device = machine.resolve_device(call.device)
         backend = machine.resolve_backend(call.backend, device)
-        estimate = estimate_line(preset, device.type, backend)  # before a render of a minute or more
+        # before a render of a minute or more, of the steps it simulates (a target's trim)
+        estimate = estimate_line(preset, device.type, backend, readers_beside(options))
         if estimate:
             speak(estimate)
         if backend == "triton":
