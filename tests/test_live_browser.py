@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -52,6 +53,7 @@ palette: {names: [magma, ice], every: 3, gamma: 0.8}
 output: {formats: [gif], fps: 20}
 """
 WAIT = 120  # seconds: the 2-core CPU is shared
+STARVED = 50  # times slower: the page's CPU as a loaded 2-core CI machine may leave it
 
 
 def physarum(*args: str, **options) -> subprocess.Popen:
@@ -75,13 +77,16 @@ def browser(autoplay: bool = False):
         socket.setdefaulttimeout(default)
 
 
-def opened(url: str, autoplay: bool = False):
-    """A browser showing the page at url: its load bounded by WAIT, tried once more in a new
-    browser where a headless Chromium on the loaded 2-core CPU never finished loading it (seen
-    once: the test waited on driver.get for over 15 minutes)."""
+def opened(url: str, autoplay: bool = False, slowed: int = 1):
+    """A browser showing the page at url (its CPU `slowed` times slower, DevTools' throttling):
+    its load bounded by WAIT, tried once more in a new browser where a headless Chromium on the
+    loaded 2-core CPU never finished loading it (seen once, before the server's pace: the test
+    waited on driver.get for over 15 minutes, Chromium at full CPU drawing frames)."""
     for attempt in (1, 2):
         driver = browser(autoplay)
         driver.set_page_load_timeout(WAIT)
+        if slowed > 1:
+            driver.execute_cdp_cmd("Emulation.setCPUThrottlingRate", {"rate": slowed})
         try:
             driver.get(url)
             return driver
@@ -168,6 +173,42 @@ def test_a_slider_moved_in_the_page_is_recorded_and_renders_again_exactly(tmp_pa
     shown = [f["sha256"] for f in frames[: len(pngs)]]
     assert unchanged[: change["frame"]] == shown[: change["frame"]]
     assert unchanged[change["frame"] :] != shown[change["frame"] :]
+
+
+def test_a_page_on_a_starved_cpu_still_answers_and_gets_every_frame(tmp_path):
+    """The cause of the hang above: the server sent frames as fast as the loop made them (about
+    370 a second of this preset) and the socket's buffers held hundreds; a page slower than that
+    drew a backlog it never caught up with, and everything else it was asked waited behind it.
+    With the page's CPU 50 times slower, each execute_script took over 80 s and still timed out;
+    paced (the page reports each frame drawn, the server keeps 2 ahead) it answers at once."""
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    server = physarum("live", "tiny.yaml", "--port", "0", "--out", "out", cwd=tmp_path)
+    driver = None
+    try:
+        line = server.stdout.readline()
+        assert "http://127.0.0.1:" in line, line + server.stderr.read()
+        driver = opened(line.split(" at ")[1].split()[0], slowed=STARVED)
+        driver.set_script_timeout(30)
+        answers = []
+        for _ in range(3):
+            start = time.monotonic()
+            answers.append(
+                (driver.execute_script("return window.live.received.length"), time.monotonic() - start)
+            )
+        frames = driver.execute_script("return window.live.received")
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.send_signal(signal.SIGINT)
+        try:
+            out, err = server.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+    assert server.returncode == 0, err
+    assert all(seconds < 15 for _, seconds in answers), answers
+    assert answers[-1][0] > answers[0][0]  # it goes on drawing
+    assert [f["frame"] for f in frames] == list(range(len(frames)))  # every frame, in order
 
 
 def test_an_audio_preset_plays_its_track_and_the_frames_follow_its_clock(tmp_path):

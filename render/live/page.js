@@ -1,7 +1,11 @@
 // physarum live: frames from the server's WebSocket onto a canvas; controls built from the
 // preset schema's bounds the server sends; every command is JSON, every frame a binary message
-// (4-byte length, JSON header with the frame's sha256, JPEG).
+// (4-byte length, JSON header with the frame's sha256, JPEG). The page reports each frame it has
+// drawn ("shown") and the server runs at most AHEAD frames ahead of it: a slow page is not
+// buried under frames it cannot draw.
 "use strict";
+
+const AHEAD = 2;
 
 const token = new URLSearchParams(location.search).get("token");
 const query = token ? "?token=" + encodeURIComponent(token) : "";
@@ -136,6 +140,14 @@ function buildControls(controls) {
 }
 
 async function showFrame(data) {
+  try {
+    await drawFrame(data);
+  } finally {
+    send({ type: "shown" });
+  }
+}
+
+async function drawFrame(data) {
   const length = new DataView(data, 0, 4).getUint32(0);
   const header = JSON.parse(new TextDecoder().decode(new Uint8Array(data, 4, length)));
   if (header.segment !== live.segment) {
@@ -263,7 +275,8 @@ function stepSound() {
 
 function connect() {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  socket = new WebSocket(`${scheme}//${location.host}/ws${query}`);
+  const pace = (query ? query + "&" : "?") + "ahead=" + AHEAD;
+  socket = new WebSocket(`${scheme}//${location.host}/ws${pace}`);
   socket.binaryType = "arraybuffer";
   socket.onmessage = onMessage;
   socket.onclose = () => ($("status").textContent = "disconnected: the server stopped");

@@ -15,6 +15,11 @@ pages send JSON commands: set, restart, pause, resume, step, save, render, clock
 - plays a preset with a sound file to the page's audio clock: the page plays the track in an
   <audio> element and reports its time (`clock`), and the frames follow it (the loop's clock mode);
 - gives control to one page at a time (the first; the others watch) unless `shared`;
+- runs at most `ahead` frames ahead of a page that says it draws at its own pace (`/ws?ahead=N`,
+  as the live page does) and reports each frame drawn (`shown`): the loop waits for a page that
+  may control, a watcher behind is skipped to a later frame. Without it the socket's buffers let
+  the loop run hundreds of frames ahead of a slow page, whose main thread then drew a backlog it
+  never caught up with (a CPU-starved headless Chromium answered nothing for minutes);
 - stops on Ctrl-C or SIGTERM: the loop's and the render's threads are stopped and joined.
 """
 
@@ -50,6 +55,7 @@ from .session import LiveSession, Shown
 MAX_MESSAGE = 64 * 1024  # bytes of one command from a page
 JPEG_QUALITY = 90
 CONTROL = {"set", "restart", "pause", "resume", "step", "save", "render", "clock"}
+MAX_AHEAD = 64  # frames the server may run ahead of a page that reports those it has drawn
 # the <audio> element's type of a sound file, by its suffix (the browser sniffs the rest)
 SOUND_TYPES = {
     ".wav": "audio/wav",
@@ -129,6 +135,35 @@ class Sound:
         return {"url": "sound", "name": self.path.name, "type": self.kind, "fps": fps, "frames": frames}
 
 
+class Pace:
+    """How far the server may run ahead of one page that reports each frame it has drawn: at most
+    `ahead` frames sent and not yet reported (`shown`)."""
+
+    def __init__(self, ahead: int):
+        self.ahead = ahead
+        self.unshown = 0
+
+    def has_room(self) -> bool:
+        return self.unshown < self.ahead
+
+    def sent(self) -> None:
+        self.unshown += 1
+
+    def shown(self) -> None:
+        self.unshown = max(0, self.unshown - 1)  # a page's extra reports give it no more than none
+
+
+def page_pace(request: web.Request) -> Pace | None:
+    """The pace a page asks for (`?ahead=N`, 1 to MAX_AHEAD); None for a client that reads as fast
+    as its socket (it reports nothing); HTTPBadRequest naming what is allowed otherwise."""
+    ahead = request.query.get("ahead")
+    if ahead is None:
+        return None
+    if not FILE_NUMBER.fullmatch(ahead) or not 1 <= int(ahead) <= MAX_AHEAD:
+        raise web.HTTPBadRequest(text=f"ahead: a number of frames from 1 to {MAX_AHEAD}")
+    return Pace(int(ahead))
+
+
 def identity(stat: os.stat_result) -> tuple[int, ...]:
     """A file's identity as far as stat tells: its device and inode (a file moved over it is
     another), size, modification time and change time (which no program sets back: a file
@@ -151,6 +186,7 @@ class Studio:
     controller: object = None
     shown: dict = field(default_factory=dict)  # (segment, take) -> [[frame, step, sha256], ...] sent
     files: list[Path] = field(default_factory=list)  # what the page may fetch, by index
+    paces: dict = field(default_factory=dict)  # page -> Pace, for the pages that report frames drawn
     render_job: BackgroundRender | None = None
 
     def __post_init__(self):
@@ -158,6 +194,7 @@ class Studio:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="physarum-live-io")
         self.pump_task: asyncio.Task | None = None
+        self.room: asyncio.Condition | None = None  # notified when a page reports a frame or leaves
         self.segment_info: dict = {}
         self.recorded = None  # the preset saved last (what "render" renders)
         self.sound = Sound.of(self.performance.preset)
@@ -166,6 +203,7 @@ class Studio:
 
     async def start(self, app: web.Application) -> None:
         self.loop = asyncio.get_running_loop()
+        self.room = asyncio.Condition()
         self.session = LiveSession(self.performance, self.backend, self.device, self.event).start()
         self.pump_task = asyncio.create_task(self.pump())
 
@@ -211,11 +249,14 @@ class Studio:
 
     async def pump(self) -> None:
         """Frames from the loop to every page, encoded on a pool thread. With no page open none
-        is taken: the loop waits (its queue full) until a page comes, so none is missed."""
+        is taken: the loop waits (its queue full) until a page comes, so none is missed; nor
+        while a paced page that may control has `ahead` frames it has not drawn."""
         while True:
             if not self.clients:
                 await asyncio.sleep(0.05)
                 continue
+            async with self.room:
+                await self.room.wait_for(self.controllers_have_room)
             item = await self.loop.run_in_executor(self.pool, self._next_frame)
             if item is None:
                 continue
@@ -228,11 +269,27 @@ class Studio:
             self.shown[key].append([header["frame"], header["step"], header["sha256"]])
             message = packed(header, jpeg)
             for ws in list(self.clients):
-                if not ws.closed:
-                    try:
-                        await ws.send_bytes(message)
-                    except ConnectionError:
-                        pass
+                pace = self.paces.get(ws)
+                if ws.closed or (pace is not None and not pace.has_room()):
+                    continue  # a watcher behind its pace: it is sent a later frame
+                try:
+                    await ws.send_bytes(message)
+                except ConnectionError:
+                    continue
+                if pace is not None:
+                    pace.sent()
+
+    def controllers_have_room(self) -> bool:
+        """Whether every paced page that may control can be sent one more frame."""
+        return all(pace.has_room() for ws, pace in self.paces.items() if self.may_control(ws))
+
+    async def frame_shown(self, ws) -> None:
+        """A page reports a frame drawn: one more may be sent to it."""
+        pace = self.paces.get(ws)
+        if pace is not None:
+            pace.shown()
+            async with self.room:
+                self.room.notify_all()
 
     def _next_frame(self):
         try:
@@ -290,10 +347,13 @@ class Studio:
         origin = request.headers.get("Origin")
         if origin is not None and urlsplit(origin).netloc != request.host:
             raise web.HTTPForbidden(text="a page of another origin may not connect")
+        pace = page_pace(request)
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE, heartbeat=30)
         await ws.prepare(request)
         if self.controller is None:
             self.controller = ws
+        if pace is not None:
+            self.paces[ws] = pace
         self.clients.append(ws)
         await self.send(ws, self.hello(ws))
         try:
@@ -303,8 +363,11 @@ class Studio:
                 await self.command(ws, message.data)
         finally:
             self.clients.remove(ws)
+            self.paces.pop(ws, None)
             if self.controller is ws:
                 self.controller = None
+            async with self.room:
+                self.room.notify_all()  # the pump waits no more for this page
         return ws
 
     def hello(self, ws) -> dict:
@@ -328,6 +391,9 @@ class Studio:
             kind = data.get("type") if isinstance(data, dict) else None
         except ValueError:
             kind = None
+        if kind == "shown":  # any page, a watcher too: its pace, no command
+            await self.frame_shown(ws)
+            return
         if kind not in CONTROL:
             await self.send(ws, {"type": "problem", "problems": ["an unknown command"]})
             return
