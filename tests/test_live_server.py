@@ -111,6 +111,41 @@ def test_the_second_page_watches_unless_shared(tmp_path):
     run(shared, studio(tmp_path, shared=True))
 
 
+async def no_frame_within(ws, seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(frame(ws), seconds)
+    except TimeoutError:
+        return True
+    return False
+
+
+def test_a_paced_page_is_sent_at_most_ahead_frames_it_has_not_drawn(tmp_path):
+    """The loop ran as far ahead of a page as the socket's buffers let it (about 370 frames a
+    second of the tiny preset): a page slower than the loop drew a backlog it never caught up
+    with, and a CPU-starved headless Chromium answered nothing for minutes. A page that asks for
+    a pace (the live page: ?ahead=2) gets the frames it reports drawn ('shown') and `ahead` more;
+    the loop waits for it where it may control, a watcher behind it is skipped to later frames."""
+
+    async def test(client):
+        for ahead in ("0", "65", "x", "²"):
+            response = await client.get(f"/ws?ahead={ahead}")
+            assert response.status == 400 and "from 1 to 64" in await response.text()
+        async with client.ws_connect("/ws?ahead=2") as page:
+            assert [(await frame(page))["frame"] for _ in range(2)] == [0, 1]
+            assert await no_frame_within(page, 0.5)
+            async with client.ws_connect("/ws?ahead=1") as watcher:
+                assert (await reply(watcher, "hello"))["control"] is False
+                await page.send_json({"type": "shown"})
+                assert (await frame(page))["frame"] == 2
+                assert (await frame(watcher))["frame"] == 2
+                for _ in range(3):  # the watcher reports nothing: the page goes on without it
+                    await page.send_json({"type": "shown"})
+                    await frame(page)
+                assert await no_frame_within(watcher, 0.5)
+
+    run(test, studio(tmp_path))
+
+
 def test_bad_commands_get_a_message_and_the_loop_goes_on(tmp_path):
     async def test(client):
         async with client.ws_connect("/ws") as ws:
