@@ -237,9 +237,9 @@ def band_sums(mags: np.ndarray) -> np.ndarray:
 
 
 def onset_flux(mags: np.ndarray, previous: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """([W] positive spectral flux of each window's compressed magnitudes c = isqrt(256 m) over
-    the window's before, c of the last window): `previous` is c of the window before the first
-    (zeros before the track: the first window's flux is from silence)."""
+    """([W] the positive spectral flux of each window: its compressed magnitudes c = isqrt(256 m)
+    less those of the window before it, summed where they grew; c of the last window).
+    `previous`: c of the window before the first (zeros before the track: from silence)."""
     compressed = isqrt(mags << 8)
     before = np.vstack((previous[None, :], compressed[:-1]))
     return np.maximum(compressed - before, 0).sum(axis=1), compressed[-1].copy()
