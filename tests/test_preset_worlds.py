@@ -110,3 +110,21 @@ def test_cli_world_errors_exit_2_name_the_problem_and_write_nothing(case, images
     assert not out.exists()
     assert main(["validate", str(path)]) == 2
     assert expected[0] in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "case, file_name",
+    [
+        ("missing image", "nope.png"),
+        ("folder", "folder.png"),
+        ("not an image", "notes.txt"),
+        ("corrupt image", "broken.png"),
+    ],
+)
+def test_an_image_file_message_names_the_file_once(case, file_name, images, capsys):
+    """The message of a bad image file names its path in its own words, once: no '(got ...)'
+    quote of the same path after it."""
+    path = write_preset(images, {**tiny_data(), **BAD[case][0]})
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "(got " not in err and err.count(file_name) == 1, err

@@ -30,6 +30,7 @@ from pydantic import (
 
 from ...kernels.limits import MAX_CANVAS, MAX_DISTANCE, MAX_SIDE_3D
 from ..base.errors import printable
+from ..base.inputs import NamedValueError
 from .catalog import PRESETS
 from .images import image_size
 from .schedule import optional_form, scheduled
@@ -143,7 +144,7 @@ def image_path(path: str | None, info: ValidationInfo) -> str | None:
     try:
         image_size(resolved)  # its header only: ValueError naming the problem; decoded on the canvas later
     except ValueError as error:  # a lone surrogate in the message: no UTF-8 for pydantic's message
-        raise ValueError(printable(error)) from None
+        raise NamedValueError(printable(error)) from None
     return resolved
 
 
