@@ -409,15 +409,14 @@ def pipeline(run) -> None:
     import numpy as np
 
     from physarum.render.formats.apng import ApngSpec
-    from physarum.render.formats.mov import MovSpec
-    from physarum.render.formats.webm import WebmSpec
-    from physarum.render.formats.webp import WebpSpec
-
     from physarum.render.formats.contract import Frame
     from physarum.render.formats.frames_dir import FramesDirSpec
     from physarum.render.formats.gif import GifSpec
+    from physarum.render.formats.mov import MovSpec
     from physarum.render.formats.mp4 import Mp4Spec
     from physarum.render.formats.registry import open_writer
+    from physarum.render.formats.webm import WebmSpec
+    from physarum.render.formats.webp import WebpSpec
     from physarum.render.look.colour import Colourist
     from physarum.render.preset import load_preset
     from physarum.render.run.machine import resolve_backend, resolve_device
@@ -476,8 +475,10 @@ def pipeline(run) -> None:
 
                 timing = run.measure(f"{w}x{h} encode {codec}", encode, repeats=1, warmup=0, per=len(index))
                 spec = make()
-                size = sum(f.stat().st_size for f in folder.rglob("*.png")) if codec == "png-sequence" else (
-                    spec.path.stat().st_size
+                size = (
+                    sum(f.stat().st_size for f in folder.rglob("*.png"))
+                    if codec == "png-sequence"
+                    else (spec.path.stat().st_size)
                 )
                 run.record(
                     f"{w}x{h} encode {codec} rate",
