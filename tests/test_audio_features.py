@@ -42,6 +42,60 @@ def test_the_integer_fft_is_the_dft():
     assert out_re.dtype == np.int64
 
 
+def textbook_fft(re: np.ndarray, im: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The integer FFT as it was first written (and pinned): the input bit-reversed, then one
+    stage of butterflies per size in place, each stage's halves stacked into a new array."""
+    bits = af.WINDOW.bit_length() - 1
+    index = np.arange(af.WINDOW)
+    order = sum(((index >> b) & 1) << (bits - 1 - b) for b in range(bits))
+    re, im = re[:, order], im[:, order]
+    cos, sin = af.unit_circle(af.WINDOW)
+    half = 1 << (af.TWIDDLE_BITS - 1)
+    batch, m = re.shape[0], 1
+    while m < af.WINDOW:
+        blocks = af.WINDOW // (2 * m)
+        re, im = re.reshape(batch, blocks, 2, m), im.reshape(batch, blocks, 2, m)
+        step = af.WINDOW // (2 * m)
+        c, s = cos[: m * step : step], -sin[: m * step : step]
+        a, b = re[:, :, 1, :], im[:, :, 1, :]
+        t_re = (a * c - b * s + half) >> af.TWIDDLE_BITS
+        t_im = (a * s + b * c + half) >> af.TWIDDLE_BITS
+        e_re, e_im = re[:, :, 0, :], im[:, :, 0, :]
+        re = np.stack((e_re + t_re, e_re - t_re), axis=2).reshape(batch, af.WINDOW)
+        im = np.stack((e_im + t_im, e_im - t_im), axis=2).reshape(batch, af.WINDOW)
+        m *= 2
+    return re, im
+
+
+def test_the_fft_is_the_textbook_fft_bit_for_bit():
+    """Every batch a Spectrum makes (1 to CHUNK pairs; more in a one-batch analysis), random
+    windows over the whole 16-bit range, full-scale rows, and inputs up to the contract's 2^26."""
+    rng = np.random.default_rng(36)
+    earlier = None
+    for batch in [*range(1, af.CHUNK + 1), 2 * af.CHUNK + 1, 200]:
+        re = rng.integers(-32768, 32769, size=(batch, af.WINDOW))
+        im = rng.integers(-32768, 32769, size=(batch, af.WINDOW))
+        re[0], im[-1] = 32768, -32768  # the loudest windows
+        if batch in (3, af.CHUNK):
+            re[1:] = rng.integers(-(1 << 26) + 1, 1 << 26, size=(batch - 1, af.WINDOW))
+        fast, slow = af.fft(re, im), textbook_fft(re, im)
+        assert all(np.array_equal(f, s) for f, s in zip(fast, slow)), batch
+        if earlier is not None:  # a result is the caller's: the next call leaves it alone
+            assert all(np.array_equal(e, s) for e, s in zip(earlier[0], earlier[1]))
+        earlier = fast, textbook_fft(re, im)
+
+
+def test_the_fft_on_another_thread_is_the_same():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(37)
+    re, im = (rng.integers(-32768, 32769, size=(af.CHUNK, af.WINDOW)) for _ in range(2))
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: af.fft(re, im), range(4)))
+    slow = textbook_fft(re, im)
+    assert all(np.array_equal(r[0], slow[0]) and np.array_equal(r[1], slow[1]) for r in results)
+
+
 def test_two_real_windows_share_one_fft():
     pcm = sine(440, 0.5).astype(np.int64)
     mags = af.magnitudes(pcm)
