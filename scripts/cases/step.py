@@ -363,10 +363,12 @@ def write_track(path, seconds: int):
 )
 def audio_cost(run) -> None:
     """The soundtrack's cost (docs/audio.md, "Cost"; issue 36): the feature extraction of a
-    SECONDS track (decoding, mixing, resampling and every feature, at 30 fps; the first repeat
-    cold, the median of three), and STEPS steps of PRESET whose deposit, decay and sensor_angle
-    follow bass, onset and loudness (new tables every frame) against the same preset with fixed
-    values (a fresh spawn each, untimed; warmed up once)."""
+    SECONDS track as a render and `physarum validate` pay it (audio.analyser_of: the file decoded,
+    mixed and resampled straight into an Analyser at PRESET's fps, no PCM held, then every
+    feature; the first repeat cold, the median of three; peak RSS), and STEPS steps of PRESET
+    whose deposit, decay and sensor_angle follow bass, onset and loudness (new tables every
+    frame) against the same preset with fixed values (a fresh spawn each, untimed; warmed up
+    once)."""
     import tempfile
     from pathlib import Path
 
@@ -375,13 +377,17 @@ def audio_cost(run) -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         track = write_track(Path(folder) / "track.flac", run.seconds)
+        steps = [f"run.steps={run.steps}"] if run.steps else []  # 0: the preset's own (fps only)
+        sized = [*[s for s in run.set.split(";") if s], *steps]
+        fps = load_preset(resolve_preset_path(run.preset), sized).output.fps  # no track: nothing analysed
 
-        def extract():
-            audio._TRACKS.clear()
-            audio_features.analyse(audio.read_track(str(track)).pcm, 30)
+        def extract():  # analyser_of's work and analysis_of's result, no cache between repeats
+            analyser = audio_features.Analyser(fps)
+            audio.decode(str(track), str(track), analyser)
+            analyser.result()
 
         run.measure(
-            f"extraction of a {run.seconds} s track (stereo 44100 Hz FLAC), 30 fps",
+            f"features of a {run.seconds} s track (stereo 44100 Hz FLAC) decoded into the analysis, {fps} fps",
             extract,
             repeats=3,
             warmup=0,
@@ -389,7 +395,7 @@ def audio_cost(run) -> None:
         )
         if not run.steps:
             return
-        base = [*[s for s in run.set.split(";") if s], f"run.steps={run.steps}", f"audio.path={track}"]
+        base = [*sized, f"audio.path={track}"]
         presets = (
             (f"{run.preset} {name}", load_preset(resolve_preset_path(run.preset), [*base, *settings]))
             for name, settings in (("fixed", []), ("following", AUDIO_FOLLOWING))
