@@ -65,8 +65,8 @@ CHUNK = 32
 # The FFT's stages below this size keep each sub-transform in a row (Stockham), the rest run in
 # place, so that every array operation runs along at least this many contiguous integers (at
 # least 4: sizes 2 and 4 are the exact stages). A batch of 32 pairs on the shared 2-core CPU:
-# 2.4 ms at 64, 2.5 at 32 and 128, 3.3 at 4, 4.3 all in place, 4.4 all Stockham (5.5: the
-# in-place form with a copy a stage, before)
+# 2.4 ms at 32 and 64, 2.5 at 16 and 128, 3.3 at 4, 4.3 all in place, 4.4 all Stockham (5.5:
+# the in-place form with a copy a stage, before; benchmarks/unreleased/animation.txt)
 FFT_SPLIT = 64
 # The bands, in Hz (lower edge included, upper excluded); brilliance ends at the analysed PCM's
 # Nyquist frequency
