@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,28 +75,85 @@ def browser(autoplay: bool = False):
     default = socket.getdefaulttimeout()
     socket.setdefaulttimeout(WAIT)  # each command to chromedriver answers within WAIT, or raises
     try:
-        return webdriver.Chrome(service=Service(DRIVER), options=options)
+        driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     finally:
         socket.setdefaulttimeout(default)
+    STARTED.append(driver)
+    return driver
+
+
+STARTED: list = []  # the browsers a test started (browser())
+TEST_LIMIT = 600  # seconds: a test's browsers are killed after this, so that a hang fails the test
+
+
+@pytest.fixture(autouse=True)
+def browsers_ended():
+    """Every browser a test starts is killed TEST_LIMIT seconds into the test (a command
+    waiting on it then fails rather than hangs) and after the test, whatever happened."""
+
+    def end_all():
+        for driver in STARTED:
+            end_browser(driver)
+
+    watchdog = threading.Timer(TEST_LIMIT, end_all)
+    watchdog.start()
+    yield
+    watchdog.cancel()
+    end_all()
+    STARTED.clear()
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under pid (from /proc), deepest last: chromedriver's browser and its helpers."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def end_browser(driver) -> None:
+    """chromedriver and every process under it killed, without asking them: a request waiting
+    on a browser that does not answer then fails at once instead of waiting for ever."""
+    process = driver.service.process
+    for pid in [*descendants(process.pid), process.pid]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def opened(url: str, autoplay: bool = False, slowed: int = 1):
     """A browser showing the page at url (its CPU `slowed` times slower, DevTools' throttling):
     its load bounded by WAIT, tried once more in a new browser where a headless Chromium on the
-    loaded 2-core CPU never finished loading it (seen once, before the server's pace: the test
-    waited on driver.get for over 15 minutes, Chromium at full CPU drawing frames)."""
+    loaded 2-core CPU never finished loading it. chromedriver's own page-load timeout is not
+    enough: with Chromium's renderer at full CPU, driver.get once waited over 13 minutes on a
+    chromedriver that never answered, so a watchdog kills the browser WAIT + 30 s after the load
+    began (the retry in a new browser then passed)."""
     for attempt in (1, 2):
         driver = browser(autoplay)
         driver.set_page_load_timeout(WAIT)
-        if slowed > 1:
-            driver.execute_cdp_cmd("Emulation.setCPUThrottlingRate", {"rate": slowed})
+        watchdog = threading.Timer(WAIT + 30, end_browser, [driver])
+        watchdog.start()
         try:
+            if slowed > 1:
+                driver.execute_cdp_cmd("Emulation.setCPUThrottlingRate", {"rate": slowed})
             driver.get(url)
             return driver
-        except Exception:  # selenium's TimeoutException, or urllib3's read timeout
-            driver.service.stop()  # chromedriver and its browser, without asking them
+        except Exception:  # selenium's TimeoutException, urllib3's read timeout, a killed driver
+            end_browser(driver)
             if attempt == 2:
                 raise
+        finally:
+            watchdog.cancel()
 
 
 def rgb_sha(path) -> str:
