@@ -32,11 +32,10 @@ piece of its texture at 683), or at its full scale where the sensor is 12 pixels
 already (labyrinth, journey, cells, quickstart: the model kept). Such presets' look depends on
 the pixel grid: scaled to 256, labyrinth, journey or cells came out a much finer network than
 the full render, cave's and quickstart's sensors fell to 4.5 pixels and their textures came out
-finer. A window costs what a 256 preview costs, but where a curated texture states a larger
-window (LARGER_WINDOWS: cells's is 512, four times the work), too few of its cells for its
-foam to coarsen as in the full render; docs/figures/previews.png tiles it to its texture's
-scale. Another
-preset's preview size (preview_ratio) is the requested short side (256), made larger where that
+finer. A window costs what a 256 preview costs, unless a curated texture states a larger one
+(LARGER_WINDOWS: cells's 512, four times the work, past PREVIEW_WORK: its 256 window held too
+few of its cells for its foam to coarsen as in the full render); docs/figures/previews.png
+tiles it to its texture's scale. Another preset's preview size (preview_ratio) is the requested short side (256), made larger where that
 would bring a sensor under MIN_SENSOR_PIXELS (6) pixels (maze 436, feast 384, lettering
 616x308, rivals 308) or, where a species spawns in a shape (a
 front that moves: rings, starburst, bloom, compass, tribes), its largest step under
