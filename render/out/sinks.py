@@ -34,7 +34,10 @@ class Sink(Protocol):
     An exception from write() stops the render (no file of it is committed) and reaches the
     render's caller; StopRender stops it as a request, not a failure. close(error): no frame
     follows; error is why the render ended early (None: every frame was written and the files
-    committed). Called once, whether the render ended or not.
+    committed). Called once, whether the render ended or not. A sink that reads no frame's content
+    (progress) may say so with a class attribute `reads_frames = False`: a platform target's trim
+    may then end the render early (formats/targets.py trimmed_run); without it, a sink is taken to
+    read every frame.
     """
 
     reads: frozenset[str]
