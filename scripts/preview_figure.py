@@ -11,10 +11,11 @@ preview's canvas (a window's frame tiled over the full canvas first, so that bot
 pattern at the same scale: a window wraps, so its tiles join); `columns` pairs a row. A preset
 without a preview or a thumbnail is left out and named on stderr (exit status 2 if none is left).
 
-    python scripts/preview_figure.py stats OUT.json [--full] [--backend B] [NAME ...]
+    python scripts/preview_figure.py stats OUT.json [--full] [--backend B] [--seed S] [NAME ...]
 
 measures the structure of every curated preset's preview (or with --full, of its full render:
-on the GPU host) and writes it as JSON: `structure` below, at FRACTIONS of the run's steps.
+on the GPU host) and writes it as JSON: `structure` below, at FRACTIONS of the run's steps;
+--seed S measures it with the preset's seed replaced by S (the row then names its seed).
 tests/test_preview_structure.py holds the full renders' numbers and checks the previews' against
 them.
 """
@@ -211,6 +212,13 @@ def preview_of(preset):
     return reduction(argparse.Namespace(preview=True, reduce=None), preset)[0]
 
 
+def seed_number(text: str) -> int:
+    """A --seed: a whole number 0 to 2**32 - 1 (a preset's seed), else argparse's usage error."""
+    if not text.isdigit() or int(text) > 2**32 - 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is no seed: a whole number 0 to {2**32 - 1}")
+    return int(text)
+
+
 def stats(argv: list[str]) -> int:
     """The `stats` command (the module's doc): JSON of each preset's structure."""
     import torch
@@ -224,13 +232,17 @@ def stats(argv: list[str]) -> int:
     parser.add_argument("--full", action="store_true", help="the full renders (else the previews)")
     parser.add_argument("--backend", default="torch")
     parser.add_argument("--reduce", type=int, default=None, help="the preset reduced by K instead")
-    args = parser.parse_args(argv)
+    parser.add_argument("--seed", type=seed_number, default=None, help="the preset's seed replaced by S")
+    args = parser.parse_intermixed_args(argv)  # names before or after the options
     device = "cuda" if torch.cuda.is_available() else "cpu"
     results = json.loads(args.out.read_text()) if args.out.is_file() else {}
     paths = {path.stem: path for path in preset_files()}
+    unknown = [name for name in args.names if name not in paths]
+    if unknown:
+        parser.error(f"no curated preset {', '.join(unknown)}: one of {', '.join(sorted(paths))}")
     for name in args.names or list(paths):
         path = paths[name]
-        preset = load_preset(path)
+        preset = load_preset(path, [] if args.seed is None else [f"seed={args.seed}"])
         if args.reduce:
             from fractions import Fraction
 
@@ -247,6 +259,8 @@ def stats(argv: list[str]) -> int:
         row["canvas"] = [preset.canvas.width, preset.canvas.height] + (
             [preset.canvas.depth] if preset.dims == 3 else []
         )
+        if args.seed is not None:
+            row["seed"] = preset.seed
         results[name] = row
         print(name, json.dumps(row), flush=True)
         args.out.write_text(json.dumps(results, indent=1) + "\n")
