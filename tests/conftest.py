@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from physarum.render.preset import build_preset
+from physarum.render.sim import course
 from support import end_fifo_partners, save_image, tiny_data
 
 # Read when the tests start, before anything imports Triton (which reads it only then).
@@ -96,3 +97,16 @@ def images(tmp_path):
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)
     (tmp_path / "folder.png").mkdir()
     return tmp_path
+
+
+@pytest.fixture
+def steps_simulated(monkeypatch) -> list[int]:
+    """Every step the renders of a test advance, counted where the course advances them."""
+    counted, advance = [], course.advance
+
+    def counting(simulation, steps, on_step=None):
+        counted.append(steps)
+        return advance(simulation, steps, on_step)
+
+    monkeypatch.setattr(course, "advance", counting)
+    return counted

@@ -28,7 +28,6 @@ from physarum.render.out.sinks import FrameQueue
 from physarum.render.out.specs import check_outputs, handed_frames
 from physarum.render.preset import build_preset
 from physarum.render.run import runner
-from physarum.render.sim import course
 from support import tiny_data, write_preset
 
 
@@ -200,19 +199,6 @@ def long_data(loop_mode: str = "none", steps: int = 200, **output) -> dict:
     """200 frames at 1 fps (and a warmup of 5 steps): X keeps the first 140 s."""
     out = {"formats": ["mp4"], "fps": 1, "target": "x", "loop_mode": loop_mode, **output}
     return tiny_data(output=out, run={"steps": steps, "steps_per_frame": 1, "warmup": 5})
-
-
-@pytest.fixture
-def steps_simulated(monkeypatch) -> list[int]:
-    """Every step the renders of a test advance, counted where the course advances them."""
-    counted, advance = [], course.advance
-
-    def counting(simulation, steps, on_step=None):
-        counted.append(steps)
-        return advance(simulation, steps, on_step)
-
-    monkeypatch.setattr(course, "advance", counting)
-    return counted
 
 
 def render_counted(preset, out, counted: list[int], **options) -> tuple[runner.RenderResult, int]:

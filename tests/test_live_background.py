@@ -11,7 +11,6 @@ import pytest
 from physarum.render.live.background import BackgroundRender, Progress
 from physarum.render.preset import build_preset
 from physarum.render.run import runner
-from physarum.render.sim import course
 from support import tiny_data
 
 
@@ -20,19 +19,6 @@ def targeted(loop_mode: str, steps: int = 200):
     out = {"formats": ["mp4"], "fps": 1, "target": "x", "loop_mode": loop_mode}
     data = tiny_data(output=out, run={"steps": steps, "steps_per_frame": 1, "warmup": 5})
     return build_preset(data, "t.yaml")
-
-
-@pytest.fixture
-def steps_simulated(monkeypatch) -> list[int]:
-    """Every step the renders of a test advance, counted where the course advances them."""
-    counted, advance = [], course.advance
-
-    def counting(simulation, steps, on_step=None):
-        counted.append(steps)
-        return advance(simulation, steps, on_step)
-
-    monkeypatch.setattr(course, "advance", counting)
-    return counted
 
 
 def render_live(preset, out) -> tuple[BackgroundRender, dict]:

@@ -9,7 +9,6 @@ import pytest
 from physarum.render.preset import build_preset
 from physarum.render.run import estimate, runner
 from physarum.render.run.estimate import estimate_line, march_seconds, render_seconds
-from physarum.render.sim import course
 from support import TINY_3D, tiny_3d, tiny_data
 
 
@@ -50,19 +49,6 @@ def targeted(loop_mode: str = "none", steps: int = 200, **output):
     return build_preset(
         tiny_data(output=out, run={"steps": steps, "steps_per_frame": 1, "warmup": 5}), "t.yaml"
     )
-
-
-@pytest.fixture
-def steps_simulated(monkeypatch) -> list[int]:
-    """Every step the renders of a test advance, counted where the course advances them."""
-    counted, advance = [], course.advance
-
-    def counting(simulation, steps, on_step=None):
-        counted.append(steps)
-        return advance(simulation, steps, on_step)
-
-    monkeypatch.setattr(course, "advance", counting)
-    return counted
 
 
 def test_a_trimmed_renders_estimate_counts_the_steps_it_simulates():
