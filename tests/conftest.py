@@ -110,3 +110,25 @@ def steps_simulated(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(course, "advance", counting)
     return counted
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """moto's S3 server on 127.0.0.1 (any free port), its test credentials and endpoint in this
+    process's environment (which a subprocess inherits; test_store_probe.aws: no file of this
+    machine's), one bucket, 'renders', and no S3 file system cached from another test's server.
+    A test module's own `s3` fixture takes its place there."""
+    moto_server = pytest.importorskip("moto.server", reason="the test extra's moto[server] runs the S3 API")
+    s3fs = pytest.importorskip("s3fs", reason="object storage is the optional extra physarum[cloud]")
+    from test_store_probe import aws
+
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    aws(monkeypatch, f"http://127.0.0.1:{server.get_host_and_port()[1]}")
+    s3fs.S3FileSystem.clear_instance_cache()  # an instance of another test's server (another port)
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    fs.mkdir("renders")
+    yield fs
+    fs.rm("renders", recursive=True)  # moto's state outlives the server within this process
+    server.stop()
+    s3fs.S3FileSystem.clear_instance_cache()

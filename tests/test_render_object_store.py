@@ -199,32 +199,6 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-@pytest.fixture
-def s3(monkeypatch):
-    """moto's S3 server on 127.0.0.1 (any free port), its credentials in this process's environment
-    (which a subprocess inherits), and a bucket `renders`."""
-    moto_server = pytest.importorskip("moto.server", reason="the test extra's moto[server] runs the S3 API")
-    s3fs = pytest.importorskip("s3fs", reason="object storage is the optional extra physarum[cloud]")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing-secret",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.get_host_and_port()[1]}",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    s3fs.S3FileSystem.clear_instance_cache()  # an instance of another test's server (another port)
-    fs = s3fs.S3FileSystem(skip_instance_cache=True)
-    fs.mkdir("renders")
-    yield fs
-    fs.rm("renders", recursive=True)  # moto's state outlives the server within this process
-    server.stop()
-    s3fs.S3FileSystem.clear_instance_cache()
-
-
 @pytest.mark.slow  # an S3 server, a render here and one in a subprocess that waits 5 s: about 20 s
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["term", "int"])
 def test_a_render_killed_during_its_upload_to_s3_leaves_the_earlier_render_whole(tmp_path, s3, signum, code):

@@ -14,7 +14,6 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from test_store_probe import aws
 
 from physarum.render import sweep as sweeps
 from physarum.render.base.errors import RenderError
@@ -27,25 +26,6 @@ from support import write_sweep
 pytestmark = pytest.mark.slow  # moto's server: a few seconds per test
 
 URL = "s3://renders/x"
-
-
-@pytest.fixture
-def s3(monkeypatch):
-    """moto's S3 server on 127.0.0.1 (any free port), its credentials in the environment
-    (test_store_probe.aws), one bucket, 'renders', and no S3 file system cached from another
-    test's server."""
-    moto_server = pytest.importorskip("moto.server", reason="the test extra's moto[server] runs the S3 API")
-    s3fs = pytest.importorskip("s3fs", reason="object storage is the optional extra physarum[cloud]")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    aws(monkeypatch, f"http://127.0.0.1:{server.get_host_and_port()[1]}")
-    s3fs.S3FileSystem.clear_instance_cache()
-    fs = s3fs.S3FileSystem(skip_instance_cache=True)
-    fs.mkdir("renders")
-    yield fs
-    fs.rm("renders", recursive=True)  # moto's state outlives the server within this process
-    server.stop()
-    s3fs.S3FileSystem.clear_instance_cache()
 
 
 def holder_lock(s3, machine: str, pid: int, renewed: datetime) -> bytes:
