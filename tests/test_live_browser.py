@@ -156,6 +156,19 @@ def opened(url: str, autoplay: bool = False, slowed: int = 1):
             watchdog.cancel()
 
 
+def ended(server: subprocess.Popen, driver) -> tuple[str, str]:
+    """The browser closed (where one opened) and the live server stopped as Ctrl-C stops it,
+    within 60 s or killed; its stdout and stderr."""
+    if driver is not None:
+        driver.quit()
+    server.send_signal(signal.SIGINT)
+    try:
+        return server.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        raise
+
+
 def rgb_sha(path) -> str:
     return hashlib.sha256(np.asarray(Image.open(path).convert("RGB")).tobytes()).hexdigest()
 
@@ -190,14 +203,7 @@ def test_a_slider_moved_in_the_page_is_recorded_and_renders_again_exactly(tmp_pa
         frames = driver.execute_script("return window.live.received")
         driver.save_screenshot(str(tmp_path / "page.png"))
     finally:
-        if driver is not None:
-            driver.quit()
-        server.send_signal(signal.SIGINT)
-        try:
-            out, err = server.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            raise
+        out, err = ended(server, driver)
     assert server.returncode == 0, err
     assert "stopped" in err
     # every frame reached the page, in order, from the first
@@ -257,14 +263,7 @@ def test_a_page_on_a_starved_cpu_still_answers_and_gets_every_frame(tmp_path):
             )
         frames = driver.execute_script("return window.live.received")
     finally:
-        if driver is not None:
-            driver.quit()
-        server.send_signal(signal.SIGINT)
-        try:
-            out, err = server.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            raise
+        out, err = ended(server, driver)
     assert server.returncode == 0, err
     assert all(seconds < 15 for _, seconds in answers), answers
     assert answers[-1][0] > answers[0][0]  # it goes on drawing
@@ -309,14 +308,7 @@ def test_an_audio_preset_plays_its_track_and_the_frames_follow_its_clock(tmp_pat
         wait.until(lambda d: d.execute_script("return window.live.saved") is not None)
         saved = driver.execute_script("return window.live.saved")
     finally:
-        if driver is not None:
-            driver.quit()
-        server.send_signal(signal.SIGINT)
-        try:
-            out, err = server.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            raise
+        out, err = ended(server, driver)
     assert server.returncode == 0, err
     numbers = [f["frame"] for f in frames]
     assert numbers[0] == 0 and 10 in numbers and numbers[-1] == 29
