@@ -71,8 +71,10 @@ NOT_MEASURED = {"panorama": "its full render is 3.2e10 steps of work: hours of t
 # halfway, 0.033 at the end), its 256 window at full scale does not (0.028, then 0.023: rings 11
 # and 7.6 of the window apart); its lit share is within (0.125 against 0.109). A 512 window:
 # 0.031 halfway, 0.026 at the end. Its full render with seed 1 (not its own 3) does what the
-# windows do: 0.032 halfway, 0.026 at the end (0.80 of its own seed's end): the seed's chance
-# in the full render is as large as the gap.
+# windows do: 0.032 halfway, 0.026 at the end (0.80 of its own seed's end). Against the envelope
+# of both full renders (end wavelength 0.0263 to 0.0328: rings 9.50 to 7.62 of the window) its
+# window ends at 0.0226 (ring 11.07): 0.86 of the envelope's finer end (the bound 1 / 1.15 =
+# 0.87) and 1.57 rings past it, still a gap, the narrowest.
 # rivals: within the bounds but for its end wavelength, 0.059 against 0.076 at 308 pixels (its
 # 14-pixel sensor at 4.2, the most PREVIEW_WORK allows; 0.062 at 256): its territories' borders
 # are finer than its full render's; halfway 0.037 against 0.048. At 439 (its sensor floor, 2
@@ -85,7 +87,7 @@ NOT_MEASURED = {"panorama": "its full render is 3.2e10 steps of work: hours of t
 GAPS = {
     "mosaic": "its window's end wavelength 0.035 against 0.027 (its full render with seed 1: 0.035)",
     "rivals": "its end wavelength 0.059 against 0.076 at 308 pixels (full render, seed 1: 0.112)",
-    "labyrinth": "its end wavelength 0.023 against 0.033 (its full render with seed 1: 0.026)",
+    "labyrinth": "its window's end wavelength 0.0226 against its full renders' 0.0263 to 0.0328",
     "tribes": "its ring species stands still at 256 (steps of 0.3 pixels)",
     "feast": "its end wavelength 0.093 against 0.111 (ring 10.6 against 9: the seed's chance)",
 }
