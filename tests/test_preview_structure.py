@@ -61,7 +61,10 @@ NOT_MEASURED = {"panorama": "its full render is 3.2e10 steps of work: hours of t
 # 10.6 by the seed's chance, at every size measured: at 256, 341 and 413 pixels (413 the most
 # PREVIEW_WORK allows) 0.094; at 384 with seeds 1 and 2, 0.094 and 0.109; at 512 (8 pixels, 1.5
 # times PREVIEW_WORK) with seeds 9, 1 and 2, 0.110, 0.110 and 0.094. Its full render with seed 1
-# ended at 0.110 too (0.094 halfway). Its lit share, r50 and reach are within.
+# ended at 0.110 too (0.094 halfway): the envelope of both full renders, end wavelength 0.1097 to
+# 0.1107 (rings 9.1 and 9.0), leaves its preview's 0.0932 (ring 10.7) at 0.85 of it (the bound
+# 0.87), a gap: its two full renders met ring 9 at the end, its preview ring 10.6 (the ring a
+# third seed's full render may end at). Its lit share, r50 and reach are within.
 # aurora (and aurora-night), no longer a gap: its ribbons coarsen from 0.08 of the side apart (at
 # a quarter and at half of the run) to 0.241 (247 pixels) at the end with its own seed (12), to
 # 0.084 with seed 1 (0.045 and 0.059 at a quarter and halfway): an end ring of 4 or 12 cycles a
@@ -91,7 +94,7 @@ GAPS = {
     "rivals": "its end wavelength 0.059 at 308 pixels against its full renders' 0.076 to 0.112",
     "labyrinth": "its window's end wavelength 0.0226 against its full renders' 0.0263 to 0.0328",
     "tribes": "its ring species stands still at 256 (steps of 0.3 pixels)",
-    "feast": "its end wavelength 0.093 against 0.111 (ring 10.6 against 9: the seed's chance)",
+    "feast": "its end wavelength 0.093 against its full renders' 0.110 and 0.111 (ring 10.7 against 9)",
 }
 # Where the full render ends as a blob whose spectrum is flat, its dominant ring is a matter of
 # chance: the wavelength is bounded at this point of the run instead. rolling's ring contracts to
