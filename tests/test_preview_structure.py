@@ -63,8 +63,8 @@ NOT_MEASURED = {"panorama": "its full render is 3.2e10 steps of work: hours of t
 # times PREVIEW_WORK) with seeds 9, 1 and 2, 0.110, 0.110 and 0.094. Its full render with seed 1
 # ended at 0.110 too (0.094 halfway): the envelope of both full renders, end wavelength 0.1097 to
 # 0.1107 (rings 9.1 and 9.0), leaves its preview's 0.0932 (ring 10.7) at 0.85 of it (the bound
-# 0.87), a gap: its two full renders met ring 9 at the end, its preview ring 10.6 (the ring a
-# third seed's full render may end at). Its lit share, r50 and reach are within.
+# 0.87), a gap: its two full renders met ring 9 at the end, its preview ring 10.7, where some of
+# its previews with other seeds end too (above). Its lit share, r50 and reach are within.
 # aurora (and aurora-night), no longer a gap: its ribbons coarsen from 0.08 of the side apart (at
 # a quarter and at half of the run) to 0.241 (247 pixels) at the end with its own seed (12), to
 # 0.084 with seed 1 (0.045 and 0.059 at a quarter and halfway): an end ring of 4 or 12 cycles a
