@@ -156,6 +156,19 @@ def opened(url: str, autoplay: bool = False, slowed: int = 1):
             watchdog.cancel()
 
 
+def live(tmp_path, text: str = TINY) -> subprocess.Popen:
+    """`physarum live tiny.yaml` (text) started in tmp_path on a free port."""
+    (tmp_path / "tiny.yaml").write_text(text)
+    return physarum("live", "tiny.yaml", "--port", "0", "--out", "out", cwd=tmp_path)
+
+
+def url_of(server: subprocess.Popen) -> str:
+    """The page's address, from the live server's first line."""
+    line = server.stdout.readline()
+    assert "http://127.0.0.1:" in line, line + server.stderr.read()
+    return line.split(" at ")[1].split()[0]
+
+
 def ended(server: subprocess.Popen, driver) -> tuple[str, str]:
     """The browser closed (where one opened) and the live server stopped as Ctrl-C stops it,
     within 60 s or killed; its stdout and stderr."""
@@ -174,13 +187,10 @@ def rgb_sha(path) -> str:
 
 
 def test_a_slider_moved_in_the_page_is_recorded_and_renders_again_exactly(tmp_path):
-    (tmp_path / "tiny.yaml").write_text(TINY)
-    server = physarum("live", "tiny.yaml", "--port", "0", "--out", "out", cwd=tmp_path)
+    server = live(tmp_path)
     driver = None
     try:
-        line = server.stdout.readline()
-        assert "http://127.0.0.1:" in line, line + server.stderr.read()
-        url = line.split(" at ")[1].split()[0]
+        url = url_of(server)
         driver = opened(url)
         wait = WebDriverWait(driver, WAIT)
         received = "return window.live ? window.live.received.length : 0"
@@ -247,13 +257,10 @@ def test_a_page_on_a_starved_cpu_still_answers_and_gets_every_frame(tmp_path):
     drew a backlog it never caught up with, and everything else it was asked waited behind it.
     With the page's CPU 50 times slower, each execute_script took over 80 s and still timed out;
     paced (the page reports each frame drawn, the server keeps 2 ahead) it answers at once."""
-    (tmp_path / "tiny.yaml").write_text(TINY)
-    server = physarum("live", "tiny.yaml", "--port", "0", "--out", "out", cwd=tmp_path)
+    server = live(tmp_path)
     driver = None
     try:
-        line = server.stdout.readline()
-        assert "http://127.0.0.1:" in line, line + server.stderr.read()
-        driver = opened(line.split(" at ")[1].split()[0], slowed=STARVED)
+        driver = opened(url_of(server), slowed=STARVED)
         driver.set_script_timeout(30)
         answers = []
         for _ in range(3):
@@ -281,13 +288,10 @@ def test_an_audio_preset_plays_its_track_and_the_frames_follow_its_clock(tmp_pat
         out.writeframes(tone.tobytes())
     text = TINY.replace("run: {steps: 24, steps_per_frame: 3}", "run: {steps: audio, steps_per_frame: 3}")
     text = text.replace("deposit: 5,", "deposit: {audio: loudness, range: [2, 9], release: 100ms},")
-    (tmp_path / "tiny.yaml").write_text(text + "audio: {path: beat.wav, bpm: 120}\n")
-    server = physarum("live", "tiny.yaml", "--port", "0", "--out", "out", cwd=tmp_path)
+    server = live(tmp_path, text + "audio: {path: beat.wav, bpm: 120}\n")
     driver = None
     try:
-        line = server.stdout.readline()
-        assert "http://127.0.0.1:" in line, line + server.stderr.read()
-        driver = opened(line.split(" at ")[1].split()[0], autoplay=True)
+        driver = opened(url_of(server), autoplay=True)
         wait = WebDriverWait(driver, WAIT)
         wait.until(lambda d: d.execute_script("return window.live && window.live.sound !== null"))
         sound = driver.execute_script("return window.live.sound")
