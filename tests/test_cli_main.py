@@ -711,3 +711,50 @@ def test_warmup_says_what_it_compiled_and_refuses_an_unknown_preset(capsys):
     assert "nothing to compile" in capsys.readouterr().out
     assert main(["warmup", "no-such-preset"]) == 2
     assert "no-such-preset" in capsys.readouterr().err
+
+
+ENTRY = """
+import atexit, pathlib, sys, threading, weakref
+from physarum.render.cli.main import run
+out = pathlib.Path(sys.argv[1])
+class Kept:
+    pass
+kept = Kept()
+weakref.finalize(kept, (out / "finalized").write_text, "x")  # an atexit-time finalizer (tempfile's kind)
+atexit.register((out / "atexit").write_text, "x")
+class TornDown:  # a module global's __del__ runs only in the interpreter's teardown
+    def __del__(self):
+        (out / "teardown").write_text("x")
+sys.modules["__main__"].torn = TornDown()
+if sys.argv[2] == "thread":
+    threading.Thread(target=lambda: (__import__("time").sleep(0.5), (out / "thread").write_text("x"))).start()
+sys.stdout.write("said before the end")  # buffered: flushed before the process ends
+sys.argv = ["physarum", *sys.argv[3:]]
+run()
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "code"), [(["presets"], 0), (["render", "quickstart", "--set", "model.decay=7"], 2)]
+)
+def test_the_command_ends_at_once_with_its_code_after_its_exit_handlers(tmp_path, command, code):
+    """run(): the exit code of main, stdout flushed, atexit handlers and finalizers run, and the
+    interpreter's teardown skipped (a module global's __del__ never runs: torch's and CUDA's
+    teardown is what that saves)."""
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY, str(tmp_path), "-", *command], capture_output=True, text=True
+    )
+    assert done.returncode == code, done.stderr
+    assert done.stdout.startswith("said before the end")
+    assert (tmp_path / "atexit").exists() and (tmp_path / "finalized").exists()
+    assert not (tmp_path / "teardown").exists()
+
+
+def test_the_command_waits_for_a_thread_still_running(tmp_path):
+    """A thread that is not a daemon, still running when main returns: the process ends the
+    normal way, after it (its file written)."""
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY, str(tmp_path), "thread", "presets"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "thread").exists()

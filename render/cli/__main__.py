@@ -1,7 +1,5 @@
 """`python -m physarum.render.cli`: the `physarum` command."""
 
-import sys
+from .main import run
 
-from .main import main
-
-sys.exit(main())
+run()

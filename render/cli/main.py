@@ -6,8 +6,10 @@ input end in one message on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 from pathlib import Path
 
 from ..base.errors import PresetError, RenderError, machine_problem, printable, shown
@@ -340,3 +342,22 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def run() -> None:
+    """The `physarum` command (the console script, `python -m physarum.render.cli`): main(), then
+    the process ends at once with its exit code, skipping the interpreter's teardown of torch,
+    CUDA's context and Triton (0.6-0.7 s of a 2-s render on the 2-core CPU). By then every file
+    the command writes is committed and closed; stdout and stderr are flushed and the atexit
+    handlers (temporary folders, multiprocessing, Ray) run as at a normal exit. Where a thread
+    that is not a daemon still runs, or main raises, the process ends the normal way."""
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that left, a closed stream: nothing more to say
+            pass
+    atexit._run_exitfuncs()  # CPython's own exit runs these; os._exit would not
+    os._exit(code)
