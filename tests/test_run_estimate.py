@@ -96,3 +96,44 @@ def test_a_trimmed_3d_render_marches_its_kept_frames():
     )
     assert estimate.marched_frames(preset) == 140 and estimate.simulated_steps(preset) == 140
     assert estimate.marched_frames(preset, ("--frames-dir",)) == 200
+
+
+def test_a_resumed_renders_estimate_counts_the_steps_left():
+    """A render resumed at step 1,500 of 2,000 simulates 500 steps: its estimate and its line
+    count those (it said the whole run's 2,000 steps and 4.7 minutes before)."""
+    data = tiny_data(
+        canvas={"width": 1000, "height": 1000},
+        agents={"count": 1_000_000, "spawn": "random"},
+        run={"steps": 2000, "steps_per_frame": 10, "warmup": 0},
+    )
+    preset = build_preset(data, "t.yaml")
+    whole, left = render_seconds(preset, "cpu", "torch"), render_seconds(preset, "cpu", "torch", start=1500)
+    assert left == pytest.approx(whole / 4)
+    assert estimate.simulated_steps(preset, start=1500) == 500
+    line = estimate_line(preset, "cpu", "torch", start=1500)
+    assert line is not None and "for 500 steps left of 2,000 (resumed at step 1,500)" in line
+    assert estimate_line(preset, "cpu", "torch", start=1900) is None  # 100 steps: under a minute
+
+
+def test_a_resumed_3d_renders_march_is_the_share_left():
+    preset = preset_3d(width=100, height=100, samples=32)
+    half = preset.end_step // 2
+    whole, left = render_seconds(preset, "cpu", "torch"), render_seconds(preset, "cpu", "torch", start=half)
+    assert left == pytest.approx(whole * (preset.end_step - half) / preset.end_step)
+
+
+def test_render_resume_estimates_from_its_checkpoints_step(tmp_path, monkeypatch):
+    """`physarum render --resume CHECKPOINT` asks the estimate from the checkpoint's step."""
+    from physarum.render.cli.main import main
+    from support import write_preset
+
+    data = tiny_data(run={"steps": 22, "steps_per_frame": 3, "warmup": 2}, output={"formats": ["png"]})
+    flags = ["--backend", "torch", "--device", "cpu", "--out", str(tmp_path / "o")]
+    assert (
+        main(["render", str(write_preset(tmp_path, data)), "--checkpoint-at", "14", *flags, "--quiet"]) == 0
+    )
+    starts = []
+    monkeypatch.setattr(estimate, "estimate_line", lambda *args, **kw: starts.append(args[4]))
+    checkpoint = next((tmp_path / "o" / "tiny").glob("*checkpoint-14*"))
+    assert main(["render", "--resume", str(checkpoint), *flags]) == 0
+    assert starts == [14]

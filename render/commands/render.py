@@ -163,7 +163,8 @@ def _run_here(preset, call: RenderCall, say) -> Rendered:
         device = machine.resolve_device(call.device)
         backend = machine.resolve_backend(call.backend, device)
         # before a render of a minute or more, of the steps it simulates (a target's trim)
-        estimate = estimate_line(preset, device.type, backend, readers_beside(options))
+        start = call.resume.step if call.resume is not None else 0
+        estimate = estimate_line(preset, device.type, backend, readers_beside(options), start)
         if estimate:
             speak(estimate)
         if backend == "triton":

@@ -60,26 +60,30 @@ def stopping_trim(preset: Preset, beside: tuple[str, ...] = ()) -> TrimmedRun | 
     return trim if trim is not None and trim.frames is not None else None
 
 
-def simulated_steps(preset: Preset, beside: tuple[str, ...] = ()) -> int:
+def simulated_steps(preset: Preset, beside: tuple[str, ...] = (), start: int = 0) -> int:
     """The steps (warmup included) a render of `preset` simulates: to the end, or to the last
-    frame a stopping trim keeps (stopping_trim)."""
+    frame a stopping trim keeps (stopping_trim); from `start`, the step a resumed render goes on
+    from (its checkpoint's)."""
     trim = stopping_trim(preset, beside)
-    return preset.end_step if trim is None else Course(preset.run).frame_end(trim.frames - 1)
+    end = preset.end_step if trim is None else Course(preset.run).frame_end(trim.frames - 1)
+    return max(end - start, 0)
 
 
 def render_seconds(
-    preset: Preset, device_type: str, backend: str, beside: tuple[str, ...] = ()
+    preset: Preset, device_type: str, backend: str, beside: tuple[str, ...] = (), start: int = 0
 ) -> float | None:
     """The estimated seconds of the preset's simulation (the steps a render simulates:
-    simulated_steps) and, for a 3D preset, the ray march of its frames; None for a machine
-    THROUGHPUT does not know. beside: as stopping_trim."""
+    simulated_steps) and, for a 3D preset, the ray march of its frames (from `start`: the share
+    of its steps left); None for a machine THROUGHPUT does not know. beside: as stopping_trim."""
     constants = (THROUGHPUT_3D if preset.dims == 3 else THROUGHPUT).get((device_type, backend))
     if constants is None:
         return None
     agent_s, cell_s = constants
     cells = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1) * preset.species_count
-    simulation = simulated_steps(preset, beside) * (preset.agents.count * agent_s + cells * cell_s)
-    return simulation + march_seconds(preset, device_type, beside)
+    steps = simulated_steps(preset, beside, start)
+    simulation = steps * (preset.agents.count * agent_s + cells * cell_s)
+    left = steps / max(simulated_steps(preset, beside), 1)
+    return simulation + march_seconds(preset, device_type, beside) * left
 
 
 def marched_frames(preset: Preset, beside: tuple[str, ...] = ()) -> int:
@@ -103,10 +107,12 @@ def march_seconds(preset: Preset, device_type: str, beside: tuple[str, ...] = ()
     return marched_frames(preset, beside) * views * width * height * (samples * sample_s + pixel_s)
 
 
-def estimate_line(preset: Preset, device_type: str, backend: str, beside: tuple[str, ...] = ()) -> str | None:
+def estimate_line(
+    preset: Preset, device_type: str, backend: str, beside: tuple[str, ...] = (), start: int = 0
+) -> str | None:
     """The line said before a render estimated at SHOWN_FROM_S or more, else None; its steps
-    those the render simulates (beside: as stopping_trim)."""
-    seconds = render_seconds(preset, device_type, backend, beside)
+    those the render simulates (beside: as stopping_trim), from `start` where it resumes."""
+    seconds = render_seconds(preset, device_type, backend, beside, start)
     if seconds is None or seconds < SHOWN_FROM_S:
         return None
     minutes = seconds / 60
@@ -120,15 +126,18 @@ def estimate_line(preset: Preset, device_type: str, backend: str, beside: tuple[
         frames = f", {marched_frames(preset, beside):,} frames of {width}x{height} ray-marched"
     return (
         f"note: this render is estimated at about {shown} on this {device_type} ({backend}): "
-        f"{preset.agents.count:,} agents on {canvas} for {steps_said(preset, beside)}{frames}; "
+        f"{preset.agents.count:,} agents on {canvas} for {steps_said(preset, beside, start)}{frames}; "
         "--preview renders the same picture smaller in seconds"
     )
 
 
-def steps_said(preset: Preset, beside: tuple[str, ...] = ()) -> str:
-    """The steps the estimate counts, as its line says them: "1,500 steps", or where a trim stops
-    the render, "145 of 205 steps (mp4 --target x keeps 140 of 200 frames)"."""
-    steps, trim = simulated_steps(preset, beside), stopping_trim(preset, beside)
+def steps_said(preset: Preset, beside: tuple[str, ...] = (), start: int = 0) -> str:
+    """The steps the estimate counts, as its line says them: "1,500 steps", "700 steps left of
+    1,500 (resumed at step 800)", or where a trim stops the render, "145 of 205 steps (mp4
+    --target x keeps 140 of 200 frames)"."""
+    steps, trim = simulated_steps(preset, beside, start), stopping_trim(preset, beside)
+    if start:
+        return f"{steps:,} steps left of {preset.end_step:,} (resumed at step {start:,})"
     if trim is None:
         return f"{steps:,} steps"
     return (
