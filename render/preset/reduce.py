@@ -33,8 +33,8 @@ already (labyrinth, journey, cells, quickstart: the model kept). Such presets' l
 the pixel grid: scaled to 256, labyrinth, journey or cells came out a much finer network than
 the full render, cave's and quickstart's sensors fell to 4.5 pixels and their textures came out
 finer. A window costs what a 256 preview costs, unless a curated texture states a larger one
-(LARGER_WINDOWS: cells's 512, four times the work, past PREVIEW_WORK: its 256 window held too
-few of its cells for its foam to coarsen as in the full render); docs/figures/previews.png
+(LARGER_WINDOWS: cells's and labyrinth's 512, four times the work, past PREVIEW_WORK: their 256
+windows held too few of their cells for the texture to coarsen as in the full render); docs/figures/previews.png
 tiles it to its texture's scale. Another preset's preview size (preview_ratio) is the requested short side (256), made larger where that
 would bring a sensor under MIN_SENSOR_PIXELS (6) pixels (maze 436, feast 384, lettering
 616x308, rivals 308) or, where a species spawns in a shape (a
@@ -96,8 +96,10 @@ TEXTURE_SENSOR_PIXELS = Fraction(12)
 # window held 5 cells a side and ended at the foam's finer ring or its coarser one by the seed's
 # chance (end wavelength 0.060, 0.028, 0.042 and 0.028 of the full side with seeds 17, 1, 2 and 3,
 # against its full render's 0.047); at 512, 0.046, 0.044, 0.055 and 0.045 (320 and 384 windows,
-# within PREVIEW_WORK: 0.035 and 0.034)
-LARGER_WINDOWS = {"cells": 2}
+# within PREVIEW_WORK: 0.035 and 0.034). labyrinth (a maze whose corridors coarsen in the last
+# half of its run): its 256 window ended at 0.0226 of the full side, finer than either full
+# render (0.0263 with seed 1, 0.0328 with its own seed 3); its 512 window ends at 0.0264
+LARGER_WINDOWS = {"cells": 2, "labyrinth": 2}
 # A 2D preview's GIF is at most the GIF of a preview of this short side (preview_gif)
 PREVIEW_GIF_SIDE = 256
 # A 3D preview's camera frame is at most this many pixels on its long side (the ray marcher's
