@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import av
 import numpy as np
@@ -124,3 +128,33 @@ def test_hashes_differ_between_codecs(tmp_path):
         for s in ("browser", "hevc", "av1")
     }
     assert len(set(digests.values())) == 3
+
+
+POLICIES = """
+import os, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+if sys.argv[1] == "fifo":
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))  # the user's chrt -f 1
+from test_formats_codecs import frames, write_mp4
+write_mp4(Path(sys.argv[2]), frames(4), "av1")
+print(sorted({{os.sched_getscheduler(int(task)) for task in os.listdir("/proc/self/task")}}))
+"""
+
+
+@pytest.mark.parametrize("start", ["time-shared", "fifo"])
+def test_an_av1_mp4_leaves_the_process_as_it_found_it(tmp_path, start):
+    """SVT-AV1, run as root, sets the thread that opens it (and the threads it starts) to
+    SCHED_FIFO 99: the MP4 writer makes them time-shared again (av_video.scheduling_kept), so a
+    render's own thread and the processes it starts are not real-time. A process run real-time
+    by its user (chrt) stays so."""
+    if start == "fifo" and os.geteuid() != 0:
+        pytest.skip("a real-time policy needs CAP_SYS_NICE (root)")
+    script = POLICIES.format(tests=str(Path(__file__).parent))
+    done = subprocess.run(
+        [sys.executable, "-c", script, start, str(tmp_path / "a.mp4")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    expected = [os.SCHED_FIFO] if start == "fifo" else [os.SCHED_OTHER]
+    assert done.stdout.strip() == str(expected)
+    assert (tmp_path / "a.mp4").stat().st_size > 0

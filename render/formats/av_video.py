@@ -26,6 +26,27 @@ av = lazy.module("av")
 np = lazy.module("numpy")
 
 
+@contextlib.contextmanager
+def scheduling_kept():
+    """Around a call that may open an encoder: where the calling thread was time-shared
+    (SCHED_OTHER) before it, every thread of this process that runs under a real-time policy
+    after it is made time-shared again. SVT-AV1 (`output.mp4: av1`), run as root, sets the thread
+    that opens it, and so the threads it starts, to SCHED_FIFO at priority 99: a render's own
+    thread, its simulation with it, then held a core against every other process of the machine
+    and passed the policy to every process it started (a test run's Chromium, started by such a
+    process, starved it for over 10 minutes). No encoder's bytes depend on its threads' policy. A
+    process its user runs real-time (chrt) is left as it is."""
+    shared = not hasattr(os, "sched_getscheduler") or os.sched_getscheduler(0) == os.SCHED_OTHER
+    try:
+        yield
+    finally:
+        if shared and hasattr(os, "sched_getscheduler"):
+            for task in os.listdir("/proc/self/task"):
+                with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                    if os.sched_getscheduler(int(task)) in (os.SCHED_FIFO, os.SCHED_RR):
+                        os.sched_setscheduler(int(task), os.SCHED_OTHER, os.sched_param(0))
+
+
 @dataclass(frozen=True)
 class VideoSetting:
     """How a video stream encodes: codec, pixel format, the codec's options, its thread count

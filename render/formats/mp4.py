@@ -4,6 +4,7 @@ Odd sides are padded (H.264 needs even sizes)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import ClassVar
 from ..base import lazy
 from ..base.errors import RenderError
 from ..base.files import PartialFile
-from .av_video import AvContainerFile
+from .av_video import AvContainerFile, scheduling_kept
 from .contract import Format, Frame, Shared
 from .mp4_audio import Soundtrack, open_sound
 from .targets import FittedFrames, FrameFit, frame_fit
@@ -200,7 +201,8 @@ class Mp4Writer(AvContainerFile):
 
     def _encode(self, rgb: np.ndarray) -> None:
         video = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-        with self._naming_the_file():
+        opening = scheduling_kept() if self.frames == 0 else contextlib.nullcontext()
+        with self._naming_the_file(), opening:  # the first frame opens the encoder
             for packet in self.stream.encode(video):
                 self.container.mux(packet)
             self.frames += 1
@@ -211,7 +213,7 @@ class Mp4Writer(AvContainerFile):
         if self.fitted is not None:
             for rgb in self.fitted.replay():  # a target's loop: the frames again, whole passes
                 self._encode(rgb)
-        with self._naming_the_file():
+        with self._naming_the_file(), scheduling_kept():  # with no frame, the flush opens it
             for packet in self.stream.encode():
                 self.container.mux(packet)
             if self.sound is not None:  # ends with the video
