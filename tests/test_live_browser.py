@@ -61,7 +61,14 @@ STARVED = 50  # times slower: the page's CPU as a loaded 2-core CI machine may l
 
 def physarum(*args: str, **options) -> subprocess.Popen:
     command = [sys.executable, "-m", "physarum.render.cli", *args, "--backend", "torch", "--device", "cpu"]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **options)
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=time_shared, **options
+    )
+
+
+def time_shared() -> None:
+    """In a child before it runs: the ordinary time-shared policy (ordinary_scheduling)."""
+    ordinary_scheduling()
 
 
 def browser(autoplay: bool = False):
@@ -75,7 +82,9 @@ def browser(autoplay: bool = False):
     default = socket.getdefaulttimeout()
     socket.setdefaulttimeout(WAIT)  # each command to chromedriver answers within WAIT, or raises
     try:
-        driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+        driver = webdriver.Chrome(
+            service=Service(DRIVER, popen_kw={"preexec_fn": time_shared}), options=options
+        )
     finally:
         socket.setdefaulttimeout(default)
     STARTED.append(driver)
@@ -89,18 +98,39 @@ TEST_LIMIT = 600  # seconds: a test's browsers are killed after this, so that a 
 @pytest.fixture(autouse=True)
 def browsers_ended():
     """Every browser a test starts is killed TEST_LIMIT seconds into the test (a command
-    waiting on it then fails rather than hangs) and after the test, whatever happened."""
+    waiting on it then fails rather than hangs) and after the test, whatever happened; the test
+    and what it starts run time-shared (ordinary_scheduling)."""
 
     def end_all():
         for driver in STARTED:
             end_browser(driver)
 
+    policy = ordinary_scheduling()
     watchdog = threading.Timer(TEST_LIMIT, end_all)
     watchdog.start()
-    yield
-    watchdog.cancel()
-    end_all()
-    STARTED.clear()
+    try:
+        yield
+    finally:
+        watchdog.cancel()
+        end_all()
+        STARTED.clear()
+        if policy is not None:
+            os.sched_setscheduler(0, *policy)
+
+
+def ordinary_scheduling() -> tuple | None:
+    """The test process made time-shared (SCHED_OTHER) where it runs under a real-time policy;
+    its policy before (to restore), or None where it was time-shared already. A CI run's test
+    process ran under SCHED_FIFO at priority 99, set by SVT-AV1 in an earlier test's AV1 MP4 (run
+    as root; the MP4 writer now undoes it: formats/av_video.scheduling_kept). Chromium,
+    chromedriver and the live server inherited it; Chromium's busy threads then never yielded
+    to the test's threads of the same priority, the watchdogs' included, and the suite waited
+    over 10 minutes until Chromium was killed by hand."""
+    if not hasattr(os, "sched_getscheduler") or os.sched_getscheduler(0) == os.SCHED_OTHER:
+        return None
+    before = (os.sched_getscheduler(0), os.sched_getparam(0))
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))  # lowering needs no privilege
+    return before
 
 
 def descendants(pid: int) -> list[int]:
@@ -335,3 +365,33 @@ def test_an_audio_preset_plays_its_track_and_the_frames_follow_its_clock(tmp_pat
     rendered = [rgb_sha(p) for p in sorted((tmp_path / "f").glob("*.png"))]
     assert len(rendered) == 30
     assert [f["sha256"] for f in frames] == [rendered[n] for n in numbers]
+
+
+def test_the_browser_and_the_server_run_time_shared_under_a_real_time_test_process(tmp_path):
+    """Under SCHED_FIFO (as a CI machine ran the whole suite) the test gives its children the
+    time-shared policy: chromedriver, Chromium and the live server (see ordinary_scheduling)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except PermissionError:
+        pytest.skip("a real-time policy needs CAP_SYS_NICE (root), which this machine does not give")
+    server = driver = None
+    try:
+        server = live(tmp_path)
+        driver = browser()
+        assert os.sched_getscheduler(0) == os.SCHED_FIFO  # the test's own: set above
+        children = [server.pid, driver.service.process.pid, *descendants(driver.service.process.pid)]
+        assert len(children) > 3  # the server, chromedriver, Chromium and its helpers
+        policies = {policy for policy in map(policy_of, children) if policy is not None}
+        assert policies == {os.SCHED_OTHER}
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        if server is not None:
+            ended(server, driver)
+
+
+def policy_of(pid: int) -> int | None:
+    """A process's scheduling policy, None where it has ended (Chromium's helpers come and go)."""
+    try:
+        return os.sched_getscheduler(pid)
+    except ProcessLookupError:
+        return None
