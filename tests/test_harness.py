@@ -246,3 +246,18 @@ def test_the_table_part_renders_each_preset_cold_then_warm_as_its_own_process(e2
         assert abs(sum(row["shares"].values()) - 1) < 0.01
         largest = next(iter(row["shares"]))  # the bound stage, an encoder's wait named as the encoder
         assert row["bound"] == (f"encoder {largest[5:]}" if largest.startswith("wait_") else largest)
+
+
+@pytest.mark.slow
+def test_the_ends_part_alternates_the_command_and_the_old_entry(e2e_case):
+    """Part ends: the first preset warm, through `physarum` and through the old entry
+    (OLD_END), alternated, each a whole process timed from outside around its render."""
+    opts = e2e_case.options(["--parts", "ends", "--presets", "quickstart"])
+    opts.backend, opts.device, opts.set = (
+        "torch",
+        "cpu",
+        ["run.steps=10", "canvas.width=64", "canvas.height=64"],
+    )
+    rows = e2e_case.run_parts(opts, None)["ends"]
+    assert [r["command"] for r in rows] == ["render quickstart, new end", "render quickstart, old end"] * 3
+    assert all(r["cache"] == "warm" and r["wall_s"] > r["total_s"] > 0 for r in rows)

@@ -3,7 +3,7 @@ each render's stage shares, what the main thread and the encoder threads spend t
 what a render imports before its first step, and the sha256 of quickstart's reduced outputs.
 
     python -m physarum.render.tools.harness case e2e --label LABEL --json-out DIR
-        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,inner,importtime,hashes]
+        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ends,inner,importtime,hashes]
         [--backend triton --device cuda]
     python3 scripts/cases/e2e.py --label LABEL --out DIR ...     (the same, without the table)
 
@@ -18,6 +18,8 @@ the other parts: one row each, their data in the row's extra column), and with -
   and the stage that bound the render where the sidecar says it).
 - formats: quickstart warm with output.formats [gif], [mp4], [png] alone and unbudgeted GIF: the
   frame loop (frames_s) with and without the GIF.
+- ends: the first of --presets warm, through `physarum` (the process ends at once after main)
+  and through the old entry (Python's teardown after main), alternated, three of each.
 - inner: quickstart (and --inner-presets) rendered in this process with stage timers wrapped
   around the pipeline's functions (simulation steps, colouring, hand-over, the GIF store, the
   budget's estimates and writes), and a sampler of every thread's Python stack each millisecond:
@@ -109,6 +111,41 @@ def walls(opts, env: dict[str, str], work: Path) -> list[dict]:
         for run in ("cold", "warm"):
             wall, stderr = run_cli(render_args(preset, opts, out), run_env)
             rows.append(row_of(f"render {preset}", run, wall, sidecar(out, preset), stderr))
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+# the command's entry before cli.main.run: main, then the interpreter's own exit and teardown
+OLD_END = "import sys; from physarum.render.cli.main import main; sys.exit(main())"
+
+
+def ends(opts, env: dict[str, str], work: Path, repeats: int = 3) -> list[dict]:
+    """The command's end (issue 34 item 2): the first of --presets rendered warm, alternately
+    through `physarum` (main, then the process ends at once: cli.main.run) and through the old
+    entry (OLD_END: Python's teardown of torch, CUDA's context and Triton after main), `repeats`
+    times each after a warm-up; process walls from outside and the render's own total_s."""
+    preset = opts.presets.split(",")[0]
+    run_env = {**env, "TRITON_CACHE_DIR": str(work / f"triton-{preset}")}
+    out = work / f"out-ends-{preset}"
+    args = [*render_args(preset, opts, out), "--quiet"]
+    run_cli(args, run_env)  # the warm-up: kernels cached, files in the page cache
+    rows = []
+    for _ in range(repeats):
+        for end, command in (("new", CLI), ("old", [sys.executable, "-c", OLD_END])):
+            start = time.perf_counter()
+            done = subprocess.run([*command, *args], env=run_env, capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            if done.returncode != 0:
+                sys.exit(f"{end} end: exit {done.returncode}\n{done.stderr[-3000:]}")
+            total = sidecar(out, preset)["timings"]["total_s"]
+            rows.append(
+                {
+                    "command": f"render {preset}, {end} end",
+                    "cache": "warm",
+                    "wall_s": round(wall, 3),
+                    "total_s": total,
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -472,7 +509,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--label", default="run")
     parser.add_argument("--out", default=".")
     parser.add_argument("--presets", default="quickstart,labyrinth,cosmos")
-    parser.add_argument("--parts", default="walls,formats,startup,importtime,inner,hashes")
+    parser.add_argument("--parts", default="walls,formats,ends,startup,importtime,inner,hashes")
     parser.add_argument(
         "--inner-presets",
         default="quickstart;quickstart:output.formats=[gif];quickstart:child",
@@ -503,6 +540,8 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                 data = walls(opts, env, work)
             elif part == "formats":
                 data = formats(opts, env, work)
+            elif part == "ends":
+                data = ends(opts, env, work)
             elif part == "importtime":
                 data = importtime(opts, env, work)
             elif part == "startup":
@@ -572,7 +611,7 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
         label="run",
         json_out="",
         presets="quickstart,labyrinth,cosmos",
-        parts="walls,formats,startup,importtime,inner,hashes",
+        parts="walls,formats,ends,startup,importtime,inner,hashes",
         inner_presets="quickstart;quickstart:output.formats=[gif];quickstart:child",
         startup_presets="quickstart",
         table_presets=TABLE_PRESETS,
@@ -605,7 +644,7 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
         argv += [p for s in run.set.split(";") if s for p in ("--set", s)]
         found = run_parts(options(argv), Path(run.json_out) if run.json_out else None)
         for part, data in found.items():
-            if part in ("walls", "formats"):
+            if part in ("walls", "formats", "ends"):
                 for row in data:
                     row = dict(row)
                     run.record(f"{row.pop('command')}, {row.pop('cache')} cache", row.pop("wall_s"), **row)
