@@ -340,10 +340,6 @@ def main(argv: list[str] | None = None) -> int:
         return fail([problem])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def run() -> None:
     """The `physarum` command (the console script, `python -m physarum.render.cli`): main(), then
     the process ends at once with its exit code, skipping the interpreter's teardown of torch,
@@ -361,3 +357,7 @@ def run() -> None:
             pass
     atexit._run_exitfuncs()  # CPython's own exit runs these; os._exit would not
     os._exit(code)
+
+
+if __name__ == "__main__":
+    run()
