@@ -80,10 +80,10 @@ def render_seconds(
         return None
     agent_s, cell_s = constants
     cells = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1) * preset.species_count
-    steps = simulated_steps(preset, beside, start)
+    whole = simulated_steps(preset, beside)
+    steps = max(whole - start, 0)
     simulation = steps * (preset.agents.count * agent_s + cells * cell_s)
-    left = steps / max(simulated_steps(preset, beside), 1)
-    return simulation + march_seconds(preset, device_type, beside) * left
+    return simulation + march_seconds(preset, device_type, beside) * steps / max(whole, 1)
 
 
 def marched_frames(preset: Preset, beside: tuple[str, ...] = ()) -> int:
