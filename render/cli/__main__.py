@@ -1,5 +1,5 @@
 """`python -m physarum.render.cli`: the `physarum` command."""
 
-from .main import run
+from .entry import run
 
 run()

@@ -343,6 +343,7 @@ def parser() -> argparse.ArgumentParser:
     add_explore(commands)
     add_live(commands)
     add_warmup(commands)
+    add_serve(commands)
     add_still(commands)
     return parser
 
@@ -417,6 +418,28 @@ def add_warmup(commands) -> None:
     add_backend(warmup)
     warmup.add_argument("--threads", type=int, default=None, help="compile threads (default: the cores)")
     warmup.add_argument("--quiet", action="store_true", help="no line per preset")
+
+
+def add_serve(commands) -> None:
+    """`physarum serve`: a resident process that render and still hand their commands to
+    (cli/serve.py, cli/resident.py)."""
+    serve = commands.add_parser(
+        "serve",
+        help="keep torch, Triton and physarum imported so that render and still start at once",
+        description="Serve `physarum render` and `physarum still` from a resident process: each "
+        "command is run in a child forked from it, with the same files and bytes, without "
+        "importing torch again. The socket is PHYSARUM_SERVER, else physarum-UID/serve.sock in "
+        "XDG_RUNTIME_DIR or /tmp; PHYSARUM_SERVE=0 runs a command itself.",
+    )
+    what = serve.add_mutually_exclusive_group()
+    what.add_argument(
+        "--status", action="store_true", help="say whether a server runs, and what it has served"
+    )
+    what.add_argument("--stop", action="store_true", help="stop the running server once its commands end")
+    serve.add_argument(
+        "--idle", type=float, default=None, metavar="SECONDS", help="stop after this long with nothing to do"
+    )
+    serve.add_argument("--quiet", action="store_true", help="no line per command served")
 
 
 def add_still(commands) -> None:

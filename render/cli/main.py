@@ -219,6 +219,12 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from .serve import serve  # start-up: torch and the package, imported once for what it serves
+
+    return serve(args)
+
+
 def cmd_live(args) -> int:
     from ..live.command import run_live  # start-up: torch and aiohttp, for live only
 
@@ -285,6 +291,7 @@ COMMANDS = {
     "graph": cmd_graph,
     "explore": cmd_explore,
     "live": cmd_live,
+    "serve": cmd_serve,
     "warmup": cmd_warmup,
     "still": cmd_still,
 }
@@ -341,13 +348,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The `physarum` command (the console script, `python -m physarum.render.cli`): main(), then
-    the process ends at once with its exit code, skipping the interpreter's teardown of torch,
-    CUDA's context and Triton (0.6-0.7 s of a 2-s render on the 2-core CPU). By then every file
-    the command writes is committed and closed; stdout and stderr are flushed and the atexit
-    handlers (temporary folders, multiprocessing, Ray) run as at a normal exit. Where a thread
-    that is not a daemon still runs, or main raises, the process ends the normal way."""
-    code = main()
+    """The `physarum` command run in this process (cli/entry.py hands it to a server first where
+    one runs): main(), then finish."""
+    finish(main())
+
+
+def finish(code: int) -> None:
+    """End the process at once with code, skipping the interpreter's teardown of torch, CUDA's
+    context and Triton (0.6-0.7 s of a 2-s render on the 2-core CPU). By then every file the
+    command writes is committed and closed; stdout and stderr are flushed and the atexit handlers
+    (temporary folders, multiprocessing, Ray) run as at a normal exit. Where a thread that is not
+    a daemon still runs, the process ends the normal way (sys.exit)."""
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
@@ -360,4 +371,6 @@ def run() -> None:
 
 
 if __name__ == "__main__":
-    run()
+    from .entry import run as entry_run
+
+    entry_run()

@@ -3,7 +3,7 @@ each render's stage shares, what the main thread and the encoder threads spend t
 what a render imports before its first step, and the sha256 of quickstart's reduced outputs.
 
     python -m physarum.render.tools.harness case e2e --label LABEL --json-out DIR
-        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ends,inner,importtime,hashes]
+        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ends,served,inner,importtime,hashes]
         [--backend triton --device cuda]
     python3 scripts/cases/e2e.py --label LABEL --out DIR ...     (the same, without the table)
 
@@ -16,6 +16,8 @@ the other parts: one row each, their data in the row's extra column), and with -
   wall), first with an empty TRITON_CACHE_DIR (cold: every kernel compiled), then again (warm);
   beside each, the sidecar's timings (spawn, open, frames, finish, each encoder's busy seconds,
   and the stage that bound the render where the sidecar says it).
+- served: the first of --presets through `physarum serve` (torch and the package imported once,
+  each command a forked child), cold and warm, against its own process, alternated.
 - formats: quickstart warm with output.formats [gif], [mp4], [png] alone and unbudgeted GIF: the
   frame loop (frames_s) with and without the GIF.
 - ends: the first of --presets warm, through `physarum` (the process ends at once after main)
@@ -147,6 +149,51 @@ def ends(opts, env: dict[str, str], work: Path, repeats: int = 3) -> list[dict]:
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def served(opts, env: dict[str, str], work: Path, repeats: int = 3) -> list[dict]:
+    """A render handed to `physarum serve` (cli/serve.py): a server on a private socket in work,
+    ready before the clock starts; the first of --presets with an empty Triton cache through it
+    (cold), then warm, alternately served and run by its own process (PHYSARUM_SERVE=0),
+    `repeats` times each; process walls of the command from outside and the render's total_s."""
+    preset = opts.presets.split(",")[0]
+    folder = work / "serve"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    serve_env = {k: v for k, v in env.items() if k != "PHYSARUM_SERVE"}
+    serve_env["PHYSARUM_SERVER"] = str(folder / "serve.sock")
+    server = subprocess.Popen([*CLI, "serve"], env=serve_env, stderr=subprocess.PIPE, text=True)
+    began = time.perf_counter()
+    ready = server.stderr.readline()
+    if "ready at" not in ready:
+        sys.exit(f"physarum serve did not start: {ready}{server.stderr.read()[-3000:]}")
+    rows = [
+        {"command": "physarum serve ready", "cache": "-", "wall_s": round(time.perf_counter() - began, 3)}
+    ]
+    out = work / f"out-served-{preset}"
+    args = [*render_args(preset, opts, out), "--quiet"]
+    try:
+        cold = {**serve_env, "TRITON_CACHE_DIR": str(work / f"triton-served-{preset}")}
+        runs = [("served", "cold", cold)]
+        warm = {**cold}
+        runs += [("served", "warm", warm)]  # the warm-up: kernels cached, files in the page cache
+        for _ in range(repeats):
+            runs += [("served", "warm", warm), ("own process", "warm", {**warm, "PHYSARUM_SERVE": "0"})]
+        for how, cache, run_env in runs:
+            wall, _ = run_cli(args, run_env)
+            total = sidecar(out, preset)["timings"]["total_s"]
+            rows.append(
+                {
+                    "command": f"render {preset}, {how}",
+                    "cache": cache,
+                    "wall_s": round(wall, 3),
+                    "total_s": total,
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        server.terminate()
+        server.wait(60)
     return rows
 
 
@@ -528,7 +575,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
     """Each part's data, by part; written to OUT/LABEL-PART.json when out is given."""
-    env = dict(os.environ)
+    env = {**os.environ, "PHYSARUM_SERVE": "0"}  # a server the user runs serves no part but served
     found = {}
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -540,6 +587,8 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                 data = walls(opts, env, work)
             elif part == "formats":
                 data = formats(opts, env, work)
+            elif part == "served":
+                data = served(opts, env, work)
             elif part == "ends":
                 data = ends(opts, env, work)
             elif part == "importtime":
@@ -644,7 +693,7 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
         argv += [p for s in run.set.split(";") if s for p in ("--set", s)]
         found = run_parts(options(argv), Path(run.json_out) if run.json_out else None)
         for part, data in found.items():
-            if part in ("walls", "formats", "ends"):
+            if part in ("walls", "formats", "ends", "served"):
                 for row in data:
                     row = dict(row)
                     run.record(f"{row.pop('command')}, {row.pop('cache')} cache", row.pop("wall_s"), **row)
