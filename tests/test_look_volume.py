@@ -20,6 +20,7 @@ from physarum.render.look.camera import FIX, lens_views, view
 from physarum.render.look.volume import (
     alpha_table,
     packed_corners,
+    palette_frame,
     reduce_rgb,
     render_volume,
     sample_levels,
@@ -347,3 +348,50 @@ def test_the_memory_check_counts_what_a_camera_pixel_takes():
     small, large = 512, 896
     slope = (peak(large) - peak(small)) / (large * large - small * small)
     assert 200 < slope <= volume.PIXEL_BYTES, slope
+
+
+def _reduce_rgb_before(rgb):
+    """reduce_rgb as it was before palette_frame (bincount, unique, int64 distances): the bytes the
+    golden 3D renders were pinned with."""
+    wide = rgb.reshape(-1, 3).to(torch.int64)
+    bins = ((wide[:, 0] >> 3) << 10) | ((wide[:, 1] >> 3) << 5) | (wide[:, 2] >> 3)
+    counts = torch.bincount(bins, minlength=1 << 15)
+    sums = torch.zeros((1 << 15, 3), dtype=torch.int64).index_add_(0, bins, wide)
+    key = counts * (1 << 15) + torch.arange(1 << 15)
+    chosen = torch.topk(key, 256).values % (1 << 15)
+    used = counts[chosen] > 0
+    count = counts[chosen].clamp(min=1)[:, None]
+    means = torch.where(used[:, None], (sums[chosen] * 2 + count) // (2 * count), 0)
+    luma = means[:, 0] * 299 + means[:, 1] * 587 + means[:, 2] * 114
+    order = torch.sort(torch.where(used, luma, 1 << 30) * (1 << 15) + chosen).indices
+    means, used = means[order], used[order]
+    present, inverse = torch.unique(bins, return_inverse=True)
+    occupied = counts[present].clamp(min=1)[:, None]
+    colour = (sums[present] * 2 + occupied) // (2 * occupied)
+    distance = ((colour[:, None, :] - means[None, :, :]) ** 2).sum(-1)
+    distance = torch.where(used[None, :], distance, 1 << 40) * 256 + torch.arange(256)
+    lookup = distance.min(1).values % 256
+    return lookup[inverse].to(torch.uint8).reshape(rgb.shape[:2]), means.to(torch.uint8).numpy()
+
+
+@pytest.mark.parametrize("kind", ["smooth", "noise", "few", "one"])
+def test_palette_frame_searches_every_bin_or_the_present_ones_alike(kind):
+    """palette_frame without a wait (every bin: a GPU's path) and with unique (the bins present: a
+    CPU's) give the index and palette reduce_rgb gave before it, for frames of many colours (more
+    than 256 bins), of few, and of one."""
+    rng = np.random.default_rng(11)
+    if kind == "smooth":
+        y, x = np.mgrid[0:90, 0:120]
+        rgb = np.stack([x * 2, y * 2 + x // 3, (x * y) % 256], -1).astype(np.uint8)
+    elif kind == "noise":
+        rgb = rng.integers(0, 256, size=(64, 80, 3), dtype=np.uint8)
+    elif kind == "few":
+        rgb = rng.choice(np.array([[0, 0, 0], [250, 10, 30], [12, 200, 90]], np.uint8), size=(30, 40))
+    else:
+        rgb = np.full((16, 16, 3), 77, np.uint8)
+    frame = torch.from_numpy(rgb)
+    before_index, before_palette = _reduce_rgb_before(frame)
+    for every_bin in (True, False):
+        index, palette = palette_frame(frame, every_bin)
+        assert torch.equal(index, before_index), (kind, every_bin)
+        assert np.array_equal(palette.numpy(), before_palette), (kind, every_bin)

@@ -20,7 +20,7 @@ SIGTERM stops a frame between chunks of samples (interrupts.stop_if_requested): 
 marches for tens of seconds on a CPU.
 A preset's `look` shapes the levels of step 1 and then acts on the frame (render/look/volume_look.py).
 
-For the GIF, reduce_rgb gives each RGB frame its own palette of at most 256 colours, exactly
+For the GIF, palette_frame gives each RGB frame its own palette of at most 256 colours, exactly
 (VolumeColourist.colour).
 """
 
@@ -221,16 +221,27 @@ def lens_mean(images: Iterable[torch.Tensor]) -> torch.Tensor:
 
 
 def reduce_rgb(rgb: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
-    """(index [H, W] uint8, palette [256, 3] uint8) of an RGB frame, exactly, on its device:
+    """(index [H, W] uint8 on rgb's device, palette [256, 3] uint8 on the host) of an RGB frame:
+    palette_frame's, the palette copied to the host (on a GPU, after the frame's work)."""
+    index, palette = palette_frame(rgb)
+    return index, palette.cpu().numpy()
+
+
+def palette_frame(rgb: torch.Tensor, every_bin: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(index [H, W] uint8, palette [256, 3] uint8), both on rgb's device, exactly and with no
+    host synchronisation on a GPU (no bincount, unique or copy: each waits for the frame):
     colours binned to 5 bits a channel; the 256 fullest bins (count, then bin number) become the
     palette, each its pixels' rounded mean colour, sorted by luma (so that a GIF budget's level
     groups and area averages mix like colours); every bin maps to its nearest palette entry
-    (its own mean colour's squared distance, then the lower entry)."""
+    (its own mean colour's squared distance, then the lower entry). every_bin: search for every
+    bin (None: on a GPU) rather than for the bins present (found by unique, which waits)."""
     device = rgb.device
     wide = rgb.reshape(-1, 3).to(torch.int64)
     bins = ((wide[:, 0] >> 3) << 10) | ((wide[:, 1] >> 3) << 5) | (wide[:, 2] >> 3)
-    counts = torch.bincount(bins, minlength=1 << 15)
-    sums = torch.zeros((1 << 15, 3), dtype=torch.int64, device=device).index_add_(0, bins, wide)
+    ones = torch.ones((wide.shape[0], 1), dtype=torch.int64, device=device)
+    totals = torch.zeros((1 << 15, 4), dtype=torch.int64, device=device)
+    totals.index_add_(0, bins, torch.cat([wide, ones], 1))  # integers: the same in any order
+    sums, counts = totals[:, :3], totals[:, 3]
     key = counts * (1 << 15) + torch.arange(1 << 15, device=device)
     chosen = torch.topk(key, 256).values % (1 << 15)
     used = counts[chosen] > 0
@@ -239,14 +250,24 @@ def reduce_rgb(rgb: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
     luma = means[:, 0] * 299 + means[:, 1] * 587 + means[:, 2] * 114
     order = torch.sort(torch.where(used, luma, 1 << 30) * (1 << 15) + chosen).indices
     means, used = means[order], used[order]
-    present, inverse = torch.unique(bins, return_inverse=True)  # sorted: the same on every device
-    occupied = counts[present].clamp(min=1)[:, None]
-    colour = (sums[present] * 2 + occupied) // (2 * occupied)  # each present bin's mean colour
-    distance = ((colour[:, None, :] - means[None, :, :]) ** 2).sum(-1)
-    distance = torch.where(used[None, :], distance, 1 << 40) * 256 + torch.arange(256, device=device)
-    lookup = distance.min(1).values % 256
-    index = lookup[inverse].to(torch.uint8).reshape(rgb.shape[:2])
-    return index, means.to(torch.uint8).cpu().numpy()
+    if not (device.type != "cpu" if every_bin is None else every_bin):  # the bins present: less work
+        present, inverse = torch.unique(bins, return_inverse=True)
+        lookup = _nearest(sums[present], counts[present], means, used)[inverse]
+    else:  # every bin, so that nothing waits to learn how many are present
+        lookup = _nearest(sums, counts, means, used)[bins]
+    return lookup.to(torch.uint8).reshape(rgb.shape[:2]), means.to(torch.uint8)
+
+
+def _nearest(sums: torch.Tensor, counts: torch.Tensor, means: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+    """[B] int64: for each of B bins (their colour sums [B, 3] and pixel counts [B]), the palette
+    entry nearest its rounded mean colour (squared distance, then the lower entry; unused
+    entries never). Distances are below 2 ** 18, so int32 holds them."""
+    occupied = counts.clamp(min=1)[:, None]
+    colour = ((sums * 2 + occupied) // (2 * occupied)).to(torch.int32)  # each bin's mean colour
+    distance = ((colour[:, None, :] - means.to(torch.int32)[None, :, :]) ** 2).sum(-1, dtype=torch.int32)
+    entries = torch.arange(256, dtype=torch.int32, device=sums.device)
+    distance = torch.where(used[None, :], distance, 1 << 20) * 256 + entries
+    return (distance.min(1).values % 256).to(torch.int64)
 
 
 class VolumeColourist:
@@ -266,7 +287,7 @@ class VolumeColourist:
         self.alpha = torch.from_numpy(alpha_table(self.camera))
         self.background = parse_hex(self.camera.background)
         self.gain = round(Fraction(self.camera.gain) * GAIN_ONE)
-        self.palettes: dict[int, np.ndarray] = {}
+        self.palettes: dict[int, tuple] = {}  # frame -> _on_host's (palette, event)
         self._device: dict = {}
 
     def render(self, trail: torch.Tensor, frame: int) -> torch.Tensor:
@@ -292,8 +313,8 @@ class VolumeColourist:
     def colour(self, trail: torch.Tensor, frame: int, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """(index frame [H, W] uint8, RGB frame [H, W, 3] uint8) of frame `frame`."""
         image = self.render(trail, frame)
-        index, palette = reduce_rgb(image)
-        self.palettes = {frame: palette}
+        index, palette = palette_frame(image)
+        self.palettes = {frame: _on_host(palette)}
         return index, image
 
     def index_frame(self, trail: torch.Tensor) -> torch.Tensor:
@@ -303,4 +324,29 @@ class VolumeColourist:
         return self.levels.palette_index(frame)
 
     def table(self, frame: int) -> np.ndarray:
-        return self.palettes.get(frame, self.levels.table(frame))
+        """[256, 3] uint8: frame `frame`'s palette (its copy waited for), else the preset's."""
+        if frame not in self.palettes:
+            return self.levels.table(frame)
+        palette, copied = self.palettes[frame]
+        if copied is not None:
+            copied.synchronize()
+        return palette.numpy()
+
+    def pending_table(self, frame: int) -> np.ndarray | torch.Tensor:
+        """table(frame), or on a GPU its host copy still under way: read it once the frame's
+        later work is done (FramePipeline.hand_over waits for the frame's copies)."""
+        if frame not in self.palettes or self.palettes[frame][1] is None:
+            return self.table(frame)
+        return self.palettes[frame][0]
+
+
+def _on_host(palette: torch.Tensor) -> tuple[torch.Tensor, torch.cuda.Event | None]:
+    """A palette on its way to the host: (the host tensor, the CUDA event after its copy), or
+    (palette, None) where it is there already."""
+    if palette.device.type != "cuda":
+        return palette, None
+    host = torch.empty(palette.shape, dtype=palette.dtype, pin_memory=True)
+    host.copy_(palette, non_blocking=True)
+    copied = torch.cuda.Event()
+    copied.record(torch.cuda.current_stream(palette.device))
+    return host, copied

@@ -196,7 +196,7 @@ class FramePipeline:
         preview = palette = None
         if "preview" in self.reads:
             preview = self.ring.copy("preview", number, downscale(index, self.preview, *self.resample))
-            palette = self.colourist.table(number)
+            palette = _palette(self.colourist, number)
         # a colourist may make the RGB frame anyway (a 3D frame is RGB first): only a wanted one is
         # copied to the host, the rest is dropped on the device
         rgb = self.ring.copy("rgb", number, rgb) if want_rgb else None
@@ -210,7 +210,7 @@ class FramePipeline:
             frame, event = self.pending.pop(0)
             if event is not None:
                 self.clock.wait(event)
-            arrays = {name: _numpy(getattr(frame, name)) for name in ("preview", "rgb", "alpha")}
+            arrays = {name: _numpy(getattr(frame, name)) for name in ("preview", "palette", "rgb", "alpha")}
             self.deliver(dataclasses.replace(frame, **arrays))
 
     def deliver(self, frame: Frame) -> None:
@@ -232,8 +232,15 @@ def _reads(sinks: list[Sink]) -> set[str]:
     return {name for sink in sinks for name in sink.reads}
 
 
-def _numpy(tensor: torch.Tensor | None) -> np.ndarray | None:
-    return None if tensor is None else tensor.numpy()
+def _numpy(array: torch.Tensor | np.ndarray | None) -> np.ndarray | None:
+    return array.numpy() if isinstance(array, torch.Tensor) else array
+
+
+def _palette(colourist, number: int) -> np.ndarray | torch.Tensor:
+    """Frame `number`'s palette, or (a 3D frame's on a GPU) its host copy still under way, which
+    hand_over reads after the frame's event."""
+    pending = getattr(colourist, "pending_table", None)
+    return colourist.table(number) if pending is None else pending(number)
 
 
 def open_workers(
