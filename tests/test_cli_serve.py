@@ -65,6 +65,16 @@ class Server:
             time.sleep(0.05)
         raise AssertionError(f"the server never said {text!r}: {self.lines}")
 
+    def ended(self, text: str, timeout: float = 120) -> str:
+        """The server's line saying how the command with `text` ended ("pid N exit C in S s: ...")."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            found = [line for line in self.lines if text in line and " exit " in line]
+            if found:
+                return found[-1]
+            time.sleep(0.05)
+        raise AssertionError(f"the server never said how {text!r} ended: {self.lines}")
+
     def run(self, args: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProcess:
         env = {**self.env, **extra}
         return subprocess.run(
@@ -87,6 +97,15 @@ def server(tmp_path_factory):
     running.stop()
 
 
+def running_process(pid: int) -> bool:
+    """Whether pid is a process that has not ended (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def outputs(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.rglob("*")) if p.suffix in (".gif", ".mp4", ".png")}
 
@@ -94,7 +113,7 @@ def outputs(folder: Path) -> dict[str, bytes]:
 def test_a_served_render_writes_the_bytes_the_command_writes_itself(server, tmp_path):
     served = server.run(["render", "quickstart", *SMALL, "--out", "served"], tmp_path)
     assert served.returncode == 0, served.stderr
-    server.wait_for("render quickstart --reduce 8")
+    assert "exit 0" in server.ended("--out served")
     here = server.run(["render", "quickstart", *SMALL, "--out", "here"], tmp_path, PHYSARUM_SERVE="0")
     assert here.returncode == 0, here.stderr
     assert sum("--out here" in line for line in server.lines) == 0  # PHYSARUM_SERVE=0: not handed over
@@ -110,7 +129,7 @@ def test_a_served_mistake_is_one_message_exit_2_and_nothing_written(server, tmp_
     assert done.returncode == 2
     assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
     assert not (tmp_path / "bad").exists()
-    assert "exit 2" in server.wait_for("model.decay=7")
+    assert "exit 2" in server.ended("model.decay=7")
     usage = server.run(["render", "quickstart", "--no-such-flag"], tmp_path)
     assert usage.returncode == 2 and "--no-such-flag" in usage.stderr
 
@@ -131,7 +150,7 @@ def test_sigterm_reaches_the_served_render_which_leaves_nothing(server, tmp_path
     _, err = client.communicate(timeout=120)
     assert client.returncode == 128 + signal.SIGTERM, err
     assert "no partial output was left" in err
-    assert "exit 143" in server.wait_for("--out stopped")
+    assert "exit 143" in server.ended("--out stopped")
     assert not list((tmp_path / "stopped").rglob("*.*"))
 
 
@@ -148,12 +167,7 @@ def test_a_client_killed_has_its_render_stopped(server, tmp_path):
     client.kill()
     client.wait()
     server.wait_for("client left: stopping pid")
-    end = server.wait_for("--out orphan", 120)
-    deadline = time.monotonic() + 120
-    while "exit" not in end and time.monotonic() < deadline:
-        time.sleep(0.1)
-        end = [line for line in server.lines if "--out orphan" in line and "exit" in line][-1:] or [""]
-        end = end[0]
+    end = server.ended("--out orphan")
     assert "exit 143" in end
     assert not list((tmp_path / "orphan").rglob("*.*"))
 
@@ -233,3 +247,30 @@ def test_import_time_variables_are_told_from_the_rest():
     ours = {"PATH": "/a", "OMP_NUM_THREADS": "4", "TRITON_CACHE_DIR": "/c", "TORCH_LOGS": "x"}
     theirs = {"PATH": "/b", "OMP_NUM_THREADS": "4", "TRITON_CACHE_DIR": "/d", "TRITON_INTERPRET": "1"}
     assert resident.env_difference(ours, theirs) == ["TORCH_LOGS", "TRITON_INTERPRET"]
+
+
+def test_a_killed_server_stops_its_render_and_its_client_says_so(tmp_path):
+    running = Server(tmp_path / "private")
+    try:
+        client = subprocess.Popen(
+            [*COMMAND, "render", "quickstart", *LONG, "--out", "lost"],
+            env=running.env,
+            cwd=tmp_path,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        said = ""
+        while "frame/s" not in said:
+            said = client.stderr.read(200)
+            assert said, "the client ended before its render began"
+        child = int(running.wait_for("--out lost").split("pid ")[1].split(":")[0])
+        running.process.kill()
+        _, err = client.communicate(timeout=120)
+        assert client.returncode == 1 and "the physarum server stopped during the command" in err
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and running_process(child):
+            time.sleep(0.2)
+        assert not running_process(child), "the render outlived its server"
+        assert not list((tmp_path / "lost").rglob("*.*")), "the stopped render left files"
+    finally:
+        running.stop()

@@ -181,6 +181,7 @@ class Server:
             conn.close()
             child(request, fds)  # never returns
         resident.send_message(conn, {"pid": pid})
+        self.say(f"pid {pid}: {what}")
         conn.settimeout(None)
         self.selector.register(conn, selectors.EVENT_READ, pid)
         self.children[pid] = (conn, what, time.perf_counter())
@@ -249,6 +250,7 @@ def child(request: dict, fds: list[int]) -> None:
     dispositions and arguments), run it and exit with its code, as cli.main.run would."""
     code = 1
     try:
+        _end_with_server()
         for fd, target in zip(fds, (0, 1, 2), strict=True):
             os.dup2(fd, target)
             os.close(fd)
@@ -275,6 +277,21 @@ def child(request: dict, fds: list[int]) -> None:
         traceback.print_exc()
     finally:
         os._exit(code if isinstance(code, int) else 1)
+
+
+def _end_with_server() -> None:
+    """Have this child sent SIGTERM if the server dies (Linux's PR_SET_PDEATHSIG), so that a
+    render whose server was killed stops (leaving nothing partial) rather than writing on into a
+    terminal whose command has ended."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the child outlives its server
+        pass
+    if os.getppid() == 1:  # the server died before the call: nothing would tell this child
+        os._exit(128 + signal.SIGTERM)
 
 
 def serve(args) -> int:
@@ -323,5 +340,5 @@ def serve(args) -> int:
         f"ready at {path} in {time.perf_counter() - began:.1f} s ({loaded} modules loaded); serving render and still"
     )
     server.run()
-    say(f"stopped after {server.served} commands")
+    say(f"stopped after {server.served} command{'s' if server.served != 1 else ''}")
     return 0
