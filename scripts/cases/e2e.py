@@ -3,7 +3,7 @@ each render's stage shares, what the main thread and the encoder threads spend t
 what a render imports before its first step, and the sha256 of quickstart's reduced outputs.
 
     python -m physarum.render.tools.harness case e2e --label LABEL --json-out DIR
-        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ends,served,inner,importtime,hashes]
+        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ends,served,inner,profile,importtime,hashes]
         [--backend triton --device cuda]
     python3 scripts/cases/e2e.py --label LABEL --out DIR ...     (the same, without the table)
 
@@ -29,6 +29,10 @@ the other parts: one row each, their data in the row's extra column), and with -
 - importtime: `python -X importtime -m physarum.render.cli render quickstart` (warm): the
   modules imported by a render, largest first, ours marked.
 - hashes: sha256 of quickstart's GIF, MP4 and PNG at --reduce 4 (same bytes before and after).
+- profile: each of --profile-presets (default cosmos) rendered warm in a child under
+  torch.profiler: the frame loop beside the device's busy seconds, the operations by device time
+  and by host time (a host call that waits for the device shows as host time: how cosmos's
+  palette waits were found).
 - table: the README's table in one command: each of --table-presets (PRESET or PRESET:K, K the
   `--reduce K` a machine too small for the preset renders it at, stated in the table) rendered
   as its own process with an empty Triton cache (cold), then again (warm); its process wall,
@@ -501,6 +505,56 @@ def inner(preset_name: str, opts) -> dict:
     }
 
 
+def device_profile(preset_name: str, opts, rows: int = 15) -> dict:
+    """Where a warm render's time goes on the device and which host calls wait for it: the preset
+    rendered once in this process (kernels compiled, files cached), then again under
+    torch.profiler (CPU and CUDA activity); the frame loop's seconds beside the device's busy
+    seconds (every kernel's and copy's self time summed), the operations by device time and by
+    host time (a host call that waits for the device, a copy to the host or a synchronisation,
+    shows as host time)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.run import runner
+
+    preset = load_preset(resolve_preset_path(preset_name), opts.set)
+    with tempfile.TemporaryDirectory() as out:
+        options = runner.RenderOptions(
+            backend=opts.backend, device=opts.device, out_dir=Path(out), quiet=True
+        )
+        runner.render(preset, options)
+        activities = [ProfilerActivity.CPU] + (
+            [ProfilerActivity.CUDA] if opts.device.startswith("cuda") else []
+        )
+        with profile(activities=activities) as traced:
+            result = runner.render(preset, options)
+    averages = traced.key_averages()
+
+    def device_s(event) -> float:
+        return getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0)) / 1e6
+
+    def top(key) -> list[dict]:
+        ranked = sorted(averages, key=key, reverse=True)[:rows]
+        return [
+            {
+                "name": e.key[:90],
+                "calls": e.count,
+                "device_s": round(device_s(e), 4),
+                "host_s": round(e.self_cpu_time_total / 1e6, 4),
+            }
+            for e in ranked
+        ]
+
+    return {
+        "preset": preset_name,
+        "timings": result.timings,
+        "device_busy_s": round(sum(device_s(e) for e in averages), 3),
+        "by_device": top(device_s),
+        "by_host": top(lambda e: e.self_cpu_time_total),
+    }
+
+
 def startup_timeline(preset_name: str, opts) -> dict:
     """A render's start, step by step, in this fresh process: the imports, CUDA, the preset, the
     simulation made (spawn, tables) and its first frame's steps (the kernels compiled or loaded
@@ -563,6 +617,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
         help="PRESET[:KEY=VALUE...][:child] entries, separated by ';' (child: encoders in a child process)",
     )
     parser.add_argument("--startup-presets", default="quickstart")
+    parser.add_argument("--profile-presets", default="cosmos")
     parser.add_argument("--table-presets", default=TABLE_PRESETS, help="PRESET[:K],... (K: --reduce K)")
     parser.add_argument("--backend", default="triton")
     parser.add_argument("--device", default="cuda")
@@ -570,6 +625,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--inner", help=argparse.SUPPRESS)  # one inner render, as a child
     parser.add_argument("--child-encoders", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--startup", help=argparse.SUPPRESS)  # one start-up timeline, as a child
+    parser.add_argument("--profile", help=argparse.SUPPRESS)  # one device profile, as a child
     return parser.parse_args(argv)
 
 
@@ -614,6 +670,18 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                 data = table(opts, env, work)
                 machine = f"{os.cpu_count()}-core CPU" if opts.device == "cpu" else opts.device
                 print(table_markdown(data, f"{machine} ({opts.backend} backend)"), flush=True)
+            elif part == "profile":
+                data = []
+                for preset in opts.profile_presets.split(","):
+                    args = [sys.executable, __file__, "--profile", preset, "--backend", opts.backend]
+                    args += ["--device", opts.device, *[p for s in opts.set for p in ("--set", s)]]
+                    run_env = {**env, "TRITON_CACHE_DIR": str(work / f"triton-{preset}")}
+                    done = subprocess.run(args, env=run_env, capture_output=True, text=True)
+                    line = [x for x in done.stdout.splitlines() if x.startswith("PROFILE ")]
+                    if not line:
+                        print(done.stderr[-3000:], file=sys.stderr)
+                        continue
+                    data.append(json.loads(line[0][8:]))
             elif part == "inner":
                 data = []
                 for entry in opts.inner_presets.split(";"):
@@ -649,6 +717,9 @@ def main() -> None:
     if opts.inner:
         print("INNER " + json.dumps(inner(opts.inner, opts)))
         return
+    if opts.profile:
+        print("PROFILE " + json.dumps(device_profile(opts.profile, opts)))
+        return
     run_parts(opts, Path(opts.out))
 
 
@@ -663,6 +734,7 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
         parts="walls,formats,ends,startup,importtime,inner,hashes",
         inner_presets="quickstart;quickstart:output.formats=[gif];quickstart:child",
         startup_presets="quickstart",
+        profile_presets="cosmos",
         table_presets=TABLE_PRESETS,
         backend="triton",
         device="cuda",
@@ -671,6 +743,7 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
             "presets": "quickstart",
             "parts": "walls,formats",
             "table_presets": TABLE_PRESETS_CPU,
+            "profile_presets": "quickstart",
             "backend": "torch",
             "device": "cpu",
             "set": "run.steps=40",
@@ -689,7 +762,8 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
                 raise Skip("--device cuda: no CUDA GPU here (--small: torch on the CPU)")
         argv = ["--label", run.label, "--presets", run.presets, "--parts", run.parts]
         argv += ["--inner-presets", run.inner_presets, "--startup-presets", run.startup_presets]
-        argv += ["--table-presets", run.table_presets, "--backend", run.backend, "--device", run.device]
+        argv += ["--table-presets", run.table_presets, "--profile-presets", run.profile_presets]
+        argv += ["--backend", run.backend, "--device", run.device]
         argv += [p for s in run.set.split(";") if s for p in ("--set", s)]
         found = run_parts(options(argv), Path(run.json_out) if run.json_out else None)
         for part, data in found.items():
