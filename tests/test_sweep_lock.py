@@ -7,6 +7,7 @@ driver whose lock was taken stores no manifest over the other's."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -155,3 +156,39 @@ def test_a_driver_whose_lock_was_taken_stores_no_manifest(s3, monkeypatch):
             manifest.append({"id": "a", "status": "done"})  # a small manifest: stored at once
     assert s3.cat_file("renders/x/s/manifest.jsonl") == stored  # the other driver's to write
     assert s3.cat_file("renders/x/s/.lock") == other  # not removed: not this driver's
+
+
+def test_a_local_folder_holds_one_sweep_and_never_follows_a_link_at_its_lock(tmp_path):
+    """SweepLock (base/locks.py's NameLock): a second driver is refused naming the first's process;
+    the lock file goes with its holder; a link planted at .lock is refused and writes nothing
+    where it points."""
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(
+            RenderError, match=rf"another sweep is running in this folder \(process {holder.pid}\)"
+        ):
+            locks.SweepLock(folder).__enter__()
+    finally:
+        holder.kill()
+        holder.wait()
+    with locks.SweepLock(folder):  # the killed holder's lock is free again
+        assert (folder / ".lock").read_text().strip() == str(os.getpid())
+    assert not (folder / ".lock").exists()
+    target = tmp_path / "elsewhere"
+    (folder / ".lock").symlink_to(target)
+    with pytest.raises(OSError, match="a link is at its name"):
+        locks.SweepLock(folder).__enter__()
+    assert not target.exists()
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from physarum.render.sweep.lock import SweepLock
+with SweepLock(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(60)
+"""

@@ -17,7 +17,6 @@ drivers never store the manifest over each other's."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import socket
@@ -28,6 +27,7 @@ from pathlib import Path
 from ..base.errors import RenderError, printable
 from ..base.files import parse_json
 from ..base.inputs import shorten
+from ..base.locks import LockHeld, NameLock
 from ..base.storage import ObjectStore
 
 LOCK = ".lock"  # the lock's name in the sweep's folder: a file locally, an object in a store
@@ -37,23 +37,24 @@ STALE_SECONDS = 600.0  # a lock object not renewed for this long is taken over
 
 
 class SweepLock:
-    """One sweep at a time per output folder (an flock, released by the kernel on any exit)."""
+    """One sweep at a time per output folder: base/locks.py's NameLock on OUT/<sweep>/.lock (an
+    flock the kernel releases on any exit; a link or FIFO at its name is refused, never
+    followed), refused with one message naming the running sweep's process."""
 
     def __init__(self, folder: Path):
         self.path = folder / LOCK
+        self.lock = NameLock(self.path)
 
     def __enter__(self):
-        self.file = open(self.path, "a")
         try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.file.close()
-            raise RenderError(f"{self.path.parent}: another sweep is running in this folder") from None
+            self.lock.take()
+        except LockHeld as held:
+            who = "" if held.pid is None else f" (process {held.pid})"
+            raise RenderError(f"{self.path.parent}: another sweep is running in this folder{who}") from None
         return self
 
     def __exit__(self, *exc):
-        fcntl.flock(self.file, fcntl.LOCK_UN)
-        self.file.close()
+        self.lock.release()
 
 
 def now() -> datetime:
