@@ -95,6 +95,16 @@ def test_a_sweep_into_a_locked_url_is_one_message_and_writes_nothing(s3, tmp_pat
         f"if that driver is gone, remove {URL}/s/.lock and run again"
     ]
     assert s3.find("renders") == ["renders/x/s/.lock"] and s3.cat_file("renders/x/s/.lock") == body
+    assert main(["sweep", str(path), "--out", URL, "--dry-run"]) == 0  # the dry run says who runs
+    out, _ = capsys.readouterr()
+    assert out.splitlines()[1] == (
+        f"another sweep is running into {URL}/s now (its driver: process 4321 on another-host, lock "
+        f"renewed {json.loads(body)['renewed']}): a run now would be refused"
+    )
+    holder_lock(s3, "another-host 1234", 4321, datetime.now(UTC) - timedelta(hours=1))
+    assert main(["sweep", str(path), "--out", URL, "--dry-run"]) == 0  # stale: a run takes it over
+    assert "another sweep" not in capsys.readouterr().out
+    s3.pipe_file("renders/x/s/.lock", body)
     for stranger in (b"[" * 3000 + b"]" * 3000, b"x" * 10_000, json.dumps({"renewed": 1}).encode()):
         s3.pipe_file("renders/x/s/.lock", stranger)  # no lock this physarum wrote: never taken over
         assert main(["sweep", str(path), "--out", URL, "--devices", "cpu", "--quiet"]) == 2
@@ -158,15 +168,21 @@ def test_a_driver_whose_lock_was_taken_stores_no_manifest(s3, monkeypatch):
     assert s3.cat_file("renders/x/s/.lock") == other  # not removed: not this driver's
 
 
-def test_a_local_folder_holds_one_sweep_and_never_follows_a_link_at_its_lock(tmp_path):
-    """SweepLock (base/locks.py's NameLock): a second driver is refused naming the first's process;
-    the lock file goes with its holder; a link planted at .lock is refused and writes nothing
-    where it points."""
-    folder = tmp_path / "sweep"
-    folder.mkdir()
+def test_a_local_folder_holds_one_sweep_and_never_follows_a_link_at_its_lock(tmp_path, capsys):
+    """SweepLock (base/locks.py's NameLock): a second driver is refused naming the first's process
+    and a dry run names it; the lock file goes with its holder; a link planted at .lock is
+    refused and writes nothing where it points."""
+    path = write_sweep(tmp_path, grid={"model.decay": [0.1]})
+    folder = tmp_path / "out" / "s"
+    folder.mkdir(parents=True)
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
+        assert locks.running_sweep(folder) == f"process {holder.pid}"  # read, not taken
+        assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--dry-run"]) == 0
+        assert capsys.readouterr().out.splitlines()[1] == (
+            f"another sweep is running into {folder} now (process {holder.pid}): a run now would be refused"
+        )
         with pytest.raises(
             RenderError, match=rf"another sweep is running in this folder \(process {holder.pid}\)"
         ):
@@ -174,9 +190,11 @@ def test_a_local_folder_holds_one_sweep_and_never_follows_a_link_at_its_lock(tmp
     finally:
         holder.kill()
         holder.wait()
+    assert locks.running_sweep(folder) is None  # its file is left, unlocked
     with locks.SweepLock(folder):  # the killed holder's lock is free again
         assert (folder / ".lock").read_text().strip() == str(os.getpid())
-    assert not (folder / ".lock").exists()
+        assert locks.running_sweep(folder) == f"process {os.getpid()}"
+    assert not (folder / ".lock").exists() and locks.running_sweep(folder) is None
     target = tmp_path / "elsewhere"
     (folder / ".lock").symlink_to(target)
     with pytest.raises(OSError, match="a link is at its name"):

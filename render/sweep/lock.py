@@ -27,7 +27,7 @@ from pathlib import Path
 from ..base.errors import RenderError, printable
 from ..base.files import parse_json
 from ..base.inputs import shorten
-from ..base.locks import LockHeld, NameLock
+from ..base.locks import LockHeld, NameLock, holder
 from ..base.storage import ObjectStore
 
 LOCK = ".lock"  # the lock's name in the sweep's folder: a file locally, an object in a store
@@ -55,6 +55,31 @@ class SweepLock:
 
     def __exit__(self, *exc):
         self.lock.release()
+
+
+def running_sweep(folder: Path) -> str | None:
+    """Who holds the sweep lock of a local `folder` now, in words ("process N"), or None where
+    no sweep runs there or the OS does not say; takes nothing (base/locks.holder)."""
+    pid = holder(folder / LOCK)
+    return None if pid is None else f"process {pid}"
+
+
+def running_store_sweep(store: ObjectStore, stale: float = STALE_SECONDS) -> str | None:
+    """Who holds the lock object of a sweep in `store`, in words, where it is held and not stale
+    (a run now would be refused); None otherwise. Reads the lock, takes nothing."""
+    stranger = "its lock is no sweep lock this physarum reads"  # refused by a run, never taken over
+    try:
+        held = store.read_versioned(LOCK, LOCK_BYTES)
+    except ValueError:  # larger than any lock
+        return stranger
+    if held is None:
+        return None
+    found = read_holder(held[0])
+    if found is None:
+        return stranger
+    if stale_reason(found, stale) is not None:
+        return None
+    return f"its driver: process {found['pid']} on {found['machine'].split(' ')[0]}, lock renewed {found['renewed']}"
 
 
 def now() -> datetime:

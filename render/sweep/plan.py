@@ -14,6 +14,7 @@ from ..base.errors import RenderError
 from ..preset import Preset
 from ..world.shape import batch_key
 from .expand import Job, Sweep
+from .lock import running_store_sweep, running_sweep
 from .labels import format_params
 from .manifest import Manifest, StoredManifest, job_states, refuse_mixed_files, sweep_store
 
@@ -69,20 +70,24 @@ def plan_chunks(jobs: list[Job], max_batch: int, workers: int = 1) -> list[list[
 
 
 def dry_run_lines(sweep: Sweep, out_dir: Path | str, max_batch: int = DEFAULT_MAX_BATCH) -> list[str]:
-    """`physarum sweep FILE --dry-run`: every job with its id, values and state; writes nothing.
-    `out_dir` may be a URL of object storage: its manifest and files are read from there."""
+    """`physarum sweep FILE --dry-run`: every job with its id, values and state, and a line
+    naming the sweep that runs into the folder now where one does (a run would be refused);
+    writes nothing. `out_dir` may be a URL of object storage: its manifest, files and lock are
+    read from there."""
     store = sweep_store(out_dir, sweep.name)
     if store.local:
         sweep_dir = Path(out_dir) / sweep.name
         manifest = Manifest(sweep_dir / "manifest.jsonl")
         refuse_mixed_files(sweep, manifest)
         states = job_states(sweep, sweep_dir, manifest)
+        running = running_sweep(sweep_dir)
     else:
         sweep_dir = store.location
         try:
             manifest = StoredManifest(store)
             refuse_mixed_files(sweep, manifest)
             states = job_states(sweep, store, manifest)
+            running = running_store_sweep(store)
         finally:
             store.close()
     batches = len(plan_chunks(sweep.jobs, max_batch))
@@ -91,6 +96,8 @@ def dry_run_lines(sweep: Sweep, out_dir: Path | str, max_batch: int = DEFAULT_MA
         f"sweep {sweep.name}: {len(sweep.jobs)} jobs in {batches} batched simulation{'s' * (batches != 1)} "
         f"-> {sweep_dir}/ ({counts['done']} done, {counts['failed']} failed, {counts['pending']} to run)"
     ]
+    if running:
+        lines.append(f"another sweep is running into {sweep_dir} now ({running}): a run now would be refused")
     width = max(len(job.name) for job in sweep.jobs)
     for job in sweep.jobs:
         preset = job.preset
