@@ -258,7 +258,9 @@ def palette_frame(rgb: torch.Tensor, every_bin: bool | None = None) -> tuple[tor
     return lookup.to(torch.uint8).reshape(rgb.shape[:2]), means.to(torch.uint8)
 
 
-def _nearest(sums: torch.Tensor, counts: torch.Tensor, means: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+def _nearest(
+    sums: torch.Tensor, counts: torch.Tensor, means: torch.Tensor, used: torch.Tensor
+) -> torch.Tensor:
     """[B] int64: for each of B bins (their colour sums [B, 3] and pixel counts [B]), the palette
     entry nearest its rounded mean colour (squared distance, then the lower entry; unused
     entries never). Distances are below 2 ** 18, so int32 holds them."""

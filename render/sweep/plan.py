@@ -14,8 +14,8 @@ from ..base.errors import RenderError
 from ..preset import Preset
 from ..world.shape import batch_key
 from .expand import Job, Sweep
-from .lock import running_store_sweep, running_sweep
 from .labels import format_params
+from .lock import running_store_sweep, running_sweep
 from .manifest import Manifest, StoredManifest, job_states, refuse_mixed_files, sweep_store
 
 if TYPE_CHECKING:
