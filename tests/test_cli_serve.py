@@ -110,6 +110,23 @@ def outputs(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.rglob("*")) if p.suffix in (".gif", ".mp4", ".png")}
 
 
+def rendering(env: dict[str, str], cwd: Path, out: str) -> subprocess.Popen:
+    """A client of a long served render into `out`, returned once its frames have begun (its
+    progress line); its stderr is a pipe."""
+    client = subprocess.Popen(
+        [*COMMAND, "render", "quickstart", *LONG, "--out", out],
+        env=env,
+        cwd=cwd,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    said = ""
+    while "frame/s" not in said:
+        said = client.stderr.read(200)
+        assert said, "the client ended before its render began"
+    return client
+
+
 def test_a_served_render_writes_the_bytes_the_command_writes_itself(server, tmp_path):
     served = server.run(["render", "quickstart", *SMALL, "--out", "served"], tmp_path)
     assert served.returncode == 0, served.stderr
@@ -135,17 +152,7 @@ def test_a_served_mistake_is_one_message_exit_2_and_nothing_written(server, tmp_
 
 
 def test_sigterm_reaches_the_served_render_which_leaves_nothing(server, tmp_path):
-    client = subprocess.Popen(
-        [*COMMAND, "render", "quickstart", *LONG, "--out", "stopped"],
-        env=server.env,
-        cwd=tmp_path,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    line = ""
-    while "frame/s" not in line:  # the render's progress: its frames have begun
-        line = client.stderr.read(200)
-        assert line, "the client ended before its render began"
+    client = rendering(server.env, tmp_path, "stopped")
     client.send_signal(signal.SIGTERM)
     _, err = client.communicate(timeout=120)
     assert client.returncode == 128 + signal.SIGTERM, err
@@ -155,15 +162,7 @@ def test_sigterm_reaches_the_served_render_which_leaves_nothing(server, tmp_path
 
 
 def test_a_client_killed_has_its_render_stopped(server, tmp_path):
-    client = subprocess.Popen(
-        [*COMMAND, "render", "quickstart", *LONG, "--out", "orphan"],
-        env=server.env,
-        cwd=tmp_path,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    while "frame/s" not in client.stderr.read(200):
-        assert client.poll() is None
+    client = rendering(server.env, tmp_path, "orphan")
     client.kill()
     client.wait()
     server.wait_for("client left: stopping pid")
@@ -252,17 +251,7 @@ def test_import_time_variables_are_told_from_the_rest():
 def test_a_killed_server_stops_its_render_and_its_client_says_so(tmp_path):
     running = Server(tmp_path / "private")
     try:
-        client = subprocess.Popen(
-            [*COMMAND, "render", "quickstart", *LONG, "--out", "lost"],
-            env=running.env,
-            cwd=tmp_path,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        said = ""
-        while "frame/s" not in said:
-            said = client.stderr.read(200)
-            assert said, "the client ended before its render began"
+        client = rendering(running.env, tmp_path, "lost")
         child = int(running.wait_for("--out lost").split("pid ")[1].split(":")[0])
         running.process.kill()
         _, err = client.communicate(timeout=120)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -182,8 +183,6 @@ def test_the_committed_table_holds_the_cpu_cases_rows():
 @pytest.fixture
 def e2e_case(monkeypatch):
     """scripts/cases/e2e.py, loaded as the harness loads it."""
-    import sys
-
     monkeypatch.setattr(harness, "CASES", {})
     monkeypatch.delitem(sys.modules, "cases_e2e", raising=False)
     harness.load_cases(ROOT / "scripts" / "cases")
@@ -261,3 +260,17 @@ def test_the_ends_part_alternates_the_command_and_the_old_entry(e2e_case):
     rows = e2e_case.run_parts(opts, None)["ends"]
     assert [r["command"] for r in rows] == ["render quickstart, new end", "render quickstart, old end"] * 3
     assert all(r["cache"] == "warm" and r["wall_s"] > r["total_s"] > 0 for r in rows)
+
+
+def test_a_child_parts_record_is_its_tagged_line_and_a_silent_child_gives_none(e2e_case, tmp_path, capsys):
+    """Parts profile and inner read a child's JSON from its line tagged PROFILE or INNER, with the
+    child's own Triton cache; a child that prints none adds no row and its stderr is shown."""
+    said = (
+        "import os, sys; print('noise'); print('INNER {\"cache\": \"%s\"}' % os.environ['TRITON_CACHE_DIR'])"
+    )
+    assert e2e_case.child_record([sys.executable, "-c", said], {}, tmp_path / "c", "INNER ") == [
+        {"cache": str(tmp_path / "c")}
+    ]
+    failed = "import sys; print('PROFILE {}'); sys.exit('the child failed')"
+    assert e2e_case.child_record([sys.executable, "-c", failed], {}, tmp_path, "INNER ") == []
+    assert "the child failed" in capsys.readouterr().err

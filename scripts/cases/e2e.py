@@ -629,6 +629,18 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def child_record(args: list[str], env: dict[str, str], cache: Path, tag: str) -> list[dict]:
+    """The JSON record a child run of this file prints on its line starting with `tag`, as a list
+    of one, its Triton cache `cache`; an empty list (its stderr's tail printed) where it printed
+    none."""
+    done = subprocess.run(args, env={**env, "TRITON_CACHE_DIR": str(cache)}, capture_output=True, text=True)
+    line = [x for x in done.stdout.splitlines() if x.startswith(tag)]
+    if not line:
+        print(done.stderr[-3000:], file=sys.stderr)
+        return []
+    return [json.loads(line[0][len(tag) :])]
+
+
 def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
     """Each part's data, by part; written to OUT/LABEL-PART.json when out is given."""
     env = {**os.environ, "PHYSARUM_SERVE": "0"}  # a server the user runs serves no part but served
@@ -675,13 +687,7 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                 for preset in opts.profile_presets.split(","):
                     args = [sys.executable, __file__, "--profile", preset, "--backend", opts.backend]
                     args += ["--device", opts.device, *[p for s in opts.set for p in ("--set", s)]]
-                    run_env = {**env, "TRITON_CACHE_DIR": str(work / f"triton-{preset}")}
-                    done = subprocess.run(args, env=run_env, capture_output=True, text=True)
-                    line = [x for x in done.stdout.splitlines() if x.startswith("PROFILE ")]
-                    if not line:
-                        print(done.stderr[-3000:], file=sys.stderr)
-                        continue
-                    data.append(json.loads(line[0][8:]))
+                    data += child_record(args, env, work / f"triton-{preset}", "PROFILE ")
             elif part == "inner":
                 data = []
                 for entry in opts.inner_presets.split(";"):
@@ -692,13 +698,7 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                         args.append("--child-encoders")
                     sets = [*opts.set, *extra]
                     args += ["--device", opts.device, *[p for s in sets for p in ("--set", s)]]
-                    run_env = {**env, "TRITON_CACHE_DIR": str(work / f"triton-{preset}")}
-                    done = subprocess.run(args, env=run_env, capture_output=True, text=True)
-                    line = [x for x in done.stdout.splitlines() if x.startswith("INNER ")]
-                    if not line:
-                        print(done.stderr[-3000:], file=sys.stderr)
-                        continue
-                    data.append(json.loads(line[0][6:]))
+                    data += child_record(args, env, work / f"triton-{preset}", "INNER ")
             else:
                 sys.exit(f"unknown part {part}")
             found[part] = data
