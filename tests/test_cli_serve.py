@@ -179,6 +179,53 @@ def test_a_different_import_time_environment_runs_the_command_itself(server, tmp
     assert len(outputs(tmp_path / "own")) == 3
 
 
+def test_the_clients_umask_is_the_served_commands(server, tmp_path):
+    """A forked child would keep the server's umask: it takes the client's, so a served render's
+    files have the modes the command would give them itself."""
+    done = subprocess.run(
+        [*COMMAND, "render", "quickstart", *SMALL, "--out", "private"],
+        env=server.env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        umask=0o077,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "exit 0" in server.ended("--out private")  # served
+    made = [p for p in (tmp_path / "private").rglob("*") if p.is_file()]
+    assert len(made) >= 4 and all(p.stat().st_mode & 0o777 == 0o600 for p in made), made
+
+
+def test_other_process_settings_run_the_command_itself(server, tmp_path):
+    """A client under another niceness or another resource limit (nice, ulimit in its shell) runs
+    the command itself: a forked child would take the server's."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def settings():
+        os.nice(1)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
+
+    done = subprocess.run(
+        [*COMMAND, "render", "quickstart", *SMALL, "--out", "own-settings"],
+        env=server.env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=settings,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(process settings differ: RLIMIT_NOFILE, nice)" in server.wait_for("own-settings")
+    assert len(outputs(tmp_path / "own-settings")) == 3
+    ours = resident.process_settings()
+    assert resident.settings_difference(ours, ours) == []
+    assert resident.settings_difference(ours, {**ours, "cpus": [0]}) == (["cpus"] if ours["cpus"] != [0] else [])
+    assert resident.settings_difference(ours, None) == ["settings"]
+
+
 def test_a_request_that_is_not_one_does_not_stop_the_server(server, tmp_path):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bad:
         bad.connect(str(server.path))

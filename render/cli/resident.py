@@ -19,6 +19,10 @@ client runs it itself, silently:
 - the same environment where a library reads it while being imported (IMPORT_TIME prefixes: the
   thread counts, torch's and Triton's switches, the loader's paths); the rest of the environment
   is the client's;
+- the same process settings (process_settings: the CPUs it may run on, its niceness and
+  scheduling policy, its resource limits), which a forked child would otherwise take from the
+  server: `taskset`, `nice`, `chrt` or `ulimit` in the client's shell make it run itself; its
+  umask is the client's in the child;
 - PHYSARUM_SERVE=0 turns serving off for a command.
 """
 
@@ -90,6 +94,43 @@ def fingerprint() -> str:
                 st = os.stat(os.path.join(root, name))
                 digest.update(f"{root}/{name} {st.st_size} {st.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:32]
+
+
+def process_settings() -> dict:
+    """What of this process a forked child inherits from its parent and the command's own process
+    would take from its shell: the CPUs it may run on, its niceness, scheduling policy and
+    resource limits (as JSON values; a setting the OS does not have is left out)."""
+    import resource
+
+    settings: dict = {"nice": os.getpriority(os.PRIO_PROCESS, 0)}
+    if hasattr(os, "sched_getaffinity"):
+        settings["cpus"] = sorted(os.sched_getaffinity(0))
+        settings["policy"] = os.sched_getscheduler(0)
+    names: dict[int, str] = {}  # one name a limit (RLIMIT_OFILE is RLIMIT_NOFILE)
+    for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_")):
+        names.setdefault(getattr(resource, name), name)
+    settings["limits"] = {name: list(resource.getrlimit(number)) for number, name in sorted(names.items())}
+    return settings
+
+
+def settings_difference(ours: dict, theirs) -> list[str]:
+    """The process settings (process_settings) that differ between two processes, sorted: each
+    limit by its name, the rest as cpus, nice, policy."""
+    if not isinstance(theirs, dict):
+        return ["settings"]
+    differ = [key for key in ("cpus", "nice", "policy") if ours.get(key) != theirs.get(key)]
+    limits, other = ours.get("limits", {}), theirs.get("limits")
+    if not isinstance(other, dict):
+        return [*differ, "limits"]
+    differ += [name for name in limits.keys() | other.keys() if limits.get(name) != other.get(name)]
+    return sorted(differ)
+
+
+def current_umask() -> int:
+    """This process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def import_time_env(environ) -> dict[str, str]:
@@ -203,6 +244,8 @@ def forward(argv: list[str], environ=os.environ) -> int | None:
                 "env": dict(environ),
                 "python": sys.executable,
                 "fingerprint": fingerprint(),
+                "settings": process_settings(),
+                "umask": current_umask(),
             }
             send_message(conn, request, fds=[0, 1, 2])
             answer, _ = receive_message(conn)

@@ -205,6 +205,11 @@ class Server:
         differ = resident.env_difference(self.env, request["env"])
         if differ:
             return f"import-time environment differs: {', '.join(differ[:5])}"
+        differ = resident.settings_difference(resident.process_settings(), request.get("settings"))
+        if differ:
+            return f"process settings differ: {', '.join(differ[:5])}"
+        if not (isinstance(request.get("umask"), int) and 0 <= request["umask"] <= 0o777):
+            return "no umask"
         if self.stopping:
             return "stopping"
         return None
@@ -263,6 +268,7 @@ def child(request: dict, fds: list[int]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
+        os.umask(request["umask"])
         sys.argv = ["physarum", *request["argv"]]
         from .main import finish, main  # start-up: loaded already by preload, found in the child
 
