@@ -161,6 +161,33 @@ def test_sigterm_reaches_the_served_render_which_leaves_nothing(server, tmp_path
     assert not list((tmp_path / "stopped").rglob("*.*"))
 
 
+def state(pid: int) -> str:
+    """A process's state letter (R, S, T for stopped, Z...)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def eventually(check, timeout: float = 30) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_ctrl_z_stops_the_served_render_with_its_client_and_fg_resumes_both(server, tmp_path):
+    client = rendering(server.env, tmp_path, "paused")
+    child = int(server.wait_for("--out paused").split("pid ")[1].split(":")[0])
+    client.send_signal(signal.SIGTSTP)
+    assert eventually(lambda: state(client.pid) == "T" and state(child) == "T")
+    client.send_signal(signal.SIGCONT)
+    assert eventually(lambda: state(client.pid) != "T" and state(child) != "T")
+    client.send_signal(signal.SIGTERM)
+    _, err = client.communicate(timeout=120)
+    assert client.returncode == 128 + signal.SIGTERM, err
+    assert not list((tmp_path / "paused").rglob("*.*"))
+
+
 def test_a_client_killed_has_its_render_stopped(server, tmp_path):
     client = rendering(server.env, tmp_path, "orphan")
     client.kill()
@@ -222,7 +249,9 @@ def test_other_process_settings_run_the_command_itself(server, tmp_path):
     assert len(outputs(tmp_path / "own-settings")) == 3
     ours = resident.process_settings()
     assert resident.settings_difference(ours, ours) == []
-    assert resident.settings_difference(ours, {**ours, "cpus": [0]}) == (["cpus"] if ours["cpus"] != [0] else [])
+    assert resident.settings_difference(ours, {**ours, "cpus": [0]}) == (
+        ["cpus"] if ours["cpus"] != [0] else []
+    )
     assert resident.settings_difference(ours, None) == ["settings"]
 
 

@@ -7,8 +7,8 @@ s on the machines measured (docs/benchmarks.md). `physarum serve` imports torch,
 package once and waits; `physarum render` and `physarum still` then hand their arguments, working
 folder, environment and the terminal's stdin, stdout and stderr (the descriptors themselves, over
 a Unix socket) to it, and the server forks a child that runs the command as the process itself
-would, with the same files and bytes. The client forwards SIGINT, SIGTERM and SIGHUP to that child
-and exits with its exit code.
+would, with the same files and bytes. The client forwards SIGINT, SIGTERM and SIGHUP to that child,
+stops it with itself (Ctrl-Z) and resumes it with itself, and exits with its exit code.
 
 A command is served only where the server would run what the process itself would; otherwise the
 client runs it itself, silently:
@@ -257,7 +257,8 @@ def forward(argv: list[str], environ=os.environ) -> int | None:
 
 
 def _wait(conn: socket.socket, pid: int) -> int:
-    """Forward signals to the child pid until the server says how it ended; its exit code."""
+    """Forward signals to the child pid until the server says how it ended; its exit code. A
+    stop (Ctrl-Z's SIGTSTP) stops the child, then the client; SIGCONT resumes both."""
 
     def pass_on(signum, _frame):
         try:
@@ -265,8 +266,17 @@ def _wait(conn: socket.socket, pid: int) -> int:
         except ProcessLookupError:
             pass
 
+    def stop(_signum, _frame):
+        pass_on(signal.SIGSTOP, None)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here until SIGCONT
+        signal.signal(signal.SIGTSTP, stop)
+
     for signum in FORWARDED_SIGNALS:
         signal.signal(signum, pass_on)
+    if hasattr(signal, "SIGTSTP"):
+        signal.signal(signal.SIGTSTP, stop)
+        signal.signal(signal.SIGCONT, lambda _signum, frame: pass_on(signal.SIGCONT, frame))
     conn.settimeout(None)
     try:
         answer, _ = receive_message(conn)
