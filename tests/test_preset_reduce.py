@@ -297,3 +297,27 @@ def test_a_long_3d_preview_shows_every_kth_frame_of_the_same_steps():
         update={"run": curated("nebula").run.model_copy(update={"steps": 600})}
     )
     assert "every 2nd frame (200 -> 100)" in reduce_preset(longer, side_ratio(longer, 48))[1]
+
+
+def test_a_preview_the_work_bound_keeps_under_its_floor_says_what_falls_short():
+    """tribes's preview stops at 256 (its floor, a 1-pixel step for its ring, asks for 854): its
+    step 0.3 pixels and its sensor 3 are said on a note line; feast at 384 keeps its floor and
+    says nothing, nor does a window (cave) or a --reduce."""
+    from argparse import Namespace
+
+    from physarum.render.cli.arguments import reduction
+
+    def preview(name: str, **flags) -> str:
+        args = Namespace(**{"reduce": None, "preview": True, **flags})
+        return reduction(args, load_preset(ROOT / "presets" / f"{name}.yaml"))[1]
+
+    text = preview("tribes")
+    assert text.splitlines()[1] == (
+        "note: the preview stops at 256x256, within a few seconds of a CPU's work, with its smallest "
+        "sensor 3 pixels (6 kept), its step 0.3 pixels (1 kept: a front under it stalls): its structure "
+        'may be finer than the full render\'s (docs/presets.md, "Previews"); --reduce K renders it larger'
+    )
+    assert "its smallest sensor 4.2 pixels (6 kept)" in preview("rivals") and "step" not in preview("rivals")
+    for name in ("feast", "cave", "quickstart"):
+        assert "\n" not in preview(name), name
+    assert "\n" not in preview("tribes", reduce=4, preview=False)

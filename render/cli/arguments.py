@@ -493,8 +493,14 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
     """(the preset render renders, the note saying how it was reduced, '' if not): --reduce K
     divides the canvas's sides by K, --preview brings its short side to PREVIEW_SIDE (a little
     more where a sensor would fall under a few pixels: preview_ratio; never enlarged),
-    render/preset/reduce.py. RenderError for a K that is not a number from 1 to MAX_REDUCE."""
-    from ..preset.reduce import preview_ratio, reduce_preset, side_ratio  # start-up: the schema
+    render/preset/reduce.py. A preview the work bound kept under its floor says so on a line
+    of its note. RenderError for a K that is not a number from 1 to MAX_REDUCE."""
+    from ..preset.reduce import (
+        preview_ratio,
+        preview_shortfall,
+        reduce_preset,
+        side_ratio,
+    )  # start-up: the schema
 
     kind = "preview" if args.preview else "reduce"
     if args.reduce is not None:
@@ -507,4 +513,12 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
         )
     else:
         return preset, ""
-    return reduce_preset(preset, ratio, kind)
+    reduced, text = reduce_preset(preset, ratio, kind)
+    shortfall = preview_shortfall(preset, ratio) if args.preview else None
+    if shortfall:
+        text += (
+            f"\nnote: the preview stops at {reduced.canvas.width}x{reduced.canvas.height}, within a few "
+            f"seconds of a CPU's work, with {shortfall}: its structure may be finer than the full render's "
+            '(docs/presets.md, "Previews"); --reduce K renders it larger'
+        )
+    return reduced, text

@@ -204,6 +204,25 @@ def preview_ratio(preset: Preset, short_side: int) -> Fraction:
     return Fraction(side, short) if side > short_side else base
 
 
+def preview_shortfall(preset: Preset, ratio: Fraction) -> str | None:
+    """Where a 2D preview by `ratio` (preview_ratio's) is smaller than its floor (floor_ratio:
+    its sensors at MIN_SENSOR_PIXELS, a shaped spawn's step at MIN_STEP_PIXELS) because
+    PREVIEW_WORK stopped it, what falls short, in words ('its smallest sensor 3 pixels (6 kept),
+    its step 0.3 pixels (1 kept)'), for a note that its structure may differ from the full
+    render's; None for a preview at its floor, a window, a 3D preset."""
+    if preset.dims != 2 or is_window(preset, ratio) or ratio >= floor_ratio(preset):
+        return None
+    short = []
+    sensor = sensor_pixels(preset) * ratio
+    if sensor < MIN_SENSOR_PIXELS:
+        short.append(f"its smallest sensor {float(sensor):.2g} pixels ({MIN_SENSOR_PIXELS} kept)")
+    step = step_pixels(preset) * ratio
+    shaped = any(preset.species_agents(s).spawn in SHAPED_SPAWNS for s in range(preset.species_count))
+    if shaped and step < MIN_STEP_PIXELS:
+        short.append(f"its step {float(step):.2g} pixels ({MIN_STEP_PIXELS} kept: a front under it stalls)")
+    return ", ".join(short) or None
+
+
 def window_ratio(preset: Preset, base: Fraction) -> Fraction:
     """The ratio of a window preview whose ratio would be `base`: `base` times the preset's
     LARGER_WINDOWS factor where it states one and the larger canvas is still a window
