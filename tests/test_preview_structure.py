@@ -56,17 +56,13 @@ NOT_MEASURED = {"panorama": "its full render is 3.2e10 steps of work: hours of t
 # 854 pixels, and its four species' trails cost 5.4e8 of work at 256 already (PREVIEW_WORK 4.5e8).
 # Its step floored to a pixel at 256 (all species) was further off (lit 0.043, r50 0.399 against
 # 0.321), and thinning spares agents, not the trails' cells.
-# feast (and embers, its twin): within the bounds but for its end wavelength, 0.093 against 0.111
-# at 384 pixels (its sensor at the 6-pixel floor): its network ends at ring 9 cycles a side or at
-# 10.6 by the seed's chance, at every size measured: at 256, 341 and 413 pixels (413 the most
-# PREVIEW_WORK allows) 0.094; at 384 with seeds 1 and 2, 0.094 and 0.109; at 512 (8 pixels, 1.5
-# times PREVIEW_WORK) with seeds 9, 1 and 2, 0.110, 0.110 and 0.094. Its full render with seed 1
-# ended at 0.110 too (0.094 halfway): the envelope of both full renders, end wavelength 0.1097 to
-# 0.1107 (rings 9.1 and 9.0), leaves its preview's 0.0932 (ring 10.7) at 0.85 of it (the bound
-# 0.87), a gap: its two full renders met ring 9 at the end, its preview ring 10.7, where some of
-# its previews with other seeds end too (above). A third full render, seed 2, ended at ring 9 too
-# (0.1093; 1024^2 on the 2-core CPU, 78 s): three full renders at ring 9, previews at 9 or 10.7
-# by the seed. Its lit share, r50 and reach are within.
+# feast (and embers, its twin), no longer a gap: its network ends at ring 9 cycles a side or at
+# 10.7 by the seed's chance, its full render as its previews: full renders with seeds 9 (its
+# own), 1, 2 and 6 end at 0.1093 to 0.1107 of the side (ring 9), with seeds 3, 4 and 5 at 0.0933
+# to 0.0937 (ring 10.7; 85-155 s each on the 2-core CPU). Its preview at 384 (its sensor at the
+# 6-pixel floor) ends at 0.0932, at the envelope's finer end; previews at 256 to 512 with other
+# seeds ended at 0.094 or 0.110. Before seeds 3 to 6 were measured the three full renders all
+# ended at ring 9 and its preview was held as a gap.
 # aurora (and aurora-night), no longer a gap: its ribbons coarsen from 0.08 of the side apart (at
 # a quarter and at half of the run) to 0.241 (247 pixels) at the end with its own seed (12), to
 # 0.084 with seed 1 (0.045 and 0.059 at a quarter and halfway): an end ring of 4 or 12 cycles a
@@ -82,23 +78,19 @@ NOT_MEASURED = {"panorama": "its full render is 3.2e10 steps of work: hours of t
 # 0.87) and 1.57 rings past it, a gap. It previews in a 512 window (LARGER_WINDOWS): 0.0264 at
 # the end, within the envelope (0.029 and 0.031 at a quarter and halfway; 19.7 s of simulation
 # on the 2-core CPU against about 5 s for the 256 window).
-# rivals: within the bounds but for its end wavelength, 0.059 against 0.076 at 308 pixels (its
-# 14-pixel sensor at 4.2, the most PREVIEW_WORK allows; 0.062 at 256): its territories' borders
-# are finer than its full render's; halfway 0.037 against 0.048. At 439 (its sensor floor, 2
-# times PREVIEW_WORK): 0.055 at the end. Its full render with seed 1 (not its own 12) ends at
-# 0.112 (a quarter in 0.031 against 0.045; halfway 0.038): its seeds differ by more than the
-# bound (1.47). The envelope of both (end wavelength 0.0762 to 0.1120) leaves it a gap: its
-# preview ends at 0.0591, 0.78 of the envelope's finer end (the bound 0.87), finer than either.
+# rivals, no longer a gap: its territories merge by the seed's chance, and its full render's end
+# wavelength with five seeds is 0.048 (seed 2), 0.076 (12, its own), 0.078 (3), 0.112 (1) and
+# 0.237 (4) of the side (2-core CPU, 98-104 s each); its preview at 308 pixels (its 14-pixel sensor
+# at 4.2, the most PREVIEW_WORK allows: the preview says so) ends at 0.0591, within. Its lit share
+# and radii are within every seed's. At 439 (its sensor floor, 2 times PREVIEW_WORK) its preview
+# ended at 0.055, at 256 at 0.062. With seeds 12 and 1 alone (0.0762 to 0.1120) it was held as a
+# gap (0.78 of the envelope's finer end).
 # mosaic, no longer a gap: its full render ends at 0.0267 of the side with its own seed (9), at
 # 0.0353 with seed 1 (a quarter in and halfway 0.027 and 0.032 against 0.023 and 0.026); its
 # window ends at 0.0349 (rings 7.2 of the window; its own seed's full render alone: 9.4), within
 # the envelope; its lit share 0.172 against 0.179 and 0.180. A 512 window: 0.031 (its seed 9)
 # and 0.038 (seed 1).
-GAPS = {
-    "rivals": "its end wavelength 0.059 at 308 pixels against its full renders' 0.076 to 0.112",
-    "tribes": "its ring species stands still at 256 (steps of 0.3 pixels)",
-    "feast": "its end wavelength 0.093 against its full renders' 0.109 to 0.111 (ring 10.7 against 9)",
-}
+GAPS = {"tribes": "its ring species stands still at 256 (steps of 0.3 pixels)"}
 # Where the full render ends as a blob whose spectrum is flat, its dominant ring is a matter of
 # chance: the wavelength is bounded at this point of the run instead. rolling's ring contracts to
 # a blob (r50 0.098 at the end); its preview's six strongest rings there (6, 16, 11, 1, 17, 21
