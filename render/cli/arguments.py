@@ -495,12 +495,7 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
     more where a sensor would fall under a few pixels: preview_ratio; never enlarged),
     render/preset/reduce.py. A preview the work bound kept under its floor says so on a line
     of its note. RenderError for a K that is not a number from 1 to MAX_REDUCE."""
-    from ..preset.reduce import (
-        preview_ratio,
-        preview_shortfall,
-        reduce_preset,
-        side_ratio,
-    )  # start-up: the schema
+    from ..preset import reduce as reducing  # start-up: the schema
 
     kind = "preview" if args.preview else "reduce"
     if args.reduce is not None:
@@ -509,12 +504,14 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
         ratio = 1 / Fraction(args.reduce)
     elif args.preview:
         ratio = (
-            side_ratio(preset, PREVIEW_SIDE_3D) if preset.dims == 3 else preview_ratio(preset, PREVIEW_SIDE)
+            reducing.side_ratio(preset, PREVIEW_SIDE_3D)
+            if preset.dims == 3
+            else reducing.preview_ratio(preset, PREVIEW_SIDE)
         )
     else:
         return preset, ""
-    reduced, text = reduce_preset(preset, ratio, kind)
-    shortfall = preview_shortfall(preset, ratio) if args.preview else None
+    reduced, text = reducing.reduce_preset(preset, ratio, kind)
+    shortfall = reducing.preview_shortfall(preset, ratio) if args.preview else None
     if shortfall:
         text += (
             f"\nnote: the preview stops at {reduced.canvas.width}x{reduced.canvas.height}, within a few "
