@@ -110,7 +110,7 @@ def outputs(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.rglob("*")) if p.suffix in (".gif", ".mp4", ".png")}
 
 
-def rendering(env: dict[str, str], cwd: Path, out: str) -> subprocess.Popen:
+def rendering(env: dict[str, str], cwd: Path, out: str, **popen) -> subprocess.Popen:
     """A client of a long served render into `out`, returned once its frames have begun (its
     progress line); its stderr is a pipe."""
     client = subprocess.Popen(
@@ -119,6 +119,7 @@ def rendering(env: dict[str, str], cwd: Path, out: str) -> subprocess.Popen:
         cwd=cwd,
         stderr=subprocess.PIPE,
         text=True,
+        **popen,
     )
     said = ""
     while "frame/s" not in said:
@@ -176,7 +177,9 @@ def eventually(check, timeout: float = 30) -> bool:
 
 
 def test_ctrl_z_stops_the_served_render_with_its_client_and_fg_resumes_both(server, tmp_path):
-    client = rendering(server.env, tmp_path, "paused")
+    """The client in a job of its own (a process group whose parent, this test, is in another
+    group of the session: as under an interactive shell) is stopped by SIGTSTP with its render."""
+    client = rendering(server.env, tmp_path, "paused", process_group=0)
     child = int(server.wait_for("--out paused").split("pid ")[1].split(":")[0])
     client.send_signal(signal.SIGTSTP)
     assert eventually(lambda: state(client.pid) == "T" and state(child) == "T")
@@ -186,6 +189,20 @@ def test_ctrl_z_stops_the_served_render_with_its_client_and_fg_resumes_both(serv
     _, err = client.communicate(timeout=120)
     assert client.returncode == 128 + signal.SIGTERM, err
     assert not list((tmp_path / "paused").rglob("*.*"))
+
+
+def test_a_stop_the_kernel_discards_leaves_the_served_render_running(server, tmp_path):
+    """A client in an orphaned process group (its own session: no shell to resume it) is not
+    stopped by SIGTSTP, as its own process would not be, and neither is its render."""
+    client = rendering(server.env, tmp_path, "orphaned", start_new_session=True)
+    child = int(server.wait_for("--out orphaned").split("pid ")[1].split(":")[0])
+    client.send_signal(signal.SIGTSTP)
+    time.sleep(1.0)
+    assert state(client.pid) != "T"
+    assert eventually(lambda: state(child) != "T", timeout=5), "the render was left stopped"
+    client.send_signal(signal.SIGTERM)
+    _, err = client.communicate(timeout=120)
+    assert client.returncode == 128 + signal.SIGTERM, err
 
 
 def test_a_client_killed_has_its_render_stopped(server, tmp_path):

@@ -258,7 +258,8 @@ def forward(argv: list[str], environ=os.environ) -> int | None:
 
 def _wait(conn: socket.socket, pid: int) -> int:
     """Forward signals to the child pid until the server says how it ended; its exit code. A
-    stop (Ctrl-Z's SIGTSTP) stops the child, then the client; SIGCONT resumes both."""
+    stop (Ctrl-Z's SIGTSTP) stops the child, then the client; SIGCONT resumes both. Where the
+    client is not stopped (an orphaned process group), neither is the child."""
 
     def pass_on(signum, _frame):
         try:
@@ -269,8 +270,11 @@ def _wait(conn: socket.socket, pid: int) -> int:
     def stop(_signum, _frame):
         pass_on(signal.SIGSTOP, None)
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here until SIGCONT
+        # Stopped here until SIGCONT, as the command's own process would be; in an orphaned
+        # process group (no shell to resume it) the kernel discards the stop and it returns at once
+        os.kill(os.getpid(), signal.SIGTSTP)
         signal.signal(signal.SIGTSTP, stop)
+        pass_on(signal.SIGCONT, None)  # resumed, or never stopped: the child runs with it
 
     for signum in FORWARDED_SIGNALS:
         signal.signal(signum, pass_on)
