@@ -75,10 +75,14 @@ class Server:
             time.sleep(0.05)
         raise AssertionError(f"the server never said how {text!r} ended: {self.lines}")
 
-    def run(self, args: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProcess:
+    def run(
+        self, args: list[str], cwd: Path, popen: dict | None = None, **extra: str
+    ) -> subprocess.CompletedProcess:
+        """A client run to its end with the server's environment and `extra` variables (and
+        Popen's keywords `popen`: a umask, a preexec_fn)."""
         env = {**self.env, **extra}
         return subprocess.run(
-            [*COMMAND, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
+            [*COMMAND, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300, **(popen or {})
         )
 
     def stop(self) -> None:
@@ -226,15 +230,7 @@ def test_a_different_import_time_environment_runs_the_command_itself(server, tmp
 def test_the_clients_umask_is_the_served_commands(server, tmp_path):
     """A forked child would keep the server's umask: it takes the client's, so a served render's
     files have the modes the command would give them itself."""
-    done = subprocess.run(
-        [*COMMAND, "render", "quickstart", *SMALL, "--out", "private"],
-        env=server.env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        umask=0o077,
-    )
+    done = server.run(["render", "quickstart", *SMALL, "--out", "private"], tmp_path, {"umask": 0o077})
     assert done.returncode == 0, done.stderr
     assert "exit 0" in server.ended("--out private")  # served
     made = [p for p in (tmp_path / "private").rglob("*") if p.is_file()]
@@ -252,14 +248,8 @@ def test_other_process_settings_run_the_command_itself(server, tmp_path):
         os.nice(1)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
 
-    done = subprocess.run(
-        [*COMMAND, "render", "quickstart", *SMALL, "--out", "own-settings"],
-        env=server.env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=settings,
+    done = server.run(
+        ["render", "quickstart", *SMALL, "--out", "own-settings"], tmp_path, {"preexec_fn": settings}
     )
     assert done.returncode == 0, done.stderr
     assert "(process settings differ: RLIMIT_NOFILE, nice)" in server.wait_for("own-settings")
