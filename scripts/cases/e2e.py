@@ -73,10 +73,11 @@ PROCESS_START = time.time()  # near enough the interpreter's start (this script 
 CLI = [sys.executable, "-m", "physarum.render.cli"]
 
 
-def run_cli(args: list[str], env: dict[str, str]) -> tuple[float, str]:
-    """Process wall of one command and its stderr; a failing command stops the script."""
+def run_cli(args: list[str], env: dict[str, str], command: list[str] = CLI) -> tuple[float, str]:
+    """Process wall of one command (`command`, the CLI, with `args`) and its stderr; a failing
+    command stops the script."""
     start = time.perf_counter()
-    done = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True)
+    done = subprocess.run([*command, *args], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{' '.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}")
@@ -138,11 +139,7 @@ def ends(opts, env: dict[str, str], work: Path, repeats: int = 3) -> list[dict]:
     rows = []
     for _ in range(repeats):
         for end, command in (("new", CLI), ("old", [sys.executable, "-c", OLD_END])):
-            start = time.perf_counter()
-            done = subprocess.run([*command, *args], env=run_env, capture_output=True, text=True)
-            wall = time.perf_counter() - start
-            if done.returncode != 0:
-                sys.exit(f"{end} end: exit {done.returncode}\n{done.stderr[-3000:]}")
+            wall, _ = run_cli(args, run_env, command)
             total = sidecar(out, preset)["timings"]["total_s"]
             rows.append(
                 {
@@ -629,6 +626,23 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def child_args(flag: str, preset: str, opts, sets: list[str], *extra: str) -> list[str]:
+    """The command of one child run of this file (`--startup`, `--inner` or `--profile` PRESET)
+    with the run's backend, device and settings."""
+    args = [
+        sys.executable,
+        __file__,
+        flag,
+        preset,
+        *extra,
+        "--backend",
+        opts.backend,
+        "--device",
+        opts.device,
+    ]
+    return [*args, *[p for s in sets for p in ("--set", s)]]
+
+
 def child_record(args: list[str], env: dict[str, str], cache: Path, tag: str) -> list[dict]:
     """The JSON record a child run of this file prints on its line starting with `tag`, as a list
     of one, its Triton cache `cache`; an empty list (its stderr's tail printed) where it printed
@@ -667,15 +681,9 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                     cache = work / f"triton-startup-{preset}"
                     shutil.rmtree(cache, ignore_errors=True)
                     for run in ("cold", "warm"):
-                        args = [sys.executable, __file__, "--startup", preset, "--backend", opts.backend]
-                        args += ["--device", opts.device, *[p for s in opts.set for p in ("--set", s)]]
-                        run_env = {**env, "TRITON_CACHE_DIR": str(cache)}
-                        done = subprocess.run(args, env=run_env, capture_output=True, text=True)
-                        line = [x for x in done.stdout.splitlines() if x.startswith("STARTUP ")]
-                        if not line:
-                            print(done.stderr[-3000:], file=sys.stderr)
-                            continue
-                        data.append({"preset": preset, "cache": run, **json.loads(line[0][8:])})
+                        args = child_args("--startup", preset, opts, opts.set)
+                        records = child_record(args, env, cache, "STARTUP ")
+                        data += [{"preset": preset, "cache": run, **record} for record in records]
             elif part == "hashes":
                 data = hashes(opts, env, work)
             elif part == "table":
@@ -685,19 +693,17 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
             elif part == "profile":
                 data = []
                 for preset in opts.profile_presets.split(","):
-                    args = [sys.executable, __file__, "--profile", preset, "--backend", opts.backend]
-                    args += ["--device", opts.device, *[p for s in opts.set for p in ("--set", s)]]
+                    args = child_args("--profile", preset, opts, opts.set)
                     data += child_record(args, env, work / f"triton-{preset}", "PROFILE ")
             elif part == "inner":
                 data = []
                 for entry in opts.inner_presets.split(";"):
                     preset, *extra = entry.split(":")
-                    args = [sys.executable, __file__, "--inner", preset, "--backend", opts.backend]
-                    if "child" in extra:  # PRESET:child: the encoders in a child process
-                        extra.remove("child")
-                        args.append("--child-encoders")
-                    sets = [*opts.set, *extra]
-                    args += ["--device", opts.device, *[p for s in sets for p in ("--set", s)]]
+                    child = (
+                        ["--child-encoders"] if "child" in extra else []
+                    )  # PRESET:child: encoders in a child
+                    sets = [*opts.set, *(e for e in extra if e != "child")]
+                    args = child_args("--inner", preset, opts, sets, *child)
                     data += child_record(args, env, work / f"triton-{preset}", "INNER ")
             else:
                 sys.exit(f"unknown part {part}")
