@@ -328,17 +328,15 @@ def serve(args) -> int:
 
     try:
         loaded = preload()
-    except BaseException:
+        threads = threading.active_count()
+        if threads > 1:  # a fork copies one thread: a library that started others would break children
+            raise RenderError(
+                f"physarum serve: {threads - 1} threads were started while importing; cannot fork safely"
+            )
+    except BaseException:  # no server: its socket goes
         listener.close()
         path.unlink(missing_ok=True)
         raise
-    threads = threading.active_count()
-    if threads > 1:  # a fork copies one thread: a library that started others would break children
-        listener.close()
-        path.unlink(missing_ok=True)
-        raise RenderError(
-            f"physarum serve: {threads - 1} threads were started while importing; cannot fork safely"
-        )
     server = Server(path, listener, say, args.idle)
     signal.signal(signal.SIGINT, lambda *_: server.stop())
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
