@@ -62,13 +62,13 @@ STARVED = 50  # times slower: the page's CPU as a loaded 2-core CI machine may l
 def physarum(*args: str, **options) -> subprocess.Popen:
     command = [sys.executable, "-m", "physarum.render.cli", *args, "--backend", "torch", "--device", "cpu"]
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=time_shared, **options
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ordinary_scheduling,  # in the child, before it runs: time-shared
+        **options,
     )
-
-
-def time_shared() -> None:
-    """In a child before it runs: the ordinary time-shared policy (ordinary_scheduling)."""
-    ordinary_scheduling()
 
 
 def browser(autoplay: bool = False):
@@ -83,7 +83,7 @@ def browser(autoplay: bool = False):
     socket.setdefaulttimeout(WAIT)  # each command to chromedriver answers within WAIT, or raises
     try:
         driver = webdriver.Chrome(
-            service=Service(DRIVER, popen_kw={"preexec_fn": time_shared}), options=options
+            service=Service(DRIVER, popen_kw={"preexec_fn": ordinary_scheduling}), options=options
         )
     finally:
         socket.setdefaulttimeout(default)
