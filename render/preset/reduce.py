@@ -142,13 +142,19 @@ def step_pixels(preset: Preset) -> Fraction:
     )
 
 
+def moves_a_front(preset: Preset) -> bool:
+    """Whether any species spawns in a shape (SHAPED_SPAWNS): a front that must move, whose step
+    the preview keeps at MIN_STEP_PIXELS."""
+    return any(preset.species_agents(s).spawn in SHAPED_SPAWNS for s in range(preset.species_count))
+
+
 def floor_ratio(preset: Preset) -> Fraction:
     """The smallest ratio that keeps the preset's sensors at MIN_SENSOR_PIXELS and, where a
     species spawns in a shape (SHAPED_SPAWNS: a front that must move), its step at
     MIN_STEP_PIXELS (at most 1). A texture's step is not floored: veins at 256 came out the
     same with its step scaled to 0.25 pixels or kept at 1."""
     ratio = MIN_SENSOR_PIXELS / sensor_pixels(preset)
-    if any(preset.species_agents(s).spawn in SHAPED_SPAWNS for s in range(preset.species_count)):
+    if moves_a_front(preset):
         ratio = max(ratio, MIN_STEP_PIXELS / step_pixels(preset))
     return min(Fraction(1), ratio)
 
@@ -217,8 +223,7 @@ def preview_shortfall(preset: Preset, ratio: Fraction) -> str | None:
     if sensor < MIN_SENSOR_PIXELS:
         short.append(f"its smallest sensor {float(sensor):.2g} pixels ({MIN_SENSOR_PIXELS} kept)")
     step = step_pixels(preset) * ratio
-    shaped = any(preset.species_agents(s).spawn in SHAPED_SPAWNS for s in range(preset.species_count))
-    if shaped and step < MIN_STEP_PIXELS:
+    if moves_a_front(preset) and step < MIN_STEP_PIXELS:
         short.append(f"its step {float(step):.2g} pixels ({MIN_STEP_PIXELS} kept: a front under it stalls)")
     return ", ".join(short) or None
 
