@@ -66,10 +66,11 @@ class Server:
         raise AssertionError(f"the server never said {text!r}: {self.lines}")
 
     def ended(self, text: str, timeout: float = 120) -> str:
-        """The server's line saying how the command with `text` ended ("pid N exit C in S s: ...")."""
+        """The server's line saying how the command with `text` (whole words of it: "--out a" is
+        not "--out ab") ended ("pid N exit C in S s: ...")."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            found = [line for line in self.lines if text in line and " exit " in line]
+            found = [line for line in self.lines if f" {text} " in f" {line} " and " exit " in line]
             if found:
                 return found[-1]
             time.sleep(0.05)
@@ -198,8 +199,8 @@ def test_ctrl_z_stops_the_served_render_with_its_client_and_fg_resumes_both(serv
 def test_a_stop_the_kernel_discards_leaves_the_served_render_running(server, tmp_path):
     """A client in an orphaned process group (its own session: no shell to resume it) is not
     stopped by SIGTSTP, as its own process would not be, and neither is its render."""
-    client = rendering(server.env, tmp_path, "orphaned", start_new_session=True)
-    child = int(server.wait_for("--out orphaned").split("pid ")[1].split(":")[0])
+    client = rendering(server.env, tmp_path, "unstopped", start_new_session=True)
+    child = int(server.wait_for("--out unstopped").split("pid ")[1].split(":")[0])
     client.send_signal(signal.SIGTSTP)
     time.sleep(1.0)
     assert state(client.pid) != "T"
