@@ -3,8 +3,8 @@
 It keeps the 2D backend's habits and reuses its machinery (kernels/triton_backend.py): two
 launches a step (kernels/triton3d_kernels.py), double-buffered trail and count volumes by step
 parity, the step counter on the device, CUDA graphs of chunks of steps, and agents sorted by
-cell every `sort_every` steps (here by 8 x 8 x 8-cell bricks, with torch.argsort) with an
-`agent_id` per lane for the hash, so `state` gives them back in spawn order.
+cell every `sort_every` steps (here by 8 x 8 x 8-cell bricks: kernels/triton_sort.sort_agents3d)
+with an `agent_id` per lane for the hash, so `state` gives them back in spawn order.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from .triton_backend import (
     interpreter_mode,
 )
 from .triton_kernels import MAX_GRID_YZ
+from .triton_sort import BRICK_BITS, sort_agents3d
 
-BRICK_BITS = 3  # agents are sorted by bricks of 2^3 cells a side, then by cell within a brick
 # Steps between sorts: measured on an H200 (the harness's case tune-3d), every 64 steps beats 128 by 10%
 # at 256^3/16M (0.50 against 0.56 ms a step) and 5% at 512^3/64M (2.52 against 2.65), a sort
 # costing 2.3 and 8.3 ms.
@@ -59,7 +59,8 @@ def _prepare_tables(tables: Tables3D, batch: int, device: torch.device) -> Table
 
 def brick_keys(position: torch.Tensor, grid: tuple[int, int, int]) -> torch.Tensor:
     """[N] int32 sort key of positions [3, N]: the brick (z, y, x order), then the cell in it
-    (below 2^31: a side is at most limits.MAX_SIDE_3D; 32-bit keys sort faster)."""
+    (below 2^31: a side is at most limits.MAX_SIDE_3D; 32-bit keys sort faster). The order
+    kernels/triton_sort.sort_agents3d sorts by, written in torch (its tests' reference)."""
     depth, height, width = grid
     cell = position >> 16
     x, y, z = cell[0], cell[1], cell[2]
@@ -69,15 +70,6 @@ def brick_keys(position: torch.Tensor, grid: tuple[int, int, int]) -> torch.Tens
     mask = (1 << BRICK_BITS) - 1
     inner = (((z & mask) << BRICK_BITS) + (y & mask) << BRICK_BITS) + (x & mask)
     return (brick << (3 * BRICK_BITS)) + inner
-
-
-def sort_agents3d(position, heading, agent_id, grid: tuple[int, int, int]) -> None:
-    """Reorder each group's lanes by brick_keys, in place (the buffers graphs read stay)."""
-    for b in range(position.shape[0]):
-        order = torch.argsort(brick_keys(position[b], grid))
-        position[b].copy_(position[b][:, order])
-        heading[b].copy_(heading[b][order])
-        agent_id[b].copy_(agent_id[b][order])
 
 
 class TritonSimulation3D(TritonSimulation):

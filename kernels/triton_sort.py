@@ -1,7 +1,8 @@
-"""The spatial sort of the agents (every so many steps, see kernels/triton_backend.py): the cell
-of each agent as a key in tiled order (``_sort_key_kernel``), torch's stable radix sort of the keys,
-and the agents gathered into key order (``_permute_agents_kernel``), so that neighbouring lanes
-sense and deposit in nearby memory. The model does not depend on the order of the agents.
+"""The spatial sort of the agents (every so many steps, see kernels/triton_backend.py and
+kernels/triton3d.py): the cell of each agent as a key in tiled order (``_sort_key_kernel``; in 3D
+``_brick_key_kernel``), torch's stable radix sort of the keys, and the agents gathered into key
+order (``_permute_agents_kernel``, ``_permute_agents3d_kernel``), so that neighbouring lanes sense
+and deposit in nearby memory. The model does not depend on the order of the agents.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import triton
 import triton.language as tl
 
 from .api import FRAC_BITS, MAX_CANVAS
+from .limits import MAX_SIDE_3D
 from .triton_kernels import launch_options
 
 _FRAC_BITS = tl.constexpr(FRAC_BITS)
@@ -28,8 +30,11 @@ SORT_WARPS = 4
 # is what the gathers and atomics need.
 SORT_SEGMENT = 1 << 24
 
-# Sort keys are int32: the padded tile grid of the largest canvas must fit.
+# Sort keys are int32: the padded tile grid of the largest canvas must fit (and in 3D the padded
+# brick grid of the largest volume).
 assert (MAX_CANVAS + SORT_TILE) ** 2 < 2**31
+BRICK_BITS = 3  # 3D agents are sorted by bricks of 2^3 cells a side, then by cell within a brick
+assert (MAX_SIDE_3D + (1 << BRICK_BITS)) ** 3 < 2**31
 
 
 @triton.jit
@@ -86,6 +91,59 @@ def _permute_agents_kernel(
     tl.store(sorted_position_ptr + batch * 2 * count + count + lane, y, mask=mask)
     tl.store(sorted_heading_ptr + batch * count + lane, heading, mask=mask)
     tl.store(sorted_agent_id_ptr + batch * count + lane, agent_id, mask=mask)
+
+
+@triton.jit
+def _brick_key_kernel(
+    position_ptr,  # [B, 3, N] int32, 16.16 fixed point (rows x, y, z)
+    key_ptr,  # [B, N] int32, written: the agent's brick (z, y, x order), then its cell in it
+    agents,  # N, agents per simulation
+    height,  # H, cells along y
+    width,  # W, cells along x
+    BRICK: tl.constexpr,  # log2 of a brick's side
+    BLOCK: tl.constexpr,  # agents per program
+):
+    batch = tl.program_id(1).to(tl.int64)
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = lane < agents
+    x_ptr = position_ptr + batch * 3 * agents + lane
+    x = tl.load(x_ptr, mask=mask, other=0) >> _FRAC_BITS
+    y = tl.load(x_ptr + agents, mask=mask, other=0) >> _FRAC_BITS
+    z = tl.load(x_ptr + 2 * agents, mask=mask, other=0) >> _FRAC_BITS
+    # Edge bricks are padded (keys may skip values, which sorting does not mind); cells are >= 0.
+    bricks_x = (width + (1 << BRICK) - 1) >> BRICK
+    bricks_y = (height + (1 << BRICK) - 1) >> BRICK
+    brick = ((z >> BRICK) * bricks_y + (y >> BRICK)) * bricks_x + (x >> BRICK)
+    inner = ((((z & ((1 << BRICK) - 1)) << BRICK) + (y & ((1 << BRICK) - 1))) << BRICK) + (
+        x & ((1 << BRICK) - 1)
+    )
+    tl.store(key_ptr + batch * agents + lane, (brick << (3 * BRICK)) + inner, mask=mask)
+
+
+@triton.jit
+def _permute_agents3d_kernel(
+    order_ptr,  # [B, N] int64, the lane each lane takes its agent from
+    position_ptr,  # [B, 3, N] int32, 16.16 positions (read)
+    heading_ptr,  # [B, N] int16, directions (read)
+    agent_id_ptr,  # [B, N] int32, agent ids (read)
+    sorted_position_ptr,  # [B, 3, N] int32, the positions in the new order
+    sorted_heading_ptr,  # [B, N] int16
+    sorted_agent_id_ptr,  # [B, N] int32
+    agents,  # N, agents per simulation
+    BLOCK: tl.constexpr,  # agents per program
+):
+    batch = tl.program_id(1).to(tl.int64)
+    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = lane < agents
+    source = tl.load(order_ptr + batch * agents + lane, mask=mask, other=0).to(tl.int32)
+    x_base = batch * 3 * agents
+    for row in tl.static_range(3):
+        value = tl.load(position_ptr + x_base + row * agents + source, mask=mask)
+        tl.store(sorted_position_ptr + x_base + row * agents + lane, value, mask=mask)
+    heading = tl.load(heading_ptr + batch * agents + source, mask=mask)
+    agent_id = tl.load(agent_id_ptr + batch * agents + source, mask=mask)
+    tl.store(sorted_heading_ptr + batch * agents + lane, heading, mask=mask)
+    tl.store(sorted_agent_id_ptr + batch * agents + lane, agent_id, mask=mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,3 +208,45 @@ def _sort_segment(
     position[:, :, start:end].copy_(sorted_position)
     heading[:, start:end].copy_(sorted_heading)
     agent_id[:, start:end].copy_(sorted_agent_id)
+
+
+def sort_agents3d(position: torch.Tensor, heading: torch.Tensor, agent_id: torch.Tensor, grid) -> None:
+    """Reorder each group's 3D agents by brick of 2^BRICK_BITS cells, then by cell within the
+    brick (kernels/triton3d.brick_keys' order), in place.
+
+    position: [B, 3, N] int32 16.16, heading: [B, N] int16, agent_id: [B, N] int32, permuted
+    together; grid: (D, H, W). Stable, so the order is deterministic. Launches: the key kernel,
+    torch.argsort of [B, N] int32 keys, the permutation kernel, three copies back into the given
+    buffers (a captured graph holds their addresses). Temporaries: 4 + 8 + 18 bytes per agent,
+    plus the radix sort's own.
+    """
+    batch, agents = heading.shape
+    if agents < 2:
+        return
+    _, height, width = grid
+    launch = (triton.cdiv(agents, SORT_BLOCK), batch)
+    key = torch.empty((batch, agents), dtype=torch.int32, device=heading.device)
+    _brick_key_kernel[launch](
+        position, key, agents, height, width, BRICK=BRICK_BITS, BLOCK=SORT_BLOCK, **launch_options(SORT_WARPS)
+    )
+    order = torch.argsort(key, dim=1, stable=True)
+    del key
+    sorted_position = torch.empty_like(position)
+    sorted_heading = torch.empty_like(heading)
+    sorted_agent_id = torch.empty_like(agent_id)
+    _permute_agents3d_kernel[launch](
+        order,
+        position,
+        heading,
+        agent_id,
+        sorted_position,
+        sorted_heading,
+        sorted_agent_id,
+        agents,
+        BLOCK=SORT_BLOCK,
+        **launch_options(SORT_WARPS),
+    )
+    del order
+    position.copy_(sorted_position)
+    heading.copy_(sorted_heading)
+    agent_id.copy_(sorted_agent_id)

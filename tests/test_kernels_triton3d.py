@@ -75,3 +75,24 @@ def test_triton_matches_the_reference_on_a_gpu(boundary):
     for simulation in (cpu, cuda, triton):
         simulation.advance(40)
     assert _same(cpu.state, cuda.state) and _same(cpu.state, triton.state)
+
+
+@pytest.mark.interpreter(cpu=True)
+def test_the_sort_orders_agents_by_brick_keys_in_the_interpreter():
+    """sort_agents3d (key and permutation kernels) gives torch's stable argsort of brick_keys, the
+    agents' state moved together, on sides that are no multiple of a brick (padded edge bricks)."""
+    from physarum.kernels.triton3d import brick_keys
+    from physarum.kernels.triton_sort import sort_agents3d
+
+    grid = (13, 10, 19)
+    state = spawn3d([4, 5], 700, grid, "random")
+    position, heading = state.position.clone(), state.heading.clone()
+    agent_id = torch.arange(700, dtype=torch.int32).repeat(2, 1)
+    sort_agents3d(position, heading, agent_id, grid)
+    for b in range(2):
+        order = torch.argsort(brick_keys(state.position[b], grid), stable=True)
+        assert torch.equal(agent_id[b], order.to(torch.int32))
+        assert torch.equal(position[b], state.position[b][:, order])
+        assert torch.equal(heading[b], state.heading[b][order])
+    keys = brick_keys(position[0], grid)
+    assert bool((keys[1:] >= keys[:-1]).all()) and int(keys.unique().numel()) > 100
