@@ -62,6 +62,23 @@ def test_kernel_equals_the_torch_renderer_for_a_lens_view():
         )
 
 
+@pytest.mark.interpreter(cpu=True)
+@pytest.mark.parametrize("mode", ["nearest", "trilinear"])
+def test_kernel_equals_the_torch_renderer_from_far_away_and_from_inside(mode):
+    """A wide camera 1,000 half sides of a 300-voxel side away (its rays' 16.16 positions at the
+    volume's depths reach past 2^31 sideways, which the kernel clamps before its 32-bit
+    arithmetic), and a camera inside the volume, whose first samples lie behind it."""
+    levels, colours = _case(4, (6, 40, 300))
+    for place in ({"position": [0.3, -0.2, 1000.0], "fov": 150}, {"position": [0.1, 0.2, 0.3], "fov": 100}):
+        camera = Camera.model_validate({**place, "samples": 9, "opacity": 0.7, "sample": mode})
+        alpha = torch.from_numpy(alpha_table(camera))
+        v = view(camera, tuple(levels.shape), (16, 12), 0, 1)
+        plain = render_volume(levels, v, colours, alpha, (7, 8, 9), mode, 300, kernel=False)
+        assert torch.equal(plain, render_volume(levels, v, colours, alpha, (7, 8, 9), mode, 300, kernel=True))
+        if place["fov"] == 100:
+            assert len(torch.unique(plain.reshape(-1, 3), dim=0)) > 2
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["nearest", "trilinear"])
 def test_kernel_on_cuda_equals_the_torch_renderer_on_the_cpu(mode):
