@@ -14,7 +14,18 @@ from contextlib import contextmanager
 
 from physarum.render.tools.harness import Skip, case
 
-HBM = 4.8e12  # bytes per second, the H200's HBM3e
+# Bytes per second of each GPU's memory, its maker's figure: the H200's HBM3e, the H100 SXM's HBM3
+HBM = {"H200": 4.8e12, "H100": 3.35e12}
+
+
+def hbm_bandwidth() -> float:
+    """The memory bandwidth of this CUDA device by its name (HBM), the H200's where unknown."""
+    import torch
+
+    name = torch.cuda.get_device_name()
+    return next((rate for gpu, rate in HBM.items() if gpu in name), HBM["H200"])
+
+
 CONFIGS_3D = {"256^3/16M": (256, 1 << 24), "512^3/64M": (512, 1 << 26)}
 
 
@@ -64,7 +75,8 @@ def same_state(a, b) -> bool:
 def step_3d(run) -> None:
     """The 3D step (issue 27): ms/step and agent-steps/s of the Triton backend at 256^3 with 16M
     agents and 512^3 with 64M, against the memory floor (agent state, 14 bytes, and the float32
-    trail, each read and written once, over 4.8 TB/s and over the copy bandwidth measured here),
+    trail, each read and written once, over the GPU's HBM bandwidth (HBM) and over the copy
+    bandwidth measured here),
     per launch, peak memory; Triton = the torch reference on CUDA at a medium size, every boundary.
 
     Protocol: spawn, develop DEVELOP steps (compiles, captures the CUDA graphs, sorts), then
@@ -80,6 +92,7 @@ def step_3d(run) -> None:
 
     params = _params3d()
     bandwidth = copy_bandwidth(torch.device("cuda"))
+    hbm = hbm_bandwidth()
     side, agents, steps = (int(v) for v in run.identity.split(","))
     for boundary in ("wrap", "reflect", "clamp"):
         state = spawn3d([5, 6], agents, (side, side + 8, side + 16), "ball", radius=0.45, device="cuda")
@@ -118,7 +131,8 @@ def step_3d(run) -> None:
         run.record(
             f"{name} summary",
             agent_steps_per_s=agents / (ms / 1e3),
-            x_floor_hbm=round(ms / (floor / HBM * 1e3), 3),
+            x_floor_hbm=round(ms / (floor / hbm * 1e3), 3),
+            hbm_bandwidth=hbm,
             x_floor_copy=round(ms / (floor / bandwidth * 1e3), 3),
             copy_bandwidth=bandwidth,
             peak_gib_with_spawn=torch.cuda.max_memory_allocated() / 2**30,
@@ -128,6 +142,67 @@ def step_3d(run) -> None:
             trail_mass=float(simulation.trail.double().sum()),
         )
         del simulation
+
+
+def torch_sort3d(position, heading, agent_id, grid) -> None:
+    """The 3D sort as torch ops (the backend's sort until the fused kernels): brick_keys, argsort,
+    three gathers and copies back."""
+    import torch
+
+    from physarum.kernels.triton3d import brick_keys
+
+    for b in range(position.shape[0]):
+        order = torch.argsort(brick_keys(position[b], grid))
+        position[b].copy_(position[b][:, order])
+        heading[b].copy_(heading[b][order])
+        agent_id[b].copy_(agent_id[b][order])
+
+
+@case("sort-3d", needs="cuda", configs=",".join(CONFIGS_3D), develop=64)
+def sort_3d(run) -> None:
+    """The 3D agents' sort (every SORT_EVERY_3D steps): kernels/triton_sort.sort_agents3d (a key
+    kernel, argsort, one permutation kernel) against the same sort in torch ops, each timed on a
+    copy of one developed state (DEVELOP steps unsorted since their last sort), the two orders
+    checked equal, and argsort alone."""
+    import torch
+
+    from physarum.kernels import exact3d
+    from physarum.kernels.api import World
+    from physarum.kernels.spawn3d import spawn3d
+    from physarum.kernels.triton3d import TritonSimulation3D, brick_keys
+    from physarum.kernels.triton_sort import sort_agents3d
+
+    params = _params3d()
+    for name in run.configs.split(","):
+        side, agents = CONFIGS_3D[name]
+        torch.cuda.empty_cache()
+        state = spawn3d([params.seed], agents, (side,) * 3, "ball", radius=0.45, device="cuda")
+        simulation = TritonSimulation3D(state, exact3d.build_tables3d([params], device="cuda"), World())
+        del state
+        simulation.advance(run.develop + 1)  # a sort at the first step, DEVELOP steps after it
+        grid = simulation._grid
+        lanes = (simulation._position, simulation._heading, simulation._agent_id)
+        results = {}
+        for label, sort in (("torch ops", torch_sort3d), ("fused", sort_agents3d)):
+            copies = [t.clone() for t in lanes]
+
+            def once(copies=copies, sort=sort):
+                work = [t.clone() for t in copies]
+                torch.cuda.synchronize()
+                began = time.perf_counter()
+                sort(*work, grid)
+                torch.cuda.synchronize()
+                return time.perf_counter() - began, work
+
+            once()
+            timed = [once() for _ in range(5)]
+            results[label] = timed[0][1]
+            run.record(f"{name} sort, {label}", [t for t, _ in timed])
+        same = all(torch.equal(a, b) for a, b in zip(results["torch ops"], results["fused"]))
+        run.record(f"{name} sort orders", same_order=same, failed=not same)
+        keys = brick_keys(simulation._position[0], grid)
+        run.measure(f"{name} argsort alone", lambda k=keys: torch.argsort(k), repeats=5)
+        del simulation, results, keys
 
 
 VARIANTS_3D = [
