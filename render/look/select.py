@@ -15,8 +15,8 @@ an H200) and on a CPU a slow quickselect:
 
 Integer histograms made of torch ops (radix select by torch.bincount over bit fields of the float32
 pattern) were measured and are slower on both (the harness's case colour shows all the candidates);
-they stay in the bench script, not here. The Triton path counts -0.0 as +0.0 and returns +0.0 (a
-trail's zeros are +0.0 already). quantile_rank is the rank of a quantile, as the
+they stay in the bench script, not here. The Triton path counts -0.0 as +0.0 (a trail holds
+neither sign of zero twice: its zeros are +0.0). quantile_rank is the rank of a quantile, as the
 colouring has always taken it.
 """
 
