@@ -1,6 +1,5 @@
 """Exact order statistics (render/look/select.py): the element torch.kthvalue finds, on every
-kind of trail, size and rank, by every path (numpy's partition on the CPU, the Triton radix select
-on a GPU, topk elsewhere)."""
+kind of trail, size and rank, by both paths (numpy's partition on the CPU, topk elsewhere)."""
 
 from __future__ import annotations
 
@@ -81,25 +80,9 @@ def test_several_ranks_at_once_agree_with_numpy():
     assert kth_values(trail, ks).tolist() == np.sort(trail.numpy())[[k - 1 for k in ks]].tolist()
 
 
-@pytest.mark.interpreter(cpu=True)
-@pytest.mark.parametrize("cells", [1, 3, 4097, 20_000])
-def test_the_radix_select_kernel_finds_what_kthvalue_finds(cells):
-    """render/look/select_kernel.py in Triton's interpreter, on every kind of trail and on signed
-    values (negatives, -0.0 counted as +0.0), at shares that end inside a block."""
-    from physarum.render.look.select_kernel import kth_smallest
-
-    signed = torch.randn(cells, generator=torch.Generator().manual_seed(5)) * 1e3
-    signed[::7] = -0.0
-    for name, trail in {**trails(2, cells), "signed": signed}.items():
-        for k in ranks_of(cells):
-            expected = torch.kthvalue(trail, k).values + 0.0
-            assert kth_smallest(trail, k).view(torch.int32).item() == expected.view(torch.int32).item(), (name, k)
-
-
 @pytest.mark.gpu
 def test_cuda_finds_the_same_bits_as_the_cpu():
-    """The GPU's path (the radix select kernel, or topk) and np.partition on the CPU: the same
-    element, and the same index frames."""
+    """topk on the GPU and np.partition on the CPU: the same element, and the same index frames."""
     palette = Palette(names=["gray"], gamma=0.7, levels={"high": "auto", "quantile": 0.99})
     for seed, cells in ((0, 1), (1, 999), (2, 65_537), (3, 2160 * 3840)):
         for name, trail in trails(seed, cells).items():

@@ -6,23 +6,19 @@ order statistic is one value, however it is found; no arithmetic touches it). It
 than kthvalue, which on CUDA runs one thread block per slice (about 50 ms for a 3840x2160 map on
 an H200) and on a CPU a slow quickselect:
 
-- on a GPU with Triton, a radix select of our own (render/look/select_kernel.py: four passes,
-  each counting one 8-bit digit of the floats' ordered bit patterns); without Triton,
-  torch.topk(sorted=False) of the smaller side of the rank (the n - k + 1 largest, or the k
-  smallest) and the min (or max) of what it returns: a multi-block radix select, then an exact
+- on a GPU, torch.topk(sorted=False) of the smaller side of the rank (the n - k + 1 largest, or the
+  k smallest) and the min (or max) of what it returns: a multi-block radix select, then an exact
   reduction (a min or max does not depend on the order it is taken in);
 - on the CPU, numpy's introselect (np.partition) on a copy, every rank in one call.
 
-Integer histograms made of torch ops (radix select by torch.bincount over bit fields of the float32
-pattern) were measured and are slower on both (the harness's case colour shows all the candidates);
-they stay in the bench script, not here. The Triton path counts -0.0 as +0.0 (a trail holds
-neither sign of zero twice: its zeros are +0.0). quantile_rank is the rank of a quantile, as the
-colouring has always taken it.
+Integer histograms (radix select by torch.bincount over bit fields of the float32 pattern) were
+measured and are slower on both (the harness's case colour shows all the candidates); they stay in
+the bench script, not here. quantile_rank is the rank of a quantile, as the colouring has always
+taken it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Sequence
 
@@ -44,10 +40,6 @@ def kth_values(trail: torch.Tensor, ks: Sequence[int]) -> torch.Tensor:
         raise ValueError(f"ranks must be 1 .. {cells}, got {list(ks)}")
     if flat.device.type == "cpu":
         return _partition(flat, ks)
-    if flat.device.type == "cuda" and importlib.util.find_spec("triton") is not None:
-        from .select_kernel import kth_smallest  # start-up: Triton, for a GPU render only
-
-        return torch.stack([kth_smallest(flat, k) for k in ks])
     return torch.stack([_topk(flat, k) for k in ks])
 
 

@@ -71,9 +71,8 @@ def panorama_trail(height: int, width: int, steps: int, device):
 def colour_frame(run) -> None:
     """Colouring cost per frame (issue 26): the candidates for the auto level's quantile, each
     checked bit for bit against kthvalue (kthvalue: the old auto_high; sort; topk of the smaller
-    side: the GPU path of render/look/select.py without Triton; the Triton radix select, its path
-    with it; np.partition: its CPU path; an integer-histogram radix select of torch ops: the
-    rejected candidate; auto_high as it is now), Colourist.index_frame with the
+    side: the GPU path of render/look/select.py; np.partition: its CPU path; an integer-histogram
+    radix select: the rejected candidate; auto_high as it is now), Colourist.index_frame with the
     old and the new auto_high (index frames compared) and Colourist.colour (index and RGB), with
     panorama's palette. The trail: synthetic filaments, or (--trail sim) panorama's own after
     --steps steps (slow on a CPU)."""
@@ -110,10 +109,6 @@ def colour_frame(run) -> None:
         }
         if device.type == "cpu":
             found["np.partition"] = lambda: select._partition(flat, [k])[0]
-        else:
-            from physarum.render.look.select_kernel import kth_smallest
-
-            found["radix select (Triton kernel)"] = lambda: kth_smallest(flat, k)
         for name, fn in found.items():
             slow = name.startswith("kthvalue") or device.type == "cpu"
             value = fn()
