@@ -13,6 +13,8 @@ MixColourist, on the maps render/look/layers.py makes); make_colourist chooses a
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import torch
 
@@ -27,6 +29,8 @@ from .hdr import HdrLook
 from .layers import hue_table, mix_weight
 from .palette import palette_table
 from .select import kth_values, quantile_rank
+
+_HAS_TRITON = importlib.util.find_spec("triton") is not None  # colour_kernel can run on CUDA
 
 
 def gamma_levels(gamma: float) -> np.ndarray:
@@ -107,6 +111,10 @@ class Colourist:
         if self.hdr is not None:
             return self.hdr.index(trail, low, high, frame)
         bounds = (high - low) * self._on(trail.device)["levels"] + low
+        if trail.device.type == "cuda" and _HAS_TRITON:
+            from .colour_kernel import palette_indices  # start-up: Triton, for a GPU render only
+
+            return palette_indices(trail, bounds)  # the same bytes, without int64 indices
         return torch.bucketize(trail, bounds, right=True).to(torch.uint8)
 
     def palette_index(self, frame: int) -> int:

@@ -70,7 +70,8 @@ def panorama_trail(height: int, width: int, steps: int, device):
 )
 def colour_frame(run) -> None:
     """Colouring cost per frame (issue 26): the candidates for the auto level's quantile, each
-    checked bit for bit against kthvalue (kthvalue: the old auto_high; sort; topk of the smaller
+    checked bit for bit against kthvalue, and the palette indices by bucketize and by the Triton
+    kernel on CUDA (kthvalue: the old auto_high; sort; topk of the smaller
     side: the GPU path of render/look/select.py; np.partition: its CPU path; an integer-histogram
     radix select: the rejected candidate; auto_high as it is now), Colourist.index_frame with the
     old and the new auto_high (index frames compared) and Colourist.colour (index and RGB), with
@@ -115,6 +116,22 @@ def colour_frame(run) -> None:
             exact = value.view(torch.int32).item() == expected
             run.measure(
                 f"{size} select {name}", fn, repeats=max(1, run.reps // 4) if slow else run.reps, exact=exact
+            )
+        if device.type == "cuda":
+            from physarum.render.look.colour_kernel import palette_indices
+
+            bounds = torch.sort(torch.rand(255, device=device) * float(trail.max())).values
+            torch_indices = torch.bucketize(trail, bounds, right=True).to(torch.uint8)
+            run.measure(
+                f"{size} indices bucketize (torch)",
+                lambda: torch.bucketize(trail, bounds, right=True).to(torch.uint8),
+                repeats=run.reps,
+            )
+            run.measure(
+                f"{size} indices palette_indices (Triton)",
+                lambda: palette_indices(trail, bounds),
+                repeats=run.reps,
+                same_indices=bool(torch.equal(palette_indices(trail, bounds), torch_indices)),
             )
         fresh = Colourist(palette)
         new_index = fresh.index_frame(trail)
