@@ -41,3 +41,23 @@ def test_a_changed_record_changes_the_page():
     rows["veins"] = dict(rows["veins"], h200_wall_s="99.9")
     changed = catalogue.generate(rows)
     assert "| 99.9 s |" in changed and changed != catalogue.generate()
+
+
+def test_the_readme_s_table_is_what_the_script_generates_from_the_e2e_record():
+    """README's presets' table (between its markers) comes from the harness's e2e table rows of
+    the GPU host and the sizes record; every preset of the e2e case's table is in it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme == catalogue.readme_text(readme), "run `python scripts/presets_catalogue.py` and commit"
+    table = catalogue.readme_table()
+    for name in catalogue.README_PRESETS:
+        assert f"| `{name}` |" in table, name
+    e2e = importlib.util.spec_from_file_location("e2e", ROOT / "scripts" / "cases" / "e2e.py")
+    source = Path(e2e.origin).read_text(encoding="utf-8")
+    assert f'TABLE_PRESETS = "{",".join(catalogue.README_PRESETS)}"' in source
+
+
+def test_a_new_e2e_row_changes_the_readme_s_table():
+    walls = catalogue.e2e_walls()
+    walls[("cosmos", "warm")] = (12.34, "abc1234")
+    changed = catalogue.readme_table(walls=walls)
+    assert "| 12.3 s / " in changed and "abc1234" in changed and changed != catalogue.readme_table()
