@@ -87,10 +87,13 @@ def launches(simulation) -> list[Launch]:
         return []
     with inner._on_device(), recording() as calls:
         position, heading, agent_id = inner._position, inner._heading, inner._agent_id
-        grid = getattr(inner, "_grid", None)
-        if grid is None and agent_id is not None and heading.numel() <= MAX_SORT_COPY_AGENTS:
-            width = inner.trail.shape[2]
-            triton_sort.sort_agents(position.clone(), heading.clone(), agent_id.clone(), width)
+        grid = getattr(inner, "_grid", None)  # a 3D simulation's (D, H, W)
+        if agent_id is not None and heading.numel() <= MAX_SORT_COPY_AGENTS:
+            copies = (position.clone(), heading.clone(), agent_id.clone())
+            if grid is None:
+                triton_sort.sort_agents(*copies, inner.trail.shape[2])
+            else:
+                triton_sort.sort_agents3d(*copies, grid)
         inner._launch_step(inner._parity)  # the counts it may clear are zero on entry
     return calls
 

@@ -106,14 +106,14 @@ def test_what_warmup_compiles_is_every_specialisation_a_render_launches(kind, im
     data = {
         "tiny": tiny_data(run={"steps": 18, "steps_per_frame": 3}),
         "world": world_data(),
-        "3d": tiny_3d(run={"steps": 12, "steps_per_frame": 3}),  # its sort is torch's: no kernel
+        "3d": tiny_3d(run={"steps": 12, "steps_per_frame": 3}),
     }[kind]
     preset = build_preset(data, str(images / "p.yaml"))
     simulation = make_batch_simulation([preset], "triton", torch.device("cpu"))
     ahead = {warmup._key(call) for call in warmup.launches(simulation)}
     with _launched() as rendered:
         simulation.advance(preset.run.steps)
-    assert len(ahead) == (2 if kind == "3d" else 4) and rendered == ahead
+    assert len(ahead) == 4 and rendered == ahead  # the sort's two kernels, the step's two
 
 
 def test_a_render_compiles_ahead_only_where_the_switch_asks_on_a_triton_gpu():
