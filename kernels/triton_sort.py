@@ -1,7 +1,7 @@
 """The spatial sort of the agents (every so many steps, see kernels/triton_backend.py and
 kernels/triton3d.py): the cell of each agent as a key in tiled order (``_sort_key_kernel``; in 3D
 ``_brick_key_kernel``), torch's stable radix sort of the keys, and the agents gathered into key
-order (``_permute_agents_kernel``, ``_permute_agents3d_kernel``), so that neighbouring lanes sense
+order (``_permute_agents_kernel``, in 2D and 3D), so that neighbouring lanes sense
 and deposit in nearby memory. The model does not depend on the order of the agents.
 """
 
@@ -66,29 +66,29 @@ def _sort_key_kernel(
 @triton.jit
 def _permute_agents_kernel(
     order_ptr,  # [B, count] int64, the segment lane each lane takes its agent from
-    position_ptr,  # [B, 2, N] int32, 16.16 positions (read)
+    position_ptr,  # [B, DIMS, N] int32, 16.16 positions (read)
     heading_ptr,  # [B, N] int16, headings (read)
     agent_id_ptr,  # [B, N] int32, agent ids (read)
-    sorted_position_ptr,  # [B, 2, count] int32, the segment's positions in the new order
+    sorted_position_ptr,  # [B, DIMS, count] int32, the segment's positions in the new order
     sorted_heading_ptr,  # [B, count] int16, the segment's headings in the new order
     sorted_agent_id_ptr,  # [B, count] int32, the segment's agent ids in the new order
     agents,  # N, agents per simulation (the row stride of the inputs)
     start,  # first lane of the segment
     count,  # lanes in the segment
+    DIMS: tl.constexpr,  # 2 or 3: rows of a position
     BLOCK: tl.constexpr,  # agents per program
 ):
     batch = tl.program_id(1).to(tl.int64)
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = lane < count
     row_base = batch * agents + start  # [B, N] inputs
-    x_base = batch * 2 * agents + start  # [B, 2, N] inputs
+    x_base = batch * DIMS * agents + start  # [B, DIMS, N] inputs
     source = tl.load(order_ptr + batch * count + lane, mask=mask, other=0).to(tl.int32)
-    x = tl.load(position_ptr + x_base + source, mask=mask)
-    y = tl.load(position_ptr + x_base + agents + source, mask=mask)
+    for row in tl.static_range(DIMS):
+        value = tl.load(position_ptr + x_base + row * agents + source, mask=mask)
+        tl.store(sorted_position_ptr + batch * DIMS * count + row * count + lane, value, mask=mask)
     heading = tl.load(heading_ptr + row_base + source, mask=mask)
     agent_id = tl.load(agent_id_ptr + row_base + source, mask=mask)
-    tl.store(sorted_position_ptr + batch * 2 * count + lane, x, mask=mask)
-    tl.store(sorted_position_ptr + batch * 2 * count + count + lane, y, mask=mask)
     tl.store(sorted_heading_ptr + batch * count + lane, heading, mask=mask)
     tl.store(sorted_agent_id_ptr + batch * count + lane, agent_id, mask=mask)
 
@@ -118,32 +118,6 @@ def _brick_key_kernel(
         x & ((1 << BRICK) - 1)
     )
     tl.store(key_ptr + batch * agents + lane, (brick << (3 * BRICK)) + inner, mask=mask)
-
-
-@triton.jit
-def _permute_agents3d_kernel(
-    order_ptr,  # [B, N] int64, the lane each lane takes its agent from
-    position_ptr,  # [B, 3, N] int32, 16.16 positions (read)
-    heading_ptr,  # [B, N] int16, directions (read)
-    agent_id_ptr,  # [B, N] int32, agent ids (read)
-    sorted_position_ptr,  # [B, 3, N] int32, the positions in the new order
-    sorted_heading_ptr,  # [B, N] int16
-    sorted_agent_id_ptr,  # [B, N] int32
-    agents,  # N, agents per simulation
-    BLOCK: tl.constexpr,  # agents per program
-):
-    batch = tl.program_id(1).to(tl.int64)
-    lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = lane < agents
-    source = tl.load(order_ptr + batch * agents + lane, mask=mask, other=0).to(tl.int32)
-    x_base = batch * 3 * agents
-    for row in tl.static_range(3):
-        value = tl.load(position_ptr + x_base + row * agents + source, mask=mask)
-        tl.store(sorted_position_ptr + x_base + row * agents + lane, value, mask=mask)
-    heading = tl.load(heading_ptr + batch * agents + source, mask=mask)
-    agent_id = tl.load(agent_id_ptr + batch * agents + source, mask=mask)
-    tl.store(sorted_heading_ptr + batch * agents + lane, heading, mask=mask)
-    tl.store(sorted_agent_id_ptr + batch * agents + lane, agent_id, mask=mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,10 +161,18 @@ def _sort_segment(
     )
     order = torch.argsort(key, dim=1, stable=True)
     del key
-    sorted_position = torch.empty((batch, 2, count), dtype=position.dtype, device=position.device)
+    _permute(order, position, heading, agent_id, start, count)
+
+
+def _permute(order, position, heading, agent_id, start: int, count: int) -> None:
+    """Lanes [start, start + count) of every simulation take the agents `order` names (segment
+    lanes), in place: the permutation kernel into temporaries, then three copies back into the
+    given buffers (a captured graph holds their addresses)."""
+    batch, dims, _ = position.shape
+    sorted_position = torch.empty((batch, dims, count), dtype=position.dtype, device=position.device)
     sorted_heading = torch.empty((batch, count), dtype=heading.dtype, device=heading.device)
     sorted_agent_id = torch.empty((batch, count), dtype=agent_id.dtype, device=agent_id.device)
-    _permute_agents_kernel[grid](
+    _permute_agents_kernel[(triton.cdiv(count, SORT_BLOCK), batch)](
         order,
         position,
         heading,
@@ -198,9 +180,10 @@ def _sort_segment(
         sorted_position,
         sorted_heading,
         sorted_agent_id,
-        agents,
+        position.shape[2],
         start,
         count,
+        DIMS=dims,
         BLOCK=SORT_BLOCK,
         **launch_options(SORT_WARPS),
     )
@@ -231,22 +214,4 @@ def sort_agents3d(position: torch.Tensor, heading: torch.Tensor, agent_id: torch
     )
     order = torch.argsort(key, dim=1, stable=True)
     del key
-    sorted_position = torch.empty_like(position)
-    sorted_heading = torch.empty_like(heading)
-    sorted_agent_id = torch.empty_like(agent_id)
-    _permute_agents3d_kernel[launch](
-        order,
-        position,
-        heading,
-        agent_id,
-        sorted_position,
-        sorted_heading,
-        sorted_agent_id,
-        agents,
-        BLOCK=SORT_BLOCK,
-        **launch_options(SORT_WARPS),
-    )
-    del order
-    position.copy_(sorted_position)
-    heading.copy_(sorted_heading)
-    agent_id.copy_(sorted_agent_id)
+    _permute(order, position, heading, agent_id, 0, agents)
