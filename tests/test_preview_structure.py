@@ -54,10 +54,10 @@ NOT_MEASURED: dict[str, str] = {}
 # Known gaps, held here (strict) until they are closed. tribes: its ring species steps 0.3 pixels
 # at 256 and stands still (a front stepping under a pixel stalls: MIN_STEP_PIXELS), its end
 # wavelength 0.325 (the ring's) against its full renders' 0.109 to 0.246 (seeds 44, its own:
-# 0.114; 1: 0.109; 2: 0.166; 3: 0.246; 4: 0.165; 5: 0.162; 187-258 s each on the 2-core CPU: its
-# end ring, 4 to 9 cycles a side, is the seed's chance), lit 0.090 against 0.063 to 0.074; its
-# step floor asks for 854 pixels, and its four species' trails cost 5.4e8 of work at 256 already
-# (PREVIEW_WORK 4.5e8).
+# 0.114; 1: 0.109; 2: 0.166; 3: 0.246; 4: 0.165; 5: 0.162; 6: 0.201; 7: 0.111; 187-258 s each on
+# the 2-core CPU: its end ring, 4 to 9 cycles a side, is the seed's chance; seed 6's is 0.736
+# halfway), lit 0.090 against 0.063 to 0.074; its step floor asks for 854 pixels, and its four
+# species' trails cost 5.4e8 of work at 256 already (PREVIEW_WORK 4.5e8).
 # Its step floored to a pixel at 256 (all species) was further off (lit 0.043, r50 0.399 against
 # 0.321), and thinning spares agents, not the trails' cells.
 # feast (and embers, its twin), no longer a gap: its network ends at ring 9 cycles a side or at
