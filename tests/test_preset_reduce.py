@@ -14,14 +14,20 @@ from physarum.render.preset.images import box_resize, preset_pixels, read_grey
 from physarum.render.preset.load import build_preset
 from physarum.render.preset.reduce import (
     LARGER_WINDOWS,
+    MAX_THINNING,
     MIN_SENSOR_PIXELS,
     MIN_STEP_PIXELS,
     PREVIEW_FRAME_3D,
     PREVIEW_FRAMES_3D,
     PREVIEW_WORK,
     TEXTURE_SENSOR_PIXELS,
+    THINNED_FLOORS,
+    floor_ratio,
+    is_shaped,
     is_window,
+    moves_a_front,
     preview_ratio,
+    preview_shortfall,
     reduce_preset,
     reduced_work,
     sensor_pixels,
@@ -208,11 +214,18 @@ def test_the_work_bounds_a_preview_that_the_floor_would_make_large():
     assert reduced_work(preset, ratio) <= PREVIEW_WORK < reduced_work(preset, Fraction(side + 1, 1024))
 
 
-@pytest.mark.parametrize("name", ["anywhere", "veins", "crowd", "tribes"])
-def test_a_preview_keeps_256_where_the_sensor_stays_or_the_work_is_spent(name):
-    preset = curated(name)  # sensors >= 6 pixels at 256 (anywhere: short_side units), or tribes's
-    # four species' trails past PREVIEW_WORK at 256 already
+@pytest.mark.parametrize("name", ["anywhere", "veins", "crowd"])
+def test_a_preview_keeps_256_where_the_sensor_stays(name):
+    preset = curated(name)  # sensors >= 6 pixels at 256 (anywhere: short_side units)
     assert preview_ratio(preset, 256) == side_ratio(preset, 256)
+
+
+def test_a_preview_keeps_256_where_the_work_is_spent_there():
+    """tribes under another name (THINNED_FLOORS states nothing for it): its four species'
+    trails cost past PREVIEW_WORK at 256 already, so its preview stays at 256."""
+    preset = curated("tribes").model_copy(update={"name": "pursuit"})
+    assert reduced_work(preset, side_ratio(preset, 256)) > PREVIEW_WORK
+    assert preview_ratio(preset, 256) == side_ratio(preset, 256) and thinning(preset, Fraction(1, 4)) == 1
 
 
 @pytest.mark.parametrize(("name", "side"), [("starburst", 748), ("compass", 512), ("bloom", 512)])
@@ -245,6 +258,30 @@ def test_a_front_too_costly_at_its_floor_is_thinned_not_shrunk():
         == "preview: 1024x1024 -> 1024x1024, 800,000 -> 200,000 agents (thinned / 4, deposit x 4), distances / 1"
     )
     assert reduce_preset(preset, ratio, "reduce") == (preset, "")  # --reduce 1 leaves it as it is
+
+
+def test_a_front_past_the_work_at_any_thinning_keeps_its_floor_thinned_as_it_states():
+    """tribes moves a front with one species (its blue ring) of four: its floor (the ring's
+    1.2-pixel step at a pixel) asks for 854 pixels, whose four trails cost past PREVIEW_WORK
+    however few its agents; it states k = 8 in THINNED_FLOORS, so its preview keeps its floor
+    and thins all its species (count / 8, deposit x 8), and says nothing falls short. At 256 its
+    ring stood still (steps of 0.3 pixels)."""
+    preset = curated("tribes")
+    assert moves_a_front(preset) and not is_shaped(preset)
+    ratio = preview_ratio(preset, 256)
+    assert ratio == Fraction(854, 1024) and ratio >= floor_ratio(preset) > Fraction(853, 1024)
+    assert step_pixels(preset) * ratio >= MIN_STEP_PIXELS
+    assert thinning(preset, ratio) == THINNED_FLOORS["tribes"] == 8
+    assert reduced_work(preset, ratio, MAX_THINNING) > PREVIEW_WORK
+    reduced, note = reduce_preset(preset, ratio)
+    assert reduced.agents.count == round(preset.agents.count * ratio**2 / 8) == 139_106
+    assert all(reduced.species_model(s).deposit == 8 * preset.model.deposit for s in range(4))
+    assert note == (
+        "preview: 1024x1024 -> 854x854, 1,600,000 -> 139,106 agents (thinned / 8, deposit x 8), "
+        "distances / 1.199"
+    )
+    assert preview_shortfall(preset, ratio) is None
+    assert reduce_preset(preset, ratio, "reduce")[0].agents.count == round(preset.agents.count * ratio**2)
 
 
 def test_a_preview_is_never_enlarged():
@@ -300,24 +337,26 @@ def test_a_long_3d_preview_shows_every_kth_frame_of_the_same_steps():
 
 
 def test_a_preview_the_work_bound_keeps_under_its_floor_says_what_falls_short():
-    """tribes's preview stops at 256 (its floor, a 1-pixel step for its ring, asks for 854): its
-    step 0.3 pixels and its sensor 3 are said on a note line; feast at 384 keeps its floor and
-    says nothing, nor does a window (cave) or a --reduce."""
+    """tribes under another name (THINNED_FLOORS states nothing for it) stops at 256 (its
+    floor, a 1-pixel step for its ring, asks for 854): its step 0.3 pixels and its sensor 3 are
+    said on a note line; tribes itself (its floor, thinned) and feast at 384 keep their floors
+    and say nothing, nor does a window (cave) or a --reduce."""
     from argparse import Namespace
 
     from physarum.render.cli.arguments import reduction
 
-    def preview(name: str, **flags) -> str:
+    def preview(name: str, rename: str | None = None, **flags) -> str:
         args = Namespace(**{"reduce": None, "preview": True, **flags})
-        return reduction(args, load_preset(ROOT / "presets" / f"{name}.yaml"))[1]
+        preset = load_preset(ROOT / "presets" / f"{name}.yaml")
+        return reduction(args, preset.model_copy(update={"name": rename}) if rename else preset)[1]
 
-    text = preview("tribes")
+    text = preview("tribes", rename="pursuit")
     assert text.splitlines()[1] == (
         "note: the preview stops at 256x256, within a few seconds of a CPU's work, with its smallest "
         "sensor 3 pixels (6 kept), its step 0.3 pixels (1 kept: a front under it stalls): its structure "
         'may be finer than the full render\'s (docs/presets.md, "Previews"); --reduce K renders it larger'
     )
     assert "its smallest sensor 4.2 pixels (6 kept)" in preview("rivals") and "step" not in preview("rivals")
-    for name in ("feast", "cave", "quickstart"):
+    for name in ("tribes", "feast", "cave", "quickstart"):
         assert "\n" not in preview(name), name
     assert "\n" not in preview("tribes", reduce=4, preview=False)

@@ -31,6 +31,7 @@ from physarum.render.preset.reduce import (
     PREVIEW_WORK,
     SHAPED_SPAWNS,
     TEXTURE_SENSOR_PIXELS,
+    THINNED_FLOORS,
     is_shaped,
     is_window,
     ray_samples,
@@ -51,15 +52,22 @@ LOOK_KEYS = ("name", "description", "palette", "look", "output")
 # Curated 2D presets whose full render is not measured, and why (none now: panorama's, 3.2e10
 # agent- plus cell-steps, took 22 and 25 minutes of torch on the 2-core CPU)
 NOT_MEASURED: dict[str, str] = {}
-# Known gaps, held here (strict) until they are closed. tribes: its ring species steps 0.3 pixels
-# at 256 and stands still (a front stepping under a pixel stalls: MIN_STEP_PIXELS), its end
-# wavelength 0.325 (the ring's) against its full renders' 0.109 to 0.246 (seeds 44, its own:
-# 0.114; 1: 0.109; 2: 0.166; 3: 0.246; 4: 0.165; 5: 0.162; 6: 0.201; 7: 0.111; 187-258 s each on
-# the 2-core CPU: its end ring, 4 to 9 cycles a side, is the seed's chance; seed 6's is 0.736
-# halfway), lit 0.090 against 0.063 to 0.074; its step floor asks for 854 pixels, and its four
-# species' trails cost 5.4e8 of work at 256 already (PREVIEW_WORK 4.5e8).
-# Its step floored to a pixel at 256 (all species) was further off (lit 0.043, r50 0.399 against
-# 0.321), and thinning spares agents, not the trails' cells.
+# Known gaps, held here (strict) until they are closed (none now).
+# tribes, no longer a gap: its ring species steps 0.3 pixels at 256 and stood still (a front
+# stepping under a pixel stalls: MIN_STEP_PIXELS), its end wavelength 0.325 (the ring's) against
+# its full renders' 0.109 to 0.246 (seeds 44, its own: 0.114; 1: 0.109; 2: 0.166; 3: 0.246; 4:
+# 0.165; 5: 0.162; 6: 0.201; 7: 0.111; 187-258 s each on the 2-core CPU: its end ring, 4 to 9
+# cycles a side, is the seed's chance; seed 6's is 0.736 halfway), lit 0.090 against 0.063 to
+# 0.074. Its step floor asks for 854 pixels, where its four species' trails alone are 4.4e9 of
+# work (5.4e8 at 256 already; PREVIEW_WORK 4.5e8); its step floored to a pixel at 256 (all
+# species) was further off (lit 0.043, r50 0.399 against 0.321). It previews at its floor with
+# all its species thinned by 8 (THINNED_FLOORS): its end wavelength 0.248, lit 0.068, r50 0.370,
+# reach 0.502 (0.126, 0.065, 0.344, 0.569 thinned by 4; 0.248, 0.083, 0.361, 0.509 by 16); with
+# seeds 1 to 7, thinned by 4 or by 8 six of seven previews were within the bounds (by 4 seed 7
+# ended at 0.063, by 8 seed 6 at 0.769), by 16 four (seeds 1, 4 and 7 at 0.062 to 0.077, finer
+# than any full render). Its simulation took 25-29 s by 8 on the 2-core CPU (36-46 s by 4, 18-20
+# s by 16, two threads); at 640 and 768 thinned by 4 (its ring's step 0.75 and 0.9 pixels) it
+# ended at 0.168 and 0.258 with its own seed.
 # feast (and embers, its twin), no longer a gap: its network ends at ring 9 cycles a side or at
 # 10.7 by the seed's chance, its full render as its previews: full renders with seeds 9 (its
 # own), 1, 2 and 6 end at 0.1093 to 0.1107 of the side (ring 9), with seeds 3, 4 and 5 at 0.0933
@@ -94,7 +102,7 @@ NOT_MEASURED: dict[str, str] = {}
 # window ends at 0.0349 (rings 7.2 of the window; its own seed's full render alone: 9.4), within
 # the envelope; its lit share 0.172 against 0.179 and 0.180. A 512 window: 0.031 (its seed 9)
 # and 0.038 (seed 1).
-GAPS = {"tribes": "its ring species stands still at 256 (steps of 0.3 pixels)"}
+GAPS: dict[str, str] = {}
 # Where the full render ends as a blob whose spectrum is flat, its dominant ring is a matter of
 # chance: the wavelength is bounded at this point of the run instead. rolling's ring contracts to
 # a blob (r50 0.098 at the end); its preview's six strongest rings there (6, 16, 11, 1, 17, 21
@@ -275,7 +283,8 @@ def test_every_preview_keeps_its_sensors_and_fronts_resolved(name, preset):
             or reduced_work(preset, next_side, thinning(preset, next_side)) > PREVIEW_WORK
         )
     if k > 1:
-        assert is_shaped(preset) and f"thinned / {k}, deposit x {k}" in reduced.description
+        assert is_shaped(preset) or THINNED_FLOORS.get(name) == k  # a shaped spawn, or stated
+        assert f"thinned / {k}, deposit x {k}" in reduced.description
         dump = reduced.model.model_dump()["deposit"]
         assert dump == scaled(preset.model.model_dump()["deposit"], Fraction(k))  # a number, keys or a range
 

@@ -34,14 +34,18 @@ the pixel grid: scaled to 256, labyrinth, journey or cells came out a much finer
 the full render, cave's and quickstart's sensors fell to 4.5 pixels and their textures came out
 finer. A window costs what a 256 preview costs, unless a curated texture states a larger one
 (LARGER_WINDOWS: cells's and labyrinth's 512, four times the work, past PREVIEW_WORK: their 256
-windows held too few of their cells for the texture to coarsen as in the full render); docs/figures/previews.png
-tiles it to its texture's scale. Another preset's preview size (preview_ratio) is the requested short side (256), made larger where that
-would bring a sensor under MIN_SENSOR_PIXELS (6) pixels (maze 436, feast 384, lettering
-616x308, rivals 308) or, where a species spawns in a shape (a
-front that moves: rings, starburst, bloom, compass, tribes), its largest step under
-MIN_STEP_PIXELS (a front that moves less than a pixel a step stalls), as far as PREVIEW_WORK
-allows (a preview stays seconds on a 2-core CPU); a shaped preset that would pass PREVIEW_WORK
-keeps that size and thins its agents instead (thinning: count / k, deposit x k). A 3D reduction
+windows held too few of their cells for the texture to coarsen as in the full render);
+docs/figures/previews.png tiles it to its texture's scale. Another preset's preview size
+(preview_ratio) is the requested short side (256), made larger where that would bring a sensor
+under MIN_SENSOR_PIXELS (6) pixels (maze 436, feast 384, lettering 616x308, rivals 308) or,
+where a species spawns in a shape (a front that moves: rings, starburst, bloom, compass,
+rolling, tribes), its largest step under MIN_STEP_PIXELS (a front that moves less than a pixel
+a step stalls: starburst 748, bloom and compass 512), as far as PREVIEW_WORK allows (a preview
+stays seconds on a 2-core CPU); a shaped preset that would pass PREVIEW_WORK keeps that size
+and thins its agents instead (thinning: count / k, deposit x k; rings 1024 and rolling 512, by
+4). A curated preset whose front is some of its species' and whose floor is past PREVIEW_WORK
+however thinned states its thinning (THINNED_FLOORS: tribes, whose ring stood still at 256,
+keeps its 854 with all its species thinned by 8, about a minute on the 2-core CPU). A 3D reduction
 keeps the opacity of a ray across the volume (kept_opacity: fewer samples, each more opaque).
 Measured against the full renders: tests/test_preview_structure.py. The rules read the preset
 alone, in integers and fractions, so a preview is the same preset on every machine.
@@ -82,6 +86,19 @@ MIN_STEP_PIXELS = Fraction(1)
 # (rings with 100,000 agents of its 800,000 at 1024: the same front radius and lit share)
 SHAPED_SPAWNS = ("center", "disk", "ring")
 MAX_THINNING = 64
+# A curated preset that moves a front with some of its species (moves_a_front, not is_shaped),
+# whose floor costs more than PREVIEW_WORK however few its agents (its trails' cells alone),
+# states k here, by name: its preview keeps its floor (floor_ratio) and thins all its species
+# (count / k, deposit * k), past PREVIEW_WORK (thinned_floor). tribes (four species; its blue
+# ring's 1.2-pixel step asks for 854 pixels, where its four trails alone are 4.4e9 of work): at
+# 256 its ring stood still and its preview ended at 0.325 of the side, against its full renders'
+# 0.109 to 0.246 (eight seeds). At 854 thinned by 4, 8 and 16 it ends within the bounds with its
+# own seed (0.126, 0.248, 0.248); with seeds 1 to 7, by 4 and by 8 in six of seven (one ended at
+# 0.063, one at 0.769), by 16 in four (three at 0.062 to 0.077, finer than any full render). 8
+# is the cheaper of the two that hold: 25 to 29 s of simulation on the 2-core CPU (two threads;
+# by 4, 36 to 46 s; by 16, 18 to 20 s), 51 s for `render tribes --preview` (its simulation on
+# one thread beside the encoder; by 4, 64 s; by 16, 43 s)
+THINNED_FLOORS = {"tribes": 8}
 # A window shows a piece of its texture reduced only as far as keeps its smallest sensor at this
 # many pixels, or at its full scale where the sensor is that small already (window_scale). cave
 # at 512 (9 pixels) matched but cost 2.3 times PREVIEW_WORK, and thinned there (agents / 4,
@@ -179,10 +196,19 @@ def reduced_work(preset: Preset, ratio: Fraction, thinned: int = 1) -> int:
     return passes * preset.end_step * (agents + width * height * preset.species_count)
 
 
+def thinned_floor(preset: Preset) -> int | None:
+    """The k a 2D preset's name states in THINNED_FLOORS (its preview at its floor, thinned by
+    k), else None."""
+    return THINNED_FLOORS.get(preset.name) if preset.dims == 2 else None
+
+
 def thinning(preset: Preset, ratio: Fraction) -> int:
     """k: a preview of a shaped spawn (is_shaped) by `ratio` keeps 1 / k of its agents, k the
-    smallest power of 2 (up to MAX_THINNING) that brings its work within PREVIEW_WORK; 1 for
-    other presets, and where the work fits already."""
+    smallest power of 2 (up to MAX_THINNING) that brings its work within PREVIEW_WORK; a preset
+    named in THINNED_FLOORS its k; 1 for other presets, and where the work fits already."""
+    stated = thinned_floor(preset)
+    if stated is not None:
+        return stated
     k = 1
     while is_shaped(preset) and k < MAX_THINNING and reduced_work(preset, ratio, k) > PREVIEW_WORK:
         k *= 2
@@ -192,14 +218,17 @@ def thinning(preset: Preset, ratio: Fraction) -> int:
 def preview_ratio(preset: Preset, short_side: int) -> Fraction:
     """The ratio of a preview (render --preview): its short side `short_side` (a window's larger
     where the preset states it: window_ratio), or, for a preset that is not a window
-    (is_window), larger, up to the side where the smallest sensor distance is
-    MIN_SENSOR_PIXELS pixels, as long as the reduced preset's work stays within PREVIEW_WORK (the
-    largest side that does); never enlarged."""
+    (is_window), larger, up to its floor (floor_ratio: its smallest sensor distance at
+    MIN_SENSOR_PIXELS pixels, a shaped spawn's step at MIN_STEP_PIXELS), as long as the reduced
+    preset's work stays within PREVIEW_WORK (the largest side that does), or where its name
+    states a thinning in THINNED_FLOORS, its floor whatever it costs; never enlarged."""
     short = min(preset.canvas.width, preset.canvas.height)
     base = side_ratio(preset, short_side)
     if is_window(preset, base):  # a window keeps its distances: no floor to keep
         return window_ratio(preset, base)
     side = min(short, math.ceil(short * floor_ratio(preset)))
+    if thinned_floor(preset) is not None:  # its floor, thinned, past PREVIEW_WORK
+        return Fraction(side, short) if side > short_side else base
 
     def work(side: int) -> int:
         ratio = Fraction(side, short)
