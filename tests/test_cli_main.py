@@ -687,8 +687,12 @@ def test_a_long_render_says_its_estimate_first(tmp_path, capsys, monkeypatch):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "note: this render is estimated at about 8 minutes on this cpu (torch)" in err
+    assert "--preview renders the same picture smaller" in err
     assert main([*argv, "--quiet"]) == 2
     assert "estimated" not in capsys.readouterr().err
+    assert main([*argv, "--reduce", "2"]) == 2  # a reduction already: no --preview to point to
+    err = capsys.readouterr().err
+    assert "note: this render is estimated at about 2 minutes" in err and "--preview" not in err
 
 
 def test_validate_names_a_volume_and_its_frames(capsys):

@@ -45,6 +45,7 @@ def cmd_render(args) -> int:
     if args.preview:
         out = render_command.destination(args.out)
         args.out = f"{out.rstrip('/')}/previews" if isinstance(out, str) else str(out / "previews")
+    reduced = ""
     if not args.resume:  # a preset is read without torch: its mistakes are the only message
         preset, resume = load_for_render(args), None
         preset, reduced = reduction(args, preset)  # --preview, --reduce: the preset made smaller
@@ -67,6 +68,7 @@ def cmd_render(args) -> int:
         source=Path(args.from_file) if args.from_file else None,
         resume=resume,
         interruptible=True,
+        reduced=bool(reduced),
     )
     rendered = render_command.run(preset, call, say=_say)
     result, outputs = rendered.result, rendered.paths

@@ -51,6 +51,7 @@ class RenderCall:
     source: Path | None = None  # render --from FILE: the file this render never writes over
     resume: object = None  # run/resume.Resume: the state a resumed render starts from
     interruptible: bool = False  # SIGTERM and SIGHUP stop it at the next frame, like Ctrl-C
+    reduced: bool = False  # --preview or --reduce made the preset: its estimate suggests no preview
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def _run_here(preset, call: RenderCall, say) -> Rendered:
         backend = machine.resolve_backend(call.backend, device)
         # before a render of a minute or more, of the steps it simulates (a target's trim)
         start = call.resume.step if call.resume is not None else 0
-        estimate = estimate_line(preset, device.type, backend, readers_beside(options), start)
+        estimate = estimate_line(preset, device.type, backend, readers_beside(options), start, call.reduced)
         if estimate:
             speak(estimate)
         if backend == "triton":
