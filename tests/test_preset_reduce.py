@@ -263,21 +263,21 @@ def test_a_front_too_costly_at_its_floor_is_thinned_not_shrunk():
 def test_a_front_past_the_work_at_any_thinning_keeps_its_floor_thinned_as_it_states():
     """tribes moves a front with one species (its blue ring) of four: its floor (the ring's
     1.2-pixel step at a pixel) asks for 854 pixels, whose four trails cost past PREVIEW_WORK
-    however few its agents; it states k = 8 in THINNED_FLOORS, so its preview keeps its floor
-    and thins all its species (count / 8, deposit x 8), and says nothing falls short. At 256 its
+    however few its agents; it states k = 4 in THINNED_FLOORS, so its preview keeps its floor
+    and thins all its species (count / 4, deposit x 4), and says nothing falls short. At 256 its
     ring stood still (steps of 0.3 pixels)."""
     preset = curated("tribes")
     assert moves_a_front(preset) and not is_shaped(preset)
     ratio = preview_ratio(preset, 256)
     assert ratio == Fraction(854, 1024) and ratio >= floor_ratio(preset) > Fraction(853, 1024)
     assert step_pixels(preset) * ratio >= MIN_STEP_PIXELS
-    assert thinning(preset, ratio) == THINNED_FLOORS["tribes"] == 8
+    assert thinning(preset, ratio) == THINNED_FLOORS["tribes"] == 4
     assert reduced_work(preset, ratio, MAX_THINNING) > PREVIEW_WORK
     reduced, note = reduce_preset(preset, ratio)
-    assert reduced.agents.count == round(preset.agents.count * ratio**2 / 8) == 139_106
-    assert all(reduced.species_model(s).deposit == 8 * preset.model.deposit for s in range(4))
+    assert reduced.agents.count == round(preset.agents.count * ratio**2 / 4) == 278_212
+    assert all(reduced.species_model(s).deposit == 4 * preset.model.deposit for s in range(4))
     assert note == (
-        "preview: 1024x1024 -> 854x854, 1,600,000 -> 139,106 agents (thinned / 8, deposit x 8), "
+        "preview: 1024x1024 -> 854x854, 1,600,000 -> 278,212 agents (thinned / 4, deposit x 4), "
         "distances / 1.199"
     )
     assert preview_shortfall(preset, ratio) is None

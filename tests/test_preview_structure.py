@@ -61,11 +61,11 @@ NOT_MEASURED: dict[str, str] = {}
 # 0.074. Its step floor asks for 854 pixels, where its four species' trails alone are 4.4e9 of
 # work (5.4e8 at 256 already; PREVIEW_WORK 4.5e8); its step floored to a pixel at 256 (all
 # species) was further off (lit 0.043, r50 0.399 against 0.321). It previews at its floor with
-# all its species thinned by 8 (THINNED_FLOORS): its end wavelength 0.248, lit 0.068, r50 0.370,
-# reach 0.502 (0.126, 0.065, 0.344, 0.569 thinned by 4; 0.248, 0.083, 0.361, 0.509 by 16); with
+# all its species thinned by 4 (THINNED_FLOORS): its end wavelength 0.126, lit 0.065, r50 0.344,
+# reach 0.569 (0.248, 0.068, 0.370, 0.502 thinned by 8; 0.248, 0.083, 0.361, 0.509 by 16); with
 # seeds 1 to 7, thinned by 4 or by 8 six of seven previews were within the bounds (by 4 seed 7
 # ended at 0.063, by 8 seed 6 at 0.769), by 16 four (seeds 1, 4 and 7 at 0.062 to 0.077, finer
-# than any full render). Its simulation took 25-29 s by 8 on the 2-core CPU (36-46 s by 4, 18-20
+# than any full render). Its simulation took 36-46 s by 4 on the 2-core CPU (25-29 s by 8, 18-20
 # s by 16, two threads); at 640 and 768 thinned by 4 (its ring's step 0.75 and 0.9 pixels) it
 # ended at 0.168 and 0.258 with its own seed.
 # feast (and embers, its twin), no longer a gap: its network ends at ring 9 cycles a side or at

@@ -45,7 +45,7 @@ stays seconds on a 2-core CPU); a shaped preset that would pass PREVIEW_WORK kee
 and thins its agents instead (thinning: count / k, deposit x k; rings 1024 and rolling 512, by
 4). A curated preset whose front is some of its species' and whose floor is past PREVIEW_WORK
 however thinned states its thinning (THINNED_FLOORS: tribes, whose ring stood still at 256,
-keeps its 854 with all its species thinned by 8, about a minute on the 2-core CPU). A 3D reduction
+keeps its 854 with all its species thinned by 4, about a minute on the 2-core CPU). A 3D reduction
 keeps the opacity of a ray across the volume (kept_opacity: fewer samples, each more opaque).
 Measured against the full renders: tests/test_preview_structure.py. The rules read the preset
 alone, in integers and fractions, so a preview is the same preset on every machine.
@@ -94,11 +94,12 @@ MAX_THINNING = 64
 # 256 its ring stood still and its preview ended at 0.325 of the side, against its full renders'
 # 0.109 to 0.246 (eight seeds). At 854 thinned by 4, 8 and 16 it ends within the bounds with its
 # own seed (0.126, 0.248, 0.248); with seeds 1 to 7, by 4 and by 8 in six of seven (one ended at
-# 0.063, one at 0.769), by 16 in four (three at 0.062 to 0.077, finer than any full render). 8
-# is the cheaper of the two that hold: 25 to 29 s of simulation on the 2-core CPU (two threads;
-# by 4, 36 to 46 s; by 16, 18 to 20 s), 51 s for `render tribes --preview` (its simulation on
-# one thread beside the encoder; by 4, 64 s; by 16, 43 s)
-THINNED_FLOORS = {"tribes": 8}
+# 0.063, one at 0.769), by 16 in four (three at 0.062 to 0.077, finer than any full render). 4
+# is the one of the two that hold whose preview ends where its own seed's full render does
+# (0.126 against 0.114; by 8, 0.248, at the far end of the seeds' envelope): 36 to 46 s of
+# simulation on the 2-core CPU (two threads; by 8, 25 to 29 s; by 16, 18 to 20 s), 64 s for
+# `render tribes --preview` (its simulation on one thread beside the encoder; by 8, 51 s)
+THINNED_FLOORS = {"tribes": 4}
 # A window shows a piece of its texture reduced only as far as keeps its smallest sensor at this
 # many pixels, or at its full scale where the sensor is that small already (window_scale). cave
 # at 512 (9 pixels) matched but cost 2.3 times PREVIEW_WORK, and thinned there (agents / 4,
