@@ -13,6 +13,7 @@ MixColourist, on the maps render/look/layers.py makes); make_colourist chooses a
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 
 import numpy as np
@@ -30,7 +31,12 @@ from .layers import hue_table, mix_weight
 from .palette import palette_table
 from .select import kth_values, quantile_rank
 
-_HAS_TRITON = importlib.util.find_spec("triton") is not None  # colour_kernel can run on CUDA
+
+@functools.cache
+def has_triton() -> bool:
+    """Whether Triton is installed: the look's kernels (colour_kernel.py, volume_kernel.py) can
+    run on a CUDA device."""
+    return importlib.util.find_spec("triton") is not None
 
 
 def gamma_levels(gamma: float) -> np.ndarray:
@@ -111,7 +117,7 @@ class Colourist:
         if self.hdr is not None:
             return self.hdr.index(trail, low, high, frame)
         bounds = (high - low) * self._on(trail.device)["levels"] + low
-        if trail.device.type == "cuda" and _HAS_TRITON:
+        if trail.device.type == "cuda" and has_triton():
             from .colour_kernel import palette_indices  # start-up: Triton, for a GPU render only
 
             return palette_indices(trail, bounds)  # the same bytes, without int64 indices

@@ -26,7 +26,6 @@ For the GIF, palette_frame gives each RGB frame its own palette of at most 256 c
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterable
 from fractions import Fraction
 
@@ -39,7 +38,7 @@ from ..preset.camera import Camera
 from ..preset.palettes import parse_hex
 from ..sim.course import Course
 from .camera import FIX, View, lens_views
-from .colour import Colourist
+from .colour import Colourist, has_triton
 from .loops import shown_frames
 from .volume_look import VolumeLook
 
@@ -155,11 +154,6 @@ def _packed_trilinear(corners, grid, base, frac) -> torch.Tensor:
         lanes = (packed & 0x00FF00FF) * gx + ((packed >> 8) & 0x00FF00FF) * fx  # dy = 0, 1 lanes
         lerped.append((lanes & 0xFFFF) * gy + (lanes >> 16) * fy)
     return (lerped[0] * (256 - fz) + lerped[1] * fz + (1 << 23)) >> 24
-
-
-def has_triton() -> bool:
-    """Whether Triton is installed (the kernel of render/look/volume_kernel.py can run)."""
-    return importlib.util.find_spec("triton") is not None
 
 
 def render_volume(
