@@ -15,8 +15,8 @@ Integer histograms (radix select by torch.bincount over bit fields of the float3
 measured and are slower on both (the harness's case colour shows all the candidates); they stay in
 the bench script, not here. So was a Triton radix select (four passes, each counting one 8-bit
 digit of the floats' ordered bit patterns by tl.histogram in registers): on an H100, 3.14 ms
-against topk's 2.70 for 134M cells (a 512^3 volume), 1.08 against 0.22 for 3840x2160. quantile_rank is the rank of a quantile, as the colouring has always
-taken it.
+against topk's 2.70 for 134M cells (a 512^3 volume), 1.08 against 0.22 for 3840x2160.
+quantile_rank is the rank of a quantile, as the colouring has always taken it.
 """
 
 from __future__ import annotations
