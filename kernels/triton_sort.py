@@ -114,9 +114,8 @@ def _brick_key_kernel(
     bricks_x = (width + (1 << BRICK) - 1) >> BRICK
     bricks_y = (height + (1 << BRICK) - 1) >> BRICK
     brick = ((z >> BRICK) * bricks_y + (y >> BRICK)) * bricks_x + (x >> BRICK)
-    inner = ((((z & ((1 << BRICK) - 1)) << BRICK) + (y & ((1 << BRICK) - 1))) << BRICK) + (
-        x & ((1 << BRICK) - 1)
-    )
+    within = (1 << BRICK) - 1  # a cell's place in its brick, per axis
+    inner = ((((z & within) << BRICK) + (y & within)) << BRICK) + (x & within)
     tl.store(key_ptr + batch * agents + lane, (brick << (3 * BRICK)) + inner, mask=mask)
 
 
