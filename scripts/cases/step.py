@@ -184,10 +184,9 @@ def sort_3d(run) -> None:
         lanes = (simulation._position, simulation._heading, simulation._agent_id)
         results = {}
         for label, sort in (("torch ops", torch_sort3d), ("fused", sort_agents3d)):
-            copies = [t.clone() for t in lanes]
 
-            def once(copies=copies, sort=sort):
-                work = [t.clone() for t in copies]
+            def once(sort=sort):
+                work = [t.clone() for t in lanes]  # each sort from the same developed state
                 torch.cuda.synchronize()
                 began = time.perf_counter()
                 sort(*work, grid)
