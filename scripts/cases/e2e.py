@@ -699,9 +699,8 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                 data = []
                 for entry in opts.inner_presets.split(";"):
                     preset, *extra = entry.split(":")
-                    child = (
-                        ["--child-encoders"] if "child" in extra else []
-                    )  # PRESET:child: encoders in a child
+                    # PRESET:child: the encoders in a child process
+                    child = ["--child-encoders"] if "child" in extra else []
                     sets = [*opts.set, *(e for e in extra if e != "child")]
                     args = child_args("--inner", preset, opts, sets, *child)
                     data += child_record(args, env, work / f"triton-{preset}", "INNER ")
