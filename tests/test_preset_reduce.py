@@ -21,6 +21,7 @@ from physarum.render.preset.reduce import (
     PREVIEW_FRAMES_3D,
     PREVIEW_WORK,
     TEXTURE_SENSOR_PIXELS,
+    THINNED_FLOOR_WORK,
     THINNED_FLOORS,
     floor_ratio,
     is_shaped,
@@ -258,6 +259,21 @@ def test_a_front_too_costly_at_its_floor_is_thinned_not_shrunk():
         == "preview: 1024x1024 -> 1024x1024, 800,000 -> 200,000 agents (thinned / 4, deposit x 4), distances / 1"
     )
     assert reduce_preset(preset, ratio, "reduce") == (preset, "")  # --reduce 1 leaves it as it is
+
+
+def test_a_preset_taking_a_thinned_floor_s_name_costs_no_more_than_the_curated_one():
+    """A stranger's file named tribes with four times its agents: its floor thinned by 4 would
+    cost past THINNED_FLOOR_WORK (the curated tribes's own is within), so its preview follows the
+    general rule, 256 and a shortfall note, not its floor whatever it costs."""
+    curated_work = reduced_work(curated("tribes"), Fraction(854, 1024), THINNED_FLOORS["tribes"])
+    assert curated_work <= THINNED_FLOOR_WORK
+    heavy = curated("tribes").model_copy(
+        update={"agents": curated("tribes").agents.model_copy(update={"count": 6_400_000})}
+    )
+    assert reduced_work(heavy, Fraction(854, 1024), THINNED_FLOORS["tribes"]) > THINNED_FLOOR_WORK
+    ratio = preview_ratio(heavy, 256)
+    assert ratio == side_ratio(heavy, 256) and thinning(heavy, ratio) == 1
+    assert "its step 0.3 pixels" in preview_shortfall(heavy, ratio)
 
 
 def test_a_front_past_the_work_at_any_thinning_keeps_its_floor_thinned_as_it_states():

@@ -45,7 +45,8 @@ stays seconds on a 2-core CPU); a shaped preset that would pass PREVIEW_WORK kee
 and thins its agents instead (thinning: count / k, deposit x k; rings 1024 and rolling 512, by
 4). A curated preset whose front is some of its species' and whose floor is past PREVIEW_WORK
 however thinned states its thinning (THINNED_FLOORS: tribes, whose ring stood still at 256,
-keeps its 854 with all its species thinned by 4, about a minute on the 2-core CPU). A 3D reduction
+keeps its 854 with all its species thinned by 4, about a minute on the 2-core CPU; a preset that
+takes its name and would cost more, THINNED_FLOOR_WORK, does not). A 3D reduction
 keeps the opacity of a ray across the volume (kept_opacity: fewer samples, each more opaque).
 Measured against the full renders: tests/test_preview_structure.py. The rules read the preset
 alone, in integers and fractions, so a preview is the same preset on every machine.
@@ -100,6 +101,10 @@ MAX_THINNING = 64
 # simulation on the 2-core CPU (two threads; by 8, 25 to 29 s; by 16, 18 to 20 s), 64 s for
 # `render tribes --preview` (its simulation on one thread beside the encoder; by 8, 51 s)
 THINNED_FLOORS = {"tribes": 4}
+# ... as long as its floor thinned by k costs at most this many agent- plus cell-steps (tribes's
+# own: 4.8e9, about a minute on the 2-core CPU): a preset that takes a curated name costs a
+# preview no more than the curated preset does, else it follows the rules above
+THINNED_FLOOR_WORK = 5_000_000_000
 # A window shows a piece of its texture reduced only as far as keeps its smallest sensor at this
 # many pixels, or at its full scale where the sensor is that small already (window_scale). cave
 # at 512 (9 pixels) matched but cost 2.3 times PREVIEW_WORK, and thinned there (agents / 4,
@@ -177,6 +182,12 @@ def floor_ratio(preset: Preset) -> Fraction:
     return min(Fraction(1), ratio)
 
 
+def floor_side(preset: Preset) -> int:
+    """The short side of the preset reduced to its floor (floor_ratio, rounded up)."""
+    short = min(preset.canvas.width, preset.canvas.height)
+    return min(short, math.ceil(short * floor_ratio(preset)))
+
+
 def is_shaped(preset: Preset) -> bool:
     """Whether every species of a 2D preset without a world spawns in a shape (SHAPED_SPAWNS):
     a front that moves, whose preview may be thinned (thinning)."""
@@ -199,8 +210,12 @@ def reduced_work(preset: Preset, ratio: Fraction, thinned: int = 1) -> int:
 
 def thinned_floor(preset: Preset) -> int | None:
     """The k a 2D preset's name states in THINNED_FLOORS (its preview at its floor, thinned by
-    k), else None."""
-    return THINNED_FLOORS.get(preset.name) if preset.dims == 2 else None
+    k) where that costs at most THINNED_FLOOR_WORK, else None."""
+    k = THINNED_FLOORS.get(preset.name) if preset.dims == 2 else None
+    if k is None:
+        return None
+    floor = Fraction(floor_side(preset), min(preset.canvas.width, preset.canvas.height))
+    return k if reduced_work(preset, floor, k) <= THINNED_FLOOR_WORK else None
 
 
 def thinning(preset: Preset, ratio: Fraction) -> int:
@@ -227,7 +242,7 @@ def preview_ratio(preset: Preset, short_side: int) -> Fraction:
     base = side_ratio(preset, short_side)
     if is_window(preset, base):  # a window keeps its distances: no floor to keep
         return window_ratio(preset, base)
-    side = min(short, math.ceil(short * floor_ratio(preset)))
+    side = floor_side(preset)
     if thinned_floor(preset) is not None:  # its floor, thinned, past PREVIEW_WORK
         return Fraction(side, short) if side > short_side else base
 
