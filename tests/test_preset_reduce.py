@@ -13,6 +13,7 @@ from physarum.render.preset import load_preset
 from physarum.render.preset.images import box_resize, preset_pixels, read_grey
 from physarum.render.preset.load import build_preset
 from physarum.render.preset.reduce import (
+    LARGER_WINDOW_WORK,
     LARGER_WINDOWS,
     MAX_THINNING,
     MIN_SENSOR_PIXELS,
@@ -274,6 +275,23 @@ def test_a_preset_taking_a_thinned_floor_s_name_costs_no_more_than_the_curated_o
     ratio = preview_ratio(heavy, 256)
     assert ratio == side_ratio(heavy, 256) and thinning(heavy, ratio) == 1
     assert "its step 0.3 pixels" in preview_shortfall(heavy, ratio)
+
+
+@pytest.mark.parametrize("name", sorted(LARGER_WINDOWS))
+def test_a_texture_taking_a_larger_window_s_name_costs_no_more_than_the_curated_one(name):
+    """A stranger's texture named cells (or labyrinth) with four times its agents: its larger
+    window would cost past LARGER_WINDOW_WORK (the curated preset's own is within), so it previews
+    in a window of the preview's side, as any texture does, not the larger one whatever it
+    costs."""
+    preset = curated(name)
+    base = side_ratio(preset, 256)
+    assert preview_ratio(preset, 256) == base * LARGER_WINDOWS[name]
+    assert reduced_work(preset, base * LARGER_WINDOWS[name]) <= LARGER_WINDOW_WORK
+    heavy = preset.model_copy(update={"agents": preset.agents.model_copy(update={"count": 8_000_000})})
+    assert is_window(heavy, base) and reduced_work(heavy, base * LARGER_WINDOWS[name]) > LARGER_WINDOW_WORK
+    assert preview_ratio(heavy, 256) == base
+    reduced, note = reduce_preset(heavy, preview_ratio(heavy, 256))
+    assert (reduced.canvas.width, reduced.canvas.height) == (256, 256) and note.endswith("(a window)")
 
 
 def test_a_front_past_the_work_at_any_thinning_keeps_its_floor_thinned_as_it_states():

@@ -123,6 +123,10 @@ TEXTURE_SENSOR_PIXELS = Fraction(12)
 # half of its run): its 256 window ended at 0.0226 of the full side, finer than either full
 # render (0.0263 with seed 1, 0.0328 with its own seed 3); its 512 window ends at 0.0264
 LARGER_WINDOWS = {"cells": 2, "labyrinth": 2}
+# ... as long as the larger window costs at most this many agent- plus cell-steps (cells's and
+# labyrinth's own: 1.14e9, about 20 s on the 2-core CPU): a texture that takes a curated name
+# costs a preview no more than the curated preset does, else its window is the preview's side
+LARGER_WINDOW_WORK = 1_200_000_000
 # A 2D preview's GIF is at most the GIF of a preview of this short side (preview_gif)
 PREVIEW_GIF_SIDE = 256
 # A 3D preview's camera frame is at most this many pixels on its long side (the ray marcher's
@@ -275,10 +279,11 @@ def preview_shortfall(preset: Preset, ratio: Fraction) -> str | None:
 
 def window_ratio(preset: Preset, base: Fraction) -> Fraction:
     """The ratio of a window preview whose ratio would be `base`: `base` times the preset's
-    LARGER_WINDOWS factor where it states one and the larger canvas is still a window
-    (is_window), at most 1; `base` for every other preset."""
+    LARGER_WINDOWS factor where it states one, the larger canvas is still a window (is_window)
+    and it costs at most LARGER_WINDOW_WORK, at most 1; `base` for every other preset."""
     larger = min(Fraction(1), base * LARGER_WINDOWS.get(preset.name, 1))
-    return larger if is_window(preset, larger) else base
+    fits = reduced_work(preset, larger) <= LARGER_WINDOW_WORK
+    return larger if larger > base and is_window(preset, larger) and fits else base
 
 
 def scaled(value, factor: Fraction):
