@@ -1,6 +1,8 @@
 # Sourced before scripts/gpu_evidence.py on the GPU host: puts the carried wheels and this
 # checkout on the Python path of the GPU machine's own python3 (torch and triton come with its
 # image) and defines `physarum`. Usage: source scripts/gpu_env.sh > /dev/null
+# The host's copy of .git may be stale: a call's command states the commit it was sent from,
+# `export PHYSARUM_COMMIT=<git rev-parse --short=12 HEAD, run here>`, and the harness stamps it.
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 fi

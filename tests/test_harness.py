@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -274,3 +275,16 @@ def test_a_child_parts_record_is_its_tagged_line_and_a_silent_child_gives_none(e
     failed = "import sys; print('PROFILE {}'); sys.exit('the child failed')"
     assert e2e_case.child_record([sys.executable, "-c", failed], {}, tmp_path, "INNER ") == []
     assert "the child failed" in capsys.readouterr().err
+
+
+def test_the_commit_stamp_is_heads_unless_the_tree_states_where_it_came_from(monkeypatch, tmp_path):
+    """A copy of the tree whose .git is stale (the GPU host's) states its commit in
+    PHYSARUM_COMMIT; elsewhere the stamp is HEAD's, and '' outside git."""
+    monkeypatch.delenv("PHYSARUM_COMMIT", raising=False)
+    head = harness.git_commit(ROOT)
+    assert head and head.split("+")[0] in subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
+    assert harness.git_commit(tmp_path) == ""
+    monkeypatch.setenv("PHYSARUM_COMMIT", "4db8d1e0a1b2")
+    assert harness.git_commit(ROOT) == harness.git_commit(tmp_path) == "4db8d1e0a1b2"

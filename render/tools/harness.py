@@ -200,7 +200,11 @@ def _version(module: str) -> str:
 
 
 def git_commit(root: Path | None = None) -> str:
-    """HEAD's commit (12 digits), `+dirty` when tracked files differ from it; '' outside git."""
+    """HEAD's commit (12 digits), `+dirty` when tracked files differ from it; '' outside git.
+    PHYSARUM_COMMIT, where set, is the stamp instead: a copy of the tree whose .git is not the
+    tree's own (the GPU host's) is stamped with the commit it was sent from."""
+    if os.environ.get("PHYSARUM_COMMIT"):
+        return os.environ["PHYSARUM_COMMIT"]
     where = str(root or Path.cwd())
     try:
         head = subprocess.run(
