@@ -40,7 +40,7 @@ def test_a_long_3d_render_says_its_frames():
 
 
 # ---------------------------------------------------------------------------------------------
-# A platform target's trim: the steps the render simulates (formats/targets.py trimmed_run)
+# A platform target's trim: the steps the render simulates (out/specs.py render_trim)
 
 
 def targeted(loop_mode: str = "none", steps: int = 200, **output):

@@ -2,7 +2,7 @@
 into the live output folder, its progress counted by a sink (out/sinks.py) that reads nothing of
 the frames (so it costs nothing and changes no byte of the files) and needs none past a platform
 target's trim (reads_frames False: a targeted MP4 alone simulates only the frames it keeps, as the
-command's render does: formats/targets.py trimmed_run)."""
+command's render does: out/specs.py render_trim)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..formats.contract import Frame
-from ..formats.targets import trimmed_run
 from ..look.loops import shown_frames
 from ..out.sinks import StopRender
-from ..out.specs import handed_frames
+from ..out.specs import render_trim
 from ..preset.schema import Preset
 from ..run.runner import RenderOptions, readers_beside, render
 
@@ -92,10 +91,10 @@ class BackgroundRender:
 
 def shown_made(preset: Preset, options: RenderOptions) -> int:
     """The frames a render of `preset` with `options` shows before any ping-pong replay: the
-    kept frames of a platform target's trim that stops it early (trimmed_run, asked as the
+    kept frames of a platform target's trim that stops it early (render_trim, asked as the
     runner asks it), else those of its loop (loops.shown_frames; closest's at most: the
     simulated frames). RenderError for a target the render refuses."""
-    trim = trimmed_run(preset, handed_frames(preset), readers_beside(options), options.sinks)
+    trim = render_trim(preset, readers_beside(options), options.sinks)
     if trim is not None and trim.frames is not None:
         return trim.kept
     return preset.frames if preset.loop[0] == "closest" else shown_frames(preset)

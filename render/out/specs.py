@@ -25,7 +25,7 @@ from ..formats.gif_file import (
 )
 from ..formats.registry import FORMATS
 from ..formats.still import StillSpec, check_still, host_available, still_paths, written_formats
-from ..formats.targets import describe, frame_fit
+from ..formats.targets import TrimmedRun, describe, frame_fit, trimmed_run
 from ..preset import Preset
 from ..preset.audio import loop_tempo
 from ..preset.output_sections import bar_frames
@@ -226,6 +226,13 @@ def handed_frames(preset: Preset) -> int:
 
     shown = shown_frames(preset)
     return max(1, 2 * shown - 2) if preset.loop[0] == "ping-pong" else shown
+
+
+def render_trim(preset: Preset, beside: tuple[str, ...] = (), sinks=()) -> TrimmedRun | None:
+    """How a platform target's trim bounds a render of `preset` (formats/targets.py trimmed_run,
+    its MP4 handed handed_frames); beside and sinks as trimmed_run's. The one way the runner,
+    the estimate and the live page ask it."""
+    return trimmed_run(preset, handed_frames(preset), beside, sinks)
 
 
 def check_target(preset: Preset) -> list[str]:

@@ -12,8 +12,8 @@ step on the CPU costs about 1e-6 s an agent (five sensors in a cube map) and 4e-
 and 100,000 agents. The GPU's are the H200 bench figures (Triton: 4.8e10 agent-steps a second on
 L; the eager torch step 20 times slower); a 3D step on a GPU is counted as a 2D one. The steps
 are those the render simulates: every one, or where a platform target trims the MP4 and nothing
-else reads past its kept frames, those to the last frame they come from (formats/targets.py
-trimmed_run, asked as the runner asks it: run/runner.py).
+else reads past its kept frames, those to the last frame they come from (out/specs.py
+render_trim, asked as the runner asks it: run/runner.py).
 
 A 3D preset's frames: each frame the outputs show (loops.shown_frames; a trimmed run's kept
 frames) is ray-marched once per
@@ -28,10 +28,10 @@ the 2-core machine (torch, one thread, 32^3 volume, 128^2 to 1024^2 frames of 8 
 from __future__ import annotations
 
 from ..base.errors import RenderError
-from ..formats.targets import TrimmedRun, trimmed_run
+from ..formats.targets import TrimmedRun
 from ..look.camera import default_samples
 from ..look.loops import shown_frames
-from ..out.specs import handed_frames
+from ..out.specs import render_trim
 from ..preset import Preset
 from ..preset.camera import Camera
 from ..sim.course import Course
@@ -49,12 +49,12 @@ MARCH = {"cpu": (9e-8, 9e-7), "cuda": (1.2e-11, 2e-9)}
 
 
 def stopping_trim(preset: Preset, beside: tuple[str, ...] = ()) -> TrimmedRun | None:
-    """The platform target's trim that stops a render of `preset` early (trimmed_run with the
-    frames its MP4 is handed; beside: what the render reads besides its outputs,
+    """The platform target's trim that stops a render of `preset` early (specs.render_trim;
+    beside: what the render reads besides its outputs,
     runner.readers_beside), else None: every frame simulated. A target the render refuses
     (its check says why, before work) stops nothing here."""
     try:
-        trim = trimmed_run(preset, handed_frames(preset), beside)
+        trim = render_trim(preset, beside)
     except RenderError:
         return None
     return trim if trim is not None and trim.frames is not None else None

@@ -29,7 +29,6 @@ from ..base.files import (
     PartialFile,
 )
 from ..base.interrupts import stop_if_requested
-from ..formats.targets import trimmed_run
 from ..look.layers import layer_map, needs_agents
 from ..look.loops import TrailLoop, Window, find_windows
 from ..out.fields import FieldsStop
@@ -45,7 +44,7 @@ from ..out.journal import (
     render_reads,
 )
 from ..out.sinks import Sink
-from ..out.specs import check_outputs, handed_frames
+from ..out.specs import check_outputs, render_trim
 from ..out.volume_export import VolumeStop
 from ..preset import Preset
 from ..sim.checkpoint_plan import CheckpointPlan, checkpoint_plan, checkpoint_stops
@@ -371,12 +370,9 @@ def readers_beside(options: RenderOptions) -> tuple[str, ...]:
 def _simulated(jobs: list[Job], options: RenderOptions) -> int:
     """The frames the batch simulates: every one, or the first ones alone where each job's
     platform target trims its MP4 and nothing else reads past the kept frames
-    (formats/targets.py trimmed_run); each trimmed job's notes say what was simulated."""
+    (out/specs.py render_trim); each trimmed job's notes say what was simulated."""
     beside = readers_beside(options)
-    trims = [
-        trimmed_run(job.preset, handed_frames(job.preset), beside, options.sinks) if job.paths else None
-        for job in jobs
-    ]
+    trims = [render_trim(job.preset, beside, options.sinks) if job.paths else None for job in jobs]
     frames = max(
         job.preset.frames if t is None or t.frames is None else t.frames for job, t in zip(jobs, trims)
     )
