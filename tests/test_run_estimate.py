@@ -4,12 +4,17 @@ ray march of every shown frame (its pixels, samples and lens views)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+from pathlib import Path
+
 import pytest
 
 from physarum.render.preset import build_preset
 from physarum.render.run import estimate, runner
 from physarum.render.run.estimate import estimate_line, march_seconds, render_seconds
 from support import TINY_3D, tiny_3d, tiny_data
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def preset_3d(**camera):
@@ -73,7 +78,13 @@ def test_the_estimates_steps_are_the_steps_the_render_simulates(tmp_path, steps_
     assert sum(steps_simulated) == estimate.simulated_steps(preset) == 170
 
 
-def test_a_long_trimmed_render_says_the_steps_it_simulates():
+@pytest.fixture
+def flat_rate(monkeypatch):
+    """A CPU of one rate for an agent- and a cell-step, 7e-8 s (the constants before the fit)."""
+    monkeypatch.setitem(estimate.THROUGHPUT, ("cpu", "torch"), (7e-8, 7e-8))
+
+
+def test_a_long_trimmed_render_says_the_steps_it_simulates(flat_rate):
     """A render of about 3 minutes at 1,000,000 agents: the line says its steps of the preset's."""
     data = tiny_data(
         canvas={"width": 1000, "height": 1000},
@@ -98,7 +109,7 @@ def test_a_trimmed_3d_render_marches_its_kept_frames():
     assert estimate.marched_frames(preset, ("--frames-dir",)) == 200
 
 
-def test_a_resumed_renders_estimate_counts_the_steps_left():
+def test_a_resumed_renders_estimate_counts_the_steps_left(flat_rate):
     """A render resumed at step 1,500 of 2,000 simulates 500 steps: its estimate and its line
     count those (it said the whole run's 2,000 steps and 4.7 minutes before)."""
     data = tiny_data(
@@ -137,3 +148,55 @@ def test_render_resume_estimates_from_its_checkpoints_step(tmp_path, monkeypatch
     checkpoint = next((tmp_path / "o" / "tiny").glob("*checkpoint-14*"))
     assert main(["render", "--resume", str(checkpoint), *flags]) == 0
     assert starts == [14]
+
+
+# ---------------------------------------------------------------------------------------------
+# The 2D CPU constants against the measured steps (the harness's case estimate)
+
+
+def test_a_cpu_step_whose_trails_pass_the_cache_costs_more_per_cell():
+    """Four species' trails on 1024^2 (4M cells) fall out of the CPU's cache: tribes's estimate is
+    more than 4 times its half size's (measured 231 against 21 ms a step); a GPU's is not."""
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.preset.reduce import reduce_preset
+
+    tribes = load_preset(resolve_preset_path("tribes"))
+    half = reduce_preset(tribes, Fraction(1, 2), "reduce")[0]
+    assert estimate.cpu_spill(4 << 20) == 2.0 and estimate.cpu_spill(1 << 20) == 1.0
+    assert render_seconds(tribes, "cpu", "torch") > 7 * render_seconds(half, "cpu", "torch")
+    assert render_seconds(tribes, "cuda", "triton") < 4.2 * render_seconds(half, "cuda", "triton")
+
+
+# The estimate of a 2D CPU step is this many times each measured one, at least and at most
+BOUNDS = (0.9, 2.3)
+
+
+def measured_steps() -> list[dict]:
+    """The case estimate's rows in the 2-core CPU's committed table."""
+    from physarum.render.tools import harness
+
+    rows = harness.read_table(ROOT / "benchmarks" / "unreleased" / "table-cpu-2core.csv")
+    return [row for row in rows if row["case"] == "estimate"]
+
+
+def test_the_cpu_estimate_bounds_each_measured_step():
+    """Every curated preset measured at full size, half size and its preview (ten presets, the
+    mean step of each whole run): the estimate of a step is BOUNDS times what it took."""
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.preset.reduce import preview_ratio, reduce_preset
+
+    rows = measured_steps()
+    assert len({row["variant"].split()[0] for row in rows}) >= 10
+    assert {row["variant"].split()[1] for row in rows} == {"full", "half", "preview"}
+    for row in rows:
+        name, size = row["variant"].split()
+        preset = load_preset(resolve_preset_path(name))
+        ratio = {"full": Fraction(1), "half": Fraction(1, 2), "preview": preview_ratio(preset, 256)}[size]
+        kind = "preview" if size == "preview" else "reduce"
+        sized = preset if size == "full" else reduce_preset(preset, ratio, kind)[0]  # a preview thins
+        assert row["extra"]["steps"] == sized.end_step  # the whole run's mean
+        step_ms = render_seconds(sized, "cpu", "torch") / sized.end_step * 1e3
+        low, high = BOUNDS
+        assert low <= step_ms / float(row["median_ms"]) <= high, (row["variant"], step_ms, row["median_ms"])

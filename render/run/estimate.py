@@ -2,18 +2,23 @@
 preset, the ray march of its frames.
 
 The simulation: seconds = steps x (agents x AGENT_S + cells x CELL_S), with constants per kind of
-machine and dimensions (THROUGHPUT, THROUGHPUT_3D). The 2D CPU constants were measured on the
-2-core machine of docs/benchmarks.md: labyrinth (2,000,000 agents, 1024^2, 1500 steps) took 317 s
-with the torch backend, about 0.21 s a step, which these constants give; small canvases run
-faster per agent (they stay in cache: labyrinth's 256^2 preview, 125,000 agents, took 5.6 s of
-simulation where the constants say 20 s), so the estimate errs long, never short by much. A 3D
-step on the CPU costs about 1e-6 s an agent (five sensors in a cube map) and 4e-8 s a voxel (the
-27-cell diffusion): torch, one thread, on the 2-core machine, 48^3 and 112^3 volumes of 25,000
-and 100,000 agents. The GPU's are the H200 bench figures (Triton: 4.8e10 agent-steps a second on
-L; the eager torch step 20 times slower); a 3D step on a GPU is counted as a 2D one. The steps
-are those the render simulates: every one, or where a platform target trims the MP4 and nothing
-else reads past its kept frames, those to the last frame they come from (out/specs.py
-render_trim, asked as the runner asks it: run/runner.py).
+machine and dimensions (THROUGHPUT, THROUGHPUT_3D), cells counted once per species' trail. On a
+CPU a 2D step's agent in a world (walls, food, an image) costs CPU_WORLD_AGENT times more, and
+where its trails pass CPU_CACHE_CELLS they fall out of the cache: each agent and cell costs
+sqrt(cells / CPU_CACHE_CELLS) times more (cpu_spill). The 2D CPU constants and those rules were
+fitted to the mean step of the whole runs of ten curated presets at full size, half size and
+their previews, one torch thread to a render on the 2-core machine (the harness's case estimate,
+rows in benchmarks/unreleased/table-cpu-2core.csv): the estimate is 0.9 to 2.3 times each, long
+rather than short (the constants before, one rate for agents and cells fitted to an older
+labyrinth, said 1.5 to 11 times: rings's preview 11 times, tribes's one-minute preview about 5
+minutes). A 3D step on the CPU costs about 1e-6 s an agent (five sensors in a cube map) and 4e-8
+s a voxel (the 27-cell diffusion): torch, one thread, on the 2-core machine, 48^3 and 112^3
+volumes of 25,000 and 100,000 agents. The GPU's are the
+H200 bench figures (Triton: 4.8e10 agent-steps a second on L; the eager torch step 20 times
+slower); a 3D step on a GPU is counted as a 2D one. The steps are those the render simulates:
+every one, or where a platform target trims the MP4 and nothing else reads past its kept frames,
+those to the last frame they come from (out/specs.py render_trim, asked as the runner asks it:
+run/runner.py).
 
 A 3D preset's frames: each frame the outputs show (loops.shown_frames; a trimmed run's kept
 frames) is ray-marched once per
@@ -39,11 +44,17 @@ from ..sim.course import Course
 SHOWN_FROM_S = 60.0  # an estimate at or above this is said before the render
 # (device type, backend) -> (seconds per agent-step, seconds per cell-step)
 THROUGHPUT = {
-    ("cpu", "torch"): (7e-8, 7e-8),
+    ("cpu", "torch"): (3.5e-8, 7.5e-9),
     ("cuda", "triton"): (2.1e-11, 1e-11),
     ("cuda", "torch"): (4.2e-10, 2e-10),
 }
 THROUGHPUT_3D = {**THROUGHPUT, ("cpu", "torch"): (1e-6, 4e-8)}
+# A 2D CPU step's trails past this many cells (all species', 4 MiB of float32) fall out of cache
+CPU_CACHE_CELLS = 1 << 20
+# An agent of a 2D CPU step in a world (walls, food, an image: the preset's world section) costs
+# this many times one on an empty torus (embers, feast, maze: 76 to 110 ns an agent-step at full
+# size, against 28 to 41 for labyrinth, veins and cave)
+CPU_WORLD_AGENT = 2.75
 # device type -> (seconds per pixel-sample, seconds per pixel) of a 3D frame's ray march
 MARCH = {"cpu": (9e-8, 9e-7), "cuda": (1.2e-11, 2e-9)}
 
@@ -82,8 +93,17 @@ def render_seconds(
     cells = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1) * preset.species_count
     whole = simulated_steps(preset, beside)
     steps = max(whole - start, 0)
+    if (device_type, preset.dims) == ("cpu", 2):
+        agent_s *= CPU_WORLD_AGENT if preset.world is not None else 1.0
+        agent_s, cell_s = agent_s * cpu_spill(cells), cell_s * cpu_spill(cells)
     simulation = steps * (preset.agents.count * agent_s + cells * cell_s)
     return simulation + march_seconds(preset, device_type, beside) * steps / max(whole, 1)
+
+
+def cpu_spill(cells: int) -> float:
+    """How many times more each agent and cell of a 2D CPU step costs where its trails (`cells`,
+    all species') pass CPU_CACHE_CELLS: sqrt(cells / CPU_CACHE_CELLS), else 1."""
+    return max(1.0, cells / CPU_CACHE_CELLS) ** 0.5
 
 
 def marched_frames(preset: Preset, beside: tuple[str, ...] = ()) -> int:
@@ -123,7 +143,11 @@ def estimate_line(
     if seconds is None or seconds < SHOWN_FROM_S:
         return None
     minutes = seconds / 60
-    shown = f"{minutes:.0f} minutes" if minutes < 120 else f"{minutes / 60:.1f} hours"
+    shown = (
+        f"{minutes:.0f} minute{'' if round(minutes) == 1 else 's'}"
+        if minutes < 120
+        else f"{minutes / 60:.1f} hours"
+    )
     canvas = "x".join(
         str(side) for side in (preset.canvas.width, preset.canvas.height, preset.canvas.depth) if side
     )

@@ -1,6 +1,7 @@
 """Cases of the simulation step: the 3D step (3d), its tuning variants (tune-3d), the 2D Triton
 step's tuning variants (tune-batch), the cost of keyframed parameters (keyframes) and of a
-soundtrack's features and the values that follow them (audio).
+soundtrack's features and the values that follow them (audio), and the CPU step's time against
+the estimate said before a long render (estimate).
 
     python -m physarum.render.tools.harness case 3d            # H200: about 1-2 minutes
     python -m physarum.render.tools.harness case keyframes --preset veins --steps 1000
@@ -8,6 +9,7 @@ soundtrack's features and the values that follow them (audio).
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -475,3 +477,58 @@ def audio_cost(run) -> None:
             for name, settings in (("fixed", []), ("following", AUDIO_FOLLOWING))
         )
         steps_against_fixed(run, presets)
+
+
+ESTIMATE_PRESETS = "labyrinth,quickstart,tribes,rivals,embers,veins,rings,feast,maze,cave"
+
+
+@case(
+    "estimate",
+    presets=ESTIMATE_PRESETS,
+    sizes="full,half,preview",
+    steps=0,
+    small={"presets": "quickstart,tribes", "sizes": "preview", "steps": 2},
+)
+def estimate(run) -> None:
+    """The 2D CPU step against the estimate said before a long render (run/estimate.py): ms a
+    step of each curated preset at its full size, half its size (--reduce 2) and its preview,
+    torch on one render's share of the cores (machine.limit_cpu_threads(2)): the mean of its
+    whole run (STEPS 0: a step's cost changes as the agents gather), or of STEPS steps after 3
+    untimed ones, three times; each row's extra holds its agents, cells (all species' trails),
+    the estimate's ms a step and estimate / measured."""
+    from fractions import Fraction
+
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.preset.reduce import preview_ratio, reduce_preset
+    from physarum.render.run.estimate import render_seconds
+    from physarum.render.run.machine import limit_cpu_threads
+    from physarum.render.sim.simulation import make_simulation
+
+    threads = limit_cpu_threads(2)  # a CPU render's share: the rest is its encoders'
+    for name in run.presets.split(","):
+        preset = load_preset(resolve_preset_path(name))
+        for size in run.sizes.split(","):
+            ratio = {"full": Fraction(1), "half": Fraction(1, 2), "preview": preview_ratio(preset, 256)}[size]
+            kind = "preview" if size == "preview" else "reduce"
+            sized = preset if size == "full" else reduce_preset(preset, ratio, kind)[0]  # a preview thins
+            estimated = render_seconds(sized, "cpu", "torch") / sized.end_step
+            simulation = make_simulation(sized, "torch", "cpu")
+            steps, repeats = (sized.end_step, 1) if not run.steps else (run.steps, run.repeats or 3)
+            if run.steps:
+                simulation.advance(3)
+            seconds = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                simulation.advance(steps)
+                seconds.append((time.perf_counter() - start) / steps)
+            run.record(
+                f"{name} {size}",
+                seconds,
+                threads=threads,
+                steps=steps,
+                agents=sized.agents.count,
+                cells=sized.canvas.width * sized.canvas.height * sized.species_count,
+                estimate_ms=round(estimated * 1e3, 2),
+                estimate_ratio=round(estimated / statistics.median(seconds), 2),
+            )
