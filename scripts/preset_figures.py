@@ -3,16 +3,13 @@
     python3 scripts/preset_figures.py RENDERS_DIR [NAME ...]     # a thumbnail of each preset's still
     python3 scripts/preset_figures.py --sheet OUT.png NAME ...   # a labelled contact sheet
     python3 scripts/preset_figures.py --strip OUT.png SIDECAR.json FRAMES_DIR [N]   # frames of a run
-    python3 scripts/preset_figures.py --previews OUT.png PREVIEWS_DIR NAME ...   # preview vs full
     python3 scripts/preset_figures.py --bench 'benchmarks/0.1.0/bench.json#h200.json,h200-xl.json,h200-x.json,h200-compile-s.json,cpu-2core.json'
     python3 scripts/preset_figures.py --outputs TABLE.csv LABEL               # outputs-LABEL.png
     python3 scripts/preset_figures.py --gif-shrink IN.gif OUT.gif LEVELS FACTOR STRIDE
 
 RENDERS_DIR holds `physarum render --out RENDERS_DIR` results (NAME/NAME-sSEED.png); each
 thumbnail is written to docs/figures/preset-NAME.png, 256 pixels on its long side.
---previews sets, for each NAME, the full render's thumbnail (docs/figures/preset-NAME.png)
-beside the last frame of its `physarum render NAME --preview --out PREVIEWS_DIR` GIF, both the
-fitted into tiles of one size (docs/presets.md, "Previews"), a PNG of at most 256 colours when that is smaller.
+The figure of every preview beside its full render is scripts/preview_figure.py's.
 --strip puts N (6) frames of a render's `--frames-dir FRAMES_DIR` side by side, evenly over the
 frames that are not loop blends, each labelled with its step and the values its scheduled
 parameters have there (from the render's sidecar JSON); it needs the physarum package.
@@ -80,13 +77,6 @@ def sheet(out: Path, names: list[str], columns: int = 4, tile: int = 256, gap: i
     canvas.save(out, optimize=True)
 
 
-def last_frame(gif: Path) -> Image.Image:
-    """The last frame of a GIF, as RGB."""
-    image = Image.open(gif)
-    image.seek(image.n_frames - 1)
-    return image.convert("RGB")
-
-
 def smallest_png(image: Image.Image, out: Path) -> None:
     """`image` as a PNG: of at most 256 colours where that file is smaller."""
     image.save(out, optimize=True)
@@ -94,29 +84,6 @@ def smallest_png(image: Image.Image, out: Path) -> None:
     image.quantize(256, dither=Image.Dither.NONE).save(out, optimize=True)
     if out.stat().st_size > full:
         image.save(out, optimize=True)
-
-
-def previews(out: Path, folder: Path, names: list[str], tile: int = 200, gap: int = 8) -> None:
-    """Rows of (the full render's thumbnail, the preview's last frame), each row labelled with
-    the preset's name and the preview's size; each fitted into a tile (Lanczos)."""
-    label = 24
-    canvas = Image.new("RGB", (2 * tile + 3 * gap, len(names) * (tile + label + gap) + gap), (17, 17, 17))
-    draw = ImageDraw.Draw(canvas)
-    font = ImageFont.load_default(size=14)
-    for row, name in enumerate(names):
-        full = Image.open(FIGURES / f"preset-{name}.png").convert("RGB")
-        gif = sorted((folder / "previews" / name).glob(f"{name}-s*.gif"))[0]
-        preview = last_frame(gif)
-        shown = preview.size
-        y = gap + row * (tile + label + gap)
-        for column, image in enumerate((full, preview)):
-            image = image.copy()
-            image.thumbnail((tile, tile), Image.Resampling.LANCZOS)
-            x = gap + column * (tile + gap)
-            canvas.paste(image, (x + (tile - image.width) // 2, y + label + (tile - image.height) // 2))
-        text = f"{name}: full render | preview ({shown[0]}x{shown[1]})"
-        draw.text((gap, y + label // 2), text, fill=(220, 220, 220), font=font, anchor="lm")
-    smallest_png(canvas, out)
 
 
 def strip(out: Path, sidecar: Path, frames_dir: Path, count: int = 6, gap: int = 4) -> None:
@@ -336,8 +303,6 @@ def gif_shrink(source: str, out: str, levels: int, factor: int, stride: int) -> 
 if __name__ == "__main__":
     if sys.argv[1] == "--sheet":
         sheet(Path(sys.argv[2]), sys.argv[3:], columns=3)
-    elif sys.argv[1] == "--previews":
-        previews(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:])
     elif sys.argv[1] == "--bench":
         bench(sys.argv[2:])
     elif sys.argv[1] == "--outputs":
