@@ -4,6 +4,7 @@ ray march of every shown frame (its pixels, samples and lens views)."""
 
 from __future__ import annotations
 
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -180,23 +181,23 @@ def measured_steps() -> list[dict]:
     return [row for row in rows if row["case"] == "estimate"]
 
 
-def test_the_cpu_estimate_bounds_each_measured_step():
+def test_the_cpu_estimate_bounds_each_measured_step(monkeypatch):
     """Every curated preset measured at full size, half size and its preview (ten presets, the
-    mean step of each whole run): the estimate of a step is BOUNDS times what it took."""
-    from physarum.render.preset import load_preset
-    from physarum.render.preset.catalog import resolve_preset_path
-    from physarum.render.preset.reduce import preview_ratio, reduce_preset
+    mean step of each whole run): the estimate of a step is BOUNDS times what it took; each row's
+    preset is made as the case made it (its sized_preset)."""
+    from physarum.render.tools import harness
 
+    monkeypatch.setattr(harness, "CASES", {})
+    monkeypatch.delitem(sys.modules, "cases_step", raising=False)
+    harness.load_cases(ROOT / "scripts" / "cases")
+    sized_preset = sys.modules["cases_step"].sized_preset
     rows = measured_steps()
     assert len({row["variant"].split()[0] for row in rows}) >= 10
     assert {row["variant"].split()[1] for row in rows} == {"full", "half", "preview"}
     for row in rows:
-        name, size = row["variant"].split()
-        preset = load_preset(resolve_preset_path(name))
-        ratio = {"full": Fraction(1), "half": Fraction(1, 2), "preview": preview_ratio(preset, 256)}[size]
-        kind = "preview" if size == "preview" else "reduce"
-        sized = preset if size == "full" else reduce_preset(preset, ratio, kind)[0]  # a preview thins
+        sized = sized_preset(*row["variant"].split())
         assert row["extra"]["steps"] == sized.end_step  # the whole run's mean
+        assert row["extra"]["agents"] == sized.agents.count
         step_ms = render_seconds(sized, "cpu", "torch") / sized.end_step * 1e3
         low, high = BOUNDS
         assert low <= step_ms / float(row["median_ms"]) <= high, (row["variant"], step_ms, row["median_ms"])

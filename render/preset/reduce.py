@@ -282,8 +282,8 @@ def window_ratio(preset: Preset, base: Fraction) -> Fraction:
     LARGER_WINDOWS factor where it states one, the larger canvas is still a window (is_window)
     and it costs at most LARGER_WINDOW_WORK, at most 1; `base` for every other preset."""
     larger = min(Fraction(1), base * LARGER_WINDOWS.get(preset.name, 1))
-    fits = reduced_work(preset, larger) <= LARGER_WINDOW_WORK
-    return larger if larger > base and is_window(preset, larger) and fits else base
+    stated = larger > base and is_window(preset, larger)
+    return larger if stated and reduced_work(preset, larger) <= LARGER_WINDOW_WORK else base
 
 
 def scaled(value, factor: Fraction):

@@ -13,9 +13,9 @@ rather than short (the constants before, one rate for agents and cells fitted to
 labyrinth, said 1.5 to 11 times: rings's preview 11 times, tribes's one-minute preview about 5
 minutes). A 3D step on the CPU costs about 1e-6 s an agent (five sensors in a cube map) and 4e-8
 s a voxel (the 27-cell diffusion): torch, one thread, on the 2-core machine, 48^3 and 112^3
-volumes of 25,000 and 100,000 agents. The GPU's are the
-H200 bench figures (Triton: 4.8e10 agent-steps a second on L; the eager torch step 20 times
-slower); a 3D step on a GPU is counted as a 2D one. The steps are those the render simulates:
+volumes of 25,000 and 100,000 agents. The GPU's are the H200 bench figures (Triton: 4.8e10
+agent-steps a second on L; the eager torch step 20 times slower); a 3D step on a GPU is counted
+as a 2D one. The steps are those the render simulates:
 every one, or where a platform target trims the MP4 and nothing else reads past its kept frames,
 those to the last frame they come from (out/specs.py render_trim, asked as the runner asks it:
 run/runner.py).
@@ -94,8 +94,9 @@ def render_seconds(
     whole = simulated_steps(preset, beside)
     steps = max(whole - start, 0)
     if (device_type, preset.dims) == ("cpu", 2):
+        spill = cpu_spill(cells)
         agent_s *= CPU_WORLD_AGENT if preset.world is not None else 1.0
-        agent_s, cell_s = agent_s * cpu_spill(cells), cell_s * cpu_spill(cells)
+        agent_s, cell_s = agent_s * spill, cell_s * spill
     simulation = steps * (preset.agents.count * agent_s + cells * cell_s)
     return simulation + march_seconds(preset, device_type, beside) * steps / max(whole, 1)
 

@@ -482,6 +482,22 @@ def audio_cost(run) -> None:
 ESTIMATE_PRESETS = "labyrinth,quickstart,tribes,rivals,embers,veins,rings,feast,maze,cave"
 
 
+def sized_preset(name: str, size: str):
+    """The curated preset `name` at `size`: "full", "half" (--reduce 2) or "preview" (its
+    `render --preview` reduction, thinned where that thins it)."""
+    from fractions import Fraction
+
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.preset.reduce import preview_ratio, reduce_preset
+
+    preset = load_preset(resolve_preset_path(name))
+    if size == "full":
+        return preset
+    ratio = preview_ratio(preset, 256) if size == "preview" else Fraction(1, 2)
+    return reduce_preset(preset, ratio, "preview" if size == "preview" else "reduce")[0]
+
+
 @case(
     "estimate",
     presets=ESTIMATE_PRESETS,
@@ -496,22 +512,14 @@ def estimate(run) -> None:
     whole run (STEPS 0: a step's cost changes as the agents gather), or of STEPS steps after 3
     untimed ones, three times; each row's extra holds its agents, cells (all species' trails),
     the estimate's ms a step and estimate / measured."""
-    from fractions import Fraction
-
-    from physarum.render.preset import load_preset
-    from physarum.render.preset.catalog import resolve_preset_path
-    from physarum.render.preset.reduce import preview_ratio, reduce_preset
     from physarum.render.run.estimate import render_seconds
     from physarum.render.run.machine import limit_cpu_threads
     from physarum.render.sim.simulation import make_simulation
 
     threads = limit_cpu_threads(2)  # a CPU render's share: the rest is its encoders'
     for name in run.presets.split(","):
-        preset = load_preset(resolve_preset_path(name))
         for size in run.sizes.split(","):
-            ratio = {"full": Fraction(1), "half": Fraction(1, 2), "preview": preview_ratio(preset, 256)}[size]
-            kind = "preview" if size == "preview" else "reduce"
-            sized = preset if size == "full" else reduce_preset(preset, ratio, kind)[0]  # a preview thins
+            sized = sized_preset(name, size)
             estimated = render_seconds(sized, "cpu", "torch") / sized.end_step
             simulation = make_simulation(sized, "torch", "cpu")
             steps, repeats = (sized.end_step, 1) if not run.steps else (run.steps, run.repeats or 3)
