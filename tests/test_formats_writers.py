@@ -210,6 +210,29 @@ def test_mp4_browser_sharp_is_2x_yuv420p_and_keeps_thin_colours(tmp_path):
     assert errors["browser-sharp"] < errors["browser"] / 2
 
 
+def x264_options(path: Path) -> dict[str, str]:
+    """The options x264 wrote into its stream (its SEI text: "options: key=value ...")."""
+    text = path.read_bytes().split(b"options: ", 1)[1].split(b"\x00", 1)[0].decode()
+    return dict(item.split("=", 1) for item in text.split() if "=" in item)
+
+
+def test_mp4_browser_fast_is_x264_veryfast_at_the_same_threads_and_repeats(tmp_path):
+    """browser-fast: the same stream as browser (yuv420p, the canvas's size, the pinned threads)
+    at x264's veryfast analysis, the same bytes run to run."""
+    rgb = [palette_table("viridis")[index] for index in index_frames(8, 32, 48)]
+    paths = {name: tmp_path / f"{name}.mp4" for name in ("browser", "browser-fast", "again")}
+    for name, path in paths.items():
+        write_mp4(path, rgb, "browser" if name == "browser" else "browser-fast")
+    fast, medium = x264_options(paths["browser-fast"]), x264_options(paths["browser"])
+    assert (fast["subme"], fast["ref"], fast["me"]) == ("2", "1", "hex")  # veryfast
+    assert (medium["subme"], medium["ref"]) == ("7", "3")  # medium
+    assert fast["threads"] == medium["threads"] == str(mp4.MP4_THREADS)
+    assert fast["mbtree"] == "0" and fast["crf"].startswith(str(mp4.MP4_CRF))
+    assert paths["browser-fast"].read_bytes() == paths["again"].read_bytes()
+    decoded = decoded_frames(paths["browser-fast"])
+    assert len(decoded) == 8 and decoded[0].shape == (32, 48, 3)
+
+
 def test_webp_is_lossless_looping_timed_and_carries_the_preset(tmp_path):
     rgb = [palette_table("viridis")[index] for index in index_frames(5)]
     paths = [tmp_path / "a.webp", tmp_path / "b.webp"]

@@ -61,7 +61,8 @@ def test_each_output_format_once():
 def test_mp4_setting_is_one_of_the_known():
     (problem,) = problems_of(tiny_data(output={"mp4": "sharp"}))
     assert problem == (
-        "p.yaml: output.mp4: Input should be 'browser', 'browser-sharp', 'master', 'hevc' or 'av1' "
+        "p.yaml: output.mp4: Input should be 'browser', 'browser-sharp', 'browser-fast', 'master', 'hevc' "
+        "or 'av1' "
         "(got 'sharp')"
     )
     assert build_preset(tiny_data(output={"mp4": "master"}), "p").output.mp4 == "master"

@@ -1,4 +1,4 @@
-"""MP4: H.264 in one of three settings, HEVC or AV1 (the one place they are defined), faststart, the preset
+"""MP4: H.264 in one of four settings, HEVC or AV1 (the one place they are defined), faststart, the preset
 in the container's comment tag, and a preset's soundtrack as its audio stream (mp4_audio.py).
 Odd sides are padded (H.264 needs even sizes)."""
 
@@ -66,6 +66,7 @@ class Mp4Setting:
 MP4_SETTINGS = {
     "browser": Mp4Setting("libx264", "yuv420p", 1, (("crf", str(MP4_CRF)), ("preset", "medium"))),
     "browser-sharp": Mp4Setting("libx264", "yuv420p", 2, (("crf", str(MP4_CRF)), ("preset", "medium"))),
+    "browser-fast": Mp4Setting("libx264", "yuv420p", 1, (("crf", str(MP4_CRF)), ("preset", "veryfast"))),
     "master": Mp4Setting("libx264rgb", "rgb24", 1, (("qp", "0"), ("preset", "medium"))),
     "hevc": Mp4Setting(
         "libx265",
@@ -125,7 +126,8 @@ def mp4_setting(preset) -> str:
 @dataclass(frozen=True)
 class Mp4Spec:
     """An H.264 MP4 of RGB frames (odd sides padded) with the preset text in its metadata;
-    setting: which encoding (MP4_SETTINGS: "browser", "browser-sharp" or "master")."""
+    setting: which encoding (MP4_SETTINGS: "browser", "browser-sharp", "browser-fast", "master",
+    "hevc" or "av1")."""
 
     path: Path
     width: int
@@ -271,7 +273,7 @@ FORMAT = Format(
     name="mp4",
     position=1,
     default=True,
-    summary="H.264 video that plays in a browser (settings browser, browser-sharp, master; hevc, av1)",
+    summary="H.264 video that plays in a browser (settings browser, browser-sharp, browser-fast, master; hevc, av1)",
     max_side=MP4_MAX_SIDE,
     max_frames=None,
     spec=Mp4Spec,

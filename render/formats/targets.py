@@ -40,6 +40,7 @@ CODECS = {
     None: "h264",
     "browser": "h264",
     "browser-sharp": "h264",
+    "browser-fast": "h264",
     "master": "h264 4:4:4",
     "hevc": "hevc",
     "av1": "av1",
