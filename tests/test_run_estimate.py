@@ -152,7 +152,7 @@ def test_render_resume_estimates_from_its_checkpoints_step(tmp_path, monkeypatch
 
 
 # ---------------------------------------------------------------------------------------------
-# The 2D CPU constants against the measured steps (the harness's case estimate)
+# The CPU constants against the measured steps (the harness's case estimate)
 
 
 def test_a_cpu_step_whose_trails_pass_the_cache_costs_more_per_cell():
@@ -169,7 +169,7 @@ def test_a_cpu_step_whose_trails_pass_the_cache_costs_more_per_cell():
     assert render_seconds(tribes, "cuda", "triton") < 4.2 * render_seconds(half, "cuda", "triton")
 
 
-# The estimate of a 2D CPU step is this many times each measured one, at least and at most
+# The estimate of a CPU step is this many times each measured one, at least and at most
 BOUNDS = (0.9, 2.3)
 
 
@@ -182,9 +182,10 @@ def measured_steps() -> list[dict]:
 
 
 def test_the_cpu_estimate_bounds_each_measured_step(monkeypatch):
-    """Every curated preset measured at full size, half size and its preview (ten presets, the
-    mean step of each whole run): the estimate of a step is BOUNDS times what it took; each row's
-    preset is made as the case made it (its sized_preset)."""
+    """Every curated preset measured at full size, half size and its preview (ten 2D presets and
+    five 3D ones, the mean step of each whole run): the estimate of a step (a volume's ray march
+    apart) is BOUNDS times what it took; each row's preset is made as the case made it (its
+    sized_preset)."""
     from physarum.render.tools import harness
 
     monkeypatch.setattr(harness, "CASES", {})
@@ -192,12 +193,16 @@ def test_the_cpu_estimate_bounds_each_measured_step(monkeypatch):
     harness.load_cases(ROOT / "scripts" / "cases")
     sized_preset = sys.modules["cases_step"].sized_preset
     rows = measured_steps()
-    assert len({row["variant"].split()[0] for row in rows}) >= 10
+    assert len({row["variant"].split()[0] for row in rows}) >= 15
     assert {row["variant"].split()[1] for row in rows} == {"full", "half", "preview"}
+    dims = set()
     for row in rows:
         sized = sized_preset(*row["variant"].split())
+        dims.add(sized.dims)
         assert row["extra"]["steps"] == sized.end_step  # the whole run's mean
         assert row["extra"]["agents"] == sized.agents.count
-        step_ms = render_seconds(sized, "cpu", "torch") / sized.end_step * 1e3
+        simulated = render_seconds(sized, "cpu", "torch") - march_seconds(sized, "cpu")
+        step_ms = simulated / sized.end_step * 1e3
         low, high = BOUNDS
         assert low <= step_ms / float(row["median_ms"]) <= high, (row["variant"], step_ms, row["median_ms"])
+    assert dims == {2, 3}

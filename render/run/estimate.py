@@ -5,15 +5,15 @@ The simulation: seconds = steps x (agents x AGENT_S + cells x CELL_S), with cons
 machine and dimensions (THROUGHPUT, THROUGHPUT_3D), cells counted once per species' trail. On a
 CPU a 2D step's agent in a world (walls, food, an image) costs CPU_WORLD_AGENT times more, and
 where its trails pass CPU_CACHE_CELLS they fall out of the cache: each agent and cell costs
-sqrt(cells / CPU_CACHE_CELLS) times more (cpu_spill). The 2D CPU constants and those rules were
-fitted to the mean step of the whole runs of ten curated presets at full size, half size and
-their previews, one torch thread to a render on the 2-core machine (the harness's case estimate,
-rows in benchmarks/unreleased/table-cpu-2core.csv): the estimate is 0.9 to 2.3 times each, long
+(cells / CPU_CACHE_CELLS) ** CPU_SPILL_POWER times more (cpu_spill: the square root in 2D, the
+0.75th power for a volume, whose agents' five sensors reach across its planes). The CPU
+constants and those rules were fitted to the mean step of the whole runs of ten 2D curated
+presets and the five 3D ones at full size, half size and their previews (cosmos: its preview),
+one torch thread to a render on the 2-core machine (the harness's case estimate, rows in
+benchmarks/unreleased/table-cpu-2core.csv): the estimate is 0.9 to 2.3 times each, long
 rather than short (the constants before, one rate for agents and cells fitted to an older
 labyrinth, said 1.5 to 11 times: rings's preview 11 times, tribes's one-minute preview about 5
-minutes). A 3D step on the CPU costs about 1e-6 s an agent (five sensors in a cube map) and 4e-8
-s a voxel (the 27-cell diffusion): torch, one thread, on the 2-core machine, 48^3 and 112^3
-volumes of 25,000 and 100,000 agents. The GPU's are the H200 bench figures (Triton: 4.8e10
+minutes; the 3D ones 1.5 to 4.5 times). The GPU's are the H200 bench figures (Triton: 4.8e10
 agent-steps a second on L; the eager torch step 20 times slower); a 3D step on a GPU is counted
 as a 2D one. The steps are those the render simulates:
 every one, or where a platform target trims the MP4 and nothing else reads past its kept frames,
@@ -48,9 +48,11 @@ THROUGHPUT = {
     ("cuda", "triton"): (2.1e-11, 1e-11),
     ("cuda", "torch"): (4.2e-10, 2e-10),
 }
-THROUGHPUT_3D = {**THROUGHPUT, ("cpu", "torch"): (1e-6, 4e-8)}
-# A 2D CPU step's trails past this many cells (all species', 4 MiB of float32) fall out of cache
+THROUGHPUT_3D = {**THROUGHPUT, ("cpu", "torch"): (3.5e-7, 2.4e-8)}
+# A CPU step's trails past this many cells (all species', 4 MiB of float32) fall out of cache,
+# each agent and cell then costing (cells / CPU_CACHE_CELLS) ** CPU_SPILL_POWER[dims] times more
 CPU_CACHE_CELLS = 1 << 20
+CPU_SPILL_POWER = {2: 0.5, 3: 0.75}
 # An agent of a 2D CPU step in a world (walls, food, an image: the preset's world section) costs
 # this many times one on an empty torus (embers, feast, maze: 76 to 110 ns an agent-step at full
 # size, against 28 to 41 for labyrinth, veins and cave)
@@ -93,18 +95,19 @@ def render_seconds(
     cells = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1) * preset.species_count
     whole = simulated_steps(preset, beside)
     steps = max(whole - start, 0)
-    if (device_type, preset.dims) == ("cpu", 2):
-        spill = cpu_spill(cells)
-        agent_s *= CPU_WORLD_AGENT if preset.world is not None else 1.0
+    if device_type == "cpu":
+        spill = cpu_spill(cells, preset.dims)
+        agent_s *= CPU_WORLD_AGENT if preset.world is not None and preset.dims == 2 else 1.0
         agent_s, cell_s = agent_s * spill, cell_s * spill
     simulation = steps * (preset.agents.count * agent_s + cells * cell_s)
     return simulation + march_seconds(preset, device_type, beside) * steps / max(whole, 1)
 
 
-def cpu_spill(cells: int) -> float:
-    """How many times more each agent and cell of a 2D CPU step costs where its trails (`cells`,
-    all species') pass CPU_CACHE_CELLS: sqrt(cells / CPU_CACHE_CELLS), else 1."""
-    return max(1.0, cells / CPU_CACHE_CELLS) ** 0.5
+def cpu_spill(cells: int, dims: int = 2) -> float:
+    """How many times more each agent and cell of a CPU step costs where its trails (`cells`,
+    all species') pass CPU_CACHE_CELLS: (cells / CPU_CACHE_CELLS) ** CPU_SPILL_POWER[dims], else
+    1."""
+    return max(1.0, cells / CPU_CACHE_CELLS) ** CPU_SPILL_POWER[dims]
 
 
 def marched_frames(preset: Preset, beside: tuple[str, ...] = ()) -> int:

@@ -484,17 +484,20 @@ ESTIMATE_PRESETS = "labyrinth,quickstart,tribes,rivals,embers,veins,rings,feast,
 
 def sized_preset(name: str, size: str):
     """The curated preset `name` at `size`: "full", "half" (--reduce 2) or "preview" (its
-    `render --preview` reduction, thinned where that thins it)."""
+    `render --preview` reduction, as cli/arguments.py chooses it: thinned where that thins it, a
+    volume's short side 48)."""
     from fractions import Fraction
 
+    from physarum.render.cli.arguments import PREVIEW_SIDE, PREVIEW_SIDE_3D
     from physarum.render.preset import load_preset
     from physarum.render.preset.catalog import resolve_preset_path
-    from physarum.render.preset.reduce import preview_ratio, reduce_preset
+    from physarum.render.preset.reduce import preview_ratio, reduce_preset, side_ratio
 
     preset = load_preset(resolve_preset_path(name))
     if size == "full":
         return preset
-    ratio = preview_ratio(preset, 256) if size == "preview" else Fraction(1, 2)
+    preview = side_ratio(preset, PREVIEW_SIDE_3D) if preset.dims == 3 else preview_ratio(preset, PREVIEW_SIDE)
+    ratio = preview if size == "preview" else Fraction(1, 2)
     return reduce_preset(preset, ratio, "preview" if size == "preview" else "reduce")[0]
 
 
@@ -506,13 +509,13 @@ def sized_preset(name: str, size: str):
     small={"presets": "quickstart,tribes", "sizes": "preview", "steps": 2},
 )
 def estimate(run) -> None:
-    """The 2D CPU step against the estimate said before a long render (run/estimate.py): ms a
-    step of each curated preset at its full size, half its size (--reduce 2) and its preview,
+    """The CPU step against the estimate said before a long render (run/estimate.py): ms a
+    step of each curated preset (2D or 3D) at its full size, half its size (--reduce 2) and its preview,
     torch on one render's share of the cores (machine.limit_cpu_threads(2)): the mean of its
     whole run (STEPS 0: a step's cost changes as the agents gather), or of STEPS steps after 3
     untimed ones, three times; each row's extra holds its agents, cells (all species' trails),
     the estimate's ms a step and estimate / measured."""
-    from physarum.render.run.estimate import render_seconds
+    from physarum.render.run.estimate import march_seconds, render_seconds
     from physarum.render.run.machine import limit_cpu_threads
     from physarum.render.sim.simulation import make_simulation
 
@@ -520,7 +523,8 @@ def estimate(run) -> None:
     for name in run.presets.split(","):
         for size in run.sizes.split(","):
             sized = sized_preset(name, size)
-            estimated = render_seconds(sized, "cpu", "torch") / sized.end_step
+            simulated = render_seconds(sized, "cpu", "torch") - march_seconds(sized, "cpu")
+            estimated = simulated / sized.end_step  # the step alone: a volume's ray march apart
             simulation = make_simulation(sized, "torch", "cpu")
             steps, repeats = (sized.end_step, 1) if not run.steps else (run.steps, run.repeats or 3)
             if run.steps:
@@ -536,7 +540,7 @@ def estimate(run) -> None:
                 threads=threads,
                 steps=steps,
                 agents=sized.agents.count,
-                cells=sized.canvas.width * sized.canvas.height * sized.species_count,
+                cells=sized.canvas.width * sized.canvas.height * (sized.canvas.depth or 1) * sized.species_count,
                 estimate_ms=round(estimated * 1e3, 2),
                 estimate_ratio=round(estimated / statistics.median(seconds), 2),
             )
