@@ -525,6 +525,7 @@ def estimate(run) -> None:
             sized = sized_preset(name, size)
             simulated = render_seconds(sized, "cpu", "torch") - march_seconds(sized, "cpu")
             estimated = simulated / sized.end_step  # the step alone: a volume's ray march apart
+            cells = sized.canvas.width * sized.canvas.height * (sized.canvas.depth or 1)
             simulation = make_simulation(sized, "torch", "cpu")
             steps, repeats = (sized.end_step, 1) if not run.steps else (run.steps, run.repeats or 3)
             if run.steps:
@@ -540,7 +541,7 @@ def estimate(run) -> None:
                 threads=threads,
                 steps=steps,
                 agents=sized.agents.count,
-                cells=sized.canvas.width * sized.canvas.height * (sized.canvas.depth or 1) * sized.species_count,
+                cells=cells * sized.species_count,
                 estimate_ms=round(estimated * 1e3, 2),
                 estimate_ratio=round(estimated / statistics.median(seconds), 2),
             )
