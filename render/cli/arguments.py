@@ -489,6 +489,16 @@ def stop_settings(args) -> list[str]:
     return settings
 
 
+def preview_ratio(preset: Preset) -> Fraction:
+    """`--preview`'s ratio: a volume's short side brought to PREVIEW_SIDE_3D, a plane's to
+    PREVIEW_SIDE or more (its floors and windows: render/preset/reduce.py preview_ratio)."""
+    from ..preset import reduce as reducing  # start-up: the schema
+
+    if preset.dims == 3:
+        return reducing.side_ratio(preset, PREVIEW_SIDE_3D)
+    return reducing.preview_ratio(preset, PREVIEW_SIDE)
+
+
 def reduction(args, preset: Preset) -> tuple[Preset, str]:
     """(the preset render renders, the note saying how it was reduced, '' if not): --reduce K
     divides the canvas's sides by K, --preview brings its short side to PREVIEW_SIDE (a little
@@ -503,11 +513,7 @@ def reduction(args, preset: Preset) -> tuple[Preset, str]:
             raise RenderError(f"--reduce: K must be a number from 1 to {MAX_REDUCE} (got {args.reduce!r})")
         ratio = 1 / Fraction(args.reduce)
     elif args.preview:
-        ratio = (
-            reducing.side_ratio(preset, PREVIEW_SIDE_3D)
-            if preset.dims == 3
-            else reducing.preview_ratio(preset, PREVIEW_SIDE)
-        )
+        ratio = preview_ratio(preset)
     else:
         return preset, ""
     reduced, text = reducing.reduce_preset(preset, ratio, kind)

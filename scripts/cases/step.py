@@ -488,16 +488,15 @@ def sized_preset(name: str, size: str):
     volume's short side 48)."""
     from fractions import Fraction
 
-    from physarum.render.cli.arguments import PREVIEW_SIDE, PREVIEW_SIDE_3D
+    from physarum.render.cli.arguments import preview_ratio
     from physarum.render.preset import load_preset
     from physarum.render.preset.catalog import resolve_preset_path
-    from physarum.render.preset.reduce import preview_ratio, reduce_preset, side_ratio
+    from physarum.render.preset.reduce import reduce_preset
 
     preset = load_preset(resolve_preset_path(name))
     if size == "full":
         return preset
-    preview = side_ratio(preset, PREVIEW_SIDE_3D) if preset.dims == 3 else preview_ratio(preset, PREVIEW_SIDE)
-    ratio = preview if size == "preview" else Fraction(1, 2)
+    ratio = preview_ratio(preset) if size == "preview" else Fraction(1, 2)
     return reduce_preset(preset, ratio, "preview" if size == "preview" else "reduce")[0]
 
 
