@@ -3,7 +3,7 @@ each render's stage shares, what the main thread and the encoder threads spend t
 what a render imports before its first step, and the sha256 of quickstart's reduced outputs.
 
     python -m physarum.render.tools.harness case e2e --label LABEL --json-out DIR
-        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ends,served,inner,profile,importtime,hashes]
+        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ahead,ends,served,inner,profile,importtime,hashes]
         [--backend triton --device cuda]
     python3 scripts/cases/e2e.py --label LABEL --out DIR ...     (the same, without the table)
 
@@ -18,8 +18,11 @@ the other parts: one row each, their data in the row's extra column), and with -
   and the stage that bound the render where the sidecar says it).
 - served: the first of --presets through `physarum serve` (torch and the package imported once,
   each command a forked child), cold and warm, against its own process, alternated.
-- formats: quickstart warm with output.formats [gif], [mp4], [png] alone and unbudgeted GIF: the
-  frame loop (frames_s) with and without the GIF.
+- formats: quickstart warm, all its formats against all but the GIF ([mp4, png]) alternated three
+  times (the GIF's share of the frame loop, printed), then output.formats [gif], [mp4], [png]
+  alone and unbudgeted GIF: the frame loop (frames_s) with and without the GIF.
+- ahead: quickstart with an empty Triton cache, without and with PHYSARUM_COMPILE_AHEAD=1,
+  alternated twice: the cold start with the first step's kernels compiled at once, and its bytes.
 - ends: the first of --presets warm, through `physarum` (the process ends at once after main)
   and through the old entry (Python's teardown after main), alternated, three of each.
 - inner: quickstart (and --inner-presets) rendered in this process with stage timers wrapped
@@ -62,6 +65,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -198,12 +202,16 @@ def served(opts, env: dict[str, str], work: Path, repeats: int = 3) -> list[dict
     return rows
 
 
-def formats(opts, env: dict[str, str], work: Path) -> list[dict]:
+def formats(opts, env: dict[str, str], work: Path, pairs: int = 3) -> list[dict]:
+    """quickstart warm with each format alone and unbudgeted GIF, after `pairs` alternated pairs
+    of all its formats against all but the GIF ([mp4, png]): the GIF's share of the frame loop
+    (issue 34: at most 20 %), the median frames_s of one against the other, printed."""
     cache = work / "triton-quickstart"
     run_env = {**env, "TRITON_CACHE_DIR": str(cache)}
     rows = []
+    without_gif = ["output.formats=[mp4, png]"]
     for label, extra in (
-        ("all", []),
+        *[("all", []), ("[mp4, png]", without_gif)] * pairs,
         ("[gif]", ["output.formats=[gif]"]),
         ("[gif] unbudgeted", ["output.formats=[gif]", "output.gif_max_bytes=null"]),
         ("[mp4]", ["output.formats=[mp4]"]),
@@ -213,6 +221,37 @@ def formats(opts, env: dict[str, str], work: Path) -> list[dict]:
         wall, stderr = run_cli(render_args("quickstart", opts, out, extra), run_env)
         rows.append(row_of(f"render quickstart {label}", "warm", wall, sidecar(out, "quickstart"), stderr))
         print(json.dumps(rows[-1]), flush=True)
+    loops = {
+        label: statistics.median(r["frames_s"] for r in rows if r["command"].endswith(label))
+        for label in ("all", "[mp4, png]")
+    }
+    print(
+        f"the GIF in quickstart's frame loop: {loops['all']:.3f} s / {loops['[mp4, png]']:.3f} s without it = {loops['all'] / loops['[mp4, png]']:.2f}x",
+        flush=True,
+    )
+    return rows
+
+
+def ahead(opts, env: dict[str, str], work: Path, pairs: int = 2) -> list[dict]:
+    """quickstart with an empty Triton cache, alternately without and with PHYSARUM_COMPILE_AHEAD=1
+    (its first step's kernels compiled at once on threads: run/runner.py compile_ahead), `pairs`
+    times each: process walls and sidecars, and whether the two give the same bytes."""
+    rows, digests = [], {}
+    for number in range(2 * pairs):
+        switch = str(number % 2)
+        cache, out = work / "triton-ahead", work / f"out-ahead-{switch}"
+        shutil.rmtree(cache, ignore_errors=True)
+        run_env = {**env, "TRITON_CACHE_DIR": str(cache), "PHYSARUM_COMPILE_AHEAD": switch}
+        wall, stderr = run_cli(render_args("quickstart", opts, out), run_env)
+        rows.append(
+            row_of(
+                f"render quickstart compile-ahead={switch}", "cold", wall, sidecar(out, "quickstart"), stderr
+            )
+        )
+        files = sorted(p for p in (out / "quickstart").iterdir() if p.suffix != ".json")
+        digests[switch] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+        print(json.dumps(rows[-1]), flush=True)
+    print(f"compile-ahead: the same bytes as without: {digests['0'] == digests['1']}", flush=True)
     return rows
 
 
@@ -669,6 +708,8 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                 data = walls(opts, env, work)
             elif part == "formats":
                 data = formats(opts, env, work)
+            elif part == "ahead":
+                data = ahead(opts, env, work)
             elif part == "served":
                 data = served(opts, env, work)
             elif part == "ends":
@@ -772,7 +813,7 @@ if "physarum.render.tools.harness" in sys.modules:  # loaded as a case of the ha
         argv += [p for s in run.set.split(";") if s for p in ("--set", s)]
         found = run_parts(options(argv), Path(run.json_out) if run.json_out else None)
         for part, data in found.items():
-            if part in ("walls", "formats", "ends", "served"):
+            if part in ("walls", "formats", "ahead", "ends", "served"):
                 for row in data:
                     row = dict(row)
                     run.record(f"{row.pop('command')}, {row.pop('cache')} cache", row.pop("wall_s"), **row)
