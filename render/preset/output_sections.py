@@ -254,7 +254,7 @@ class Output(OptionalSection):
     mp4: Literal[MP4_SETTINGS] | None = Field(
         None,
         description="the MP4's encoding: browser (unset), browser-sharp, browser-fast (x264 veryfast: "
-        "about 3x less encoder time, a little less quality) or master (lossless) in H.264; "
+        "under half the encoder's time, a little less quality) or master (lossless) in H.264; "
         "hevc (libx265) or av1 (SVT-AV1)",
     )
 

@@ -6,7 +6,7 @@ machine and dimensions (THROUGHPUT, THROUGHPUT_3D), cells counted once per speci
 CPU a 2D step's agent in a world (walls, food, an image) costs CPU_WORLD_AGENT times more, and
 where its trails pass CPU_CACHE_CELLS they fall out of the cache: each agent and cell costs
 (cells / CPU_CACHE_CELLS) ** CPU_SPILL_POWER times more (cpu_spill: the square root in 2D, the
-0.75th power for a volume, whose agents' five sensors reach across its planes). The CPU
+0.75th power for a volume: both fitted). The CPU
 constants and those rules were fitted to the mean step of the whole runs of ten 2D curated
 presets and the five 3D ones at full size, half size and their previews (cosmos: its preview),
 one torch thread to a render on the 2-core machine (the harness's case estimate, rows in
