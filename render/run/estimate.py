@@ -86,21 +86,30 @@ def render_seconds(
     preset: Preset, device_type: str, backend: str, beside: tuple[str, ...] = (), start: int = 0
 ) -> float | None:
     """The estimated seconds of the preset's simulation (the steps a render simulates:
-    simulated_steps) and, for a 3D preset, the ray march of its frames (from `start`: the share
-    of its steps left); None for a machine THROUGHPUT does not know. beside: as stopping_trim."""
+    simulated_steps, each step_seconds) and, for a 3D preset, the ray march of its frames (from
+    `start`: the share of its steps left); None for a machine THROUGHPUT does not know. beside:
+    as stopping_trim."""
+    step = step_seconds(preset, device_type, backend)
+    if step is None:
+        return None
+    whole = simulated_steps(preset, beside)
+    steps = max(whole - start, 0)
+    return steps * step + march_seconds(preset, device_type, beside) * steps / max(whole, 1)
+
+
+def step_seconds(preset: Preset, device_type: str, backend: str) -> float | None:
+    """The estimated seconds of one simulation step (agents x AGENT_S + cells x CELL_S, on a CPU
+    with a world's agent factor and cpu_spill); None for a machine THROUGHPUT does not know."""
     constants = (THROUGHPUT_3D if preset.dims == 3 else THROUGHPUT).get((device_type, backend))
     if constants is None:
         return None
     agent_s, cell_s = constants
     cells = preset.canvas.width * preset.canvas.height * (preset.canvas.depth or 1) * preset.species_count
-    whole = simulated_steps(preset, beside)
-    steps = max(whole - start, 0)
     if device_type == "cpu":
         spill = cpu_spill(cells, preset.dims)
         agent_s *= CPU_WORLD_AGENT if preset.world is not None and preset.dims == 2 else 1.0
         agent_s, cell_s = agent_s * spill, cell_s * spill
-    simulation = steps * (preset.agents.count * agent_s + cells * cell_s)
-    return simulation + march_seconds(preset, device_type, beside) * steps / max(whole, 1)
+    return preset.agents.count * agent_s + cells * cell_s
 
 
 def cpu_spill(cells: int, dims: int = 2) -> float:

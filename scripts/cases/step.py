@@ -514,7 +514,7 @@ def estimate(run) -> None:
     whole run (STEPS 0: a step's cost changes as the agents gather), or of STEPS steps after 3
     untimed ones, three times; each row's extra holds its agents, cells (all species' trails),
     the estimate's ms a step and estimate / measured."""
-    from physarum.render.run.estimate import march_seconds, render_seconds
+    from physarum.render.run.estimate import step_seconds
     from physarum.render.run.machine import limit_cpu_threads
     from physarum.render.sim.simulation import make_simulation
 
@@ -522,8 +522,7 @@ def estimate(run) -> None:
     for name in run.presets.split(","):
         for size in run.sizes.split(","):
             sized = sized_preset(name, size)
-            simulated = render_seconds(sized, "cpu", "torch") - march_seconds(sized, "cpu")
-            estimated = simulated / sized.end_step  # the step alone: a volume's ray march apart
+            estimated = step_seconds(sized, "cpu", "torch")  # a volume's ray march apart
             cells = sized.canvas.width * sized.canvas.height * (sized.canvas.depth or 1)
             simulation = make_simulation(sized, "torch", "cpu")
             steps, repeats = (sized.end_step, 1) if not run.steps else (run.steps, run.repeats or 3)
