@@ -248,8 +248,7 @@ def ahead(opts, env: dict[str, str], work: Path, pairs: int = 2) -> list[dict]:
                 f"render quickstart compile-ahead={switch}", "cold", wall, sidecar(out, "quickstart"), stderr
             )
         )
-        files = sorted(p for p in (out / "quickstart").iterdir() if p.suffix != ".json")
-        digests[switch] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+        digests[switch] = output_digests(out / "quickstart")
         print(json.dumps(rows[-1]), flush=True)
     print(f"compile-ahead: the same bytes as without: {digests['0'] == digests['1']}", flush=True)
     return rows
@@ -304,11 +303,13 @@ def hashes(opts, env: dict[str, str], work: Path) -> dict:
     run_env = {**env, "TRITON_CACHE_DIR": str(work / "triton-quickstart")}
     out = work / "out-hashes"
     run_cli([*render_args("quickstart", opts, out), "--reduce", "4", "--quiet"], run_env)
-    found = {}
-    for path in sorted((out / "quickstart").iterdir()):
-        if path.suffix in (".gif", ".mp4", ".png", ".webp"):
-            found[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
+    return output_digests(out / "quickstart")
+
+
+def output_digests(folder: Path) -> dict[str, str]:
+    """The sha256 of each output file (GIF, MP4, PNG, WebP) in a render's folder, by name."""
+    outputs = [p for p in sorted(folder.iterdir()) if p.suffix in (".gif", ".mp4", ".png", ".webp")]
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in outputs}
 
 
 # ---------------------------------------------------------------------------------------------
