@@ -85,3 +85,14 @@ def test_a_task_that_keeps_its_frame_gets_it_back_zlib_compressed_with_its_block
     for task, (block, kept) in zip(tasks, serial):
         assert block == (compress(task) if task.block else b"")
         assert zlib.decompress(kept) == task.index.tobytes()
+
+
+def test_closing_the_pool_ends_every_worker_cleanly_after_its_last_answer():
+    tasks = _tasks(7)
+    pool = CompressPool(3)
+    processes = [worker.process for worker in pool.workers]
+    for task in tasks:  # tasks left pending: close answers them before the workers are told to end
+        list(pool.submit(task))
+    pool.close()
+    assert [process.returncode for process in processes] == [0, 0, 0]
+    assert pool.workers == [] and not pool.pending

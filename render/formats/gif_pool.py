@@ -155,11 +155,15 @@ class _Worker:
         except (OSError, ValueError) as error:
             raise OSError(f"a GIF compression worker stopped ({error})") from None
 
-    def close(self) -> None:
+    def end(self) -> None:
+        """Close its stdin: the worker answers what it holds and exits (see close)."""
         try:
             self.process.stdin.close()
         except OSError:
             pass
+
+    def close(self) -> None:
+        self.end()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -231,6 +235,8 @@ class CompressPool:
             except BaseException:  # the pool is being closed anyway
                 pass
         self.pending.clear()
+        for worker in self.workers:  # every worker told first, so that they exit side by side
+            worker.end()
         for worker in self.workers:
             worker.close()
         self.workers = []
@@ -303,4 +309,6 @@ if __name__ == "__main__":
         import signal
 
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # every answer is written: no teardown of numpy and Pillow for the pool to wait on
