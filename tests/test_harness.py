@@ -248,6 +248,21 @@ def test_the_table_part_renders_each_preset_cold_then_warm_as_its_own_process(e2
         assert row["bound"] == (f"encoder {largest[5:]}" if largest.startswith("wait_") else largest)
 
 
+def test_the_pool_part_renders_with_each_worker_count_and_puts_the_default_back(e2e_case):
+    from physarum.render.formats import gif_pool
+
+    default = gif_pool.PIXELS_PER_WORKER
+    opts = e2e_case.options(["--backend", "torch", "--device", "cpu", "--set", "run.steps=10"])
+    found = e2e_case.pool("quickstart", opts, pairs=1)
+    assert gif_pool.PIXELS_PER_WORKER == default
+    assert len(found["renders"]) == len(e2e_case.POOL_PIXELS)
+    for row in found["renders"]:
+        assert row["workers"] >= 1 and row["share"] > 0
+        assert row["all"][0] > 0 and row["without the GIF"][0] > 0  # frames_s, then finish_s
+    assert [a["workers"] for a in found["pool alone"]] == sorted({r["workers"] for r in found["renders"]})
+    assert all(a["forty_frames_s"] > 0 for a in found["pool alone"])
+
+
 @pytest.mark.slow
 def test_the_ends_part_alternates_the_command_and_the_old_entry(e2e_case):
     """Part ends: the first preset warm, through `physarum` and through the old entry

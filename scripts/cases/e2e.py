@@ -3,7 +3,7 @@ each render's stage shares, what the main thread and the encoder threads spend t
 what a render imports before its first step, and the sha256 of quickstart's reduced outputs.
 
     python -m physarum.render.tools.harness case e2e --label LABEL --json-out DIR
-        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ahead,ends,served,inner,profile,importtime,hashes]
+        [--presets quickstart,labyrinth,cosmos] [--parts walls,formats,ahead,ends,served,inner,pool,profile,importtime,hashes]
         [--backend triton --device cuda]
     python3 scripts/cases/e2e.py --label LABEL --out DIR ...     (the same, without the table)
 
@@ -32,6 +32,9 @@ the other parts: one row each, their data in the row's extra column), and with -
 - importtime: `python -X importtime -m physarum.render.cli render quickstart` (warm): the
   modules imported by a render, largest first, ours marked.
 - hashes: sha256 of quickstart's GIF, MP4 and PNG at --reduce 4 (same bytes before and after).
+- pool: quickstart in a child, warm, with its GIF's workers one per 4, 2 and 1 Mpixel of its
+  frames (gif_pool.PIXELS_PER_WORKER): all formats against all but the GIF, alternated, the
+  frame loop's share of the GIF at each count; then each pool alone, its start and 40 frames.
 - profile: each of --profile-presets (default cosmos) rendered warm in a child under
   torch.profiler: the frame loop beside the device's busy seconds, the operations by device time
   and by host time (a host call that waits for the device shows as host time: how cosmos's
@@ -542,6 +545,66 @@ def inner(preset_name: str, opts) -> dict:
     }
 
 
+POOL_PIXELS = (4_000_000, 2_000_000, 1_000_000)  # the pool part's PIXELS_PER_WORKER: 6, 11, 16 workers
+
+
+def pool(preset_name: str, opts, pairs: int = 2) -> dict:
+    """The GIF's workers against its share of the frame loop, in this process (warm): for each
+    of POOL_PIXELS as gif_pool.PIXELS_PER_WORKER, all formats and all but the GIF alternated
+    `pairs` times (median frames_s and finish_s of each); then a pool of each size alone, its
+    start (every worker answered once) and 40 frames of the preset's size compressed and kept."""
+    import numpy as np
+
+    from physarum.render.formats import gif_pool
+    from physarum.render.formats.gif_file import Digits, Reduction
+    from physarum.render.preset import load_preset
+    from physarum.render.preset.catalog import resolve_preset_path
+    from physarum.render.run import runner
+
+    preset = load_preset(resolve_preset_path(preset_name), opts.set)
+    others = ", ".join(f for f in preset.output.formats if f != "gif")
+    without = load_preset(resolve_preset_path(preset_name), [*opts.set, f"output.formats=[{others}]"])
+    formats = {"all": preset, "without the GIF": without}
+
+    def timed(out: Path, shown) -> tuple[float, float]:
+        options = runner.RenderOptions(backend=opts.backend, device=opts.device, out_dir=out, quiet=True)
+        t = runner.render(shown, options).timings
+        return t["frames_s"], t["finish_s"]
+
+    rows, pixels = [], preset.canvas.width * preset.canvas.height
+    default = gif_pool.PIXELS_PER_WORKER
+    with tempfile.TemporaryDirectory() as folder:
+        timed(Path(folder), preset)  # compiles, and starts what a second render reuses
+        try:
+            for per in POOL_PIXELS:
+                gif_pool.PIXELS_PER_WORKER = per
+                runs = {
+                    label: [timed(Path(folder), kept) for _ in range(pairs)]
+                    for label, kept in formats.items()
+                }
+                row = {"workers": gif_pool.pool_size(1, pixels * preset.frames)}
+                for label, found in runs.items():
+                    row[label] = [round(statistics.median(x[i] for x in found), 3) for i in (0, 1)]
+                row["share"] = round(row["all"][0] / row["without the GIF"][0], 3)
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+        finally:
+            gif_pool.PIXELS_PER_WORKER = default
+    frame = np.random.default_rng(1).integers(0, 256, (preset.canvas.height, preset.canvas.width), np.uint8)
+    task = gif_pool.FrameTask(frame, bytes(768), Reduction(), Digits(), False, 3, keep=True)
+    alone = []
+    for size in sorted({row["workers"] for row in rows}):
+        began = time.perf_counter()
+        made = gif_pool.CompressPool(size).ready()
+        ready = time.perf_counter() - began
+        began = time.perf_counter()
+        list(made.map([task] * 40))
+        busy = time.perf_counter() - began
+        made.close()
+        alone.append({"workers": size, "ready_s": round(ready, 3), "forty_frames_s": round(busy, 3)})
+    return {"preset": preset_name, "set": opts.set, "renders": rows, "pool alone": alone}
+
+
 def device_profile(preset_name: str, opts, rows: int = 15) -> dict:
     """Where a warm render's time goes on the device and which host calls wait for it: the preset
     rendered once in this process (kernels compiled, files cached), then again under
@@ -663,6 +726,7 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--child-encoders", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--startup", help=argparse.SUPPRESS)  # one start-up timeline, as a child
     parser.add_argument("--profile", help=argparse.SUPPRESS)  # one device profile, as a child
+    parser.add_argument("--pool", help=argparse.SUPPRESS)  # the GIF pool part, as a child
     return parser.parse_args(argv)
 
 
@@ -732,6 +796,9 @@ def run_parts(opts: argparse.Namespace, out: Path | None) -> dict[str, object]:
                 data = table(opts, env, work)
                 machine = f"{os.cpu_count()}-core CPU" if opts.device == "cpu" else opts.device
                 print(table_markdown(data, f"{machine} ({opts.backend} backend)"), flush=True)
+            elif part == "pool":
+                args = child_args("--pool", "quickstart", opts, opts.set)
+                data = child_record(args, env, work / "triton-quickstart", "POOL ")
             elif part == "profile":
                 data = []
                 for preset in opts.profile_presets.split(","):
@@ -766,6 +833,9 @@ def main() -> None:
         return
     if opts.profile:
         print("PROFILE " + json.dumps(device_profile(opts.profile, opts)))
+        return
+    if opts.pool:
+        print("POOL " + json.dumps(pool(opts.pool, opts)))
         return
     run_parts(opts, Path(opts.out))
 
