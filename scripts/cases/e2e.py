@@ -552,16 +552,18 @@ def pool(preset_name: str, opts, pairs: int = 2) -> dict:
     """The GIF's workers against its share of the frame loop, in this process (warm): for each
     of POOL_PIXELS as gif_pool.PIXELS_PER_WORKER, all formats and all but the GIF alternated
     `pairs` times (median frames_s and finish_s of each); then a pool of each size alone, its
-    start (every worker answered once) and 40 frames of the preset's size compressed and kept."""
+    start (every worker answered once) and 40 frames of its GIF's size compressed and kept."""
     import numpy as np
 
     from physarum.render.formats import gif_pool
     from physarum.render.formats.gif_file import Digits, Reduction
+    from physarum.render.out.specs import gif_size
     from physarum.render.preset import load_preset
     from physarum.render.preset.catalog import resolve_preset_path
     from physarum.render.run import runner
 
     preset = load_preset(resolve_preset_path(preset_name), opts.set)
+    width, height = gif_size(preset)  # the GIF's frames, as gif.make_spec sizes its pool
     others = ", ".join(f for f in preset.output.formats if f != "gif")
     without = load_preset(resolve_preset_path(preset_name), [*opts.set, f"output.formats=[{others}]"])
     formats = {"all": preset, "without the GIF": without}
@@ -571,7 +573,7 @@ def pool(preset_name: str, opts, pairs: int = 2) -> dict:
         t = runner.render(shown, options).timings
         return t["frames_s"], t["finish_s"]
 
-    rows, pixels = [], preset.canvas.width * preset.canvas.height
+    rows = []
     default = gif_pool.PIXELS_PER_WORKER
     with tempfile.TemporaryDirectory() as folder:
         timed(Path(folder), preset)  # compiles, and starts what a second render reuses
@@ -582,7 +584,7 @@ def pool(preset_name: str, opts, pairs: int = 2) -> dict:
                     label: [timed(Path(folder), kept) for _ in range(pairs)]
                     for label, kept in formats.items()
                 }
-                row = {"workers": gif_pool.pool_size(1, pixels * preset.frames)}
+                row = {"workers": gif_pool.pool_size(1, width * height * preset.frames)}
                 for label, found in runs.items():
                     row[label] = [round(statistics.median(x[i] for x in found), 3) for i in (0, 1)]
                 row["share"] = round(row["all"][0] / row["without the GIF"][0], 3)
@@ -590,7 +592,7 @@ def pool(preset_name: str, opts, pairs: int = 2) -> dict:
                 print(json.dumps(row), file=sys.stderr, flush=True)
         finally:
             gif_pool.PIXELS_PER_WORKER = default
-    frame = np.random.default_rng(1).integers(0, 256, (preset.canvas.height, preset.canvas.width), np.uint8)
+    frame = np.random.default_rng(1).integers(0, 256, (height, width), np.uint8)
     task = gif_pool.FrameTask(frame, bytes(768), Reduction(), Digits(), False, 3, keep=True)
     alone = []
     for size in sorted({row["workers"] for row in rows}):
