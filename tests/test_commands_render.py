@@ -9,6 +9,8 @@ from test_preset_provenance import aliased_preset
 import physarum
 from physarum.render.cli.main import main
 from physarum.render.commands import render as rendering
+from physarum.render.formats import gif, gif_pool
+from physarum.render.out.specs import gif_size
 from support import TINY_3D, tiny_data, write_preset, write_sweep
 
 
@@ -120,3 +122,47 @@ def test_a_render_call_checks_before_torch(tmp_path):
     with pytest.raises(physarum.RenderError, match="past what render --from"):
         rendering.check(preset)
     rendering.check(physarum.load(_preset_file(tmp_path)))  # a plain preset passes
+
+
+class _Counted(gif_pool._Worker):
+    started: list[_Counted] = []
+
+    def __init__(self):
+        super().__init__()
+        _Counted.started.append(self)
+
+
+def _gif_workers(monkeypatch) -> None:
+    """Every GIF compressed in worker processes, as many as the cores allow, each counted."""
+    _Counted.started = []
+    monkeypatch.setattr(gif_pool, "_Worker", _Counted)
+    monkeypatch.setattr(gif_pool, "PARALLEL_PIXELS", 0)
+    monkeypatch.setattr(gif_pool, "PIXELS_PER_WORKER", 1)
+
+
+def test_a_render_starts_its_gif_workers_before_torch_and_its_writer_takes_them(tmp_path, monkeypatch):
+    _gif_workers(monkeypatch)
+    preset = physarum.load(write_preset(tmp_path, tiny_data(output={"formats": ["gif"]}), "g.yaml"))
+    count = gif.processes(preset, gif_size(preset))
+    taken = []
+    opened = gif.GifWriter.__init__
+
+    def opening(writer, spec):  # the workers at the writer's opening: those started ahead
+        taken.append(list(_Counted.started))
+        opened(writer, spec)
+
+    monkeypatch.setattr(gif.GifWriter, "__init__", opening)
+    physarum.render(preset, out=tmp_path / "out", backend="torch", device="cpu")
+    assert (count > 1) == (taken[0] != [])  # started ahead, where a GIF has workers at all
+    assert len(_Counted.started) == (count if count > 1 else 0)  # none started twice
+    assert gif_pool._ahead == []
+
+
+def test_a_render_refused_after_its_gif_workers_started_ends_them(tmp_path, monkeypatch):
+    _gif_workers(monkeypatch)
+    preset = physarum.load(write_preset(tmp_path, tiny_data(output={"formats": ["gif"]}), "g.yaml"))
+    with pytest.raises(physarum.RenderError, match="backend"):
+        physarum.render(preset, out=tmp_path / "out", backend="nope")
+    assert gif_pool._ahead == []
+    assert all(worker.process.returncode == 0 for worker in _Counted.started)
+    assert not (tmp_path / "out").exists() or not any(p.is_file() for p in (tmp_path / "out").rglob("*"))

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from physarum.render.formats import gif_pool
 from physarum.render.formats.gif_file import Digits, Reduction
 from physarum.render.formats.gif_pool import CompressPool, FrameTask, compress, pool_size
 from physarum.render.look.colour import palette_table
@@ -96,3 +97,30 @@ def test_closing_the_pool_ends_every_worker_cleanly_after_its_last_answer():
     pool.close()
     assert [process.returncode for process in processes] == [0, 0, 0]
     assert pool.workers == [] and not pool.pending
+
+
+def test_a_pool_takes_the_workers_started_ahead_and_starts_only_the_rest():
+    tasks = _tasks(5)
+    gif_pool.start_ahead(2)
+    ahead = [worker.process for worker in gif_pool._ahead]
+    assert len(ahead) == 2 and all(process.poll() is None for process in ahead)
+    with CompressPool(3) as pool:
+        taken = [worker.process for worker in pool.workers]
+        assert taken[:2] == ahead and taken[2] not in ahead  # the third is started by the pool
+        assert list(pool.map(tasks)) == [compress(task) for task in tasks]
+    assert gif_pool._ahead == []
+
+
+def test_workers_started_ahead_that_no_pool_takes_are_ended_and_a_dead_one_is_passed_over():
+    gif_pool.start_ahead(1)  # a pool of 1 compresses in its process: none is started
+    assert gif_pool._ahead == []
+    gif_pool.start_ahead(3)
+    processes = [worker.process for worker in gif_pool._ahead]
+    processes[0].kill()
+    processes[0].wait()
+    with CompressPool(2) as pool:  # the dead one passed over, the two others taken
+        assert [worker.process for worker in pool.workers] == processes[1:]
+    gif_pool.start_ahead(2)
+    unused = [worker.process for worker in gif_pool._ahead]
+    gif_pool.end_ahead()
+    assert gif_pool._ahead == [] and [process.returncode for process in unused] == [0, 0]

@@ -128,9 +128,22 @@ def _run_into_store(preset, call: RenderCall, store: ObjectStore, say) -> Render
 
 def _run_here(preset, call: RenderCall, say) -> Rendered:
     """The render into the local folder call.out."""
-    from ..out.specs import output_paths  # start-up: the preset schema
+    from ..formats.gif import start_workers  # start-up: no torch
+    from ..formats.gif_pool import end_ahead  # start-up: no torch
+    from ..out.specs import gif_size  # start-up: the preset schema
 
     speak = say if (say is not None and not call.quiet) else (lambda line: None)
+    start_workers(preset, gif_size(preset))  # the GIF's, ready when its frames come (gif_pool)
+    try:
+        return _render_here(preset, call, speak)
+    finally:
+        end_ahead()  # those its GIF did not take: a render that failed before it
+
+
+def _render_here(preset, call: RenderCall, speak: Callable[[str], None]) -> Rendered:
+    """_run_here's render, its GIF's workers started."""
+    from ..out.specs import output_paths  # start-up: the preset schema
+
     if call.resume is None:  # a render speaks from its first second (a resumed one has: its state)
         speak("physarum: loading torch...")
     from ..out.metrics import MetricsCsv  # start-up: torch

@@ -25,7 +25,7 @@ from .gif_budget import (
     sample_frames,
 )
 from .gif_file import Digits, Reduction, delay_ms
-from .gif_pool import CompressPool, FrameTask, pool_size
+from .gif_pool import CompressPool, FrameTask, pool_size, start_ahead
 
 # start-up: loaded at first use (base/lazy.py)
 Image = lazy.module("PIL.Image")
@@ -193,7 +193,7 @@ def make_spec(preset, path: Path, shared: Shared) -> GifSpec:
         # the frames it will hold, where the preset alone says: a loop shows others (look/loops.py)
         frames=preset.frames if preset.loop[0] == "none" else 0,
         digits=shared.digits,
-        processes=pool_size(shared.jobs, size[0] * size[1] * preset.frames),
+        processes=processes(preset, size, shared.jobs),
         own_palettes=preset.dims == 3,
     )
 
@@ -234,3 +234,16 @@ FORMAT = Format(
     check=check,  # the budget's bytes are checked by the out stage, which knows the look (out/specs.py)
     read_text=read_text,
 )
+
+
+def processes(preset, size: tuple[int, int], jobs: int = 1) -> int:
+    """The worker processes that compress a preset's GIF of `size` (width, height) when `jobs`
+    GIFs are written at once (gif_pool.pool_size of all its frames' pixels)."""
+    return pool_size(jobs, size[0] * size[1] * preset.frames)
+
+
+def start_workers(preset, size: tuple[int, int]) -> None:
+    """Start the workers of a render's GIF of `size` now, where the render writes a GIF alone
+    (jobs 1): its writer takes them (gif_pool.start_ahead)."""
+    if "gif" in preset.output.formats:
+        start_ahead(processes(preset, size))

@@ -19,6 +19,7 @@ the render's simulation runs, not at its first task.
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import struct
@@ -59,6 +60,8 @@ PARALLEL_PIXELS = 8_000_000
 # costs a process start and its imports (0.1-0.3 s of a core), so a small GIF starts a few, not one
 # per core (quickstart's 21 Mpixel: 6 workers, not 16, beside the simulation's frame loop).
 PIXELS_PER_WORKER = 4_000_000
+# Workers started ahead of their pool (start_ahead), oldest first: the next CompressPool takes them.
+_ahead: list[_Worker] = []
 
 
 @dataclass(frozen=True)
@@ -181,7 +184,7 @@ class CompressPool:
 
     def __init__(self, size: int):
         self.size = size
-        self.workers = [_Worker() for _ in range(size)] if size > 1 else []
+        self.workers = [_take_worker() for _ in range(size)] if size > 1 else []
         self.idle: queue.Queue = queue.Queue()
         for worker in self.workers:
             self.idle.put(worker)
@@ -254,6 +257,39 @@ class CompressPool:
             self.close()
         else:
             self.kill()
+
+
+def start_ahead(size: int) -> None:
+    """Start the workers of a pool of `size` that this process will open later (1: none): the
+    next CompressPool takes them rather than starting its own, so that they have imported what
+    they need before its first task. A render starts its GIF's before it imports torch (their
+    start, 0.4 s for 6 on the GPU host, otherwise falls in its frame loop). Those no pool takes
+    are ended by end_ahead, or at the process's exit."""
+    while size > 1 and len(_ahead) < size:
+        _ahead.append(_Worker())
+
+
+def end_ahead() -> None:
+    """End the workers started ahead that no pool took (a render that failed before its GIF)."""
+    workers = _ahead[:]
+    _ahead.clear()
+    for worker in workers:  # every worker told first, as CompressPool.close does
+        worker.end()
+    for worker in workers:
+        worker.close()
+
+
+def _take_worker() -> _Worker:
+    """A worker started ahead that is still running, else a new one."""
+    while _ahead:
+        worker = _ahead.pop(0)
+        if worker.process.poll() is None:
+            return worker
+        worker.kill()
+    return _Worker()
+
+
+atexit.register(end_ahead)
 
 
 def _read(stream, size: int) -> bytes:
