@@ -88,8 +88,9 @@ class GifWriter(PartialFile):
         self.file = self.open("wb")
         self.store = FrameStore() if spec.max_bytes is not None else None
         self.report: dict | None = None
-        # the workers start now, so that they have imported what they need while the simulation
-        # runs, also where a budgeted GIF compresses only once every frame is in
+        # the workers a render started before torch's import (start_workers), else started now:
+        # they have imported what they need by the first frame, also where a budgeted GIF
+        # compresses only once every frame is in
         self.pool = CompressPool(spec.processes)
         head = gif_file.header(spec.width, spec.height, spec.palette, spec.loop, spec.comment)
         if self.store is None:
