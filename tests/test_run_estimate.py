@@ -124,6 +124,9 @@ def test_a_resumed_renders_estimate_counts_the_steps_left(flat_rate):
     assert estimate.simulated_steps(preset, start=1500) == 500
     line = estimate_line(preset, "cpu", "torch", start=1500)
     assert line is not None and "for 500 steps left of 2,000 (resumed at step 1,500)" in line
+    assert (
+        "--preview" in estimate_line(preset, "cpu", "torch") and "--preview" not in line
+    )  # it keeps its canvas
     assert estimate_line(preset, "cpu", "torch", start=1900) is None  # 100 steps: under a minute
 
 

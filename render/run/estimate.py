@@ -151,7 +151,7 @@ def estimate_line(
     """The line said before a render estimated at SHOWN_FROM_S or more, else None; its steps
     those the render simulates (beside: as stopping_trim), from `start` where it resumes. It
     points to --preview, unless the preset is a reduction already (`reduced`: --preview or
-    --reduce made it)."""
+    --reduce made it) or the render resumes (a resumed render keeps its checkpoint's canvas)."""
     seconds = render_seconds(preset, device_type, backend, beside, start)
     if seconds is None or seconds < SHOWN_FROM_S:
         return None
@@ -168,7 +168,9 @@ def estimate_line(
     if preset.dims == 3:
         width, height = preset.frame_size
         frames = f", {marched_frames(preset, beside):,} frames of {width}x{height} ray-marched"
-    hint = "" if reduced else "; --preview renders the same picture smaller, in a fraction of the time"
+    hint = (
+        "" if reduced or start else "; --preview renders the same picture smaller, in a fraction of the time"
+    )
     return (
         f"note: this render is estimated at about {shown} on this {device_type} ({backend}): "
         f"{preset.agents.count:,} agents on {canvas} for {steps_said(preset, beside, start)}{frames}{hint}"
