@@ -155,7 +155,7 @@ def test_a_render_starts_its_gif_workers_before_torch_and_its_writer_takes_them(
     physarum.render(preset, out=tmp_path / "out", backend="torch", device="cpu")
     assert (count > 1) == (taken[0] != [])  # started ahead, where a GIF has workers at all
     assert len(_Counted.started) == (count if count > 1 else 0)  # none started twice
-    assert gif_pool._ahead == []
+    assert gif_pool._ahead == {}
 
 
 def test_a_render_refused_after_its_gif_workers_started_ends_them(tmp_path, monkeypatch):
@@ -163,6 +163,6 @@ def test_a_render_refused_after_its_gif_workers_started_ends_them(tmp_path, monk
     preset = physarum.load(write_preset(tmp_path, tiny_data(output={"formats": ["gif"]}), "g.yaml"))
     with pytest.raises(physarum.RenderError, match="backend"):
         physarum.render(preset, out=tmp_path / "out", backend="nope")
-    assert gif_pool._ahead == []
+    assert gif_pool._ahead == {}
     assert all(worker.process.returncode == 0 for worker in _Counted.started)
     assert not (tmp_path / "out").exists() or not any(p.is_file() for p in (tmp_path / "out").rglob("*"))

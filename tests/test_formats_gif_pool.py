@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import zlib
 from dataclasses import replace
 
@@ -102,25 +103,37 @@ def test_closing_the_pool_ends_every_worker_cleanly_after_its_last_answer():
 def test_a_pool_takes_the_workers_started_ahead_and_starts_only_the_rest():
     tasks = _tasks(5)
     gif_pool.start_ahead(2)
-    ahead = [worker.process for worker in gif_pool._ahead]
+    ahead = [worker.process for worker in gif_pool._ahead[threading.get_ident()]]
     assert len(ahead) == 2 and all(process.poll() is None for process in ahead)
     with CompressPool(3) as pool:
         taken = [worker.process for worker in pool.workers]
         assert taken[:2] == ahead and taken[2] not in ahead  # the third is started by the pool
         assert list(pool.map(tasks)) == [compress(task) for task in tasks]
-    assert gif_pool._ahead == []
+    assert gif_pool._ahead == {}
 
 
 def test_workers_started_ahead_that_no_pool_takes_are_ended_and_a_dead_one_is_passed_over():
     gif_pool.start_ahead(1)  # a pool of 1 compresses in its process: none is started
-    assert gif_pool._ahead == []
+    assert gif_pool._ahead == {}
     gif_pool.start_ahead(3)
-    processes = [worker.process for worker in gif_pool._ahead]
+    processes = [worker.process for worker in gif_pool._ahead[threading.get_ident()]]
     processes[0].kill()
     processes[0].wait()
     with CompressPool(2) as pool:  # the dead one passed over, the two others taken
         assert [worker.process for worker in pool.workers] == processes[1:]
     gif_pool.start_ahead(2)
-    unused = [worker.process for worker in gif_pool._ahead]
+    unused = [worker.process for worker in gif_pool._ahead[threading.get_ident()]]
     gif_pool.end_ahead()
-    assert gif_pool._ahead == [] and [process.returncode for process in unused] == [0, 0]
+    assert gif_pool._ahead == {} and [process.returncode for process in unused] == [0, 0]
+
+
+def test_a_pool_takes_only_the_workers_its_own_thread_started_ahead():
+    """A worker dies with the thread that started it: renders on two threads keep their own."""
+    other = threading.Thread(target=gif_pool.start_ahead, args=(2,))
+    other.start()
+    other.join()  # its workers died with it (PR_SET_PDEATHSIG on Linux) or stay running
+    theirs = [worker.process for worker in gif_pool._ahead[other.ident]]
+    with CompressPool(2) as pool:
+        assert not {worker.process for worker in pool.workers} & set(theirs)
+    gif_pool.end_ahead(every_thread=True)
+    assert gif_pool._ahead == {} and all(process.poll() is not None for process in theirs)

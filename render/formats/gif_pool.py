@@ -60,8 +60,12 @@ PARALLEL_PIXELS = 8_000_000
 # costs a process start and its imports (0.1-0.3 s of a core), so a small GIF starts a few, not one
 # per core (quickstart's 21 Mpixel: 6 workers, not 16, beside the simulation's frame loop).
 PIXELS_PER_WORKER = 4_000_000
-# Workers started ahead of their pool (start_ahead), oldest first: the next CompressPool takes them.
-_ahead: list[_Worker] = []
+# Workers started ahead of their pool (start_ahead), by the thread that started them, oldest
+# first: that thread's next CompressPool takes them. By thread, as a worker dies with the thread
+# that started it (PR_SET_PDEATHSIG), and renders on several threads of one process (the API)
+# must not take each other's.
+_ahead: dict[int, list[_Worker]] = {}
+_ahead_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -260,19 +264,25 @@ class CompressPool:
 
 
 def start_ahead(size: int) -> None:
-    """Start the workers of a pool of `size` that this process will open later (1: none): the
+    """Start the workers of a pool of `size` that this thread will open later (1: none): its
     next CompressPool takes them rather than starting its own, so that they have imported what
     they need before its first task. A render starts its GIF's before it imports torch (their
     start, 0.4 s for 6 on the GPU host, otherwise falls in its frame loop). Those no pool takes
     are ended by end_ahead, or at the process's exit."""
-    while size > 1 and len(_ahead) < size:
-        _ahead.append(_Worker())
+    with _ahead_lock:
+        started = _ahead.get(threading.get_ident(), [])
+        while size > 1 and len(started) < size:
+            started.append(_Worker())
+        if started:
+            _ahead[threading.get_ident()] = started
 
 
-def end_ahead() -> None:
-    """End the workers started ahead that no pool took (a render that failed before its GIF)."""
-    workers = _ahead[:]
-    _ahead.clear()
+def end_ahead(every_thread: bool = False) -> None:
+    """End the workers this thread (every thread's, at the process's exit) started ahead that no
+    pool took (a render that failed before its GIF)."""
+    with _ahead_lock:
+        threads = list(_ahead) if every_thread else [threading.get_ident()]
+        workers = [worker for thread in threads for worker in _ahead.pop(thread, [])]
     for worker in workers:  # every worker told first, as CompressPool.close does
         worker.end()
     for worker in workers:
@@ -280,16 +290,21 @@ def end_ahead() -> None:
 
 
 def _take_worker() -> _Worker:
-    """A worker started ahead that is still running, else a new one."""
-    while _ahead:
-        worker = _ahead.pop(0)
+    """A worker this thread started ahead that is still running, else a new one."""
+    while True:
+        with _ahead_lock:
+            started = _ahead.get(threading.get_ident(), [])
+            worker = started.pop(0) if started else None
+            if not started:
+                _ahead.pop(threading.get_ident(), None)
+        if worker is None:
+            return _Worker()
         if worker.process.poll() is None:
             return worker
         worker.kill()
-    return _Worker()
 
 
-atexit.register(end_ahead)
+atexit.register(end_ahead, every_thread=True)
 
 
 def _read(stream, size: int) -> bytes:
