@@ -242,10 +242,7 @@ class CompressPool:
             except BaseException:  # the pool is being closed anyway
                 pass
         self.pending.clear()
-        for worker in self.workers:  # every worker told first, so that they exit side by side
-            worker.end()
-        for worker in self.workers:
-            worker.close()
+        _close_all(self.workers)
         self.workers = []
 
     def kill(self) -> None:
@@ -283,7 +280,13 @@ def end_ahead(every_thread: bool = False) -> None:
     with _ahead_lock:
         threads = list(_ahead) if every_thread else [threading.get_ident()]
         workers = [worker for thread in threads for worker in _ahead.pop(thread, [])]
-    for worker in workers:  # every worker told first, as CompressPool.close does
+    _close_all(workers)
+
+
+def _close_all(workers: list[_Worker]) -> None:
+    """Close `workers`, every one told to end before any is waited for, so that they exit side
+    by side."""
+    for worker in workers:
         worker.end()
     for worker in workers:
         worker.close()
